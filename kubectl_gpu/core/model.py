@@ -1,0 +1,157 @@
+"""The data model of the translation core.
+
+Everything here is plain, immutable data: the core reads a pod template (a mapping
+with ``metadata`` and ``spec``) and returns a :class:`PodTranslation`, which says
+what to change (an RFC 6902 JSON Patch relative to the pod template), which DRA
+objects the changed pod needs, and what a person should be told about it.
+
+The webhook sends the patch as is; ``migrate`` applies it to the comment-preserving
+YAML tree.  Neither face decides anything about GPUs on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class ApiVersion(str, Enum):
+    """The ``resource.k8s.io`` version to emit DRA objects in."""
+
+    V1 = "resource.k8s.io/v1"  # GA in Kubernetes 1.34
+    V1BETA2 = "resource.k8s.io/v1beta2"  # Kubernetes 1.33, same shape as v1
+    V1BETA1 = "resource.k8s.io/v1beta1"  # Kubernetes 1.32, flat request fields
+
+    @property
+    def supports_consumable_capacity(self) -> bool:
+        # capacity.requests (KEP-5075) appeared with v1 in 1.34; earlier versions drop it.
+        return self is ApiVersion.V1
+
+    @classmethod
+    def parse(cls, text: str) -> "ApiVersion":
+        wanted = text if "/" in text else f"resource.k8s.io/{text}"
+        for member in cls:
+            if member.value == wanted:
+                return member
+        valid = ", ".join(m.value.split("/")[1] for m in cls)
+        raise ValueError(f"unknown DRA API version {text!r}; use one of: {valid}")
+
+
+class Sharing(str, Enum):
+    """How a fractional GPU request (0.5 GPU, vcuda-core 50, gpumem ...) is expressed in DRA.
+
+    DRA only shares a device between pods in two ways: pods that reference ONE
+    ResourceClaim, or devices that offer consumable capacity (KEP-5075).  A per-pod
+    template with a TimeSlicing/MPS config gives every pod a whole GPU.
+    """
+
+    CONSUMABLE = "consumable"  # per-pod template with capacity.requests (KEP-5075)
+    EXCLUSIVE = "exclusive"  # round up to whole GPUs
+    TIMESLICING = "timeslicing"  # one shared ResourceClaim per workload, GpuConfig TimeSlicing
+    MPS = "mps"  # one shared ResourceClaim per workload, GpuConfig MPS
+
+
+class IntegerGpuMode(str, Enum):
+    """What to do with a plain integer ``nvidia.com/gpu: N`` with no selectors."""
+
+    REWRITE = "rewrite"  # always emit an explicit ResourceClaimTemplate
+    # Leave it to the scheduler: a DeviceClass with extendedResourceName (KEP-5004) serves it.
+    EXTENDED_RESOURCE = "extended-resource"
+
+
+class Severity(str, Enum):
+    INFO = "info"  # a change that was made
+    WARNING = "warning"  # made, but the person should know something
+    ERROR = "error"  # this pod template was NOT changed; the message says what to fix
+
+
+@dataclass(frozen=True)
+class Note:
+    """One line of the change report, about one place in the pod template."""
+
+    severity: Severity
+    message: str
+    container: str | None = None  # container name, when the note is about one
+    resource: str | None = None  # legacy resource name, when the note is about one
+
+    def render(self) -> str:
+        where = f"container {self.container!r}: " if self.container else ""
+        return f"{where}{self.message}"
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    api_version: ApiVersion = ApiVersion.V1
+    sharing: Sharing = Sharing.CONSUMABLE
+    integer_gpus: IntegerGpuMode = IntegerGpuMode.REWRITE
+    # Memory of one GPU in the node pool, e.g. "80Gi": lets fractions and percentages become
+    # consumable memory requests.  Without it they can only become whole GPUs.
+    gpu_memory: str | None = None
+    # ACK's gpushare device plugin can be run with --memory-unit=MiB; GiB is its default.
+    aliyun_memory_unit: str = "GiB"
+    gpu_device_class: str = "gpu.nvidia.com"
+    mig_device_class: str = "mig.nvidia.com"
+    tpu_device_class: str = "tpu.google.com"
+    # Workload identity used to name a shared ResourceClaim (timeslicing/mps), e.g.
+    # "Deployment/web". None: the pod has no workload, so nothing is shared across pods.
+    sharing_group: str | None = None
+
+
+@dataclass(frozen=True)
+class ClaimObject:
+    """A DRA object the translated pod needs: a ResourceClaimTemplate (per-pod claims) or a
+    ResourceClaim (one claim shared by every pod of a workload)."""
+
+    kind: str  # "ResourceClaimTemplate" | "ResourceClaim"
+    name: str  # deterministic from the content, DNS-1123, <= 63 chars
+    api_version: ApiVersion
+    claim_spec: dict[str, Any]  # the ResourceClaimSpec, already shaped for api_version
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    def manifest(self, namespace: str | None) -> dict[str, Any]:
+        """The full object, ready for the API server or a YAML file."""
+        metadata: dict[str, Any] = {"name": self.name}
+        if namespace:
+            metadata["namespace"] = namespace
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
+        if self.annotations:
+            metadata["annotations"] = dict(self.annotations)
+        spec = {"spec": self.claim_spec} if self.kind == "ResourceClaimTemplate" else self.claim_spec
+        return {
+            "apiVersion": self.api_version.value,
+            "kind": self.kind,
+            "metadata": metadata,
+            "spec": _deep_copy(spec),
+        }
+
+
+@dataclass(frozen=True)
+class PodTranslation:
+    """The result of translating one pod template."""
+
+    patch: tuple[dict[str, Any], ...]  # RFC 6902 ops, paths relative to the pod template
+    claims: tuple[ClaimObject, ...]  # DRA objects the patched pod references
+    notes: tuple[Note, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.patch)
+
+    @property
+    def errors(self) -> tuple[Note, ...]:
+        return tuple(n for n in self.notes if n.severity is Severity.ERROR)
+
+    @property
+    def warnings(self) -> tuple[Note, ...]:
+        return tuple(n for n in self.notes if n.severity is Severity.WARNING)
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
