@@ -96,6 +96,9 @@ class TranslateOptions:
     # Workload identity used to name a shared ResourceClaim (timeslicing/mps), e.g.
     # "Deployment/web". None: the pod has no workload, so nothing is shared across pods.
     sharing_group: str | None = None
+    # Families (see constants.FAMILIES) to leave as legacy requests; the webhook fences such pods
+    # off DRA nodes instead.
+    pass_through_families: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
