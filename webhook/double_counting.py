@@ -1,0 +1,391 @@
+"""Keep legacy GPU requests and the DRA driver from handing out the same GPU twice.
+
+Nodes that match a DRA node selector (by default ``ack.node.gpu.schedule=disabled``) run
+the NVIDIA DRA driver.  If a device plugin there still advertises ``nvidia.com/gpu``, the
+scheduler counts each GPU twice: once as an extended resource, once as a DRA device, and
+two pods can be given one GPU.  These pure functions decide what to patch or deny; the
+webhook server does the I/O (fetching node labels, sending patches).
+
+Which resource names are legacy GPU requests comes from ``kubectl_gpu.core.families``
+(the single table shared with ``migrate``); TPUs are not GPUs and are ignored here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_gpu.core.constants import TPU
+from kubectl_gpu.core.families import family_of, iter_containers, legacy_requests
+
+__all__ = [
+    "DraNodeSelector",
+    "DEFAULT_DRA_NODE_SELECTORS",
+    "parse_dra_node_selectors",
+    "is_dra_node",
+    "is_legacy_gpu_resource",
+    "legacy_gpu_resources",
+    "fence_legacy_pod",
+    "pinned_to_dra_node",
+    "same_gpus_twice",
+    "claim_spec_requests_gpus",
+    "strip_legacy_capacity",
+    "escape_pointer",
+]
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_AFFINITY_PATH = "/spec/affinity"
+_NODE_AFFINITY_PATH = f"{_AFFINITY_PATH}/nodeAffinity"
+_REQUIRED_PATH = f"{_NODE_AFFINITY_PATH}/{_REQUIRED}"
+_TERMS_PATH = f"{_REQUIRED_PATH}/nodeSelectorTerms"
+
+NVIDIA_GPU_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
+
+
+@dataclass(frozen=True)
+class DraNodeSelector:
+    """A node label that marks a DRA node: ``key=value``, or just ``key`` (any value)."""
+
+    key: str
+    value: str | None = None
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.key not in labels:
+            return False
+        return self.value is None or labels[self.key] == self.value
+
+    def render(self) -> str:
+        return self.key if self.value is None else f"{self.key}={self.value}"
+
+
+DEFAULT_DRA_NODE_SELECTORS = (DraNodeSelector("ack.node.gpu.schedule", "disabled"),)
+
+SelectorsLike = Iterable[DraNodeSelector | Mapping[str, Any]]
+
+
+def parse_dra_node_selectors(raw: Any) -> tuple[DraNodeSelector, ...]:
+    """Selectors from configuration (a list of ``{key, value}``); ValueError says what to fix."""
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise ValueError("draNodeSelectors must be a non-empty list of {key, value} entries, "
+                         "e.g. [{key: ack.node.gpu.schedule, value: disabled}]")
+    selectors = []
+    for index, entry in enumerate(raw):
+        where = f"draNodeSelectors[{index}]"
+        if isinstance(entry, DraNodeSelector):
+            selectors.append(entry)
+            continue
+        if not isinstance(entry, Mapping):
+            raise ValueError(f"{where} must be an object with key and optional value")
+        unknown = sorted(set(entry) - {"key", "value"})
+        if unknown:
+            raise ValueError(f"{where} has unknown field(s) {', '.join(unknown)}; use key and value")
+        key, value = entry.get("key"), entry.get("value")
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"{where}.key must be a node label key such as ack.node.gpu.schedule")
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{where}.value must be a string (quote it in YAML), or be left out "
+                             "to match any value")
+        selectors.append(DraNodeSelector(key.strip(), value))
+    return tuple(dict.fromkeys(selectors))
+
+
+def _selectors(selectors: SelectorsLike) -> tuple[DraNodeSelector, ...]:
+    selectors = tuple(selectors)
+    if all(isinstance(s, DraNodeSelector) for s in selectors) and selectors:
+        return selectors  # type: ignore[return-value]
+    return parse_dra_node_selectors(list(selectors))
+
+
+def is_dra_node(labels: Mapping[str, str] | None, selectors: SelectorsLike) -> bool:
+    return bool(labels) and any(s.matches(labels) for s in _selectors(selectors))
+
+
+# --- legacy GPU requests --------------------------------------------------------------------
+
+
+def is_legacy_gpu_resource(resource: str) -> bool:
+    """True for device-plugin GPU resources (nvidia.com/gpu, vcuda, MIG, HAMi, ACK gpushare,
+    vgpu-manager); false for TPUs and everything else."""
+    family = family_of(resource)
+    return family is not None and family != TPU
+
+
+def legacy_gpu_resources(pod: Mapping[str, Any]) -> list[str]:
+    """The legacy GPU resources the pod asks for with a non-zero amount, sorted."""
+    return sorted({r.name for r in legacy_requests(pod) if r.family != TPU and r.amount > 0})
+
+
+# --- fencing: required node affinity that keeps a pod off DRA nodes ------------------------
+
+
+def fence_legacy_pod(pod: Mapping[str, Any], selectors: SelectorsLike) -> list[dict[str, Any]]:
+    """JSON Patch ops (relative to the pod) that keep a pod with legacy GPU requests off
+    DRA nodes.  Empty when the pod has none, or is already kept off.
+
+    Required node affinity terms are ORed, so the exclusion is added to every term;
+    applying the result and calling again yields no ops.  Call it on the pod as it will be
+    admitted (after any rewrite).
+    """
+    wanted = _selectors(selectors)
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping) or not legacy_gpu_resources(pod):
+        return []
+    node_selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
+    # A nodeSelector that names another value of a DRA label already keeps the pod away.
+    wanted = tuple(s for s in wanted if not _node_selector_excludes(node_selector, s))
+    if not wanted:
+        return []
+
+    affinity = spec.get("affinity")
+    if not isinstance(affinity, Mapping):
+        return [_add(_AFFINITY_PATH, {"nodeAffinity": {_REQUIRED: _fresh_required(wanted)}})]
+    node_affinity = affinity.get("nodeAffinity")
+    if not isinstance(node_affinity, Mapping):
+        return [_add(_NODE_AFFINITY_PATH, {_REQUIRED: _fresh_required(wanted)})]
+    required = node_affinity.get(_REQUIRED)
+    if not isinstance(required, Mapping):
+        return [_add(_REQUIRED_PATH, _fresh_required(wanted))]
+    terms = required.get("nodeSelectorTerms")
+    if not isinstance(terms, list) or not terms:
+        return [_add(_TERMS_PATH, [{"matchExpressions": _exclusions(wanted)}])]
+
+    ops: list[dict[str, Any]] = []
+    for index, term in enumerate(terms):
+        if not _term_selects_anything(term):
+            continue  # an empty term matches no node; adding to it would widen it
+        missing = tuple(s for s in wanted if not _term_excludes(term, s))
+        if not missing:
+            continue
+        expressions = term.get("matchExpressions")
+        term_path = f"{_TERMS_PATH}/{index}"
+        if isinstance(expressions, list):
+            ops.extend(_add(f"{term_path}/matchExpressions/-", e) for e in _exclusions(missing))
+        else:
+            ops.append(_add(f"{term_path}/matchExpressions", _exclusions(missing)))
+    return ops
+
+
+def _fresh_required(selectors: tuple[DraNodeSelector, ...]) -> dict[str, Any]:
+    return {"nodeSelectorTerms": [{"matchExpressions": _exclusions(selectors)}]}
+
+
+def _exclusions(selectors: tuple[DraNodeSelector, ...]) -> list[dict[str, Any]]:
+    """One expression per label key: DoesNotExist when any value marks a DRA node, else
+    NotIn the DRA values (NotIn also matches nodes without the label)."""
+    by_key: dict[str, list[str] | None] = {}
+    for selector in selectors:
+        if selector.value is None or by_key.get(selector.key, []) is None:
+            by_key[selector.key] = None
+        else:
+            by_key.setdefault(selector.key, []).append(selector.value)  # type: ignore[union-attr]
+    expressions = []
+    for key, values in by_key.items():
+        if values is None:
+            expressions.append({"key": key, "operator": "DoesNotExist"})
+        else:
+            expressions.append({"key": key, "operator": "NotIn", "values": sorted(set(values))})
+    return expressions
+
+
+def _term_selects_anything(term: Any) -> bool:
+    return isinstance(term, Mapping) and bool(term.get("matchExpressions") or term.get("matchFields"))
+
+
+def _term_excludes(term: Mapping[str, Any], selector: DraNodeSelector) -> bool:
+    """True when no node matching ``selector`` can satisfy this term."""
+    for expression in term.get("matchExpressions") or []:
+        if not isinstance(expression, Mapping) or expression.get("key") != selector.key:
+            continue
+        operator = expression.get("operator")
+        values = expression.get("values") or []
+        if operator == "DoesNotExist":
+            return True
+        if selector.value is not None:
+            if operator == "NotIn" and selector.value in values:
+                return True
+            if operator == "In" and selector.value not in values:
+                return True
+    return False
+
+
+def _node_selector_excludes(node_selector: Mapping[str, Any], selector: DraNodeSelector) -> bool:
+    return (selector.value is not None and selector.key in node_selector
+            and node_selector[selector.key] != selector.value)
+
+
+# --- denials -----------------------------------------------------------------------------
+
+
+def pinned_to_dra_node(
+    pod: Mapping[str, Any],
+    selectors: SelectorsLike,
+    node_labels_by_name: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[str]:
+    """Why a pod with legacy GPU requests can only run on a DRA node (empty: it is not).
+
+    Looks at spec.nodeName (needs the node's labels in ``node_labels_by_name``; without
+    them nodeName is not judged), spec.nodeSelector, and required node affinity (pinned
+    only when every term can match DRA nodes alone, since terms are ORed).
+    """
+    wanted = _selectors(selectors)
+    spec = pod.get("spec")
+    resources = legacy_gpu_resources(pod)
+    if not isinstance(spec, Mapping) or not resources:
+        return []
+    asked = ", ".join(resources)
+    consequence = (f"{asked} is served by a device plugin there while the DRA driver owns the same "
+                   "GPUs, so one GPU can go to two pods")
+    fix = "move the GPU request to a ResourceClaim (kubectl gpu migrate) or target a non-DRA node"
+    reasons = []
+
+    node_name = spec.get("nodeName")
+    if isinstance(node_name, str) and node_name and node_labels_by_name is not None:
+        labels = node_labels_by_name.get(node_name)
+        matched = _matching(labels, wanted)
+        if matched:
+            reasons.append(f"spec.nodeName {node_name!r} is a DRA node ({matched}): {consequence}; {fix}")
+
+    node_selector = spec.get("nodeSelector")
+    if isinstance(node_selector, Mapping):
+        for selector in wanted:
+            if selector.key in node_selector and (
+                    selector.value is None or node_selector[selector.key] == selector.value):
+                reasons.append(
+                    f"spec.nodeSelector {selector.key}={node_selector[selector.key]} selects only DRA "
+                    f"nodes: {consequence}; {fix}")
+                break
+
+    terms = _required_terms(spec)
+    live_terms = [t for t in terms if _term_selects_anything(t)]
+    if live_terms and all(_term_only_dra(t, wanted, node_labels_by_name) for t in live_terms):
+        reasons.append(
+            f"required node affinity matches only DRA nodes ({', '.join(s.render() for s in wanted)}): "
+            f"{consequence}; {fix}")
+    return reasons
+
+
+def _matching(labels: Mapping[str, str] | None, selectors: tuple[DraNodeSelector, ...]) -> str | None:
+    for selector in selectors:
+        if labels and selector.matches(labels):
+            return selector.render()
+    return None
+
+
+def _required_terms(spec: Mapping[str, Any]) -> list[Any]:
+    affinity = spec.get("affinity")
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity, Mapping) else None
+    required = node_affinity.get(_REQUIRED) if isinstance(node_affinity, Mapping) else None
+    terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+    return terms if isinstance(terms, list) else []
+
+
+def _term_only_dra(term: Mapping[str, Any], selectors: tuple[DraNodeSelector, ...],
+                   node_labels_by_name: Mapping[str, Mapping[str, str]] | None) -> bool:
+    """True when every node satisfying the term matches some DRA selector."""
+    any_value_keys = {s.key for s in selectors if s.value is None}
+    dra_values: dict[str, set[str]] = {}
+    for s in selectors:
+        if s.value is not None:
+            dra_values.setdefault(s.key, set()).add(s.value)
+    for expression in term.get("matchExpressions") or []:
+        if not isinstance(expression, Mapping):
+            continue
+        key, operator = expression.get("key"), expression.get("operator")
+        values = expression.get("values") or []
+        if key in any_value_keys and operator in ("In", "Exists", "Gt", "Lt"):
+            return True  # each of these requires the label to be present
+        if operator == "In" and values and all(v in dra_values.get(key, ()) for v in values):
+            return True
+    if node_labels_by_name is not None:
+        for field in term.get("matchFields") or []:
+            if (isinstance(field, Mapping) and field.get("key") == "metadata.name"
+                    and field.get("operator") == "In" and field.get("values")
+                    and all(_matching(node_labels_by_name.get(n), selectors) for n in field["values"])):
+                return True
+    return False
+
+
+def same_gpus_twice(pod: Mapping[str, Any], gpu_claims: Collection[str] | None = None) -> list[str]:
+    """Containers that ask for GPUs both by a legacy resource and by a DRA claim.
+
+    ``gpu_claims``: names of the pod's ``spec.resourceClaims`` that allocate GPUs (see
+    :func:`claim_spec_requests_gpus`).  None counts every claim, which also flags a
+    legacy GPU beside a non-GPU claim (an IMEX channel, a NIC); pass the names when the
+    claims can be resolved.
+    """
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    by_container: dict[tuple[str, int], set[str]] = {}
+    for request in legacy_requests(pod):
+        if request.family != TPU and request.amount > 0:
+            key = (request.container.field, request.container.index)
+            by_container.setdefault(key, set()).add(request.name)
+    reasons = []
+    for ref, container in iter_containers(spec):
+        legacy = by_container.get((ref.field, ref.index))
+        if not legacy:
+            continue
+        resources = container.get("resources")
+        claims = resources.get("claims") if isinstance(resources, Mapping) else None
+        names = [c.get("name") for c in claims or [] if isinstance(c, Mapping) and c.get("name")]
+        if gpu_claims is not None:
+            names = [n for n in names if n in gpu_claims]
+        if not names:
+            continue
+        reasons.append(
+            f"container {ref.name!r} asks for GPUs twice, by {', '.join(sorted(legacy))} and by "
+            f"ResourceClaim {', '.join(repr(n) for n in dict.fromkeys(names))}: the device plugin and "
+            "the DRA driver can hand out the same GPU; keep only the claim")
+    return reasons
+
+
+def claim_spec_requests_gpus(claim_spec: Mapping[str, Any],
+                             device_classes: Collection[str] = NVIDIA_GPU_DEVICE_CLASSES) -> bool:
+    """True when a ResourceClaim spec (any of v1, v1beta2, v1beta1) asks for a device of one
+    of ``device_classes``; used by the server to compute ``gpu_claims``."""
+    devices = claim_spec.get("devices") if isinstance(claim_spec, Mapping) else None
+    requests = devices.get("requests") if isinstance(devices, Mapping) else None
+    for request in requests if isinstance(requests, list) else []:
+        if not isinstance(request, Mapping):
+            continue
+        exactly = request.get("exactly")
+        holders = [exactly if isinstance(exactly, Mapping) else request]
+        holders += [s for s in request.get("firstAvailable") or [] if isinstance(s, Mapping)]
+        if any(h.get("deviceClassName") in device_classes for h in holders):
+            return True
+    return False
+
+
+# --- node status guard -----------------------------------------------------------------------
+
+
+def strip_legacy_capacity(node: Mapping[str, Any], selectors: SelectorsLike) -> list[dict[str, Any]]:
+    """JSON Patch ops (relative to the Node) removing legacy GPU extended resources from
+    status.capacity and status.allocatable of a DRA node; empty for any other node."""
+    metadata = node.get("metadata")
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    if not is_dra_node(labels, selectors):
+        return []
+    status = node.get("status")
+    if not isinstance(status, Mapping):
+        return []
+    ops = []
+    for field in ("capacity", "allocatable"):
+        resources = status.get(field)
+        if not isinstance(resources, Mapping):
+            continue
+        for name in resources:
+            if is_legacy_gpu_resource(str(name)):
+                ops.append({"op": "remove", "path": f"/status/{field}/{escape_pointer(str(name))}"})
+    return ops
+
+
+def escape_pointer(token: str) -> str:
+    """One RFC 6901 reference token: ``~`` becomes ``~0`` and ``/`` becomes ``~1``."""
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def _add(path: str, value: Any) -> dict[str, Any]:
+    return {"op": "add", "path": path, "value": value}
