@@ -1,0 +1,179 @@
+"""A container's demand -> the DRA claim object that satisfies it, honestly described.
+
+Sharing is where migrations go wrong: TimeSlicing/MPS only share a GPU among pods that
+reference ONE ResourceClaim, and a per-pod template gives each pod a whole GPU unless the
+driver offers consumable capacity (KEP-5075). So every shared demand states what the pod
+will really get, and falls back to whole GPUs (with a warning) when sharing can't be had.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from . import constants as c
+from .demand import Demand
+from .model import ApiVersion, ClaimObject, Note, Severity, Sharing, TranslateOptions
+from .quantity import QuantityError, format_bytes, parse_quantity
+
+_NAME_PREFIX = "kgpu-"
+_MAX_NAME = 63
+
+
+@dataclass(frozen=True)
+class PlannedClaim:
+    obj: ClaimObject
+    shared: bool  # a ResourceClaim shared by every pod of the workload (not a per-pod template)
+    request: str  # the request name inside the claim
+    summary: str  # what the pod really gets, in words
+
+
+def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
+               container: str) -> tuple[PlannedClaim, list[Note]]:
+    notes: list[Note] = []
+    if demand.kind == "tpu":
+        request = _request("tpu", options.tpu_device_class, demand.count, [], None)
+        summary = f"{demand.count} TPU chip(s)"
+        return _finish(demand, options, request, None, summary, f"tpu-{demand.count}", False), notes
+    if demand.kind == "mig":
+        profile_sel = (f'("profile" in device.attributes["{c.NVIDIA_ATTRIBUTE_DOMAIN}"] && '
+                       f'device.attributes["{c.NVIDIA_ATTRIBUTE_DOMAIN}"].profile == {json.dumps(demand.profile)})')
+        request = _request("mig", options.mig_device_class, demand.count, [profile_sel, *selectors], None)
+        summary = f"{demand.count} MIG device(s) of profile {demand.profile}"
+        return _finish(demand, options, request, None, summary,
+                       f"mig-{demand.profile}-{demand.count}", False), notes
+
+    whole = f"{demand.count} whole GPU(s)"
+    share = demand.share
+    if share is None:
+        request = _request("gpu", options.gpu_device_class, demand.count, selectors, None)
+        return _finish(demand, options, request, None, whole, f"gpu-{demand.count}", False), notes
+
+    asked = share.describe()
+    strategy = options.sharing
+
+    def exclusive(reason: str) -> tuple[PlannedClaim, list[Note]]:
+        notes.append(Note(Severity.WARNING, f"{demand.legacy_text}: {reason}; gets {whole} instead of "
+                                            f"{asked}", container))
+        request = _request("gpu", options.gpu_device_class, demand.count, selectors, None)
+        return _finish(demand, options, request, None, whole, f"gpu-{demand.count}", False), notes
+
+    if strategy is Sharing.EXCLUSIVE:
+        return exclusive("sharing strategy 'exclusive'")
+
+    if strategy is Sharing.CONSUMABLE:
+        if not options.api_version.supports_consumable_capacity:
+            return exclusive(f"consumable capacity needs {ApiVersion.V1.value} (Kubernetes 1.34+)")
+        memory = share.memory
+        if memory is None:
+            gpu_memory = _gpu_memory(options)
+            if gpu_memory is None or share.fraction is None:
+                return exclusive("the GPU's memory is unknown, so the share can't become a memory request "
+                                 "(pass --gpu-memory, e.g. 80Gi)")
+            memory = int(gpu_memory * share.fraction)
+        request = _request("gpu", options.gpu_device_class, demand.count, selectors, format_bytes(memory))
+        summary = (f"{demand.count} GPU share(s) of {format_bytes(memory)} memory (consumable capacity, "
+                   "KEP-5075); shared only on devices that allow multiple allocations, else a whole GPU")
+        notes.append(Note(Severity.WARNING, f"{demand.legacy_text} -> {summary}", container))
+        if share.compute_percent is not None and share.compute_percent < 100:
+            notes.append(Note(Severity.WARNING, f"compute limit {share.compute_percent}% is not enforced by "
+                                                "consumable capacity (use --sharing mps for a thread limit)",
+                              container))
+        return _finish(demand, options, request, None, summary,
+                       f"gpu-{demand.count}-{format_bytes(memory).lower()}", False), notes
+
+    # TimeSlicing / MPS: a driver config, which shares only among pods of ONE claim.
+    config = _sharing_config(strategy, share)
+    kind_word = "time-slicing" if strategy is Sharing.TIMESLICING else "MPS"
+    request = _request("gpu", options.gpu_device_class, demand.count, selectors, None)
+    if options.sharing_group is None:
+        notes.append(Note(Severity.WARNING,
+                          f"{demand.legacy_text}: a pod without a workload has no other pods to share one claim "
+                          f"with, so it gets {whole} ({kind_word} applies among its own containers only)",
+                          container))
+        return _finish(demand, options, request, config, whole + f" with {kind_word} config",
+                       f"gpu-{demand.count}-{strategy.value}", False), notes
+    summary = (f"every pod of {options.sharing_group} shares ONE ResourceClaim of {demand.count} GPU(s) "
+               f"by {kind_word}: no memory isolation, all such pods run on the node holding it")
+    notes.append(Note(Severity.WARNING, f"{demand.legacy_text} -> {summary}", container))
+    slug = f"{_slug(options.sharing_group)}-{strategy.value}"
+    return _finish(demand, options, request, config, summary, slug, True), notes
+
+
+def _gpu_memory(options: TranslateOptions) -> Fraction | None:
+    if not options.gpu_memory:
+        return None
+    try:
+        return parse_quantity(options.gpu_memory)
+    except QuantityError:
+        return None
+
+
+def _sharing_config(strategy: Sharing, share: Any) -> dict[str, Any]:
+    if strategy is Sharing.TIMESLICING:
+        sharing: dict[str, Any] = {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}}
+    else:
+        mps: dict[str, Any] = {}
+        percent = share.compute_percent
+        if percent is None and share.fraction is not None:
+            percent = max(1, min(100, round(share.fraction * 100)))
+        if percent is not None:
+            mps["defaultActiveThreadPercentage"] = int(percent)
+        if share.memory is not None:
+            mps["defaultPinnedDeviceMemoryLimit"] = format_bytes(share.memory)
+        sharing = {"strategy": "MPS", "mpsConfig": mps} if mps else {"strategy": "MPS"}
+    return {"apiVersion": c.NVIDIA_CONFIG_API_VERSION, "kind": "GpuConfig", "sharing": sharing}
+
+
+def _request(name: str, device_class: str, count: int, selectors: list[str],
+             memory: str | None) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+    if memory is not None:
+        exactly["capacity"] = {"requests": {"memory": memory}}
+    return {"name": name, "exactly": exactly}
+
+
+def render_request(request: dict[str, Any], api_version: ApiVersion) -> dict[str, Any]:
+    """v1/v1beta2 nest the device request under `exactly`; v1beta1 puts its fields on the request."""
+    if api_version is ApiVersion.V1BETA1:
+        return {"name": request["name"], **request["exactly"]}
+    return request
+
+
+def _finish(demand: Demand, options: TranslateOptions, request: dict[str, Any], config: dict[str, Any] | None,
+            summary: str, slug: str, shared: bool) -> PlannedClaim:
+    devices: dict[str, Any] = {"requests": [render_request(request, options.api_version)]}
+    if config is not None:
+        driver = c.NVIDIA_DRIVER
+        devices["config"] = [{"requests": [request["name"]], "opaque": {"driver": driver, "parameters": config}}]
+    spec = {"devices": devices}
+    kind = "ResourceClaim" if shared else "ResourceClaimTemplate"
+    identity = json.dumps([kind, options.api_version.value, options.sharing_group if shared else None, spec],
+                          sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
+    obj = ClaimObject(
+        kind=kind,
+        name=_name(slug, digest),
+        api_version=options.api_version,
+        claim_spec=spec,
+        labels={c.MANAGED_BY_LABEL: c.MANAGED_BY_VALUE},
+        annotations={c.SUMMARY_ANNOTATION: summary},
+    )
+    return PlannedClaim(obj, shared, request["name"], summary)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.")
+
+
+def _name(slug: str, digest: str) -> str:
+    room = _MAX_NAME - len(_NAME_PREFIX) - len(digest) - 1
+    body = _slug(slug)[:room].strip("-.")
+    return f"{_NAME_PREFIX}{body}-{digest}" if body else f"{_NAME_PREFIX}{digest}"
+

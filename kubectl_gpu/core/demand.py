@@ -1,0 +1,266 @@
+"""What one container really asks for, whatever legacy family it was written in.
+
+Each family has its own units and rules; this module turns them into one vocabulary:
+`Demand` = N devices of a kind, whole or as a `Share` of one device each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+from . import constants as c
+from .families import ContainerRef, LegacyRequest, MIG_PREFIX
+from .model import Note, Severity, TranslateOptions
+from .quantity import format_bytes, format_plain
+
+MIB = 2**20
+GIB = 2**30
+GPU_GROUP = (c.NVIDIA_GPU, c.VCUDA, c.HAMI, c.ALIYUN, c.VGPU_MANAGER)
+# Above this, a GiB figure is surely a MiB figure (no GPU has 1 TiB of memory).
+_IMPLAUSIBLE_GIB = 1024
+
+
+@dataclass(frozen=True)
+class Share:
+    """Part of one GPU. `memory` is absolute when the legacy request said so; otherwise only
+    `fraction` (of a whole GPU) is known."""
+
+    fraction: Fraction | None = None
+    memory: int | None = None  # bytes per device
+    compute_percent: int | None = None  # a compute limit the legacy system enforced
+
+    def describe(self) -> str:
+        parts = []
+        if self.memory is not None:
+            parts.append(f"{format_bytes(self.memory)} memory")
+        if self.fraction is not None:
+            parts.append(f"{format_plain(self.fraction)} of a GPU")
+        if self.compute_percent is not None:
+            parts.append(f"{self.compute_percent}% compute")
+        return ", ".join(parts) or "a share"
+
+
+@dataclass(frozen=True)
+class Demand:
+    kind: str  # "gpu" | "mig" | "tpu"
+    count: int
+    family: str
+    requests: tuple[LegacyRequest, ...]  # the legacy requests this demand replaces
+    share: Share | None = None  # None: whole devices
+    profile: str | None = None  # MIG profile, e.g. "1g.10gb"
+
+    @property
+    def legacy_text(self) -> str:
+        return ", ".join(f"{r.name}: {r.text}" for r in self.requests)
+
+
+@dataclass(frozen=True)
+class ContainerDemands:
+    container: ContainerRef
+    demands: tuple[Demand, ...]
+    zero_requests: tuple[LegacyRequest, ...]  # `nvidia.com/gpu: 0` and friends: removed, no device
+    notes: tuple[Note, ...]
+
+    @property
+    def failed(self) -> bool:
+        return any(n.severity is Severity.ERROR for n in self.notes)
+
+
+def container_demands(ref: ContainerRef, requests: list[LegacyRequest], annotations: Mapping[str, object],
+                      options: TranslateOptions) -> ContainerDemands:
+    notes: list[Note] = []
+    zero = tuple(r for r in requests if r.amount == 0)
+    for r in zero:
+        notes.append(Note(Severity.INFO, f"removed {r.name}: {r.text} (asks for no device)", ref.name, r.name))
+    live = [r for r in requests if r.amount != 0 and r.family not in options.pass_through_families]
+    for r in requests:
+        if r.amount != 0 and r.family in options.pass_through_families:
+            notes.append(Note(Severity.INFO, f"{r.name} left as is: family {r.family!r} passes through",
+                              ref.name, r.name))
+    negative = [r for r in live if r.amount < 0]
+    if negative:
+        for r in negative:
+            notes.append(Note(Severity.ERROR, f"{r.name}: {r.text} is negative; use a positive amount",
+                              ref.name, r.name))
+        return ContainerDemands(ref, (), zero, tuple(notes))
+
+    demands: list[Demand] = []
+    for r in live:
+        if r.family == c.MIG:
+            demands.extend(_whole_devices(ref, r, "mig", notes, profile=r.name[len(MIG_PREFIX):]))
+        elif r.family == c.TPU:
+            demands.extend(_whole_devices(ref, r, "tpu", notes))
+    gpu_group = [r for r in live if r.family in GPU_GROUP]
+    families = sorted({r.family for r in gpu_group})
+    if len(families) > 1:
+        notes.append(Note(Severity.ERROR,
+                          "mixes resources of different GPU device plugins "
+                          f"({', '.join(r.name for r in gpu_group)}); keep the ones of one plugin",
+                          ref.name))
+    elif families:
+        builder = _BUILDERS[families[0]]
+        demand = builder(ref, {r.name: r for r in gpu_group}, annotations, options, notes)
+        if demand is not None:
+            demands.append(demand)
+    return ContainerDemands(ref, tuple(demands), zero, tuple(notes))
+
+
+def _whole_devices(ref: ContainerRef, r: LegacyRequest, kind: str, notes: list[Note],
+                   profile: str | None = None) -> list[Demand]:
+    if r.amount.denominator != 1:
+        notes.append(Note(Severity.ERROR, f"{r.name}: {r.text} must be a whole number of devices",
+                          ref.name, r.name))
+        return []
+    return [Demand(kind, int(r.amount), r.family, (r,), profile=profile)]
+
+
+def _nvidia_gpu(ref: ContainerRef, found: dict[str, LegacyRequest], annotations: Mapping[str, object],
+                options: TranslateOptions, notes: list[Note]) -> Demand | None:
+    r = found.get("nvidia.com/gpu") or found["alpha.kubernetes.io/nvidia-gpu"]
+    requests = tuple(found.values())
+    if r.amount.denominator == 1:
+        return Demand("gpu", int(r.amount), c.NVIDIA_GPU, requests)
+    if r.amount < 1:
+        return Demand("gpu", 1, c.NVIDIA_GPU, requests, share=Share(fraction=r.amount))
+    notes.append(Note(Severity.ERROR,
+                      f"{r.name}: {r.text} is neither a whole number of GPUs nor a fraction below one "
+                      "(e.g. 0.5); use a whole number", ref.name, r.name))
+    return None
+
+
+def _vcuda(ref: ContainerRef, found: dict[str, LegacyRequest], annotations: Mapping[str, object],
+           options: TranslateOptions, notes: list[Note]) -> Demand | None:
+    domain = "tencent.com" if any(k.startswith("tencent.com/") for k in found) else "nvidia.com"
+    # gpu-manager's seed build counts memory in MiB; upstream tkestack in 256 MiB blocks.
+    memory_unit = 256 * MIB if domain == "tencent.com" else MIB
+    core = found.get(f"{domain}/vcuda-core")
+    memory = found.get(f"{domain}/vcuda-memory")
+    requests = tuple(found.values())
+    memory_bytes = int(memory.amount * memory_unit) if memory else None
+    limit = _core_limit(ref, domain, annotations, notes)
+    if core is None:
+        notes.append(Note(Severity.WARNING, f"{domain}/vcuda-memory without vcuda-core: "
+                          "translated as a memory share of one GPU", ref.name))
+        return Demand("gpu", 1, c.VCUDA, requests, share=Share(memory=memory_bytes, compute_percent=limit))
+    cores = core.amount
+    if cores.denominator == 1 and cores % 100 == 0:
+        if memory is not None:
+            notes.append(Note(Severity.INFO, f"{memory.name} ignored: whole GPUs come with all their memory",
+                              ref.name, memory.name))
+        return Demand("gpu", int(cores // 100), c.VCUDA, requests)
+    if cores.denominator == 1 and 0 < cores < 100:
+        return Demand("gpu", 1, c.VCUDA, requests,
+                      share=Share(fraction=cores / 100, memory=memory_bytes,
+                                  compute_percent=limit if limit is not None else int(cores)))
+    notes.append(Note(Severity.ERROR,
+                      f"{core.name}: {core.text} is not valid: 100 is one GPU, so use a value below 100 "
+                      "(a share of one GPU) or a multiple of 100 (whole GPUs)", ref.name, core.name))
+    return None
+
+
+def _core_limit(ref: ContainerRef, domain: str, annotations: Mapping[str, object],
+                notes: list[Note]) -> int | None:
+    key = f"{domain}/vcuda-core-limit"
+    if key not in annotations:
+        return None
+    raw = annotations[key]
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        notes.append(Note(Severity.ERROR, f"annotation {key}: {raw!r} is not a whole percentage (0-100)",
+                          ref.name))
+        return None
+    if not 0 < value <= 100:
+        notes.append(Note(Severity.ERROR, f"annotation {key}: {value} must be between 1 and 100", ref.name))
+        return None
+    return value
+
+
+def _percent(r: LegacyRequest | None, ref: ContainerRef, notes: list[Note]) -> int | None:
+    if r is None:
+        return None
+    if r.amount.denominator != 1 or not 0 < r.amount <= 100:
+        notes.append(Note(Severity.ERROR, f"{r.name}: {r.text} must be a whole percentage from 1 to 100",
+                          ref.name, r.name))
+        return None
+    return int(r.amount)
+
+
+def _count(r: LegacyRequest | None, ref: ContainerRef, notes: list[Note], default_note: str) -> int | None:
+    if r is None:
+        notes.append(Note(Severity.WARNING, default_note, ref.name))
+        return 1
+    if r.amount.denominator != 1:
+        notes.append(Note(Severity.ERROR, f"{r.name}: {r.text} must be a whole number of devices",
+                          ref.name, r.name))
+        return None
+    return int(r.amount)
+
+
+def _vgpu_style(family: str, count_key: str, memory_key: str, cores_key: str, percent_key: str | None):
+    """HAMi and vgpu-manager: N virtual GPUs, each with MiB of memory and a % of compute."""
+
+    def build(ref: ContainerRef, found: dict[str, LegacyRequest], annotations: Mapping[str, object],
+              options: TranslateOptions, notes: list[Note]) -> Demand | None:
+        errors_before = sum(n.severity is Severity.ERROR for n in notes)
+        count = _count(found.get(count_key), ref, notes,
+                       f"no {count_key}: one virtual GPU assumed, as the {family} scheduler does")
+        cores = _percent(found.get(cores_key), ref, notes)
+        percent = _percent(found.get(percent_key), ref, notes) if percent_key else None
+        memory = found.get(memory_key)
+        if sum(n.severity is Severity.ERROR for n in notes) > errors_before or count is None:
+            return None
+        requests = tuple(found.values())
+        if cores == 100 or (memory is None and percent is None and cores is None):
+            return Demand("gpu", count, family, requests)
+        fraction = Fraction(percent, 100) if percent is not None else (
+            Fraction(cores, 100) if cores is not None and memory is None else None)
+        share = Share(fraction=fraction, memory=int(memory.amount * MIB) if memory else None,
+                      compute_percent=cores)
+        return Demand("gpu", count, family, requests, share=share)
+
+    return build
+
+
+def _aliyun(ref: ContainerRef, found: dict[str, LegacyRequest], annotations: Mapping[str, object],
+            options: TranslateOptions, notes: list[Note]) -> Demand | None:
+    memory = found.get("aliyun.com/gpu-mem")
+    count_r = found.get("aliyun.com/gpu-count")
+    percent = _percent(found.get("aliyun.com/gpu-core.percentage"), ref, notes)
+    requests = tuple(found.values())
+    unit = GIB if options.aliyun_memory_unit.lower() == "gib" else MIB
+    if memory is not None and unit == GIB and memory.amount >= _IMPLAUSIBLE_GIB:
+        notes.append(Note(Severity.ERROR,
+                          f"aliyun.com/gpu-mem: {memory.text} GiB is more memory than any GPU has; if your "
+                          "gpushare device plugin counts MiB (--memory-unit=MiB), pass --aliyun-memory-unit MiB",
+                          ref.name, memory.name))
+        return None
+    count = 1
+    if count_r is not None:
+        if count_r.amount.denominator != 1:
+            notes.append(Note(Severity.ERROR, f"aliyun.com/gpu-count: {count_r.text} must be a whole number",
+                              ref.name, count_r.name))
+            return None
+        count = int(count_r.amount)
+    if memory is None and percent is None:
+        return Demand("gpu", count, c.ALIYUN, requests)
+    per_device = int(memory.amount * unit / count) if memory is not None else None
+    if memory is not None and count > 1:
+        notes.append(Note(Severity.INFO, f"aliyun.com/gpu-mem {memory.text} spread over {count} GPUs: "
+                          f"{format_bytes(per_device)} each", ref.name))
+    share = Share(fraction=Fraction(percent, 100) if percent and memory is None else None,
+                  memory=per_device, compute_percent=percent)
+    return Demand("gpu", count, c.ALIYUN, requests, share=share)
+
+
+_BUILDERS = {
+    c.NVIDIA_GPU: _nvidia_gpu,
+    c.VCUDA: _vcuda,
+    c.HAMI: _vgpu_style(c.HAMI, "nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores",
+                        "nvidia.com/gpumem-percentage"),
+    c.VGPU_MANAGER: _vgpu_style(c.VGPU_MANAGER, "nvidia.com/vgpu-number", "nvidia.com/vgpu-memory",
+                                "nvidia.com/vgpu-cores", None),
+    c.ALIYUN: _aliyun,
+}

@@ -1,0 +1,179 @@
+"""Which resource names are legacy GPU requests, and reading them out of a pod template.
+
+Extended resources must be set in `limits` (the API server rejects a request without a limit,
+and requests must equal limits); real manifests break both rules, so reading says what it
+assumed in a note instead of failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from . import constants as c
+from .model import Note, Severity
+from .quantity import QuantityError, parse_quantity
+
+_EXACT: dict[str, str] = {
+    "nvidia.com/gpu": c.NVIDIA_GPU,
+    "alpha.kubernetes.io/nvidia-gpu": c.NVIDIA_GPU,
+    "nvidia.com/vcuda-core": c.VCUDA,
+    "nvidia.com/vcuda-memory": c.VCUDA,
+    "tencent.com/vcuda-core": c.VCUDA,
+    "tencent.com/vcuda-memory": c.VCUDA,
+    "nvidia.com/gpumem": c.HAMI,
+    "nvidia.com/gpumem-percentage": c.HAMI,
+    "nvidia.com/gpucores": c.HAMI,
+    "aliyun.com/gpu-mem": c.ALIYUN,
+    "aliyun.com/gpu-count": c.ALIYUN,
+    "aliyun.com/gpu-core.percentage": c.ALIYUN,
+    "nvidia.com/vgpu-number": c.VGPU_MANAGER,
+    "nvidia.com/vgpu-cores": c.VGPU_MANAGER,
+    "nvidia.com/vgpu-memory": c.VGPU_MANAGER,
+    "google.com/tpu": c.TPU,
+}
+MIG_PREFIX = "nvidia.com/mig-"
+OBSOLETE = {"alpha.kubernetes.io/nvidia-gpu": "nvidia.com/gpu"}
+# Accelerator resources with no DRA driver to move to: reported, never rewritten.
+UNSUPPORTED_PREFIXES = ("cloud-tpus.google.com/",)
+
+
+def family_of(resource: str) -> str | None:
+    """The legacy family a resource name belongs to, or None for anything else."""
+    name = resource.strip()
+    if name in _EXACT:
+        return _EXACT[name]
+    if name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX):
+        return c.MIG
+    return None
+
+
+def is_unsupported_accelerator(resource: str) -> bool:
+    return resource.strip().startswith(UNSUPPORTED_PREFIXES)
+
+
+@dataclass(frozen=True)
+class ContainerRef:
+    """A container of a pod template, by position (patch paths) and name (reports)."""
+
+    field: str  # "containers" | "initContainers"
+    index: int
+    name: str
+    # A sidecar (init container with restartPolicy Always) runs beside the main containers.
+    sidecar: bool = False
+
+    @property
+    def path(self) -> str:
+        return f"/spec/{self.field}/{self.index}"
+
+    @property
+    def sequential_init(self) -> bool:
+        return self.field == "initContainers" and not self.sidecar
+
+
+@dataclass(frozen=True)
+class LegacyRequest:
+    container: ContainerRef
+    resource: str  # the key as written in the manifest
+    family: str
+    amount: Fraction
+    text: str  # the value as written, for reports and the reversal annotation
+
+    @property
+    def name(self) -> str:
+        return self.resource.strip()
+
+
+def iter_containers(spec: Mapping[str, Any]) -> Iterator[tuple[ContainerRef, Mapping[str, Any]]]:
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field) or []
+        if not isinstance(containers, list):
+            continue
+        for index, container in enumerate(containers):
+            if not isinstance(container, Mapping):
+                continue
+            ref = ContainerRef(
+                field=field,
+                index=index,
+                name=str(container.get("name") or f"{field}[{index}]"),
+                sidecar=field == "initContainers" and container.get("restartPolicy") == "Always",
+            )
+            yield ref, container
+
+
+def _resource_maps(container: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return {}, {}
+    limits = resources.get("limits")
+    requests = resources.get("requests")
+    return (limits if isinstance(limits, Mapping) else {}, requests if isinstance(requests, Mapping) else {})
+
+
+def read_container(ref: ContainerRef, container: Mapping[str, Any]) -> tuple[list[LegacyRequest], list[Note]]:
+    """The legacy GPU requests of one container, with notes about how they were read.
+
+    An unreadable value yields an ERROR note and no request for that resource.
+    """
+    limits, requests = _resource_maps(container)
+    found: list[LegacyRequest] = []
+    notes: list[Note] = []
+    keys = list(dict.fromkeys([*limits.keys(), *requests.keys()]))
+    for key in keys:
+        name = str(key).strip()
+        if is_unsupported_accelerator(name):
+            notes.append(Note(Severity.WARNING, f"{name} has no DRA driver to move to; left unchanged",
+                              ref.name, name))
+            continue
+        family = family_of(name)
+        if family is None:
+            continue
+        in_limits, in_requests = key in limits, key in requests
+        raw = limits[key] if in_limits else requests[key]
+        try:
+            amount = parse_quantity(raw)
+            if in_limits and in_requests and parse_quantity(requests[key]) != amount:
+                notes.append(Note(Severity.WARNING,
+                                  f"{name}: requests ({requests[key]}) differ from limits ({raw}); "
+                                  "the API server rejects that for extended resources, so the limit was used",
+                                  ref.name, name))
+        except QuantityError as err:
+            notes.append(Note(Severity.ERROR, f"{name}: {err}", ref.name, name))
+            continue
+        if not in_limits:
+            notes.append(Note(Severity.WARNING,
+                              f"{name} is set in requests without limits, which the API server rejects "
+                              "for extended resources; translated from the request", ref.name, name))
+        if name in OBSOLETE:
+            notes.append(Note(Severity.WARNING,
+                              f"{name} is obsolete (removed in Kubernetes 1.10); read as {OBSOLETE[name]}",
+                              ref.name, name))
+        found.append(LegacyRequest(ref, str(key), family, amount, str(raw)))
+    return _absorb_counts(found), notes
+
+
+def _absorb_counts(found: list[LegacyRequest]) -> list[LegacyRequest]:
+    # With HAMi's memory/core resources, nvidia.com/gpu counts HAMi vGPUs, not whole GPUs.
+    families = {r.family for r in found}
+    if c.HAMI in families:
+        return [LegacyRequest(r.container, r.resource, c.HAMI, r.amount, r.text)
+                if r.family == c.NVIDIA_GPU else r for r in found]
+    return found
+
+
+def legacy_requests(pod_template: Mapping[str, Any]) -> list[LegacyRequest]:
+    """Every legacy GPU request in a pod template (Pod object or workload template), zeros included."""
+    spec = pod_template.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    result: list[LegacyRequest] = []
+    for ref, container in iter_containers(spec):
+        result.extend(read_container(ref, container)[0])
+    return result
+
+
+def has_legacy_gpu_request(pod_template: Mapping[str, Any]) -> bool:
+    """True when some container asks for a legacy GPU resource with a non-zero amount."""
+    return any(r.amount > 0 for r in legacy_requests(pod_template))

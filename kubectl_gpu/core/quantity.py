@@ -1,0 +1,58 @@
+"""Kubernetes resource quantities, exactly (no floats): "500m", "0.5", "16Gi", 2, 0.5."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000), "": Fraction(1),
+            "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
+            "P": Fraction(10**15), "E": Fraction(10**18)}
+_QUANTITY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
+
+
+class QuantityError(ValueError):
+    pass
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Parse a quantity as the API server would; raise QuantityError saying what is wrong."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        # YAML turns `0.5` into a float; its decimal text is what the user wrote.
+        return Fraction(repr(value))
+    text = str(value).strip()
+    match = _QUANTITY.match(text)
+    if not match:
+        raise QuantityError(f"{text!r} is not a quantity (examples: 1, 500m, 0.5, 16Gi)")
+    number, exponent, suffix = match.groups()
+    amount = Fraction(number)
+    if exponent:
+        return amount * Fraction(10) ** int(exponent[1:])
+    if suffix in _BINARY:
+        return amount * _BINARY[suffix]
+    return amount * _DECIMAL[suffix or ""]
+
+
+def format_bytes(amount: Fraction | int) -> str:
+    """The shortest exact binary-suffixed quantity for a byte count: 4294967296 -> "4Gi"."""
+    value = Fraction(amount)
+    if value.denominator != 1:
+        value = Fraction(int(value) + 1)  # round a fraction of a byte up
+    whole = int(value)
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        unit = _BINARY[suffix]
+        if whole and whole % unit == 0:
+            return f"{whole // unit}{suffix}"
+    return str(whole)
+
+
+def format_plain(amount: Fraction) -> str:
+    """A number as a person reads it: 2 -> "2", 1/2 -> "0.5"."""
+    if amount.denominator == 1:
+        return str(amount.numerator)
+    return f"{float(amount):g}"

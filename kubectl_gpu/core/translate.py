@@ -1,0 +1,217 @@
+"""translate_pod_template: legacy GPU requests in one pod template -> JSON patch + DRA objects.
+
+Pure: reads the mapping it is given, never changes it, and gives the same answer for the
+same input. The patch it returns, applied, yields a template it would leave alone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import constants as c
+from .claims import PlannedClaim, plan_claim
+from .demand import ContainerDemands, Demand, container_demands
+from .families import ContainerRef, LegacyRequest, iter_containers, read_container
+from .hints import annotation_only_notes, hami_selectors
+from .model import IntegerGpuMode, Note, PodTranslation, Severity, TranslateOptions
+from .node_constraints import NodeConstraints, translate_node_constraints
+from .patch import escape
+
+_DNS_LABEL = re.compile(r"[^a-z0-9-]+")
+
+
+def translate_pod_template(template: Mapping[str, Any],
+                           options: TranslateOptions = TranslateOptions()) -> PodTranslation:
+    metadata = template.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    spec = template.get("spec")
+    if not isinstance(spec, Mapping):
+        return PodTranslation((), (), ())
+    annotations = metadata.get("annotations")
+    annotations = annotations if isinstance(annotations, Mapping) else {}
+
+    notes: list[Note] = []
+    containers: list[tuple[ContainerDemands, Mapping[str, Any]]] = []
+    for ref, container in iter_containers(spec):
+        requests, read_notes = read_container(ref, container)
+        notes.extend(read_notes)
+        if requests:
+            containers.append((container_demands(ref, requests, annotations, options), container))
+    if not containers:
+        notes.extend(annotation_only_notes(annotations))
+        return PodTranslation((), (), tuple(notes))
+    for demands, _ in containers:
+        notes.extend(demands.notes)
+    if any(n.severity is Severity.ERROR for n in notes):
+        return PodTranslation((), (), tuple(notes))
+
+    gpu_demands = [d for cd, _ in containers for d in cd.demands if d.kind in ("gpu", "mig")]
+    constraints = translate_node_constraints(spec) if gpu_demands else NodeConstraints()
+    extra_selectors, hint_notes = hami_selectors(annotations) if gpu_demands else ([], [])
+    selectors = [*constraints.selectors, *extra_selectors]
+
+    leave_integer = options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE
+    if leave_integer and (selectors or constraints.mig_profile):
+        notes.append(Note(Severity.INFO, "integer GPUs rewritten although extended-resource mode is on: the "
+                                         "GPU model choice needs a device selector (KEP-5004 has none)"))
+        leave_integer = False
+
+    plan = _Plan(template, spec, metadata, annotations, options)
+    for demands, container in containers:
+        kept: list[Demand] = []
+        for demand in demands.demands:
+            if leave_integer and _plain_integer_gpu(demand):
+                notes.append(Note(Severity.INFO, f"{demand.legacy_text} left for the scheduler's extended-resource"
+                                                 " mapping (KEP-5004 DeviceClass extendedResourceName)",
+                                  demands.container.name))
+                continue
+            if constraints.mig_profile and demand.kind == "gpu" and demand.share is None:
+                demand = replace(demand, kind="mig", profile=constraints.mig_profile)
+            kept.append(demand)
+        plan.container(demands.container, container, kept, demands.zero_requests,
+                       selectors if kept else [], notes)
+    if not plan.ops:
+        return PodTranslation((), (), tuple(notes))
+    notes.extend(constraints.notes)
+    notes.extend(hint_notes)
+    plan.ops.extend(constraints.patch)
+    plan.original.update(constraints.original)
+    plan.annotate()
+    return PodTranslation(tuple(plan.ops), tuple(plan.claims.values()), tuple(notes))
+
+
+def _plain_integer_gpu(demand: Demand) -> bool:
+    return (demand.kind == "gpu" and demand.family == c.NVIDIA_GPU and demand.share is None
+            and all(r.name == "nvidia.com/gpu" for r in demand.requests))
+
+
+@dataclass
+class _PodClaim:
+    name: str  # the entry in spec.resourceClaims
+    planned: PlannedClaim
+    used_by_concurrent: bool  # a main container or sidecar holds it while the pod runs
+
+
+class _Plan:
+    """Accumulates the patch for one pod template."""
+
+    def __init__(self, template: Mapping[str, Any], spec: Mapping[str, Any], metadata: Mapping[str, Any],
+                 annotations: Mapping[str, Any], options: TranslateOptions) -> None:
+        self.template, self.spec, self.metadata, self.annotations = template, spec, metadata, annotations
+        self.options = options
+        self.ops: list[dict[str, Any]] = []
+        self.claims: dict[str, Any] = {}  # name -> ClaimObject, in order of first use
+        self.pod_claims: list[_PodClaim] = []
+        existing = spec.get("resourceClaims")
+        self.existing_claims = existing if isinstance(existing, list) else None
+        self.taken_names = {str(e.get("name")) for e in existing or [] if isinstance(e, Mapping)}
+        self.original: dict[str, Any] = {}
+
+    def container(self, ref: ContainerRef, container: Mapping[str, Any], demands: list[Demand],
+                  zero: tuple[LegacyRequest, ...], selectors: list[str], notes: list[Note]) -> None:
+        replaced = [r for d in demands for r in d.requests] + list(zero)
+        if not replaced:
+            return
+        self._remove_requests(ref, container, replaced)
+        references: list[str] = []
+        for demand in demands:
+            planned, claim_notes = plan_claim(demand, selectors if demand.kind != "tpu" else [],
+                                              self.options, ref.name)
+            notes.extend(claim_notes)
+            pod_claim = self._pod_claim_for(ref, planned, demand)
+            references.append(pod_claim.name)
+            if not any(n.severity is Severity.WARNING and n.container == ref.name for n in claim_notes):
+                notes.append(Note(Severity.INFO, f"{demand.legacy_text} -> {planned.summary} "
+                                                 f"({planned.obj.kind} {planned.obj.name})", ref.name))
+        self._add_claim_refs(ref, container, references)
+
+    def _remove_requests(self, ref: ContainerRef, container: Mapping[str, Any],
+                         replaced: list[LegacyRequest]) -> None:
+        resources = container.get("resources") or {}
+        record: dict[str, dict[str, str]] = {}
+        for section in ("limits", "requests"):
+            values = resources.get(section)
+            if not isinstance(values, Mapping):
+                continue
+            keys = [r.resource for r in replaced if r.resource in values]
+            if not keys:
+                continue
+            record[section] = {str(k).strip(): str(values[k]) for k in keys}
+            if len(keys) == len(values):
+                self.ops.append({"op": "remove", "path": f"{ref.path}/resources/{section}"})
+            else:
+                self.ops.extend({"op": "remove", "path": f"{ref.path}/resources/{section}/{escape(str(k))}"}
+                                for k in keys)
+        self.original.setdefault(ref.field, {})[ref.name] = record
+
+    def _pod_claim_for(self, ref: ContainerRef, planned: PlannedClaim, demand: Demand) -> _PodClaim:
+        self.claims.setdefault(planned.obj.name, planned.obj)
+        for pod_claim in self.pod_claims:
+            if pod_claim.planned.obj.name != planned.obj.name:
+                continue
+            # One shared claim serves the whole workload anyway; an init container that runs
+            # before the others can reuse a device no other init container holds at that time.
+            if planned.shared or ref.sequential_init:
+                return pod_claim
+        name = self._unique_name(f"{ref.name}-{planned.request}"
+                                 + (f"-{demand.profile}" if demand.profile else ""))
+        pod_claim = _PodClaim(name, planned, not ref.sequential_init)
+        self.pod_claims.append(pod_claim)
+        entry: dict[str, Any] = {"name": name}
+        entry["resourceClaimName" if planned.shared else "resourceClaimTemplateName"] = planned.obj.name
+        if self.existing_claims is None:
+            self.ops.append({"op": "add", "path": "/spec/resourceClaims", "value": [entry]})
+            self.existing_claims = []
+        else:
+            self.ops.append({"op": "add", "path": "/spec/resourceClaims/-", "value": entry})
+        return pod_claim
+
+    def _unique_name(self, wanted: str) -> str:
+        base = _DNS_LABEL.sub("-", wanted.lower()).strip("-")[:55].strip("-") or "gpu"
+        name, n = base, 2
+        while name in self.taken_names:
+            name, n = f"{base}-{n}", n + 1
+        self.taken_names.add(name)
+        return name
+
+    def _add_claim_refs(self, ref: ContainerRef, container: Mapping[str, Any], names: list[str]) -> None:
+        unique = list(dict.fromkeys(names))
+        entries = [{"name": n} for n in unique]
+        resources = container.get("resources")
+        if not isinstance(resources, Mapping):
+            self.ops.append({"op": "add", "path": f"{ref.path}/resources", "value": {"claims": entries}})
+            return
+        claims = resources.get("claims")
+        if not isinstance(claims, list):
+            self.ops.append({"op": "add", "path": f"{ref.path}/resources/claims", "value": entries})
+            return
+        self.ops.extend({"op": "add", "path": f"{ref.path}/resources/claims/-", "value": e} for e in entries)
+
+    def annotate(self) -> None:
+        key = c.ORIGINAL_RESOURCES_ANNOTATION
+        record = dict(self.original)
+        previous = self.annotations.get(key)
+        if isinstance(previous, str):
+            try:
+                old = json.loads(previous)
+                if isinstance(old, dict):
+                    record = {**old, **record}
+            except ValueError:
+                pass
+        value = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        if "metadata" not in self.template or not isinstance(self.template.get("metadata"), Mapping):
+            self.ops.append({"op": "add", "path": "/metadata", "value": {"annotations": {key: value}}})
+        elif not isinstance(self.metadata.get("annotations"), Mapping):
+            self.ops.append({"op": "add", "path": "/metadata/annotations", "value": {key: value}})
+        else:
+            self.ops.append({"op": "add", "path": f"/metadata/annotations/{escape(key)}", "value": value})
+            for limit_key in ("nvidia.com/vcuda-core-limit", "tencent.com/vcuda-core-limit"):
+                raw = self.annotations.get(limit_key)
+                if raw is not None and not isinstance(raw, str):
+                    # Annotation values must be strings; the API server rejects a bare number.
+                    self.ops.append({"op": "replace", "path": f"/metadata/annotations/{escape(limit_key)}",
+                                     "value": str(raw)})
