@@ -1,0 +1,190 @@
+"""Devices as the DRA CEL environment sees them, read from ResourceSlice objects.
+
+Kubernetes maps every attribute and capacity name of a device into ``domain -> name -> value``:
+a qualified name ``dom.example.com/name`` goes to its own domain, an unqualified ``name`` to the
+driver's domain.  ``device.attributes["gpu.nvidia.com"].productName`` therefore sees both
+``productName`` and ``gpu.nvidia.com/productName``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Union
+
+from .values import InvalidValue, Quantity, Semver
+
+AttributeValue = Union[str, int, bool, Semver]
+
+DRA_GROUP = "resource.k8s.io"
+
+
+class InvalidResourceSlice(ValueError):
+    """A ResourceSlice this tool cannot read; the message says which field to fix."""
+
+
+@dataclass(frozen=True, eq=False)
+class Device:
+    driver: str
+    name: str
+    pool: str = ""
+    attributes: Mapping[str, Mapping[str, AttributeValue]] = field(default_factory=dict)
+    capacity: Mapping[str, Mapping[str, Quantity]] = field(default_factory=dict)
+    allow_multiple_allocations: bool = False
+    node_name: str | None = None  # None: all nodes, or a node selector (see node_scope)
+    node_scope: str = ""  # human description of where the device is reachable
+    slice_name: str = ""
+    # Qualified capacity name -> requestPolicy of consumable capacity (KEP-5075), as in the slice.
+    request_policies: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """driver/pool/device, the way the scheduler names a device in allocation results."""
+        return f"{self.driver}/{self.pool}/{self.name}"
+
+    def attribute(self, qualified: str) -> AttributeValue | None:
+        domain, name = split_qualified_name(qualified, self.driver)
+        return self.attributes.get(domain, {}).get(name)
+
+    def capacity_value(self, qualified: str) -> Quantity | None:
+        domain, name = split_qualified_name(qualified, self.driver)
+        return self.capacity.get(domain, {}).get(name)
+
+
+def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
+    if "/" in name:
+        domain, _, short = name.partition("/")
+        return domain, short
+    return driver, name
+
+
+def make_device(
+    driver: str,
+    name: str,
+    *,
+    attributes: Mapping[str, Any] | None = None,
+    capacity: Mapping[str, Any] | None = None,
+    **extra: Any,
+) -> Device:
+    """Build a Device from flat qualified names, e.g. ``{"productName": "NVIDIA H100"}`` with plain
+    Python values (str, int, bool, Semver) and capacities as Quantity or quantity text."""
+    attrs: dict[str, dict[str, AttributeValue]] = {}
+    for qualified, value in (attributes or {}).items():
+        domain, short = split_qualified_name(qualified, driver)
+        attrs.setdefault(domain, {})[short] = value
+    caps: dict[str, dict[str, Quantity]] = {}
+    for qualified, value in (capacity or {}).items():
+        domain, short = split_qualified_name(qualified, driver)
+        caps.setdefault(domain, {})[short] = value if isinstance(value, Quantity) else Quantity.parse(str(value))
+    return Device(driver=driver, name=name, attributes=attrs, capacity=caps, **extra)
+
+
+def is_resource_slice(obj: Any) -> bool:
+    return (
+        isinstance(obj, Mapping)
+        and obj.get("kind") == "ResourceSlice"
+        and str(obj.get("apiVersion", "")).startswith(f"{DRA_GROUP}/")
+    )
+
+
+def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
+    """All devices of one ResourceSlice (resource.k8s.io v1, v1beta2, v1beta1 and the older
+    v1alpha3 ``basic:`` wrapper)."""
+    if not is_resource_slice(slice_obj):
+        kind = slice_obj.get("kind") if isinstance(slice_obj, Mapping) else type(slice_obj).__name__
+        raise InvalidResourceSlice(
+            f"expected a resource.k8s.io ResourceSlice, got {kind!r}; pass the output of "
+            "`kubectl get resourceslices -o yaml`"
+        )
+    meta = slice_obj.get("metadata") or {}
+    slice_name = str(meta.get("name") or meta.get("generateName") or "<unnamed>")
+    spec = slice_obj.get("spec")
+    if not isinstance(spec, Mapping):
+        raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec is missing")
+    driver = spec.get("driver")
+    if not isinstance(driver, str) or not driver:
+        raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec.driver is missing")
+    pool = (spec.get("pool") or {}).get("name") or slice_name
+    slice_node = spec.get("nodeName")
+    if slice_node:
+        scope = f"node {slice_node}"
+    elif spec.get("allNodes"):
+        scope = "all nodes"
+    elif spec.get("nodeSelector"):
+        scope = f"nodes selected by ResourceSlice {slice_name}"
+    else:
+        scope = "per-device node selection"
+    raw_devices = spec.get("devices") or []
+    if not isinstance(raw_devices, list):
+        raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec.devices must be a list")
+    devices = []
+    for index, raw in enumerate(raw_devices):
+        where = f"ResourceSlice {slice_name}: spec.devices[{index}]"
+        if not isinstance(raw, Mapping) or not raw.get("name"):
+            raise InvalidResourceSlice(f"{where}: every device needs a name")
+        body = raw.get("basic") if isinstance(raw.get("basic"), Mapping) else raw  # v1beta1/v1alpha3
+        node = raw.get("nodeName") or body.get("nodeName") or slice_node
+        devices.append(
+            Device(
+                driver=driver,
+                name=str(raw["name"]),
+                pool=str(pool),
+                attributes=_attributes(body.get("attributes") or {}, driver, f"{where}.attributes"),
+                capacity=_capacity(body.get("capacity") or {}, driver, f"{where}.capacity"),
+                allow_multiple_allocations=bool(
+                    raw.get("allowMultipleAllocations") or body.get("allowMultipleAllocations")
+                ),
+                node_name=str(node) if node else None,
+                node_scope=f"node {node}" if node else scope,
+                slice_name=slice_name,
+                request_policies=_request_policies(body.get("capacity") or {}),
+            )
+        )
+    return devices
+
+
+def _attributes(raw: Mapping[str, Any], driver: str, where: str) -> dict[str, dict[str, AttributeValue]]:
+    result: dict[str, dict[str, AttributeValue]] = {}
+    for qualified, typed in raw.items():
+        domain, name = split_qualified_name(str(qualified), driver)
+        result.setdefault(domain, {})[name] = _attribute_value(typed, f"{where}.{qualified}")
+    return result
+
+
+def _attribute_value(typed: Any, where: str) -> AttributeValue:
+    if not isinstance(typed, Mapping) or len(typed) != 1:
+        raise InvalidResourceSlice(f"{where}: must have exactly one of int, bool, string, version")
+    (kind, value), = typed.items()
+    if kind == "string" and isinstance(value, str):
+        return value
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "version" and isinstance(value, str):
+        try:
+            return Semver.parse(value)
+        except InvalidValue as err:
+            raise InvalidResourceSlice(f"{where}: version {value!r} is not semantic versioning 2.0: {err}") from None
+    raise InvalidResourceSlice(f"{where}: {kind}: {value!r} is not a valid attribute value (int, bool, string, version)")
+
+
+def _capacity(raw: Mapping[str, Any], driver: str, where: str) -> dict[str, dict[str, Quantity]]:
+    result: dict[str, dict[str, Quantity]] = {}
+    for qualified, entry in raw.items():
+        # v1beta1+ wraps the quantity as {value: ...}; v1alpha3 stored it directly.
+        text = entry.get("value") if isinstance(entry, Mapping) else entry
+        try:
+            quantity = Quantity.parse(str(text))
+        except InvalidValue as err:
+            raise InvalidResourceSlice(f"{where}.{qualified}: {text!r}: {err}") from None
+        domain, name = split_qualified_name(str(qualified), driver)
+        result.setdefault(domain, {})[name] = quantity
+    return result
+
+
+def _request_policies(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {
+        str(name): entry["requestPolicy"]
+        for name, entry in raw.items()
+        if isinstance(entry, Mapping) and isinstance(entry.get("requestPolicy"), Mapping)
+    }

@@ -1,0 +1,509 @@
+"""The runtime library of the DRA CEL environment, on plain Python values.
+
+Kubernetes' DRA environment is cel-go's standard library plus: ext.Strings (v2), the Kubernetes
+libraries for regex (find/findAll), lists (isSorted/sum/min/max/indexOf/lastIndexOf), quantity
+and semver.  Both evaluation paths call these functions, so they agree by construction.
+
+Values: str, int, float, bool, bytes, None, list, dict, Quantity, Semver.  cel-python's own
+types subclass the Python ones (StringType is a str...), except BoolType which is an int: every
+type test goes through :func:`type_name`.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Callable
+
+import celpy.celtypes as celtypes
+
+try:  # CEL regular expressions are RE2; cel-python already depends on google-re2.
+    import re2 as _regex
+except ImportError:  # pragma: no cover - cel-python always brings it
+    import re as _regex  # type: ignore[no-redef]
+
+from .errors import EvalError
+from .values import INT64_MAX, INT64_MIN, InvalidValue, Quantity, Semver
+
+# Exposed to callers that want the names, e.g. to list what is supported in help output.
+NUMERIC = frozenset({"int", "uint", "double"})
+
+
+def type_name(value: Any) -> str:
+    if isinstance(value, (bool, celtypes.BoolType)):
+        return "bool"
+    if isinstance(value, celtypes.UintType):
+        return "uint"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "double"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bytes):
+        return "bytes"
+    if value is None:
+        return "null_type"
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, dict):
+        return "map"
+    if isinstance(value, Quantity):
+        return "Quantity"
+    if isinstance(value, Semver):
+        return "Semver"
+    return type(value).__name__
+
+
+def no_overload(name: str, *args: Any) -> EvalError:
+    return EvalError(f"no such overload: {name}({', '.join(type_name(a) for a in args)})")
+
+
+def equals(a: Any, b: Any) -> bool:
+    """CEL heterogeneous equality: values of different types are unequal, numbers compare by value."""
+    ta, tb = type_name(a), type_name(b)
+    if ta in NUMERIC and tb in NUMERIC:
+        return float(a) == float(b) if ("double" in (ta, tb)) else int(a) == int(b)
+    if ta != tb:
+        return False
+    if ta == "list":
+        return len(a) == len(b) and all(equals(x, y) for x, y in zip(a, b))
+    if ta == "map":
+        if len(a) != len(b):
+            return False
+        for key, value in a.items():
+            match = [v for k, v in b.items() if equals(k, key)]
+            if not match or not equals(value, match[0]):
+                return False
+        return True
+    if ta == "bool":
+        return bool(a) == bool(b)
+    return a == b
+
+
+def compare(op: str, a: Any, b: Any) -> bool:
+    """Ordering: numbers across types, and string/bool/bytes against their own type."""
+    ta, tb = type_name(a), type_name(b)
+    if ta in NUMERIC and tb in NUMERIC:
+        x, y = a, b
+    elif ta == tb and ta in {"string", "bytes"}:
+        x, y = a, b
+    elif ta == tb == "bool":
+        x, y = bool(a), bool(b)
+    else:
+        raise no_overload(f"_{op}_", a, b)
+    if op == "<":
+        return x < y
+    if op == "<=":
+        return x <= y
+    if op == ">":
+        return x > y
+    return x >= y
+
+
+def contains_in(item: Any, container: Any) -> bool:
+    kind = type_name(container)
+    if kind == "list":
+        return any(equals(item, x) for x in container)
+    if kind == "map":
+        return any(equals(item, k) for k in container)
+    raise no_overload("@in", item, container)
+
+
+def index(container: Any, key: Any) -> Any:
+    kind = type_name(container)
+    if kind == "map":
+        try:
+            return container[key]
+        except (KeyError, TypeError):
+            pass
+        for k, v in container.items():
+            if equals(k, key):
+                return v
+        raise EvalError(f"no such key: {key}")
+    if kind == "list":
+        if type_name(key) not in {"int", "uint"} and not (type_name(key) == "double" and float(key).is_integer()):
+            raise no_overload("_[_]", container, key)
+        position = int(key)
+        if position < 0 or position >= len(container):
+            raise EvalError(f"index out of range: {position}")
+        return container[position]
+    raise no_overload("_[_]", container, key)
+
+
+# --- functions -------------------------------------------------------------------------------
+
+
+def _need(name: str, args: tuple[Any, ...], *kinds: str) -> None:
+    if len(args) != len(kinds) or any(k != "any" and type_name(a) != k for a, k in zip(args, kinds)):
+        raise no_overload(name, *args)
+
+
+def _int_result(value: int) -> int:
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise EvalError("integer overflow")
+    return value
+
+
+def f_size(*args: Any) -> int:
+    if len(args) == 1 and type_name(args[0]) in {"string", "bytes", "list", "map"}:
+        return len(args[0])
+    raise no_overload("size", *args)
+
+
+def f_contains(*args: Any) -> bool:
+    _need("contains", args, "string", "string")
+    return args[1] in args[0]
+
+
+def f_starts_with(*args: Any) -> bool:
+    _need("startsWith", args, "string", "string")
+    return args[0].startswith(args[1])
+
+
+def f_ends_with(*args: Any) -> bool:
+    _need("endsWith", args, "string", "string")
+    return args[0].endswith(args[1])
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    try:
+        return _regex.compile(pattern)
+    except Exception as err:  # re2.error / re.error
+        raise EvalError(f"invalid regular expression {pattern!r}: {err}") from None
+
+
+def f_matches(*args: Any) -> bool:
+    _need("matches", args, "string", "string")
+    return _compiled(str(args[1])).search(str(args[0])) is not None
+
+
+def f_find(*args: Any) -> str:
+    _need("find", args, "string", "string")
+    found = _compiled(str(args[1])).search(str(args[0]))
+    return found.group(0) if found else ""
+
+
+def f_find_all(*args: Any) -> list[str]:
+    if len(args) == 2:
+        _need("findAll", args, "string", "string")
+        limit = -1
+    else:
+        _need("findAll", args, "string", "string", "int")
+        limit = int(args[2])
+    if limit == 0:
+        return []
+    found = [m.group(0) for m in _compiled(str(args[1])).finditer(str(args[0]))]
+    return found if limit < 0 else found[:limit]
+
+
+_ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)})
+_ASCII_UPPER = str.maketrans({chr(c): chr(c - 32) for c in range(ord("a"), ord("z") + 1)})
+
+
+def f_lower_ascii(*args: Any) -> str:
+    _need("lowerAscii", args, "string")
+    return str(args[0]).translate(_ASCII_LOWER)
+
+
+def f_upper_ascii(*args: Any) -> str:
+    _need("upperAscii", args, "string")
+    return str(args[0]).translate(_ASCII_UPPER)
+
+
+def f_trim(*args: Any) -> str:
+    _need("trim", args, "string")
+    return str(args[0]).strip()
+
+
+def f_replace(*args: Any) -> str:
+    if len(args) == 3:
+        _need("replace", args, "string", "string", "string")
+        count = -1
+    else:
+        _need("replace", args, "string", "string", "string", "int")
+        count = int(args[3])
+    return str(args[0]).replace(str(args[1]), str(args[2]), count if count >= 0 else -1)
+
+
+def f_split(*args: Any) -> list[str]:
+    if len(args) == 2:
+        _need("split", args, "string", "string")
+        limit = -1
+    else:
+        _need("split", args, "string", "string", "int")
+        limit = int(args[2])
+    text, sep = str(args[0]), str(args[1])
+    if limit == 0:
+        return []
+    if sep == "":
+        chars = list(text)
+        if 0 < limit < len(chars):
+            return chars[: limit - 1] + ["".join(chars[limit - 1 :])]
+        return chars
+    return text.split(sep, limit - 1 if limit > 0 else -1)
+
+
+def f_substring(*args: Any) -> str:
+    if len(args) == 2:
+        _need("substring", args, "string", "int")
+        start, end = int(args[1]), len(args[0])
+    else:
+        _need("substring", args, "string", "int", "int")
+        start, end = int(args[1]), int(args[2])
+    text = str(args[0])
+    if start < 0 or start > len(text):
+        raise EvalError(f"index out of range: {start}")
+    if end < 0 or end > len(text):
+        raise EvalError(f"index out of range: {end}")
+    if start > end:
+        raise EvalError(f"invalid substring range. start: {start}, end: {end}")
+    return text[start:end]
+
+
+def f_char_at(*args: Any) -> str:
+    _need("charAt", args, "string", "int")
+    text, position = str(args[0]), int(args[1])
+    if position < 0 or position > len(text):
+        raise EvalError(f"index out of range: {position}")
+    return text[position : position + 1]
+
+
+def f_index_of(*args: Any) -> int:
+    if args and type_name(args[0]) == "list":
+        _need("indexOf", args, "list", "any")
+        return next((i for i, x in enumerate(args[0]) if equals(x, args[1])), -1)
+    if len(args) == 2:
+        _need("indexOf", args, "string", "string")
+        offset = 0
+    else:
+        _need("indexOf", args, "string", "string", "int")
+        offset = int(args[2])
+    text = str(args[0])
+    if offset < 0 or offset > len(text):
+        raise EvalError(f"index out of range: {offset}")
+    return text.find(str(args[1]), offset)
+
+
+def f_last_index_of(*args: Any) -> int:
+    if args and type_name(args[0]) == "list":
+        _need("lastIndexOf", args, "list", "any")
+        return next((i for i in range(len(args[0]) - 1, -1, -1) if equals(args[0][i], args[1])), -1)
+    if len(args) == 2:
+        _need("lastIndexOf", args, "string", "string")
+        offset = len(args[0])
+    else:
+        _need("lastIndexOf", args, "string", "string", "int")
+        offset = int(args[2])
+    text, sub = str(args[0]), str(args[1])
+    if offset < 0 or offset > len(text):
+        raise EvalError(f"index out of range: {offset}")
+    return text.rfind(sub, 0, offset + len(sub))
+
+
+def f_join(*args: Any) -> str:
+    if len(args) == 1:
+        _need("join", args, "list")
+        sep = ""
+    else:
+        _need("join", args, "list", "string")
+        sep = str(args[1])
+    if any(type_name(x) != "string" for x in args[0]):
+        raise no_overload("join", *args)
+    return sep.join(str(x) for x in args[0])
+
+
+def _numbers(name: str, args: tuple[Any, ...]) -> list[Any]:
+    _need(name, args, "list")
+    kinds = {type_name(x) for x in args[0]}
+    if not kinds <= NUMERIC and not (name in {"min", "max", "isSorted"} and len(kinds) == 1 and kinds <= {"string", "bool", "bytes"}):
+        raise no_overload(name, *args)
+    return list(args[0])
+
+
+def f_is_sorted(*args: Any) -> bool:
+    items = _numbers("isSorted", args)
+    return all(not compare("<", items[i + 1], items[i]) for i in range(len(items) - 1))
+
+
+def f_sum(*args: Any) -> Any:
+    items = _numbers("sum", args)
+    total = sum(items) if items else 0
+    return _int_result(total) if isinstance(total, int) else total
+
+
+def f_min(*args: Any) -> Any:
+    items = _numbers("min", args)
+    if not items:
+        raise EvalError("min called on empty list")
+    best = items[0]
+    for x in items[1:]:
+        if compare("<", x, best):
+            best = x
+    return best
+
+
+def f_max(*args: Any) -> Any:
+    items = _numbers("max", args)
+    if not items:
+        raise EvalError("max called on empty list")
+    best = items[0]
+    for x in items[1:]:
+        if compare(">", x, best):
+            best = x
+    return best
+
+
+# Quantity
+
+
+def f_quantity(*args: Any) -> Quantity:
+    _need("quantity", args, "string")
+    try:
+        return Quantity.parse(str(args[0]))
+    except InvalidValue as err:
+        raise EvalError(str(err)) from None
+
+
+def f_is_quantity(*args: Any) -> bool:
+    _need("isQuantity", args, "string")
+    return Quantity.is_valid(str(args[0]))
+
+
+def _quantity_or_semver(name: str, args: tuple[Any, ...]) -> str:
+    if len(args) == 2 and type_name(args[0]) == type_name(args[1]) and type_name(args[0]) in {"Quantity", "Semver"}:
+        return type_name(args[0])
+    raise no_overload(name, *args)
+
+
+def f_compare_to(*args: Any) -> int:
+    _quantity_or_semver("compareTo", args)
+    return args[0].compare_to(args[1])
+
+
+def f_is_greater_than(*args: Any) -> bool:
+    _quantity_or_semver("isGreaterThan", args)
+    return args[0].compare_to(args[1]) == 1
+
+
+def f_is_less_than(*args: Any) -> bool:
+    _quantity_or_semver("isLessThan", args)
+    return args[0].compare_to(args[1]) == -1
+
+
+def _quantity_operand(name: str, args: tuple[Any, ...]) -> Any:
+    if len(args) == 2 and type_name(args[0]) == "Quantity" and type_name(args[1]) in {"Quantity", "int"}:
+        return args[1] if type_name(args[1]) == "Quantity" else int(args[1])
+    raise no_overload(name, *args)
+
+
+def f_add(*args: Any) -> Quantity:
+    return args[0].add(_quantity_operand("add", args))
+
+
+def f_sub(*args: Any) -> Quantity:
+    return args[0].sub(_quantity_operand("sub", args))
+
+
+def f_as_integer(*args: Any) -> int:
+    _need("asInteger", args, "Quantity")
+    try:
+        return args[0].as_integer()
+    except InvalidValue as err:
+        raise EvalError(str(err)) from None
+
+
+def f_as_approximate_float(*args: Any) -> float:
+    _need("asApproximateFloat", args, "Quantity")
+    return args[0].as_approximate_float()
+
+
+def f_is_integer(*args: Any) -> bool:
+    _need("isInteger", args, "Quantity")
+    return args[0].is_integer()
+
+
+def f_sign(*args: Any) -> int:
+    _need("sign", args, "Quantity")
+    return args[0].sign()
+
+
+# Semver
+
+
+def f_semver(*args: Any) -> Semver:
+    if len(args) == 1:
+        _need("semver", args, "string")
+    else:
+        _need("semver", args, "string", "bool")
+    try:
+        return Semver.parse(str(args[0]), normalize=bool(args[1]) if len(args) == 2 else False)
+    except InvalidValue as err:
+        raise EvalError(str(err)) from None
+
+
+def f_is_semver(*args: Any) -> bool:
+    if len(args) == 1:
+        _need("isSemver", args, "string")
+    else:
+        _need("isSemver", args, "string", "bool")
+    return Semver.is_valid(str(args[0]), normalize=bool(args[1]) if len(args) == 2 else False)
+
+
+def f_major(*args: Any) -> int:
+    _need("major", args, "Semver")
+    return args[0].major
+
+
+def f_minor(*args: Any) -> int:
+    _need("minor", args, "Semver")
+    return args[0].minor
+
+
+def f_patch(*args: Any) -> int:
+    _need("patch", args, "Semver")
+    return args[0].patch
+
+
+# name -> implementation; receiver-style calls pass the receiver first.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "size": f_size,
+    "contains": f_contains,
+    "startsWith": f_starts_with,
+    "endsWith": f_ends_with,
+    "matches": f_matches,
+    "find": f_find,
+    "findAll": f_find_all,
+    "lowerAscii": f_lower_ascii,
+    "upperAscii": f_upper_ascii,
+    "trim": f_trim,
+    "replace": f_replace,
+    "split": f_split,
+    "substring": f_substring,
+    "charAt": f_char_at,
+    "indexOf": f_index_of,
+    "lastIndexOf": f_last_index_of,
+    "join": f_join,
+    "isSorted": f_is_sorted,
+    "sum": f_sum,
+    "min": f_min,
+    "max": f_max,
+    "quantity": f_quantity,
+    "isQuantity": f_is_quantity,
+    "compareTo": f_compare_to,
+    "isGreaterThan": f_is_greater_than,
+    "isLessThan": f_is_less_than,
+    "add": f_add,
+    "sub": f_sub,
+    "asInteger": f_as_integer,
+    "asApproximateFloat": f_as_approximate_float,
+    "isInteger": f_is_integer,
+    "sign": f_sign,
+    "semver": f_semver,
+    "isSemver": f_is_semver,
+    "major": f_major,
+    "minor": f_minor,
+    "patch": f_patch,
+}
+

@@ -1,0 +1,60 @@
+"""compile_selector(): compile once, evaluate against many devices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Callable
+
+from . import lib
+from .celpy_path import CelpyProgram
+from .checker import check
+from .device import Device
+from .errors import CelCompileError, CelRuntimeError, EvalError
+from .fastpath import Unsupported, compile_fast
+from .syntax import parse, to_ast
+
+FAST = "fast"
+CELPY = "cel-python"
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledSelector:
+    expression: str
+    engine: str  # FAST or CELPY
+    _evaluate: Callable[[Device], Any]
+
+    def matches(self, device: Device) -> bool:
+        """True/False as Kubernetes decides; CelRuntimeError where the scheduler would fail."""
+        try:
+            value = self._evaluate(device)
+        except EvalError as err:
+            raise CelRuntimeError(err.message) from None
+        except RecursionError:
+            raise CelRuntimeError("expression is nested too deeply") from None
+        if value is True or value is False:
+            return value
+        raise CelRuntimeError(f"CEL result of type {lib.type_name(value)} could not be converted to bool")
+
+
+def compile_selector(expression: str, engine: str | None = None) -> CompiledSelector:
+    """Compile a DRA CEL selector.  ``engine`` forces FAST or CELPY (tests, benchmarks); by default
+    the fast path is used when it supports the expression."""
+    if not isinstance(expression, str) or not expression.strip():
+        raise CelCompileError("the expression is empty", None, expression if isinstance(expression, str) else "")
+    return _compile(expression, engine)
+
+
+@lru_cache(maxsize=1024)
+def _compile(expression: str, engine: str | None) -> CompiledSelector:
+    tree = parse(expression)
+    ast = to_ast(tree, expression)
+    check(ast, expression)
+    if engine in (None, FAST):
+        try:
+            return CompiledSelector(expression, FAST, compile_fast(ast))
+        except Unsupported:
+            if engine == FAST:
+                raise
+    program = CelpyProgram(tree)
+    return CompiledSelector(expression, CELPY, program.evaluate)
