@@ -1,0 +1,367 @@
+"""Kubernetes REST semantics over the store: routing, verbs, selectors, paging, watch, dry-run.
+
+Transport-free: ``server.py`` feeds it parsed requests and writes what it returns.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from . import discovery, errors
+from .conversion import convert
+from .errors import ApiError
+from .faults import RecordedRequest
+from .kinds import Registry, ResourceKind
+from .patching import apply_patch
+from .selectors import SelectorError, make_matcher
+from .store import Entry, Store
+from .validation import metadata_causes, schema_causes
+
+MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's request size limit
+
+
+@dataclass
+class Response:
+    code: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Stream:
+    """A watch: ``chunks`` yields newline-terminated JSON events until the watch ends."""
+    chunks: Iterator[bytes]
+
+
+@dataclass(frozen=True)
+class ResourceRequest:
+    verb: str
+    kind: ResourceKind
+    version: str
+    namespace: str  # "" for cluster-scoped or all namespaces
+    name: str
+    subresource: str
+    query: dict[str, str]
+
+    def record(self, method: str, path: str) -> RecordedRequest:
+        return RecordedRequest(method, path, self.verb, self.kind.group, self.version, self.kind.plural,
+                               self.subresource, self.namespace, self.name, dict(self.query),
+                               self.query.get("dryRun") == "All")
+
+
+@dataclass
+class ApiOptions:
+    kubernetes_version: str = "1.34"
+    validate: bool = True
+    max_watch_seconds: float = 30.0
+    address: str = "127.0.0.1:0"
+
+
+def _json(obj: Any, code: int = 200) -> Response:
+    return Response(code, json.dumps(obj, separators=(",", ":")).encode())
+
+
+def status_response(error: ApiError) -> Response:
+    return _json(error.status(), error.code)
+
+
+def _success_status(kind: ResourceKind, entry: Entry) -> dict[str, Any]:
+    meta = entry.obj["metadata"]
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": meta["name"], "group": kind.group, "kind": kind.plural, "uid": meta.get("uid")}}
+
+
+class Api:
+    def __init__(self, registry: Registry, store: Store, options: ApiOptions, stopping: threading.Event):
+        self.registry = registry
+        self.store = store
+        self.options = options
+        self.stopping = stopping
+
+    # -------------------------------------------------------------- routing
+
+    def discovery(self, path: str) -> Response | None:
+        """Discovery and version documents; None when ``path`` is not one."""
+        parts = [p for p in path.split("/") if p]
+        if parts == ["version"]:
+            return _json(discovery.version_info(self.options.kubernetes_version))
+        if parts in (["healthz"], ["readyz"], ["livez"]):
+            return Response(200, b"ok", "text/plain")
+        if parts == ["api"]:
+            return _json(discovery.api_versions(self.options.address))
+        if parts == ["apis"]:
+            return _json(discovery.api_group_list(self.registry))
+        if parts == ["api", "v1"]:
+            return _json(discovery.api_resource_list(self.registry, "", "v1"))
+        if len(parts) == 2 and parts[0] == "apis":
+            group = discovery.api_group(self.registry, parts[1])
+            if group is None:
+                raise ApiError(404, "the server could not find the requested resource")
+            return _json(group)
+        if len(parts) == 3 and parts[0] == "apis":
+            if not self.registry.served(parts[1], parts[2]):
+                raise ApiError(404, "the server could not find the requested resource")
+            return _json(discovery.api_resource_list(self.registry, parts[1], parts[2]))
+        return None
+
+    def parse(self, method: str, path: str, query: dict[str, str]) -> ResourceRequest:
+        parts = [p for p in path.split("/") if p]
+        if len(parts) >= 3 and parts[0] == "api" and parts[1] == "v1":
+            group, version, rest = "", "v1", parts[2:]
+        elif len(parts) >= 4 and parts[0] == "apis":
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise ApiError(404, "the server could not find the requested resource")
+        namespace = ""
+        if len(rest) >= 3 and rest[0] == "namespaces" and self.registry.by_url(group, version, rest[2]):
+            namespace, rest = rest[1], rest[2:]
+        kind = self.registry.by_url(group, version, rest[0])
+        if kind is None or len(rest) > 3 or (namespace and not kind.namespaced):
+            raise ApiError(404, "the server could not find the requested resource")
+        name = rest[1] if len(rest) > 1 else ""
+        subresource = rest[2] if len(rest) > 2 else ""
+        if subresource and subresource not in kind.subresources:
+            raise ApiError(404, f"the server could not find the requested resource ({kind.plural}/{subresource})")
+        if kind.namespaced and not namespace and name:
+            raise ApiError(404, "the server could not find the requested resource")
+        verb = self._verb(method, name, query)
+        if subresource and verb not in ("get", "update", "patch"):
+            raise ApiError(405, f"{verb} is not supported on {kind.plural}/{subresource}", "MethodNotAllowed")
+        return ResourceRequest(verb, kind, version, namespace, name, subresource, query)
+
+    @staticmethod
+    def _verb(method: str, name: str, query: dict[str, str]) -> str:
+        if method == "GET":
+            if name:
+                return "get"
+            return "watch" if query.get("watch") in ("true", "1") else "list"
+        verbs = {("POST", False): "create", ("PUT", True): "update", ("PATCH", True): "patch",
+                 ("DELETE", True): "delete", ("DELETE", False): "deletecollection"}
+        verb = verbs.get((method, bool(name)))
+        if verb is None:
+            raise ApiError(405, f"method {method} is not allowed on this path", "MethodNotAllowed")
+        return verb
+
+    # ---------------------------------------------------------------- verbs
+
+    def execute(self, req: ResourceRequest, headers: dict[str, str], body: bytes) -> Response | Stream:
+        dry_run = self._dry_run(req.query)
+        as_table = "as=Table" in headers.get("accept", "")
+        if req.verb == "get":
+            entry = self.store.require(req.kind, req.namespace, req.name)
+            if as_table:
+                return _json(discovery.table([entry], req.version, req.query.get("includeObject", "Metadata"),
+                                             {"resourceVersion": str(entry.rv)}))
+            return Response(200, entry.encoded(req.version))
+        if req.verb == "list":
+            return self._list(req, as_table)
+        if req.verb == "watch":
+            return self._watch(req, as_table)
+        if req.verb == "create":
+            return self._create(req, self._body(headers, body), dry_run)
+        if req.verb == "update":
+            return self._update(req, self._body(headers, body), dry_run)
+        if req.verb == "patch":
+            return self._patch(req, headers.get("content-type", ""), self._decode(body), dry_run)
+        if req.verb == "delete":
+            return self._delete(req, self._decode(body) if body.strip() else {}, dry_run)
+        return self._delete_collection(req, dry_run)
+
+    @staticmethod
+    def _dry_run(query: dict[str, str]) -> bool:
+        value = query.get("dryRun")
+        if value not in (None, "", "All"):
+            raise ApiError(400, f'unsupported dryRun value {value!r}: the only supported value is "All"')
+        return value == "All"
+
+    @staticmethod
+    def _decode(body: bytes) -> Any:
+        try:
+            return json.loads(body)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ApiError(400, f"the request body is not valid JSON: {e}")
+
+    def _body(self, headers: dict[str, str], body: bytes) -> dict:
+        content_type = headers.get("content-type", "application/json").split(";")[0].strip()
+        if content_type not in ("application/json", "*/*", ""):
+            raise ApiError(415, f"the body of the request was in an unsupported format {content_type!r}: "
+                                f"the test double accepts application/json only")
+        obj = self._decode(body)
+        if not isinstance(obj, dict):
+            raise ApiError(400, "the request body must be a JSON object")
+        return obj
+
+    def _matcher(self, req: ResourceRequest):
+        try:
+            return make_matcher(req.query.get("labelSelector"), req.query.get("fieldSelector"),
+                                req.kind.allowed_field_labels())
+        except SelectorError as e:
+            raise ApiError(400, str(e))
+
+    def _list(self, req: ResourceRequest, as_table: bool) -> Response:
+        matches = self._matcher(req)
+        try:
+            limit = int(req.query.get("limit") or 0)
+        except ValueError:
+            raise ApiError(400, f"limit must be an integer, not {req.query.get('limit')!r}")
+        filtered = bool(req.query.get("labelSelector") or req.query.get("fieldSelector"))
+        page = self.store.list_page(req.kind, req.namespace or None, matches, limit if limit > 0 else None,
+                                    req.query.get("continue") or None, filtered)
+        meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token:
+            meta["continue"] = page.continue_token
+        if page.remaining is not None:
+            meta["remainingItemCount"] = page.remaining
+        if as_table:
+            return _json(discovery.table(page.entries, req.version, req.query.get("includeObject", "Metadata"), meta))
+        head = json.dumps({"apiVersion": req.kind.api_version(req.version), "kind": f"{req.kind.kind}List",
+                           "metadata": meta}, separators=(",", ":")).encode()
+        items = b",".join(e.encoded(req.version) for e in page.entries)
+        return Response(200, head[:-1] + b',"items":[' + items + b"]}")
+
+    # --- writes
+
+    def _check_type(self, req: ResourceRequest, obj: dict) -> None:
+        expected = req.kind.api_version(req.version)
+        api_version, kind = obj.setdefault("apiVersion", expected), obj.setdefault("kind", req.kind.kind)
+        if api_version != expected or kind != req.kind.kind:
+            raise ApiError(400, f"the body is {api_version} {kind} but the URL is for {expected} {req.kind.kind}: "
+                                f"send it to the matching endpoint")
+
+    def _check_namespace(self, req: ResourceRequest, obj: dict) -> None:
+        meta = obj.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise ApiError(400, "metadata must be an object")
+        if not req.kind.namespaced:
+            meta.pop("namespace", None)
+            return
+        body_ns = meta.get("namespace")
+        if body_ns and body_ns != req.namespace:
+            raise ApiError(400, "the namespace of the provided object does not match the namespace sent on "
+                                "the request")
+        meta["namespace"] = req.namespace
+
+    def _validate(self, req: ResourceRequest, obj: dict) -> None:
+        causes = metadata_causes(req.kind, obj)
+        if not causes and self.options.validate:
+            causes = schema_causes(obj, self.options.kubernetes_version)
+        if causes:
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            raise errors.invalid(req.kind, str(meta.get("name") or meta.get("generateName") or ""), causes)
+
+    def _to_hub(self, req: ResourceRequest, obj: dict) -> dict:
+        return convert(obj, req.kind, req.version, req.kind.storage_version)
+
+    def _create(self, req: ResourceRequest, obj: dict, dry_run: bool) -> Response:
+        if req.name:
+            raise ApiError(405, "POST is not allowed on a named object", "MethodNotAllowed")
+        self._check_type(req, obj)
+        self._check_namespace(req, obj)
+        if obj["metadata"].get("resourceVersion"):
+            raise ApiError(400, "resourceVersion should not be set on objects to be created")
+        self._validate(req, obj)
+        entry = self.store.create(req.kind, self._to_hub(req, obj), dry_run=dry_run)
+        return Response(201, entry.encoded(req.version))
+
+    def _update(self, req: ResourceRequest, obj: dict, dry_run: bool) -> Response:
+        self._check_type(req, obj)
+        self._check_namespace(req, obj)
+        if obj["metadata"].get("name") != req.name:
+            raise ApiError(400, f"the name of the object ({obj['metadata'].get('name')!r}) does not match the name "
+                                f"on the URL ({req.name!r})")
+        self._validate(req, obj)
+        entry = self.store.update(req.kind, self._to_hub(req, obj), req.subresource, dry_run=dry_run)
+        return Response(200, entry.encoded(req.version))
+
+    def _patch(self, req: ResourceRequest, content_type: str, patch: Any, dry_run: bool) -> Response:
+        with self.store.cond:  # read-patch-write is atomic, as in the API server's guaranteed update
+            current = self.store.require(req.kind, req.namespace, req.name)
+            patched = apply_patch(current.at(req.version), content_type, patch)
+            if not isinstance(patched, dict):
+                raise ApiError(422, "the patch turned the object into something that is not a JSON object")
+            self._check_type(req, patched)
+            self._check_namespace(req, patched)
+            if patched["metadata"].get("name") != req.name:
+                raise ApiError(422, "metadata.name cannot be changed by a patch", "Invalid")
+            self._validate(req, patched)
+            entry = self.store.update(req.kind, self._to_hub(req, patched), req.subresource, dry_run=dry_run)
+        return Response(200, entry.encoded(req.version))
+
+    def _delete(self, req: ResourceRequest, options: Any, dry_run: bool) -> Response:
+        options = options if isinstance(options, dict) else {}
+        dry_run = dry_run or "All" in (options.get("dryRun") or [])
+        preconditions = options.get("preconditions") or {}
+        entry = self.store.delete(req.kind, req.namespace, req.name, dry_run=dry_run,
+                                  precondition_rv=preconditions.get("resourceVersion"),
+                                  precondition_uid=preconditions.get("uid"))
+        if req.kind.kind == "Namespace" and not dry_run:
+            self.store.delete_namespace_contents([k for k in self.registry.kinds if k.namespaced], req.name)
+        if req.kind.delete_returns_object:
+            return Response(200, entry.encoded(req.version))
+        return _json(_success_status(req.kind, entry))
+
+    def _delete_collection(self, req: ResourceRequest, dry_run: bool) -> Response:
+        matches = self._matcher(req)
+        deleted = []
+        with self.store.cond:
+            for entry in self.store.entries(req.kind, req.namespace or None):
+                if matches(entry.obj):
+                    ns, name = entry.key
+                    deleted.append(self.store.delete(req.kind, ns, name, dry_run=dry_run))
+        head = json.dumps({"apiVersion": req.kind.api_version(req.version), "kind": f"{req.kind.kind}List",
+                           "metadata": {"resourceVersion": str(self.store.rv)}}, separators=(",", ":")).encode()
+        return Response(200, head[:-1] + b',"items":[' + b",".join(e.encoded(req.version) for e in deleted) + b"]}")
+
+    # --- watch
+
+    def _watch(self, req: ResourceRequest, as_table: bool) -> Stream:
+        matches = self._matcher(req)
+        try:
+            timeout = float(req.query.get("timeoutSeconds") or self.options.max_watch_seconds)
+        except ValueError:
+            raise ApiError(400, "timeoutSeconds must be a number")
+        timeout = min(max(timeout, 0.0), self.options.max_watch_seconds)
+        since = req.query.get("resourceVersion") or "0"
+        if not since.isdigit():
+            raise ApiError(400, f"resourceVersion must be a number, not {since!r}")
+        return Stream(self._watch_events(req, matches, as_table, int(since), time.monotonic() + timeout))
+
+    def _encode_event(self, req: ResourceRequest, event_type: str, entry: Entry, as_table: bool) -> bytes:
+        if as_table:
+            obj = json.dumps(discovery.table([entry], req.version, req.query.get("includeObject", "Metadata"),
+                                             {"resourceVersion": str(entry.rv)}), separators=(",", ":")).encode()
+        else:
+            obj = entry.encoded(req.version)
+        return b'{"type":"' + event_type.encode() + b'","object":' + obj + b"}\n"
+
+    def _watch_events(self, req: ResourceRequest, matches, as_table: bool, since: int,
+                      deadline: float) -> Iterator[bytes]:
+        namespace = req.namespace or None
+        if since == 0:  # "start at most recent": the current state as ADDED events, then changes
+            with self.store.cond:
+                since = self.store.rv
+                current = self.store.entries(req.kind, namespace)
+            for entry in current:
+                if matches(entry.obj):
+                    yield self._encode_event(req, "ADDED", entry, as_table)
+        while not self.stopping.is_set():
+            try:
+                events = self.store.events_after(since)
+            except ApiError as e:
+                yield b'{"type":"ERROR","object":' + json.dumps(e.status()).encode() + b"}\n"
+                return
+            for event in events:
+                since = event.rv
+                entry = event.entry
+                if entry.kind is req.kind and (namespace is None or entry.key[0] == namespace) and matches(entry.obj):
+                    yield self._encode_event(req, event.type, entry, as_table)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            with self.store.cond:
+                if self.store.rv == since and not self.stopping.is_set():
+                    self.store.cond.wait(min(remaining, 1.0))
