@@ -61,7 +61,9 @@ def translate_pod_template(template: Mapping[str, Any],
         leave_integer = False
 
     plan = _Plan(template, spec, metadata, annotations, options)
-    for demands, container in containers:
+    # Containers that hold devices while the pod runs claim first, so that init containers,
+    # which run before them one at a time, can reuse those devices instead of adding more.
+    for demands, container in sorted(containers, key=lambda dc: dc[0].container.sequential_init):
         kept: list[Demand] = []
         for demand in demands.demands:
             if leave_integer and _plain_integer_gpu(demand):
