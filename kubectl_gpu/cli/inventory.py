@@ -1,0 +1,107 @@
+"""`kubectl gpu inventory`: show this node's GPUs as the NVIDIA DRA driver will publish them."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import click
+import yaml
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from kubectl_gpu.inventory import (
+    ExitCode,
+    Inventory,
+    InventoryUnavailable,
+    default_node_name,
+    local_inventory,
+)
+from kubectl_gpu.inventory.table import COLUMNS, table_rows
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Wide enough that a row (UUIDs are 40 characters) never wraps when output is piped.
+_PIPED_WIDTH = 200
+
+EXIT_CODES = f"""\b
+Exit codes:
+  {ExitCode.OK:d}  every GPU was read
+  {ExitCode.USAGE:d}  bad option
+  {ExitCode.NO_NVML_LIBRARY:d}  no NVIDIA driver library (libnvidia-ml.so.1) on this machine
+  {ExitCode.NO_GPU:d}  no usable GPU: kernel driver not loaded, no permission, or 0 GPUs
+  {ExitCode.NVML_FAILED:d}  NVML failed before it could list the GPUs
+  {ExitCode.PARTIAL:d}  some devices could not be read: they are named on stderr (and in the
+     table, or in the kubectl-gpu.io/unreadable-devices annotation); the rest is printed
+"""
+
+
+@click.command(name="inventory", epilog=EXIT_CODES)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Choice(["table", "yaml", "json"]),
+    default="table",
+    show_default=True,
+    help="table for people; yaml/json for a resource.k8s.io/v1 ResourceSlice that "
+    "`kubectl gpu explain --slices` reads.",
+)
+@click.option(
+    "--node-name",
+    envvar="NODE_NAME",
+    metavar="NAME",
+    help="Node name for spec.nodeName and the pool  [default: $NODE_NAME, else the lower-cased hostname]",
+)
+@click.pass_context
+def command(ctx: click.Context, output: str, node_name: str | None) -> None:
+    """Read this node's GPUs through NVML and preview the devices, attributes and capacities
+    the NVIDIA DRA driver (gpu.nvidia.com) will publish for them.
+
+    GPUs with MIG mode enabled appear as their MIG devices (type mig), as the driver
+    announces them; index and minor are not attributes since driver v25.12.
+    """
+    node = node_name or default_node_name()
+    if len(node) > 253 or not _DNS_SUBDOMAIN.match(node):
+        raise click.BadParameter(
+            f"{node!r} is not a Kubernetes node name (lower-case letters, digits, '-' and '.')",
+            param_hint="--node-name",
+        )
+    try:
+        inventory = local_inventory(node)
+    except InventoryUnavailable as error:
+        click.echo(f"error: {error}", err=True)
+        ctx.exit(error.exit_code)
+
+    for failure in inventory.plan.failures:
+        uuid = f" ({failure.uuid})" if failure.uuid else ""
+        click.echo(f"error: {failure.where}{uuid}: {failure.message}", err=True)
+    for note in inventory.plan.notes:
+        click.echo(f"warning: {note}", err=True)
+
+    if output == "table":
+        _print_table(inventory)
+    else:
+        document = inventory.slices[0]
+        if output == "json":
+            click.echo(json.dumps(document, indent=2))
+        else:
+            click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
+    ctx.exit(ExitCode.PARTIAL if inventory.plan.failures else ExitCode.OK)
+
+
+def _print_table(inventory: Inventory) -> None:
+    stdout = click.get_text_stream("stdout")
+    console = Console(file=stdout, width=None if stdout.isatty() else _PIPED_WIDTH)
+    plan = inventory.plan
+    console.print(
+        f"node {inventory.node_name}  driverVersion {plan.driver_version} "
+        f"(NVML: {plan.nvml_driver_version})  cudaDriverVersion {plan.cuda_driver_version}",
+        highlight=False,
+    )
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in COLUMNS:
+        table.add_column(column, overflow="fold")
+    for row in table_rows(plan):
+        table.add_row(*row.cells(), style="red" if row.is_error else None)
+    console.print(table)
+

@@ -1,0 +1,66 @@
+"""`kubectl gpu inventory`: this node's GPUs as the NVIDIA DRA driver will publish them.
+
+Data flows one way: NVML (``nvml_reader``, the only I/O) -> :class:`NodeReadings` ->
+``plan_inventory`` (pure: the driver's naming rules) -> ``resource_slice`` (pure: the
+``resource.k8s.io/v1`` document) or the table in ``kubectl_gpu.cli.inventory``.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubectl_gpu.inventory.errors import ExitCode, InventoryUnavailable
+from kubectl_gpu.inventory.nvml_reader import read_node
+from kubectl_gpu.inventory.plan import InventoryPlan, PublishedDevice, plan_inventory
+from kubectl_gpu.inventory.readings import DeviceFailure, NodeReadings
+from kubectl_gpu.inventory.resource_slice import DRIVER_NAME, resource_slice
+
+__all__ = [
+    "DRIVER_NAME",
+    "DeviceFailure",
+    "ExitCode",
+    "Inventory",
+    "InventoryPlan",
+    "InventoryUnavailable",
+    "NodeReadings",
+    "PublishedDevice",
+    "default_node_name",
+    "local_inventory",
+    "local_resource_slices",
+    "plan_inventory",
+    "read_node",
+    "resource_slice",
+]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    node_name: str
+    plan: InventoryPlan
+    slices: tuple[dict[str, Any], ...]
+
+
+def default_node_name() -> str:
+    # The kubelet registers a node under its lower-cased hostname unless told otherwise.
+    return socket.gethostname().lower()
+
+
+def local_inventory(node_name: str | None = None, sysfs_root: Path = Path("/sys")) -> Inventory:
+    """Read this machine's GPUs and preview them.  Raises :class:`InventoryUnavailable`
+    when no GPU can be listed; devices NVML could not describe are in ``plan.failures``
+    (and named in an annotation of the slice)."""
+    name = node_name or default_node_name()
+    plan = plan_inventory(read_node(sysfs_root))
+    return Inventory(node_name=name, plan=plan, slices=(resource_slice(plan, name),))
+
+
+def local_resource_slices(node_name: str | None = None) -> list[dict[str, Any]]:
+    """The ResourceSlices the NVIDIA DRA driver would publish for this machine's GPUs.
+
+    Raises :class:`InventoryUnavailable` (``str(error)`` is one line for a person,
+    ``error.exit_code`` an :class:`ExitCode`) when there is no NVIDIA library or no GPU.
+    """
+    return list(local_inventory(node_name).slices)
