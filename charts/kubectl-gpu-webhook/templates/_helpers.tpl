@@ -1,0 +1,215 @@
+{{/* Names ---------------------------------------------------------------------------------- */}}
+
+{{- define "kubectl-gpu-webhook.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "kubectl-gpu-webhook.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.tlsSecretName" -}}
+{{- printf "%s-tls" (include "kubectl-gpu-webhook.fullname" .) }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.serviceDNSNames" -}}
+{{- $svc := include "kubectl-gpu-webhook.fullname" . }}
+{{- $ns := .Release.Namespace }}
+{{- list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.cluster.local" $svc $ns) | toJson }}
+{{- end }}
+
+{{/* Labels --------------------------------------------------------------------------------- */}}
+
+{{- define "kubectl-gpu-webhook.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "kubectl-gpu-webhook.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.labels" -}}
+helm.sh/chart: {{ include "kubectl-gpu-webhook.chart" . }}
+{{ include "kubectl-gpu-webhook.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: admission-webhook
+app.kubernetes.io/part-of: kubectl-gpu
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* Webhook behaviour ---------------------------------------------------------------------- */}}
+
+{{- /* Fail unless set; in audit mode nothing is changed, so an outage need not block anything. */}}
+{{- define "kubectl-gpu-webhook.failurePolicy" -}}
+{{- if .Values.webhook.failurePolicy }}
+{{- .Values.webhook.failurePolicy }}
+{{- else if .Values.config.audit }}
+{{- "Ignore" }}
+{{- else }}
+{{- "Fail" }}
+{{- end }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.excludedNamespaces" -}}
+{{- concat (list "kube-system" .Release.Namespace) .Values.config.excludedNamespaces | uniq | toJson }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.namespaceSelector" -}}
+matchExpressions:
+  - key: kubernetes.io/metadata.name
+    operator: NotIn
+    values: {{ include "kubectl-gpu-webhook.excludedNamespaces" . }}
+{{- if .Values.optOut.bypassWebhook }}
+  - key: {{ .Values.config.optOutLabel }}
+    operator: NotIn
+    values: ["true"]
+{{- end }}
+{{- with .Values.webhook.extraNamespaceSelectorExpressions }}
+{{ toYaml . | indent 2 }}
+{{- end }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.objectSelector" -}}
+{{- if .Values.optOut.bypassWebhook -}}
+matchExpressions:
+  - key: {{ .Values.config.optOutLabel }}
+    operator: NotIn
+    values: ["true"]
+{{- else -}}
+{}
+{{- end }}
+{{- end }}
+
+{{/* matchConditions (CEL) ------------------------------------------------------------------
+
+Only objects that carry a legacy GPU resource (a non-zero quantity in the requests or limits of a
+container or initContainer) or a DRA claim reach the webhook, so that a webhook outage can never
+block ordinary pods.  Quantities reach CEL as strings or ints: a quantity is non-zero exactly when
+its mantissa holds a non-zero digit ("1", "0.5", "500m" yes; "0", "0.0", "0e3" no).  Every field
+access is guarded with has(): an error in a match condition would, with failurePolicy Fail,
+reject the request.
+
+The legacy resource names, by family (docs/design.md):
+  nvidia-gpu    nvidia.com/gpu, nvidia.com/gpu.shared (time-slicing rename),
+                alpha.kubernetes.io/nvidia-gpu (pre-device-plugin)
+  vcuda         tencent.com/vcuda-*, nvidia.com/vcuda-*
+  mig           nvidia.com/mig-*
+  hami          nvidia.com/gpumem, nvidia.com/gpumem-percentage, nvidia.com/gpucores
+  aliyun        aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu-core.percentage ...
+  vgpu-manager  nvidia.com/vgpu-number, nvidia.com/vgpu-cores, nvidia.com/vgpu-memory
+  tpu           google.com/tpu, cloud-tpus.google.com/*
+*/}}
+
+{{- define "kubectl-gpu-webhook.legacyResourceRegex" -}}
+^(nvidia[.]com/(gpu|gpu[.]shared|vcuda-.+|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-.+)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-.+|aliyun[.]com/gpu(-.+)?|google[.]com/tpu|cloud-tpus[.]google[.]com/.+)$
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.nonZeroQuantityRegex" -}}
+^[+]?[0-9.]*[1-9]
+{{- end }}
+
+{{- /* true when the resource map at path .m (requests or limits) holds a non-zero legacy GPU resource */}}
+{{- define "kubectl-gpu-webhook.cel.legacyIn" -}}
+{{- $re := include "kubectl-gpu-webhook.legacyResourceRegex" .root -}}
+{{- $nz := include "kubectl-gpu-webhook.nonZeroQuantityRegex" .root -}}
+{{- printf "(has(%s) && %s.exists(r, r.matches('%s') && string(%s[r]).matches('%s')))" .m .m $re .m $nz -}}
+{{- end }}
+
+{{- /* true when the pod spec at path .spec asks for a legacy GPU or a DRA claim */}}
+{{- define "kubectl-gpu-webhook.cel.podSpec" -}}
+{{- $s := .spec -}}
+{{- $container := printf "has(c.resources) && (%s || %s)" (include "kubectl-gpu-webhook.cel.legacyIn" (dict "root" .root "m" "c.resources.limits")) (include "kubectl-gpu-webhook.cel.legacyIn" (dict "root" .root "m" "c.resources.requests")) -}}
+(has({{ $s }}.resourceClaims) && size({{ $s }}.resourceClaims) > 0)
+  || (has({{ $s }}.containers) && {{ $s }}.containers.exists(c, {{ $container }}))
+  || (has({{ $s }}.initContainers) && {{ $s }}.initContainers.exists(c, {{ $container }}))
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.cel.pod" -}}
+has(object.spec) && (
+  {{ include "kubectl-gpu-webhook.cel.podSpec" (dict "root" . "spec" "object.spec") | indent 2 | trim }}
+)
+{{- end }}
+
+{{- /* Deployment, StatefulSet, DaemonSet, ReplicaSet, Job: spec.template.spec */}}
+{{- define "kubectl-gpu-webhook.cel.workload" -}}
+has(object.spec) && has(object.spec.template) && has(object.spec.template.spec) && (
+  {{ include "kubectl-gpu-webhook.cel.podSpec" (dict "root" . "spec" "object.spec.template.spec") | indent 2 | trim }}
+)
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.cel.cronjob" -}}
+has(object.spec) && has(object.spec.jobTemplate) && has(object.spec.jobTemplate.spec)
+  && has(object.spec.jobTemplate.spec.template) && has(object.spec.jobTemplate.spec.template.spec) && (
+  {{ include "kubectl-gpu-webhook.cel.podSpec" (dict "root" . "spec" "object.spec.jobTemplate.spec.template.spec") | indent 2 | trim }}
+)
+{{- end }}
+
+{{- /* A claim the resourceclaim controller made from a template: the template was validated. */}}
+{{- define "kubectl-gpu-webhook.cel.notGeneratedClaim" -}}
+!(has(object.metadata) && has(object.metadata.annotations) && 'resource.kubernetes.io/pod-claim-name' in object.metadata.annotations)
+{{- end }}
+
+{{- /* A node that runs the DRA driver (any draNodeSelector) and reports a legacy GPU resource. */}}
+{{- define "kubectl-gpu-webhook.cel.draNodeWithLegacyCapacity" -}}
+{{- $selectors := list -}}
+{{- range .Values.config.draNodeSelectors -}}
+{{- if and (hasKey . "value") (not (kindIs "invalid" .value)) -}}
+{{- $selectors = append $selectors (printf "('%s' in object.metadata.labels && object.metadata.labels['%s'] == '%s')" .key .key (toString .value)) -}}
+{{- else -}}
+{{- $selectors = append $selectors (printf "'%s' in object.metadata.labels" .key) -}}
+{{- end -}}
+{{- end -}}
+has(object.metadata) && has(object.metadata.labels) && ({{ join " || " $selectors }})
+  && has(object.status) && (
+  {{ include "kubectl-gpu-webhook.cel.legacyIn" (dict "root" . "m" "object.status.capacity") }}
+  || {{ include "kubectl-gpu-webhook.cel.legacyIn" (dict "root" . "m" "object.status.allocatable") }}
+)
+{{- end }}
+
+{{/* Shared parts of every webhook entry ------------------------------------------------------ */}}
+
+{{- define "kubectl-gpu-webhook.clientConfig" -}}
+clientConfig:
+  service:
+    name: {{ .fullname }}
+    namespace: {{ .ns }}
+    path: {{ .path }}
+    port: {{ .port }}
+  {{- if .selfSigned }}
+  caBundle: {{ .caBundle }}
+  {{- end }}
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.webhookCommon" -}}
+failurePolicy: {{ .failurePolicy }}
+matchPolicy: Equivalent
+sideEffects: NoneOnDryRun
+timeoutSeconds: {{ .timeout }}
+admissionReviewVersions: ["v1"]
+{{- end }}
