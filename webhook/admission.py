@@ -1,0 +1,185 @@
+"""The admission decisions: one AdmissionRequest in, one Verdict out.
+
+Pure planning lives in mutation.py, dra_validation.py and double_counting.py; this module adds
+what needs the cluster (namespace and node labels, the templates a pod needs) and the order in
+which things are checked.  HTTP, logs and metrics are the server's business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import double_counting
+from .config import WebhookConfig
+from .dra_validation import validate_dra_object
+from .kubeapi import ApiError, Resource
+from .labelcache import LabelCache
+from .metrics import Metrics
+from .mutation import (
+    MESSAGE_PREFIX,
+    MutationPlan,
+    audit_warnings,
+    device_plugin_view,
+    find_site,
+    opted_out,
+    plan,
+    site_opted_out,
+)
+from .review import AdmissionRequest, Verdict, allow, deny
+from .templates import TemplateConflict, TemplateStore, TemplateUnavailable
+
+DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+RETRY_HINT = "the Kubernetes API did not answer in time; the request was not admitted, retry it"
+
+
+@dataclass
+class Admission:
+    config: WebhookConfig
+    templates: TemplateStore
+    namespaces: LabelCache
+    nodes: LabelCache
+    metrics: Metrics
+
+    def excluded(self, request: AdmissionRequest) -> bool:
+        namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
+        return namespace in self.config.excluded_namespaces
+
+    # --- /mutate ------------------------------------------------------------------------
+
+    async def mutate(self, request: AdmissionRequest) -> Verdict:
+        if request.kind == "Node" and request.sub_resource == "status":
+            return self._guard_node_status(request)
+        site = find_site(request)
+        if site is None or self.excluded(request):
+            return allow()
+        if site.kind == "Pod":
+            if request.operation != "CREATE":
+                return allow()  # a pod's spec is fixed once created; it was handled at CREATE
+        elif not self.config.rewrite_workloads or request.operation not in ("CREATE", "UPDATE"):
+            return allow()
+        namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
+        skip = site_opted_out(site, self.config)
+        mutation = plan(site, self.config, skip_translation=skip)
+        if not mutation.patch and not mutation.claims:
+            # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
+            return allow(audit_warnings(mutation) if self.config.audit else mutation.warnings)
+        if not skip and (mutation.patch or mutation.claims):
+            try:
+                ns_labels = await self.namespaces.labels(namespace)
+            except ApiError as exc:
+                return deny(f"kubectl-gpu: cannot read namespace {namespace} ({exc.status or exc.reason}): {RETRY_HINT}", 503)
+            if opted_out(ns_labels, self.config):
+                mutation = plan(site, self.config, skip_translation=True)
+        self._count(mutation)
+        if self.config.audit:
+            return allow(audit_warnings(mutation))
+        if mutation.claims:
+            try:
+                await self.templates.ensure(mutation.claims, namespace, dry_run=request.dry_run)
+            except TemplateConflict as exc:
+                return deny(f"kubectl-gpu: {exc}", 409, mutation.warnings)
+            except TemplateUnavailable as exc:
+                return deny(f"kubectl-gpu: {exc}", 503)
+        return Verdict(allowed=True, patch=mutation.patch, warnings=mutation.warnings)
+
+    def _count(self, mutation: MutationPlan) -> None:
+        audit = "true" if self.config.audit else "false"
+        for family in mutation.rewritten_families:
+            self.metrics.rewrites.labels(family=family, audit=audit).inc()
+        if mutation.fenced:
+            self.metrics.double_counting.labels(finding="fenced").inc()
+
+    def _guard_node_status(self, request: AdmissionRequest) -> Verdict:
+        node = request.obj
+        if not self.config.node_status_guard or request.operation != "UPDATE" or node is None:
+            return allow()
+        ops = tuple(double_counting.strip_legacy_capacity(node, self.config.dra_node_selectors))
+        if not ops:
+            return allow()
+        self.metrics.double_counting.labels(finding="node_status_stripped").inc()
+        if self.config.audit:
+            return allow((f"{MESSAGE_PREFIX}audit: would strip legacy GPU capacity from DRA node {request.name}",))
+        return Verdict(allowed=True, patch=ops)
+
+    # --- /validate ----------------------------------------------------------------------
+
+    async def validate(self, request: AdmissionRequest) -> Verdict:
+        if self.excluded(request) or request.obj is None or request.operation not in ("CREATE", "UPDATE"):
+            return allow()
+        if request.group == "resource.k8s.io" and request.kind in DRA_KINDS and not request.sub_resource:
+            return self._validate_dra(request)
+        if request.group == "" and request.kind == "Pod" and not request.sub_resource and request.operation == "CREATE":
+            return await self._validate_pod(request)
+        return allow()
+
+    def _validate_dra(self, request: AdmissionRequest) -> Verdict:
+        result = validate_dra_object(request.obj)
+        warnings = tuple(result.warnings)
+        if result.allowed:
+            return allow(warnings)
+        message = f"kubectl-gpu: {request.kind} {request.name or _metadata(request.obj).get('name', '')}: {result.message()}"
+        if self.config.audit:
+            return allow(warnings + (message,))
+        return deny(message, 422, warnings)
+
+    async def _validate_pod(self, request: AdmissionRequest) -> Verdict:
+        assert request.obj is not None
+        pod = device_plugin_view(request.obj, self.config)
+        selectors = self.config.dra_node_selectors
+        findings: dict[str, list[str]] = {}
+        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+        node_name = spec.get("nodeName")
+        try:
+            if selectors:
+                node_labels: dict[str, dict[str, str]] = {}
+                if isinstance(node_name, str) and node_name:
+                    node_labels[node_name] = await self.nodes.labels(node_name)
+                findings["pinned"] = double_counting.pinned_to_dra_node(pod, selectors, node_labels)
+            twice = double_counting.same_gpus_twice(pod)
+            if twice:
+                # Only claims that really allocate GPUs count (not an IMEX channel or a NIC).
+                gpu_claims = await self._gpu_claims(pod, request.namespace)
+                twice = double_counting.same_gpus_twice(pod, gpu_claims)
+            findings["same_gpus_twice"] = twice
+        except ApiError as exc:
+            return deny(f"kubectl-gpu: cannot check this pod against DRA nodes ({exc.status or exc.reason}): {RETRY_HINT}", 503)
+        reasons = [reason for found in findings.values() for reason in found]
+        for finding, found in findings.items():
+            if found:
+                self.metrics.double_counting.labels(finding=finding).inc()
+        if not reasons:
+            return allow()
+        if self.config.audit:
+            return allow(tuple(f"{MESSAGE_PREFIX}audit: {r}" for r in reasons))
+        return deny("kubectl-gpu: " + "; ".join(reasons), 403)
+
+    async def _gpu_claims(self, pod: dict[str, Any], namespace: str) -> set[str]:
+        version = self.config.translate_options.api_version.value
+        names = set()
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+            if not isinstance(entry, dict) or not entry.get("name"):
+                continue
+            if entry.get("resourceClaimTemplateName"):
+                kind, ref = "ResourceClaimTemplate", entry["resourceClaimTemplateName"]
+            elif entry.get("resourceClaimName"):
+                kind, ref = "ResourceClaim", entry["resourceClaimName"]
+            else:
+                continue
+            try:
+                obj = await self.templates.api.get(Resource(version, kind), namespace, ref)
+            except ApiError as exc:
+                if exc.not_found:
+                    continue  # unknown claim: the scheduler will report it; not proof of double use
+                raise
+            spec = obj.get("spec") or {}
+            claim_spec = spec.get("spec") if kind == "ResourceClaimTemplate" else spec
+            if double_counting.claim_spec_requests_gpus(claim_spec or {}):
+                names.add(entry["name"])
+        return names
+
+
+def _metadata(obj: dict[str, Any] | None) -> dict[str, Any]:
+    if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+        return obj["metadata"]
+    return {}

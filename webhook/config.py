@@ -1,0 +1,302 @@
+"""Webhook configuration: a YAML file, overridden by environment variables, overridden by flags.
+
+The file format is the one in docs/design.md ("Webhook configuration"); the Helm chart renders
+it.  Everything is validated before the server starts, and every error says which key is wrong
+and what would be accepted, so a bad rollout fails at start-up instead of at the first pod.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from kubectl_gpu.core.model import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+
+from .double_counting import DraNodeSelector
+
+ENV_PREFIX = "KUBECTL_GPU_WEBHOOK_"
+# Set by the Downward API in the chart; the webhook never touches its own namespace, so that a
+# broken webhook can always be repaired.
+OWN_NAMESPACE_ENV = "POD_NAMESPACE"
+
+# Flag name (as click passes it) -> dotted key in the file.  Environment variables are the flag
+# names upper-cased: KUBECTL_GPU_WEBHOOK_CERT_FILE, KUBECTL_GPU_WEBHOOK_PORT, ...
+FLAG_KEYS: dict[str, str] = {
+    "port": "port",
+    "cert_file": "tls.certFile",
+    "key_file": "tls.keyFile",
+    "audit": "audit",
+    "log_level": "logLevel",
+    "rewrite_workloads": "rewriteWorkloads",
+    "integer_gpus": "translation.integerGpus",
+    "api_timeout_seconds": "apiTimeoutSeconds",
+}
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
+
+DEFAULTS: dict[str, Any] = {
+    "port": 8443,
+    "tls": {"certFile": "/etc/kubectl-gpu/tls/tls.crt", "keyFile": "/etc/kubectl-gpu/tls/tls.key"},
+    "translation": {
+        "apiVersion": "v1",
+        "sharing": "consumable",
+        "integerGpus": "rewrite",
+        "gpuMemory": None,
+        "aliyunMemoryUnit": "GiB",
+    },
+    "passThroughFamilies": [],
+    "rewriteWorkloads": True,
+    "draNodeSelectors": [{"key": "ack.node.gpu.schedule", "value": "disabled"}],
+    "nodeStatusGuard": False,
+    "audit": False,
+    "optOutLabel": "kubectl-gpu.io/opt-out",
+    "excludedNamespaces": ["kube-system"],
+    "apiTimeoutSeconds": 5,
+    "logLevel": "info",
+}
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the key and the accepted values."""
+
+
+@dataclass(frozen=True)
+class WebhookConfig:
+    port: int
+    cert_file: str
+    key_file: str
+    translate_options: TranslateOptions
+    rewrite_workloads: bool
+    dra_node_selectors: tuple[DraNodeSelector, ...]
+    node_status_guard: bool
+    audit: bool
+    opt_out_label: str
+    excluded_namespaces: frozenset[str]
+    api_timeout_seconds: float
+    log_level: str
+    own_namespace: str | None = None
+    pass_through_families: frozenset[str] = field(default_factory=frozenset)
+
+    def options_for(self, sharing_group: str | None) -> TranslateOptions:
+        """Translation options for one pod template; ``sharing_group`` names its workload."""
+        if sharing_group == self.translate_options.sharing_group:
+            return self.translate_options
+        return replace(self.translate_options, sharing_group=sharing_group)
+
+
+def load_config(path: str | None, env: Mapping[str, str], overrides: Mapping[str, Any]) -> WebhookConfig:
+    """Read ``path`` (optional), apply ``KUBECTL_GPU_WEBHOOK_*`` from ``env``, then ``overrides``
+    (flag name -> value; None means "flag not given"), and validate the result."""
+    raw = _deep_merge(DEFAULTS, _read_file(path) if path else {})
+    for flag, key in FLAG_KEYS.items():
+        value = env.get(ENV_PREFIX + flag.upper())
+        if value is not None and value != "":
+            _set_dotted(raw, key, _parse_env(value, key))
+    for flag, value in overrides.items():
+        if flag not in FLAG_KEYS:
+            raise ConfigError(f"unknown option {flag!r}; known: {', '.join(sorted(FLAG_KEYS))}")
+        if value is not None:
+            _set_dotted(raw, FLAG_KEYS[flag], value)
+    return _validate(raw, own_namespace=env.get(OWN_NAMESPACE_ENV) or None)
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings, not {type(data).__name__}")
+    _reject_unknown_keys(data, DEFAULTS, prefix="")
+    return data
+
+
+def _reject_unknown_keys(data: Mapping[str, Any], known: Mapping[str, Any], prefix: str) -> None:
+    for key, value in data.items():
+        where = f"{prefix}{key}"
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = f" (did you mean {prefix}{close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown config key {where!r}{hint}; known keys: {', '.join(prefix + k for k in known)}")
+        if isinstance(known[key], dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where} must be a mapping, got {value!r}")
+            _reject_unknown_keys(value, known[key], prefix=f"{where}.")
+
+
+def _parse_env(value: str, key: str) -> Any:
+    # Environment values are strings; YAML scalars give "true"/"8443"/"null" their usual meaning.
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"environment value for {key} cannot be parsed: {value!r}") from exc
+
+
+def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for key in {**base, **top}:
+        if key in top and key in base and isinstance(base[key], dict) and isinstance(top[key], dict):
+            merged[key] = _deep_merge(base[key], top[key])
+        elif key in top:
+            merged[key] = top[key]
+        else:
+            merged[key] = _copy(base[key])
+    return merged
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, last = dotted.split(".")
+    node = raw
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+
+
+def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfig:
+    from kubectl_gpu.core.constants import FAMILIES
+
+    tls = raw["tls"]
+    tr = raw["translation"]
+    families = _string_list(raw["passThroughFamilies"], "passThroughFamilies")
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise ConfigError(
+            f"passThroughFamilies: unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}; "
+            f"use any of: {', '.join(FAMILIES)}"
+        )
+    gpu_memory = tr["gpuMemory"]
+    if gpu_memory is not None:
+        gpu_memory = str(gpu_memory)
+        if not _QUANTITY.match(gpu_memory):
+            raise ConfigError(f"translation.gpuMemory: {gpu_memory!r} is not a memory quantity; write e.g. \"80Gi\"")
+    unit = tr["aliyunMemoryUnit"]
+    if unit not in ("GiB", "MiB"):
+        raise ConfigError(f"translation.aliyunMemoryUnit: {unit!r}; use GiB or MiB (the gpushare --memory-unit)")
+    try:
+        api_version = ApiVersion.parse(str(tr["apiVersion"]))
+    except ValueError as exc:
+        raise ConfigError(f"translation.apiVersion: {exc}") from exc
+    options = TranslateOptions(
+        api_version=api_version,
+        sharing=_enum(Sharing, tr["sharing"], "translation.sharing"),
+        integer_gpus=_enum(IntegerGpuMode, tr["integerGpus"], "translation.integerGpus"),
+        gpu_memory=gpu_memory,
+        aliyun_memory_unit=unit,
+        pass_through_families=frozenset(families),
+    )
+    excluded = set(_string_list(raw["excludedNamespaces"], "excludedNamespaces"))
+    if own_namespace:
+        excluded.add(own_namespace)
+    opt_out = raw["optOutLabel"]
+    if not isinstance(opt_out, str) or not _LABEL_KEY.match(opt_out):
+        raise ConfigError(f"optOutLabel: {opt_out!r} is not a label key (e.g. kubectl-gpu.io/opt-out)")
+    log_level = str(raw["logLevel"]).lower()
+    if log_level not in LOG_LEVELS:
+        raise ConfigError(f"logLevel: {raw['logLevel']!r}; use one of: {', '.join(LOG_LEVELS)}")
+    return WebhookConfig(
+        port=_port(raw["port"]),
+        cert_file=_non_empty(tls.get("certFile"), "tls.certFile"),
+        key_file=_non_empty(tls.get("keyFile"), "tls.keyFile"),
+        translate_options=options,
+        rewrite_workloads=_bool(raw["rewriteWorkloads"], "rewriteWorkloads"),
+        dra_node_selectors=_node_selectors(raw["draNodeSelectors"]),
+        node_status_guard=_bool(raw["nodeStatusGuard"], "nodeStatusGuard"),
+        audit=_bool(raw["audit"], "audit"),
+        opt_out_label=opt_out,
+        excluded_namespaces=frozenset(excluded),
+        api_timeout_seconds=_timeout(raw["apiTimeoutSeconds"]),
+        log_level=log_level,
+        own_namespace=own_namespace,
+        pass_through_families=frozenset(families),
+    )
+
+
+def _enum(enum: Any, value: Any, key: str) -> Any:
+    try:
+        return enum(str(value))
+    except ValueError:
+        raise ConfigError(f"{key}: {value!r}; use one of: {', '.join(m.value for m in enum)}") from None
+
+
+def _bool(value: Any, key: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ConfigError(f"{key}: {value!r} is not a boolean; write true or false")
+
+
+def _port(value: Any) -> int:
+    try:
+        port = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"port: {value!r} is not a number; use a TCP port such as 8443") from None
+    if isinstance(value, bool) or not 1 <= port <= 65535:
+        raise ConfigError(f"port: {value!r} is out of range; use 1-65535")
+    return port
+
+
+def _timeout(value: Any) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"apiTimeoutSeconds: {value!r} is not a number of seconds") from None
+    # The API server gives a webhook at most 30 s (10 s by default); waiting longer is pointless.
+    if isinstance(value, bool) or not 0 < seconds <= 30:
+        raise ConfigError(f"apiTimeoutSeconds: {value!r}; use a value above 0 and at most 30")
+    return seconds
+
+
+def _non_empty(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{key} must be a file path")
+    return value
+
+
+def _string_list(value: Any, key: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{key} must be a list of names, got {value!r}")
+    return list(value)
+
+
+def _node_selectors(value: Any) -> tuple[DraNodeSelector, ...]:
+    if not isinstance(value, list):
+        raise ConfigError(f"draNodeSelectors must be a list of {{key, value}} mappings, got {value!r}")
+    selectors = []
+    for i, item in enumerate(value):
+        where = f"draNodeSelectors[{i}]"
+        if not isinstance(item, dict) or set(item) - {"key", "value"} or "key" not in item:
+            raise ConfigError(f"{where}: write {{key: <label key>, value: <label value>}} (value optional), got {item!r}")
+        key, val = item["key"], item.get("value")
+        if not isinstance(key, str) or not _LABEL_KEY.match(key):
+            raise ConfigError(f"{where}.key: {key!r} is not a label key")
+        if val is not None:
+            val = str(val)
+            if not _LABEL_VALUE.match(val):
+                raise ConfigError(f"{where}.value: {val!r} is not a label value")
+        selectors.append(DraNodeSelector(key=key, value=val))
+    return tuple(selectors)

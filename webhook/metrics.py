@@ -1,0 +1,73 @@
+"""Prometheus metrics, in a registry owned by one app (tests run several servers in one process)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+# Admission latency budget is milliseconds; the API server's timeout is 10 s by default.
+_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+@dataclass
+class Metrics:
+    registry: CollectorRegistry
+    reviews: Counter
+    latency: Histogram
+    rewrites: Counter
+    templates_created: Counter
+    api_errors: Counter
+    double_counting: Counter
+    tls_reloads: Counter
+
+    @classmethod
+    def create(cls) -> "Metrics":
+        r = CollectorRegistry(auto_describe=True)
+        return cls(
+            registry=r,
+            reviews=Counter(
+                "kubectl_gpu_webhook_reviews",
+                "AdmissionReviews answered, by endpoint, object kind, operation and result "
+                "(allowed, patched, denied, warned, invalid).",
+                ["endpoint", "kind", "operation", "result"],
+                registry=r,
+            ),
+            latency=Histogram(
+                "kubectl_gpu_webhook_review_duration_seconds",
+                "Time from request body read to response, by endpoint.",
+                ["endpoint"],
+                buckets=_BUCKETS,
+                registry=r,
+            ),
+            rewrites=Counter(
+                "kubectl_gpu_webhook_rewrites",
+                "Pod templates rewritten to DRA, by legacy family (audit mode counts what it would rewrite).",
+                ["family", "audit"],
+                registry=r,
+            ),
+            templates_created=Counter(
+                "kubectl_gpu_webhook_templates_created",
+                "DRA objects the webhook created, by kind.",
+                ["kind"],
+                registry=r,
+            ),
+            api_errors=Counter(
+                "kubectl_gpu_webhook_api_errors",
+                "Failed Kubernetes API calls, by operation.",
+                ["operation"],
+                registry=r,
+            ),
+            double_counting=Counter(
+                "kubectl_gpu_webhook_double_counting_findings",
+                "Double-counting guards that fired: fenced (affinity added), pinned (denied), "
+                "same_gpus_twice (denied), node_status_stripped.",
+                ["finding"],
+                registry=r,
+            ),
+            tls_reloads=Counter(
+                "kubectl_gpu_webhook_tls_reloads",
+                "Serving certificate reloads after the files changed.",
+                registry=r,
+            ),
+        )

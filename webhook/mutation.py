@@ -1,0 +1,178 @@
+"""What /mutate does to one admitted object (pure: the decision, not the API calls).
+
+The webhook never decides anything about GPUs itself: the translation core rewrites the pod
+template (the same call `kubectl gpu migrate` makes), and double_counting decides the fence.
+This module finds the pod template inside the admitted object, calls them, and puts the
+patches together under the right prefix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from kubectl_gpu.core import TranslateOptions, translate_pod_template
+from kubectl_gpu.core.constants import NVIDIA_GPU, TPU
+from kubectl_gpu.core.families import LegacyRequest, legacy_requests
+from kubectl_gpu.core.model import ClaimObject, IntegerGpuMode, PodTranslation
+
+from . import double_counting, patches
+from .config import WebhookConfig
+from .review import AdmissionRequest
+
+Translate = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
+
+# (API group, kind) -> path of the pod template inside the object.
+POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Pod"): (),
+    ("", "ReplicationController"): ("spec", "template"),
+    ("apps", "Deployment"): ("spec", "template"),
+    ("apps", "StatefulSet"): ("spec", "template"),
+    ("apps", "DaemonSet"): ("spec", "template"),
+    ("apps", "ReplicaSet"): ("spec", "template"),
+    ("batch", "Job"): ("spec", "template"),
+    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template"),
+}
+MESSAGE_PREFIX = "kubectl-gpu: "
+AUDIT_PREFIX = "kubectl-gpu audit (not applied): "
+
+
+@dataclass(frozen=True)
+class TemplateSite:
+    """The pod template of an admitted object and where it sits in it."""
+
+    kind: str
+    prefix: str  # JSON pointer: "" for a Pod, "/spec/template" for a Deployment
+    template: Mapping[str, Any]
+    owner_labels: Mapping[str, str]  # labels of the workload object itself (== template's for a Pod)
+    sharing_group: str | None
+
+
+def find_site(request: AdmissionRequest) -> TemplateSite | None:
+    """The pod template to translate, or None when the object has none this webhook handles."""
+    path = POD_TEMPLATE_PATHS.get((request.group, request.kind))
+    obj = request.obj
+    if path is None or obj is None or request.sub_resource:
+        return None
+    node: Any = obj
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or not isinstance(node.get("spec"), dict):
+        return None
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    labels = metadata.get("labels") if isinstance(metadata.get("labels"), dict) else {}
+    if request.kind == "Pod":
+        group = _controller_of(metadata)
+    else:
+        name = metadata.get("name") or request.name
+        group = f"{request.kind}/{name}" if name else None
+    prefix = "".join("/" + patches.escape(p) for p in path)
+    return TemplateSite(request.kind, prefix, node, labels, group)
+
+
+def _controller_of(metadata: Mapping[str, Any]) -> str | None:
+    # Pods of one controller share a workload-wide claim (timeslicing/mps sharing).
+    for ref in metadata.get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") and ref.get("name"):
+            return f"{ref['kind']}/{ref['name']}"
+    return None
+
+
+def opted_out(labels: Mapping[str, Any], config: WebhookConfig) -> bool:
+    return str(labels.get(config.opt_out_label, "")).lower() == "true"
+
+
+def site_opted_out(site: TemplateSite, config: WebhookConfig) -> bool:
+    template_meta = site.template.get("metadata") if isinstance(site.template.get("metadata"), dict) else {}
+    template_labels = template_meta.get("labels") if isinstance(template_meta.get("labels"), dict) else {}
+    return opted_out(site.owner_labels, config) or opted_out(template_labels, config)
+
+
+@dataclass(frozen=True)
+class MutationPlan:
+    patch: tuple[dict[str, Any], ...]  # relative to the admitted object
+    claims: tuple[ClaimObject, ...]  # must exist before the object is admitted
+    warnings: tuple[str, ...]
+    rewritten_families: tuple[str, ...]
+    fenced: bool
+    has_legacy: bool  # the template asks for a legacy GPU resource at all
+
+
+NOTHING = MutationPlan((), (), (), (), False, False)
+
+
+def plan(
+    site: TemplateSite, config: WebhookConfig, *, skip_translation: bool, translate: Translate = translate_pod_template
+) -> MutationPlan:
+    """Translate (unless opted out) and, for a Pod that keeps device-plugin requests, fence it
+    off DRA nodes."""
+    before = legacy_requests(site.template)
+    translation = None if skip_translation else translate(site.template, config.options_for(site.sharing_group))
+    notes = translation.notes if translation else ()
+    if not before and not notes:
+        return NOTHING
+    patched: Mapping[str, Any] = site.template
+    after = before
+    if translation is not None and translation.patch:
+        patched = patches.apply(site.template, translation.patch)
+        after = legacy_requests(patched)
+    ops: list[dict[str, Any]] = list(translation.patch) if translation else []
+    warnings = [MESSAGE_PREFIX + n.render() for n in notes]
+    fenced = False
+    if site.kind == "Pod" and config.dra_node_selectors and _needs_device_plugin(after, config):
+        fence = double_counting.fence_legacy_pod(patched, config.dra_node_selectors)
+        if fence:
+            fenced = True
+            ops += fence
+            warnings.append(MESSAGE_PREFIX + "keeps device-plugin GPU requests; added node affinity that avoids DRA nodes")
+    rewritten = sorted({r.family for r in before} - {r.family for r in after})
+    return MutationPlan(
+        patch=patches.prefixed(ops, site.prefix),
+        claims=translation.claims if translation is not None and translation.patch else (),
+        warnings=tuple(warnings),
+        rewritten_families=tuple(rewritten),
+        fenced=fenced,
+        has_legacy=bool(before),
+    )
+
+
+def _served_by_dra_extended_resource(request: LegacyRequest, config: WebhookConfig) -> bool:
+    # With integerGpus: extended-resource a DeviceClass's extendedResourceName (KEP-5004) lets the
+    # scheduler give a whole-GPU nvidia.com/gpu request a DRA device; such a pod belongs on DRA nodes.
+    return (
+        config.translate_options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE
+        and request.family == NVIDIA_GPU
+        and request.name == "nvidia.com/gpu"
+        and request.amount.denominator == 1
+    )
+
+
+def _needs_device_plugin(requests: list[LegacyRequest], config: WebhookConfig) -> bool:
+    return any(
+        r.family != TPU and r.amount > 0 and not _served_by_dra_extended_resource(r, config) for r in requests
+    )
+
+
+def device_plugin_view(pod: Mapping[str, Any], config: WebhookConfig) -> Mapping[str, Any]:
+    """The pod as the double-counting checks must see it: without the whole-GPU requests that
+    KEP-5004 serves from DRA (integerGpus: extended-resource), which are meant for DRA nodes."""
+    served = [r for r in legacy_requests(pod) if _served_by_dra_extended_resource(r, config)]
+    if not served:
+        return pod
+    ops = []
+    for r in served:
+        container = f"{r.container.path}/resources"
+        resources = pod["spec"][r.container.field][r.container.index]["resources"]
+        for part in ("limits", "requests"):
+            if isinstance(resources.get(part), dict) and r.resource in resources[part]:
+                ops.append({"op": "remove", "path": f"{container}/{part}/{patches.escape(r.resource)}"})
+    return patches.apply(pod, ops)
+
+
+def audit_warnings(mutation: MutationPlan) -> tuple[str, ...]:
+    """In audit mode nothing is changed: say what would have been."""
+    out = [w.replace(MESSAGE_PREFIX, AUDIT_PREFIX, 1) for w in mutation.warnings]
+    if mutation.claims:
+        names = ", ".join(c.name for c in mutation.claims)
+        out.append(f"{AUDIT_PREFIX}would create {names}")
+    return tuple(out)

@@ -1,0 +1,129 @@
+"""AdmissionReview v1: reading requests and writing responses (pure; no I/O).
+
+Anything the API server would never send (bad JSON, another apiVersion, no request, no uid) is a
+:class:`BadReview`, answered with a 400 and a message saying what was wrong.  Everything else gets a
+well-formed AdmissionReview, even for objects the webhook does not understand.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+ADMISSION_API_VERSION = "admission.k8s.io/v1"
+MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own limit on an object is 3 MiB
+MAX_WARNING_CHARS = 120
+MAX_WARNINGS = 10
+
+
+class BadReview(ValueError):
+    """Not an AdmissionReview this webhook can answer; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class AdmissionRequest:
+    uid: str
+    kind: str  # request.kind.kind: "Pod", "Deployment", ...
+    group: str
+    version: str
+    resource: str
+    sub_resource: str
+    operation: str  # CREATE | UPDATE | DELETE | CONNECT
+    namespace: str
+    name: str
+    obj: dict[str, Any] | None
+    old_obj: dict[str, Any] | None
+    dry_run: bool
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    if len(body) > MAX_BODY_BYTES:
+        raise BadReview(f"body is {len(body)} bytes; an AdmissionReview is at most {MAX_BODY_BYTES}")
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadReview(f"body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadReview("body must be a JSON object (an AdmissionReview)")
+    if data.get("kind") != "AdmissionReview":
+        raise BadReview(f"kind is {data.get('kind')!r}; expected AdmissionReview")
+    if data.get("apiVersion") != ADMISSION_API_VERSION:
+        raise BadReview(
+            f"apiVersion is {data.get('apiVersion')!r}; only {ADMISSION_API_VERSION} is served "
+            f"(set admissionReviewVersions: [v1] in the webhook configuration)"
+        )
+    request = data.get("request")
+    if not isinstance(request, dict):
+        raise BadReview("AdmissionReview has no request object")
+    uid = request.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise BadReview("request.uid is missing; the API server always sends one")
+    kind = request.get("kind") if isinstance(request.get("kind"), dict) else {}
+    resource = request.get("resource") if isinstance(request.get("resource"), dict) else {}
+    obj = request.get("object")
+    old = request.get("oldObject")
+    return AdmissionRequest(
+        uid=uid,
+        kind=_text(kind.get("kind")),
+        group=_text(kind.get("group")),
+        version=_text(kind.get("version")),
+        resource=_text(resource.get("resource")),
+        sub_resource=_text(request.get("subResource")),
+        operation=_text(request.get("operation")),
+        namespace=_text(request.get("namespace")),
+        name=_text(request.get("name")),
+        obj=obj if isinstance(obj, dict) else None,
+        old_obj=old if isinstance(old, dict) else None,
+        dry_run=request.get("dryRun") is True,
+    )
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def clip_warning(text: str) -> str:
+    """One warning line as the API server shows it: printable, at most 120 characters."""
+    line = " ".join(text.split())
+    if len(line) <= MAX_WARNING_CHARS:
+        return line
+    return line[: MAX_WARNING_CHARS - 3].rstrip() + "..."
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    patch: tuple[dict[str, Any], ...] = ()
+    warnings: tuple[str, ...] = ()
+    message: str = ""  # the reason for a denial, shown to the user by kubectl
+    code: int = 0  # for a denial: 403 policy, 409 name conflict, 422 invalid object, 503 retry
+    details: dict[str, Any] = field(default_factory=dict)  # for logs and metrics only
+
+
+def allow(warnings: tuple[str, ...] = ()) -> Verdict:
+    return Verdict(allowed=True, warnings=warnings)
+
+
+def deny(message: str, code: int = 403, warnings: tuple[str, ...] = ()) -> Verdict:
+    return Verdict(allowed=False, message=message, code=code, warnings=warnings)
+
+
+def render_response(uid: str, verdict: Verdict) -> dict[str, Any]:
+    response: dict[str, Any] = {"uid": uid, "allowed": verdict.allowed}
+    if verdict.allowed and verdict.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(list(verdict.patch), separators=(",", ":")).encode()).decode()
+    if not verdict.allowed:
+        response["status"] = {
+            "code": verdict.code or 403,
+            "message": verdict.message,
+            "reason": {400: "BadRequest", 403: "Forbidden", 409: "Conflict", 422: "Invalid", 500: "InternalError", 503: "ServiceUnavailable"}.get(
+                verdict.code or 403, "Forbidden"
+            ),
+        }
+    warnings = [clip_warning(w) for w in verdict.warnings if w.strip()]
+    if warnings:
+        response["warnings"] = list(dict.fromkeys(warnings))[:MAX_WARNINGS]
+    return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}

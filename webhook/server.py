@@ -1,0 +1,203 @@
+"""The HTTPS server: endpoints, per-review logging and metrics, readiness, TLS reloading.
+
+Every request gets an answer the API server can use: a body that is not an AdmissionReview is a
+400 with a message, a body over 3 MiB a 413, and an unexpected failure while deciding is a
+well-formed denial that says so, never an HTTP 500 or a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from .admission import Admission
+from .config import WebhookConfig
+from .kubeapi import AsyncKubeApi, Resource
+from .labelcache import LabelCache
+from .metrics import Metrics
+from .review import MAX_BODY_BYTES, AdmissionRequest, BadReview, Verdict, deny, parse_review, render_response
+from .templates import TemplateStore
+from .tls import ReloadingTLS
+
+log = logging.getLogger("webhook")
+
+READY_RECHECK_SECONDS = 5.0
+
+
+@dataclass
+class Timings:
+    template_ttl: float = 60.0  # see cleanup.py: must stay well below the clean-up grace period
+    label_ttl: float = 30.0
+    tls_poll: float = 2.0
+
+
+@dataclass
+class _Readiness:
+    api: AsyncKubeApi
+    checked_at: float = -1e9
+    api_ok: bool = False
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def api_reachable(self) -> bool:
+        async with self.lock:
+            now = time.monotonic()
+            if now - self.checked_at >= READY_RECHECK_SECONDS or not self.api_ok:
+                try:
+                    self.api_ok = await asyncio.wait_for(self.api.reachable(), timeout=self.api.sync.timeout + 1)
+                except Exception:  # noqa: BLE001 - a probe never raises; it says not ready
+                    self.api_ok = False
+                self.checked_at = now
+            return self.api_ok
+
+
+class WebhookServer:
+    """One webhook process: the aiohttp app, its caches and metrics."""
+
+    def __init__(self, config: WebhookConfig, api: AsyncKubeApi, timings: Timings | None = None) -> None:
+        self.config = config
+        self.api = api
+        self.timings = timings or Timings()
+        self.metrics = Metrics.create()
+        self.tls: ReloadingTLS | None = None
+        self._readiness = _Readiness(api)
+        self._runner: web.AppRunner | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self.port: int | None = None
+        on_error = lambda operation: self.metrics.api_errors.labels(operation=operation).inc()  # noqa: E731
+        self.admission = Admission(
+            config=config,
+            templates=TemplateStore(
+                api,
+                ttl_seconds=self.timings.template_ttl,
+                on_created=lambda kind: self.metrics.templates_created.labels(kind=kind).inc(),
+                on_api_error=on_error,
+            ),
+            namespaces=LabelCache(api, Resource("v1", "Namespace"), self.timings.label_ttl, on_api_error=on_error),
+            nodes=LabelCache(api, Resource("v1", "Node"), self.timings.label_ttl, on_api_error=on_error),
+            metrics=self.metrics,
+        )
+
+    # --- app ------------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        # A little above 3 MiB so the JSON envelope around a maximal object still fits.
+        application = web.Application(client_max_size=MAX_BODY_BYTES + 64 * 1024)
+        application.add_routes(
+            [
+                web.post("/mutate", self._mutate),
+                web.post("/validate", self._validate),
+                web.get("/healthz", self._healthz),
+                web.get("/readyz", self._readyz),
+                web.get("/metrics", self._metrics),
+            ]
+        )
+        return application
+
+    async def start(self, host: str = "0.0.0.0", port: int | None = None) -> int:
+        self.tls = ReloadingTLS(self.config.cert_file, self.config.key_file)
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, self.config.port if port is None else port,
+                           ssl_context=self.tls.server_context, backlog=1024)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._watcher = asyncio.create_task(self._watch_tls())
+        log.info("webhook listening", extra={"port": self.port, "audit": self.config.audit})
+        return self.port
+
+    async def _watch_tls(self) -> None:
+        assert self.tls is not None
+        while True:
+            await asyncio.sleep(self.timings.tls_poll)
+            if self.tls.reload_if_changed():
+                self.metrics.tls_reloads.inc()
+
+    async def stop(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watcher
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    # --- endpoints ------------------------------------------------------------------------
+
+    async def _mutate(self, request: web.Request) -> web.Response:
+        return await self._review(request, "mutate", self.admission.mutate)
+
+    async def _validate(self, request: web.Request) -> web.Response:
+        return await self._review(request, "validate", self.admission.validate)
+
+    async def _review(
+        self, http: web.Request, endpoint: str, decide: Callable[[AdmissionRequest], Awaitable[Verdict]]
+    ) -> web.Response:
+        started = time.perf_counter()
+        try:
+            body = await http.read()
+        except web.HTTPRequestEntityTooLarge:
+            self.metrics.reviews.labels(endpoint, "", "", "invalid").inc()
+            return _error(413, f"body larger than {MAX_BODY_BYTES} bytes; an AdmissionReview is at most 3 MiB")
+        try:
+            review = parse_review(body)
+        except BadReview as exc:
+            self.metrics.reviews.labels(endpoint, "", "", "invalid").inc()
+            log.warning("bad review", extra={"endpoint": endpoint, "error": str(exc)})
+            return _error(400, str(exc))
+        try:
+            verdict = await decide(review)
+        except Exception:  # noqa: BLE001 - a bug must produce a clear denial, not a dropped request
+            log.exception("review failed", extra={"uid": review.uid, "endpoint": endpoint})
+            verdict = deny(
+                f"kubectl-gpu: internal error while reviewing this {review.kind or 'object'} (see webhook logs, "
+                f"uid {review.uid}); retry, or label it kubectl-gpu.io/opt-out=true",
+                500,
+            )
+        payload = json.dumps(render_response(review.uid, verdict), separators=(",", ":"))
+        result = "denied" if not verdict.allowed else "patched" if verdict.patch else "warned" if verdict.warnings else "allowed"
+        self.metrics.reviews.labels(endpoint, review.kind, review.operation, result).inc()
+        elapsed = time.perf_counter() - started
+        self.metrics.latency.labels(endpoint).observe(elapsed)
+        if result != "allowed" or log.isEnabledFor(logging.DEBUG):
+            log.log(
+                logging.DEBUG if result == "allowed" else logging.INFO,
+                "review",
+                extra={
+                    "uid": review.uid, "endpoint": endpoint, "kind": review.kind, "operation": review.operation,
+                    "namespace": review.namespace, "name": review.name, "dryRun": review.dry_run,
+                    "result": result, "message": verdict.message or None, "warnings": list(verdict.warnings) or None,
+                    "ms": round(elapsed * 1000, 3),
+                },
+            )
+        return web.Response(body=payload.encode(), content_type="application/json")
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, _request: web.Request) -> web.Response:
+        problems = []
+        if self.tls is None or not self.tls.loaded:
+            problems.append("serving certificate not loaded")
+        if not await self._readiness.api_reachable():
+            problems.append("Kubernetes API not reachable")
+        if problems:
+            return web.Response(status=503, text="not ready: " + "; ".join(problems) + "\n")
+        return web.Response(text="ok\n")
+
+    async def _metrics(self, _request: web.Request) -> web.Response:
+        return web.Response(body=generate_latest(self.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.Response(
+        status=status,
+        body=json.dumps({"error": message}).encode(),
+        content_type="application/json",
+    )

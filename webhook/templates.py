@@ -1,0 +1,211 @@
+"""Make sure the DRA objects a rewritten pod points at exist before the pod is admitted.
+
+A pod naming a ResourceClaimTemplate that does not exist stays Pending forever, so admission
+waits for get-or-create.  Names are derived from content, so one object serves every equal
+request in a namespace; it is looked up once and then cached for ``ttl`` seconds.
+
+An existing object is used only if kubectl-gpu manages it and its spec contains what the pod
+needs (the API server may add defaults); anything else is a conflict the user must resolve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from kubectl_gpu.core.model import ClaimObject
+
+from .kubeapi import ApiError, AsyncKubeApi, Resource
+
+# Set by `kubectl-gpu-webhook cleanup` on a managed object nothing references; it deletes the
+# object on a later run.  The webhook removes the mark when a new pod needs the object again.
+UNUSED_SINCE_ANNOTATION = "kubectl-gpu.io/unused-since"
+
+
+class TemplateConflict(Exception):
+    """An object with the wanted name exists and must not be used; the message says what to do."""
+
+
+class TemplateUnavailable(Exception):
+    """The API server could not be asked; admitting the pod now would strand it."""
+
+
+def contains(actual: Any, desired: Any) -> bool:
+    """True when ``actual`` has every field of ``desired`` with the same value (extra fields are
+    API server defaults such as ``allocationMode: ExactCount``)."""
+    if isinstance(desired, dict):
+        return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in desired.items())
+    if isinstance(desired, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(desired)
+            and all(contains(a, d) for a, d in zip(actual, desired))
+        )
+    return actual == desired
+
+
+def _spec_of(obj: dict[str, Any]) -> Any:
+    return obj.get("spec")
+
+
+@dataclass
+class EnsureResult:
+    created: list[str]  # "ResourceClaimTemplate ns/name" of objects this call created
+
+
+class TemplateStore:
+    def __init__(
+        self,
+        api: AsyncKubeApi,
+        ttl_seconds: float = 60.0,
+        max_entries: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+        on_created: Callable[[str], None] = lambda kind: None,
+        on_api_error: Callable[[str], None] = lambda operation: None,
+    ) -> None:
+        self.api = api
+        self.ttl = ttl_seconds
+        self.max_entries = max_entries
+        self.clock = clock
+        self.on_created = on_created
+        self.on_api_error = on_api_error
+        self._known: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
+        self._inflight: dict[tuple[str, str, str, str], asyncio.Future[bool]] = {}
+
+    def _key(self, claim: ClaimObject, namespace: str) -> tuple[str, str, str, str]:
+        return (claim.api_version.value, claim.kind, namespace, claim.name)
+
+    def is_known(self, claim: ClaimObject, namespace: str) -> bool:
+        key = self._key(claim, namespace)
+        expiry = self._known.get(key)
+        if expiry is None:
+            return False
+        if expiry < self.clock():
+            self._known.pop(key, None)
+            return False
+        return True
+
+    def _remember(self, key: tuple[str, str, str, str]) -> None:
+        self._known[key] = self.clock() + self.ttl
+        self._known.move_to_end(key)
+        while len(self._known) > self.max_entries:
+            self._known.popitem(last=False)
+
+    def forget(self, namespace: str | None = None) -> None:
+        if namespace is None:
+            self._known.clear()
+        else:
+            for key in [k for k in self._known if k[2] == namespace]:
+                del self._known[key]
+
+    async def ensure(self, claims: tuple[ClaimObject, ...], namespace: str, dry_run: bool) -> EnsureResult:
+        """Get or create every claim object in ``namespace``.  With ``dry_run`` nothing is
+        written: conflicts are still reported, missing objects are not created."""
+        created: list[str] = []
+        for claim in claims:
+            if self.is_known(claim, namespace):
+                continue
+            if dry_run:
+                await self._check(claim, namespace)
+                continue
+            if await self._ensure_shared(claim, namespace):
+                created.append(f"{claim.kind} {namespace}/{claim.name}")
+        return EnsureResult(created)
+
+    async def _ensure_shared(self, claim: ClaimObject, namespace: str) -> bool:
+        # Many pods of one rollout arrive together: one API round trip serves them all.
+        key = self._key(claim, namespace)
+        running = self._inflight.get(key)
+        if running is not None:
+            await asyncio.shield(running)
+            return False
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            created = await self._ensure_one(claim, namespace)
+            self._remember(key)
+            future.set_result(created)
+            return created
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # consumed: waiters re-raise it, nobody else must log it
+            raise
+        finally:
+            del self._inflight[key]
+
+    async def _ensure_one(self, claim: ClaimObject, namespace: str) -> bool:
+        resource = Resource(claim.api_version.value, claim.kind)
+        wanted = claim.manifest(namespace)
+        existing = await self._get(resource, namespace, claim.name)
+        if existing is None:
+            try:
+                await self.api.create(resource, namespace, wanted)
+                self.on_created(claim.kind)
+                return True
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise self._unavailable("create", claim, namespace, exc) from exc
+            # Another replica (or pod) created it first: use it if it is the same.
+            existing = await self._get(resource, namespace, claim.name)
+            if existing is None:
+                raise TemplateUnavailable(
+                    f"{claim.kind} {namespace}/{claim.name} was created and deleted concurrently; retry"
+                )
+        self._accept(existing, wanted, claim, namespace)
+        if UNUSED_SINCE_ANNOTATION in ((existing.get("metadata") or {}).get("annotations") or {}):
+            await self._revive(resource, namespace, claim)
+        return False
+
+    async def _check(self, claim: ClaimObject, namespace: str) -> None:
+        existing = await self._get(Resource(claim.api_version.value, claim.kind), namespace, claim.name)
+        if existing is not None:
+            self._accept(existing, claim.manifest(namespace), claim, namespace)
+
+    async def _get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return await self.api.get(resource, namespace, name)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise self._unavailable("get", ClaimRef(resource.kind, name), namespace, exc) from exc
+
+    async def _revive(self, resource: Resource, namespace: str, claim: ClaimObject) -> None:
+        # Changing the object also changes its resourceVersion, which makes a pending clean-up
+        # delete (guarded by a precondition on the old version) fail instead of removing it.
+        try:
+            await self.api.merge_patch(
+                resource, namespace, claim.name, {"metadata": {"annotations": {UNUSED_SINCE_ANNOTATION: None}}}
+            )
+        except ApiError as exc:
+            raise self._unavailable("patch", claim, namespace, exc) from exc
+
+    def _accept(self, existing: dict[str, Any], wanted: dict[str, Any], claim: ClaimObject, namespace: str) -> None:
+        where = f"{claim.kind} {namespace}/{claim.name}"
+        labels = (existing.get("metadata") or {}).get("labels") or {}
+        if labels.get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
+            raise TemplateConflict(
+                f"{where} exists but is not managed by kubectl-gpu ({MANAGED_BY_LABEL}={MANAGED_BY_VALUE} "
+                f"missing): rename or delete it, or opt the pod out with label kubectl-gpu.io/opt-out=true"
+            )
+        if not contains(_spec_of(existing), _spec_of(wanted)):
+            raise TemplateConflict(
+                f"{where} is managed by kubectl-gpu but its spec was changed: delete it "
+                f"(kubectl delete {claim.kind.lower()} -n {namespace} {claim.name}) so it can be re-created"
+            )
+
+    def _unavailable(self, operation: str, claim: Any, namespace: str, exc: ApiError) -> TemplateUnavailable:
+        self.on_api_error(operation)
+        return TemplateUnavailable(
+            f"could not {operation} {claim.kind} {namespace}/{claim.name} ({exc.status or 'no answer'} "
+            f"{exc.reason}); the pod was not admitted because it would wait forever for it: retry"
+        )
+
+
+@dataclass(frozen=True)
+class ClaimRef:
+    kind: str
+    name: str
