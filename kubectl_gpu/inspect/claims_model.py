@@ -1,0 +1,159 @@
+"""ResourceClaims read in one shape: requests as v1 (`exactly` / `firstAvailable`), allocation
+results with the pods a claim is reserved for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from kubectl_gpu.inspect.devices import DeviceKey
+
+# v1beta1 keeps these directly on the request; v1 and v1beta2 nest them under `exactly`.
+_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
+                 "tolerations", "capacity")
+
+
+@dataclass(frozen=True)
+class Request:
+    name: str
+    device_class: str | None
+    allocation_mode: str  # ExactCount | All
+    count: int
+    selectors: tuple[str, ...]  # CEL expressions
+    capacity_requests: Mapping[str, str]  # KEP-5075 consumable capacity, e.g. {"memory": "4Gi"}
+    alternatives: tuple["Request", ...] = ()  # firstAvailable subrequests, in priority order
+
+    def describe(self) -> str:
+        if self.alternatives:
+            return "first available of: " + "; ".join(a.describe() for a in self.alternatives)
+        amount = "all" if self.allocation_mode == "All" else str(self.count)
+        text = f"{amount} x {self.device_class or '?'}"
+        if self.capacity_requests:
+            text += " (" + ", ".join(f"{k} {v}" for k, v in self.capacity_requests.items()) + ")"
+        if self.selectors:
+            text += " where " + " && ".join(self.selectors)
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.alternatives:
+            out["firstAvailable"] = [a.to_dict() for a in self.alternatives]
+            return out
+        out.update({"deviceClassName": self.device_class, "allocationMode": self.allocation_mode,
+                    "count": self.count, "selectors": list(self.selectors),
+                    "capacityRequests": dict(self.capacity_requests)})
+        return out
+
+
+@dataclass(frozen=True)
+class AllocatedDevice:
+    request: str
+    key: DeviceKey
+    consumed_capacity: Mapping[str, str] = field(default_factory=dict)
+    share_id: str | None = None
+    admin_access: bool = False
+
+
+@dataclass(frozen=True)
+class ClaimView:
+    namespace: str
+    name: str
+    uid: str
+    requests: tuple[Request, ...]
+    allocated: tuple[AllocatedDevice, ...]
+    allocation_node: str | None  # the node an allocation binds pods to, when it names one
+    reserved_for: tuple[str, ...]  # pod names (the consumers the scheduler recorded)
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    owner_pod: str | None  # a claim generated from a template is owned by its pod
+    deleting: bool = False
+
+    @property
+    def is_allocated(self) -> bool:
+        return bool(self.allocated)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def claim_requests(claim_spec: Mapping[str, Any] | None) -> tuple[Request, ...]:
+    devices = (claim_spec or {}).get("devices") or {}
+    return tuple(_request(r) for r in devices.get("requests") or () if isinstance(r, Mapping))
+
+
+def read_claim(claim: Mapping[str, Any]) -> ClaimView:
+    metadata = claim.get("metadata") or {}
+    status = claim.get("status") or {}
+    allocation = status.get("allocation") or {}
+    results = ((allocation.get("devices") or {}).get("results")) or ()
+    return ClaimView(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        uid=str(metadata.get("uid") or ""),
+        requests=claim_requests(claim.get("spec")),
+        allocated=tuple(_allocated(r) for r in results if isinstance(r, Mapping)),
+        allocation_node=_selected_node(allocation.get("nodeSelector")),
+        reserved_for=tuple(str(c.get("name")) for c in status.get("reservedFor") or ()
+                           if isinstance(c, Mapping) and c.get("resource", "pods") == "pods"),
+        labels=dict(metadata.get("labels") or {}),
+        annotations=dict(metadata.get("annotations") or {}),
+        owner_pod=next((str(o.get("name")) for o in metadata.get("ownerReferences") or ()
+                        if isinstance(o, Mapping) and o.get("kind") == "Pod"), None),
+        deleting=bool(metadata.get("deletionTimestamp")),
+    )
+
+
+def read_claims(claims: Iterable[Mapping[str, Any]]) -> list[ClaimView]:
+    return [read_claim(c) for c in claims if isinstance(c, Mapping)]
+
+
+def _request(raw: Mapping[str, Any]) -> Request:
+    if isinstance(raw.get("firstAvailable"), list):
+        alternatives = tuple(_exact(str(s.get("name") or ""), s) for s in raw["firstAvailable"]
+                             if isinstance(s, Mapping))
+        return Request(str(raw.get("name") or ""), None, "ExactCount", 1, (), {}, alternatives)
+    exact = raw.get("exactly")
+    if not isinstance(exact, Mapping):
+        exact = {k: raw[k] for k in _EXACT_FIELDS if k in raw}  # v1beta1: flat on the request
+    return _exact(str(raw.get("name") or ""), exact)
+
+
+def _exact(name: str, exact: Mapping[str, Any]) -> Request:
+    selectors = tuple(str((s.get("cel") or {}).get("expression") or "")
+                      for s in exact.get("selectors") or () if isinstance(s, Mapping))
+    capacity = ((exact.get("capacity") or {}).get("requests")) or {}
+    mode = str(exact.get("allocationMode") or "ExactCount")
+    count = exact.get("count")
+    return Request(
+        name=name,
+        device_class=exact.get("deviceClassName"),
+        allocation_mode=mode,
+        count=int(count) if isinstance(count, int) else 1,
+        selectors=tuple(s for s in selectors if s),
+        capacity_requests={str(k): str(v) for k, v in capacity.items()},
+    )
+
+
+def _allocated(raw: Mapping[str, Any]) -> AllocatedDevice:
+    return AllocatedDevice(
+        request=str(raw.get("request") or ""),
+        key=DeviceKey(str(raw.get("driver") or ""), str(raw.get("pool") or ""),
+                      str(raw.get("device") or "")),
+        consumed_capacity={str(k): str(v) for k, v in (raw.get("consumedCapacity") or {}).items()},
+        share_id=raw.get("shareID") or None,
+        admin_access=bool(raw.get("adminAccess")),
+    )
+
+
+def _selected_node(node_selector: Any) -> str | None:
+    # The scheduler writes `matchFields: metadata.name In [node]` for node-local devices.
+    if not isinstance(node_selector, Mapping):
+        return None
+    for term in node_selector.get("nodeSelectorTerms") or ():
+        for expr in (term or {}).get("matchFields") or ():
+            if expr.get("key") == "metadata.name" and expr.get("operator") == "In":
+                values = expr.get("values") or ()
+                if len(values) == 1:
+                    return str(values[0])
+    return None

@@ -1,0 +1,105 @@
+"""`describe` with no arguments: every GPU node at a glance, with the cluster's totals."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from kubectl_gpu.inspect.claims_model import read_claims
+from kubectl_gpu.inspect.devices import SliceDevice, current_devices
+from kubectl_gpu.inspect.dra_nodes import NodeLabel
+from kubectl_gpu.inspect.findings import Finding, sort_findings
+from kubectl_gpu.inspect.holders import holders_by_device
+from kubectl_gpu.inspect.legacy import LegacyPod, is_active, legacy_pod
+from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, DeviceRow, NodeReport, node_report
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    nodes: tuple[NodeReport, ...]  # nodes with anything GPU-related, by name
+    # Devices no single node owns (network-attached, nodeSelector/allNodes slices), by pool.
+    shared_pools: tuple[tuple[str, tuple[DeviceRow, ...]], ...]
+    findings: tuple[Finding, ...]
+
+    def totals(self) -> dict[str, int]:
+        counts: Counter[str] = Counter()
+        for node in self.nodes:
+            counts["nodes"] += 1
+            counts["draNodes"] += node.dra_label is not None
+            for row in node.gpu_rows:
+                counts["gpus"] += 1
+                counts[row.state] += 1
+            counts["legacyPods"] += len(node.legacy_pods)
+        return {"nodes": counts["nodes"], "draNodes": counts["draNodes"], "gpus": counts["gpus"],
+                "allocated": counts[ALLOCATED], "shared": counts[SHARED], "free": counts[FREE],
+                "legacyGpuPods": counts["legacyPods"]}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "GpuClusterSummary",
+            "totals": self.totals(),
+            "nodes": [_node_summary(n) for n in self.nodes],
+            "sharedPools": [{"pool": pool, "devices": len(rows),
+                             "allocated": sum(1 for r in rows if r.state != FREE)}
+                            for pool, rows in self.shared_pools],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def build_node_reports(nodes: Iterable[Mapping[str, Any]], devices: Iterable[SliceDevice],
+                       claims: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
+                       dra_labels: Iterable[NodeLabel], *,
+                       only_gpu_nodes: bool = True) -> tuple[tuple[NodeReport, ...],
+                                                             dict[str, list[DeviceRow]]]:
+    """Node reports for `nodes`, and rows of devices attached to no single node, by pool."""
+    labels = tuple(dra_labels)
+    holders = holders_by_device(read_claims(claims))
+    by_node: dict[str | None, list[SliceDevice]] = {}
+    for device in devices:
+        by_node.setdefault(device.node, []).append(device)
+    legacy_by_node: dict[str | None, list[LegacyPod]] = {}
+    for pod in pods:
+        if not is_active(pod):
+            continue
+        found = legacy_pod(pod)
+        if found is not None:
+            legacy_by_node.setdefault(found.node, []).append(found)
+    reports = []
+    for node in nodes:
+        name = (node.get("metadata") or {}).get("name")
+        report = node_report(node, by_node.get(name, ()), holders, legacy_by_node.get(name, ()),
+                             labels)
+        if report.has_gpus or not only_gpu_nodes:
+            reports.append(report)
+    pools: dict[str, list[DeviceRow]] = {}
+    for device in by_node.get(None, ()):
+        pools.setdefault(f"{device.driver}/{device.pool}", []).append(
+            DeviceRow(device, tuple(holders.get(device.key, ()))))
+    return tuple(sorted(reports, key=lambda r: r.name)), pools
+
+
+def cluster_report(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
+                   claims: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
+                   dra_labels: Iterable[NodeLabel]) -> ClusterReport:
+    reports, pools = build_node_reports(nodes, current_devices(slices), claims, pods, dra_labels)
+    findings = [f for r in reports for f in r.findings]
+    return ClusterReport(reports, tuple(sorted((p, tuple(rows)) for p, rows in pools.items())),
+                         sort_findings(findings))
+
+
+def _node_summary(node: NodeReport) -> dict[str, Any]:
+    gpus = node.gpu_rows
+    return {
+        "name": node.name,
+        "draNode": node.dra_label is not None,
+        "gpus": len(gpus),
+        "allocated": node.count(ALLOCATED),
+        "shared": node.count(SHARED),
+        "free": node.count(FREE),
+        "products": sorted({r.device.product for r in gpus if r.device.product}),
+        "memory": sorted({r.device.memory for r in gpus if r.device.memory}),
+        "legacyResources": [r.to_dict() for r in node.legacy_resources],
+        "legacyGpuPods": len(node.legacy_pods),
+        "findings": [f.code for f in node.findings],
+    }

@@ -1,0 +1,159 @@
+"""Claims and templates that cannot be allocated as written: a DeviceClass that does not exist, or
+a CEL selector naming an attribute no device publishes.
+
+In Kubernetes a missing attribute is a runtime error, not a non-match: the scheduler aborts
+allocation for the pod.  The NVIDIA driver removed `index` and `minor` in v25.12, so selectors
+written for older drivers break this way.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from kubectl_gpu.core.constants import NVIDIA_DRIVER, REMOVED_NVIDIA_ATTRIBUTES
+from kubectl_gpu.inspect.claims_model import Request, claim_requests, read_claim
+from kubectl_gpu.inspect.devices import SliceDevice
+from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
+from kubectl_gpu.inspect.doctor.report import CheckResult
+from kubectl_gpu.inspect.findings import Finding, Severity
+
+NAME = "selectors"
+TITLE = "claims and templates name existing DeviceClasses and published attributes"
+
+_Q = r"""(?P<q{n}>["'])(?P<{name}>[^"']+)(?P=q{n})"""
+# device.attributes["dom"].name  |  device.attributes["dom"]["name"]  (same for capacity)
+_REFERENCE = re.compile(
+    r"device\s*\.\s*(?P<map>attributes|capacity)\s*\[\s*" + _Q.format(n=1, name="domain") +
+    r"\s*\]\s*(?:\.\s*(?P<field>[A-Za-z_][A-Za-z0-9_]*)|\[\s*" + _Q.format(n=2, name="key") + r"\s*\])")
+
+
+@dataclass(frozen=True)
+class AttributeReference:
+    kind: str  # attributes | capacity
+    domain: str
+    name: str
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.domain}/{self.name}"
+
+
+def attribute_references(expression: str) -> list[AttributeReference]:
+    """Attributes and capacities a selector reads unguarded (not behind `in` or has())."""
+    found = []
+    for match in _REFERENCE.finditer(expression):
+        name = match.group("field") or match.group("key")
+        ref = AttributeReference(match.group("map"), match.group("domain"), name)
+        if not _guarded(expression, ref) and ref not in found:
+            found.append(ref)
+    return found
+
+
+def _guarded(expression: str, ref: AttributeReference) -> bool:
+    domain, name, kind = re.escape(ref.domain), re.escape(ref.name), ref.kind
+    membership = rf"""["']{name}["']\s+in\s+device\s*\.\s*{kind}\s*\[\s*["']{domain}["']\s*\]"""
+    has = rf"""has\(\s*device\s*\.\s*{kind}\s*\[\s*["']{domain}["']\s*\]\s*\.\s*{name}\s*\)"""
+    return bool(re.search(membership, expression) or re.search(has, expression))
+
+
+def check_selectors(inputs: DoctorInputs, devices: Iterable[SliceDevice]) -> CheckResult:
+    devices = list(devices)
+    published = _published_by_driver(devices)
+    classes = {str((c.get("metadata") or {}).get("name")): c for c in inputs.device_classes}
+    findings: list[Finding] = []
+    checked = 0
+    for subject, requests in _claim_specs(inputs):
+        checked += 1
+        for request in requests:
+            for alternative in request.alternatives or (request,):
+                findings.extend(_check_request(subject, alternative, classes, published))
+    for name, device_class in sorted(classes.items()):
+        expressions = [str((s.get("cel") or {}).get("expression") or "")
+                       for s in (device_class.get("spec") or {}).get("selectors") or ()]
+        findings.extend(_check_expressions(f"deviceclass/{name}", f"DeviceClass {name}",
+                                           expressions, published))
+    summary = (f"{checked} template(s)/claim(s) and {len(classes)} DeviceClass(es) against "
+               f"{len(devices)} published device(s)")
+    return CheckResult(NAME, TITLE, summary, tuple(findings))
+
+
+def _claim_specs(inputs: DoctorInputs) -> Iterable[tuple[str, tuple[Request, ...]]]:
+    for template in inputs.resource_claim_templates:
+        metadata = template.get("metadata") or {}
+        spec = (template.get("spec") or {}).get("spec")
+        yield (f"resourceclaimtemplate/{metadata.get('namespace')}/{metadata.get('name')}",
+               claim_requests(spec))
+    for claim in inputs.resource_claims:
+        view = read_claim(claim)
+        # Generated claims repeat their template, and allocated ones were evidently satisfiable.
+        if view.owner_pod is None and not view.is_allocated:
+            yield f"resourceclaim/{view.namespace}/{view.name}", view.requests
+
+
+def _check_request(subject: str, request: Request, classes: Mapping[str, Any],
+                   published: Mapping[str, tuple[int, dict[str, int]]]) -> list[Finding]:
+    findings = []
+    if request.device_class and classes and request.device_class not in classes:
+        findings.append(Finding(
+            "device-class-missing", Severity.ERROR, subject,
+            f"request {request.name!r} asks for DeviceClass {request.device_class}, which does not "
+            "exist; its pods stay Pending",
+            f"create DeviceClass {request.device_class} (install its DRA driver) or use one of: "
+            + ", ".join(sorted(classes))))
+    findings.extend(_check_expressions(subject, f"request {request.name!r}", request.selectors,
+                                       published))
+    return findings
+
+
+def _check_expressions(subject: str, where: str, expressions: Iterable[str],
+                       published: Mapping[str, tuple[int, dict[str, int]]]) -> list[Finding]:
+    findings = []
+    for expression in expressions:
+        for ref in attribute_references(expression):
+            total, counts = published.get(ref.domain, (0, {}))
+            if total == 0:
+                continue  # no device of that driver is published: nothing to compare against
+            have = counts.get(f"{ref.kind}/{ref.name}", 0)
+            if have == 0:
+                findings.append(Finding(
+                    "unpublished-attribute", Severity.ERROR, subject,
+                    f"{where}: selector `{expression}` reads {ref.kind} {ref.qualified}, which none "
+                    f"of the {total} {ref.domain} device(s) publishes; the scheduler treats that as "
+                    "a CEL runtime error and aborts allocation",
+                    _fix(ref, published[ref.domain][1])))
+            elif have < total:
+                findings.append(Finding(
+                    "partially-published-attribute", Severity.INFO, subject,
+                    f"{where}: selector `{expression}` reads {ref.qualified}, published by {have} of "
+                    f"{total} {ref.domain} device(s); it is a runtime error on the others unless the "
+                    "DeviceClass excludes them",
+                    f"guard it: '{ref.name}' in device.{ref.kind}['{ref.domain}'] && ..."))
+    return findings
+
+
+def _fix(ref: AttributeReference, counts: Mapping[str, int]) -> str:
+    available = sorted({k.split("/", 1)[1] for k in counts if k.startswith(ref.kind + "/")})
+    if ref.domain == NVIDIA_DRIVER and ref.name in REMOVED_NVIDIA_ATTRIBUTES:
+        return (f"the NVIDIA DRA driver stopped publishing {ref.name} in v25.12: select by uuid or "
+                f"productName instead (published: {', '.join(available)})")
+    return f"use a published {ref.kind[:-1] if ref.kind == 'attributes' else ref.kind} of " \
+           f"{ref.domain}: {', '.join(available) or 'none'}"
+
+
+def _published_by_driver(devices: list[SliceDevice]) -> dict[str, tuple[int, dict[str, int]]]:
+    """domain -> (devices of that driver, {"attributes/name" | "capacity/name": count})."""
+    out: dict[str, tuple[int, dict[str, int]]] = {}
+    totals: dict[str, int] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for device in devices:
+        totals[device.driver] = totals.get(device.driver, 0) + 1
+        for kind, names in (("attributes", device.attributes), ("capacity", device.capacity)):
+            for qualified in names:
+                domain, _, name = qualified.partition("/")
+                per_domain = counts.setdefault(domain, {})
+                per_domain[f"{kind}/{name}"] = per_domain.get(f"{kind}/{name}", 0) + 1
+    for domain, total in totals.items():
+        out[domain] = (total, counts.get(domain, {}))
+    return out

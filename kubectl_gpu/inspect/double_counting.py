@@ -1,0 +1,61 @@
+"""Double counting: one physical GPU offered by both the device plugin and a DRA driver, so the
+scheduler can give it to two pods.
+
+It shows in three ways: a node labelled as a DRA node still advertises device-plugin GPUs; such a
+node runs pods holding device-plugin GPUs; or any node publishes GPUs in ResourceSlices while its
+status also offers device-plugin GPUs.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from kubectl_gpu.inspect.devices import SliceDevice
+from kubectl_gpu.inspect.dra_nodes import NodeLabel
+from kubectl_gpu.inspect.findings import Finding, Severity
+from kubectl_gpu.inspect.legacy import LegacyPod, LegacyResource
+
+CODE = "double-counting"
+_POD_LIST_LIMIT = 5
+
+
+def double_counting_finding(node: str, dra_label: NodeLabel | None,
+                            legacy_resources: Iterable[LegacyResource],
+                            legacy_pods: Iterable[LegacyPod],
+                            devices: Iterable[SliceDevice]) -> Finding | None:
+    offered = [r for r in legacy_resources if r.is_gpu and r.offered]
+    holders = [p for p in legacy_pods if p.holds_device_plugin_gpus]
+    dra_gpus = [d for d in devices if d.is_gpu]
+    reasons: list[str] = []
+    offered_text = ", ".join(f"{r.name}={r.allocatable}" for r in offered)
+    if dra_label is not None and offered:
+        reasons.append(f"it is labelled {dra_label} (DRA driver) but still advertises "
+                       f"device-plugin GPUs ({offered_text})")
+    if dra_label is not None and holders:
+        names = ", ".join(p.ref for p in holders[:_POD_LIST_LIMIT])
+        more = f" and {len(holders) - _POD_LIST_LIMIT} more" if len(holders) > _POD_LIST_LIMIT else ""
+        reasons.append(f"it is labelled {dra_label} (DRA driver) but runs {len(holders)} pod(s) "
+                       f"holding device-plugin GPUs ({names}{more})")
+    if dra_gpus and offered:
+        drivers = ", ".join(sorted({d.driver for d in dra_gpus}))
+        reasons.append(f"it publishes {len(dra_gpus)} GPU device(s) through DRA ({drivers}) and "
+                       f"also offers {offered_text} through the device plugin")
+    if not reasons:
+        return None
+    fixes = []
+    if offered:
+        fixes.append("stop the NVIDIA device plugin on this node (GPU Operator: label the node "
+                     "nvidia.com/gpu.deploy.device-plugin=false; otherwise exclude it from the "
+                     "device-plugin DaemonSet with a nodeAffinity) so the node stops advertising "
+                     + ", ".join(r.name for r in offered))
+    if holders:
+        fixes.append("recreate the listed pods so they request GPUs through DRA "
+                     "(`kubectl gpu migrate` for their manifests, or let the kubectl-gpu webhook "
+                     "convert them), or move them to device-plugin nodes")
+    return Finding(
+        code=CODE,
+        severity=Severity.ERROR,
+        subject=f"node/{node}",
+        message=f"GPUs on node {node} can be handed out twice: " + "; ".join(reasons),
+        fix="; ".join(fixes) or "run either the device plugin or the DRA driver on this node, not both",
+    )

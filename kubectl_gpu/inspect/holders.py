@@ -1,0 +1,45 @@
+"""Who holds each device: the claims allocated to it and the pods those claims are reserved for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from kubectl_gpu.inspect.claims_model import ClaimView
+from kubectl_gpu.inspect.devices import DeviceKey
+
+
+@dataclass(frozen=True)
+class Holder:
+    claim: str  # namespace/name
+    request: str
+    pods: tuple[str, ...]  # namespace/name of each pod the claim is reserved for
+    consumed_capacity: Mapping[str, str] = field(default_factory=dict)
+    share_id: str | None = None
+    # Admin access (monitoring) does not take the device away from other claims.
+    admin_access: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"claim": self.claim, "request": self.request, "pods": list(self.pods),
+                "consumedCapacity": dict(self.consumed_capacity), "shareID": self.share_id,
+                "adminAccess": self.admin_access}
+
+
+def holders_by_device(claims: Iterable[ClaimView]) -> dict[DeviceKey, list[Holder]]:
+    index: dict[DeviceKey, list[Holder]] = {}
+    for claim in claims:
+        pods = tuple(f"{claim.namespace}/{p}" for p in claim.reserved_for)
+        for result in claim.allocated:
+            index.setdefault(result.key, []).append(Holder(
+                claim=claim.ref,
+                request=result.request,
+                pods=pods,
+                consumed_capacity=result.consumed_capacity,
+                share_id=result.share_id,
+                admin_access=result.admin_access,
+            ))
+    return index
+
+
+def exclusive_holders(holders: Iterable[Holder]) -> list[Holder]:
+    return [h for h in holders if not h.admin_access]

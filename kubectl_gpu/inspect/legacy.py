@@ -1,0 +1,128 @@
+"""Device-plugin GPUs: what nodes advertise, and which pods hold them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Mapping
+
+from kubectl_gpu.core import constants
+from kubectl_gpu.core.families import family_of, legacy_requests
+from kubectl_gpu.core.quantity import QuantityError, format_plain, parse_quantity
+
+TERMINATED_PHASES = ("Succeeded", "Failed")
+# TPUs are accelerators too, but no NVIDIA DRA driver offers them, so they cannot be double counted
+# against the NVIDIA driver's GPUs.
+NON_GPU_FAMILIES = (constants.TPU,)
+
+
+@dataclass(frozen=True)
+class LegacyResource:
+    name: str  # nvidia.com/gpu, nvidia.com/mig-1g.10gb, aliyun.com/gpu-mem...
+    family: str
+    capacity: str
+    allocatable: str
+
+    @property
+    def offered(self) -> bool:
+        """The node offers this resource to the scheduler right now."""
+        return positive_quantity(self.allocatable)
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.family not in NON_GPU_FAMILIES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "family": self.family, "capacity": self.capacity,
+                "allocatable": self.allocatable}
+
+
+@dataclass(frozen=True)
+class LegacyRequestRow:
+    container: str
+    resource: str
+    amount: str
+    family: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"container": self.container, "resource": self.resource, "amount": self.amount,
+                "family": self.family}
+
+
+@dataclass(frozen=True)
+class LegacyPod:
+    namespace: str
+    name: str
+    node: str | None
+    phase: str
+    requests: tuple[LegacyRequestRow, ...]
+    # KEP-5004: the scheduler satisfied these extended resources through a DRA claim, so the pod
+    # holds DRA devices, not device-plugin ones.
+    served_by_dra: bool
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def holds_device_plugin_gpus(self) -> bool:
+        return not self.served_by_dra and any(
+            family_of(r.resource) not in NON_GPU_FAMILIES for r in self.requests)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "name": self.name, "node": self.node,
+                "phase": self.phase, "servedByDRA": self.served_by_dra,
+                "requests": [r.to_dict() for r in self.requests]}
+
+
+def node_legacy_resources(node: Mapping[str, Any]) -> tuple[LegacyResource, ...]:
+    status = node.get("status") or {}
+    capacity = status.get("capacity") or {}
+    allocatable = status.get("allocatable") or {}
+    found = []
+    for name in sorted(set(capacity) | set(allocatable)):
+        family = family_of(name)
+        if family is None:
+            continue
+        found.append(LegacyResource(name, family, str(capacity.get(name, "0")),
+                                    str(allocatable.get(name, capacity.get(name, "0")))))
+    return tuple(found)
+
+
+def is_active(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") not in TERMINATED_PHASES
+
+
+def legacy_pod(pod: Mapping[str, Any]) -> LegacyPod | None:
+    """The pod's non-zero legacy GPU requests, or None when it makes none."""
+    requests = tuple(
+        LegacyRequestRow(r.container.name, r.name, format_plain(r.amount), r.family)
+        for r in legacy_requests(pod) if r.amount > 0
+    )
+    if not requests:
+        return None
+    metadata = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    return LegacyPod(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        node=(pod.get("spec") or {}).get("nodeName") or None,
+        phase=str(status.get("phase") or "Unknown"),
+        requests=requests,
+        served_by_dra=_served_by_extended_resource_claim(status, requests),
+    )
+
+
+def _served_by_extended_resource_claim(status: Mapping[str, Any],
+                                       requests: tuple[LegacyRequestRow, ...]) -> bool:
+    claim_status = status.get("extendedResourceClaimStatus") or {}
+    mapped = {(m.get("containerName"), m.get("resourceName"))
+              for m in claim_status.get("requestMappings") or () if isinstance(m, Mapping)}
+    return bool(mapped) and all((r.container, r.resource) in mapped for r in requests)
+
+
+def positive_quantity(text: str) -> bool:
+    try:
+        return parse_quantity(text) > Fraction(0)
+    except QuantityError:
+        return False

@@ -1,0 +1,119 @@
+"""`describe node`: a node's GPUs from both worlds, who holds each, and what is wrong."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterable, Mapping
+
+from kubectl_gpu.core.quantity import QuantityError, format_bytes, format_plain, parse_quantity
+from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
+from kubectl_gpu.inspect.double_counting import double_counting_finding
+from kubectl_gpu.inspect.dra_nodes import NodeLabel, matching_label
+from kubectl_gpu.inspect.findings import Finding
+from kubectl_gpu.inspect.holders import Holder, exclusive_holders
+from kubectl_gpu.inspect.legacy import LegacyPod, LegacyResource, node_legacy_resources
+
+FREE, ALLOCATED, SHARED = "free", "allocated", "shared"
+
+
+@dataclass(frozen=True)
+class DeviceRow:
+    device: SliceDevice
+    holders: tuple[Holder, ...]
+
+    @property
+    def state(self) -> str:
+        taking = exclusive_holders(self.holders)
+        if not taking:
+            return FREE
+        if len(taking) > 1 or self.device.allow_multiple_allocations:
+            return SHARED
+        return ALLOCATED
+
+    @property
+    def consumed(self) -> dict[str, str]:
+        """Capacity consumed by all claims sharing the device (KEP-5075), name -> "used/total"."""
+        used: dict[str, Fraction] = {}
+        for holder in self.holders:
+            for name, amount in holder.consumed_capacity.items():
+                try:
+                    used[name] = used.get(name, Fraction(0)) + parse_quantity(amount)
+                except QuantityError:
+                    continue
+        out = {}
+        for name, amount in used.items():
+            total = self.device.capacity_of(name)
+            out[name] = f"{_format(name, amount)}/{total}" if total else _format(name, amount)
+        return out
+
+    @property
+    def pods(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for h in self.holders for p in h.pods))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.device.to_dict()
+        out.update({"state": self.state, "holders": [h.to_dict() for h in self.holders],
+                    "consumedCapacity": self.consumed})
+        return out
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    name: str
+    labels: Mapping[str, str]
+    dra_label: NodeLabel | None
+    devices: tuple[DeviceRow, ...]
+    legacy_resources: tuple[LegacyResource, ...]
+    legacy_pods: tuple[LegacyPod, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def gpu_rows(self) -> tuple[DeviceRow, ...]:
+        return tuple(r for r in self.devices if r.device.is_gpu)
+
+    def count(self, state: str) -> int:
+        return sum(1 for r in self.gpu_rows if r.state == state)
+
+    @property
+    def has_gpus(self) -> bool:
+        return bool(self.devices or self.legacy_resources or self.legacy_pods or self.dra_label)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "GpuNode",
+            "name": self.name,
+            "draNode": self.dra_label is not None,
+            "draNodeLabel": str(self.dra_label) if self.dra_label else None,
+            "devices": [r.to_dict() for r in self.devices],
+            "legacyResources": [r.to_dict() for r in self.legacy_resources],
+            "legacyPods": [p.to_dict() for p in self.legacy_pods],
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def node_report(node: Mapping[str, Any], devices: Iterable[SliceDevice],
+                holders: Mapping[DeviceKey, list[Holder]], legacy_pods: Iterable[LegacyPod],
+                dra_labels: Iterable[NodeLabel]) -> NodeReport:
+    """The report of one node; `devices` and `legacy_pods` are those on this node."""
+    metadata = node.get("metadata") or {}
+    name = str(metadata.get("name") or "")
+    labels = dict(metadata.get("labels") or {})
+    dra_label = matching_label(labels, dra_labels)
+    rows = tuple(DeviceRow(d, tuple(holders.get(d.key, ()))) for d in
+                 sorted(devices, key=lambda d: (d.driver, _natural(d.name))))
+    legacy = node_legacy_resources(node)
+    pods = tuple(sorted(legacy_pods, key=lambda p: p.ref))
+    finding = double_counting_finding(name, dra_label, legacy, pods, [r.device for r in rows])
+    return NodeReport(name, labels, dra_label, rows, legacy, pods,
+                      (finding,) if finding else ())
+
+
+def _format(name: str, amount: Fraction) -> str:
+    return format_bytes(amount) if name.rsplit("/", 1)[-1] == "memory" else format_plain(amount)
+
+
+def _natural(text: str) -> tuple:
+    # gpu-2 before gpu-10, as people count.
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))

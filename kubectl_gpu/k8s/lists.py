@@ -1,0 +1,70 @@
+"""Every list is paginated (limit + continue), so a 10,000-pod cluster never costs one huge
+response on the API server, and an expired continue token restarts the list instead of failing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client
+
+from kubectl_gpu.k8s.errors import ApiError
+from kubectl_gpu.k8s.rest import get_json
+
+DEFAULT_PAGE_SIZE = 500
+# A list restarts from the first page when its continue token expires (HTTP 410); a cluster that
+# expires tokens faster than we can read pages gets a clear error rather than an endless loop.
+MAX_RESTARTS = 3
+# Far beyond any real cluster (500 x 10,000 objects); stops a server that never ends a list.
+MAX_PAGES = 10_000
+
+
+def list_objects(api: client.ApiClient, path: str, *,
+                 label_selector: str | None = None,
+                 field_selector: str | None = None,
+                 page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
+    """All items of the collection at `path`, read page by page."""
+    if page_size < 1:
+        raise ValueError(f"page size must be at least 1, not {page_size}")
+    for _ in range(MAX_RESTARTS + 1):
+        try:
+            return _read_pages(api, path, label_selector, field_selector, page_size)
+        except ApiError as exc:
+            if not exc.expired:
+                raise
+    raise ApiError(410, path, f"the list's continue token expired {MAX_RESTARTS + 1} times in a "
+                   "row; retry, or use a smaller cluster scope (-n NAMESPACE, -l SELECTOR)",
+                   "Expired")
+
+
+def _read_pages(api: client.ApiClient, path: str, label_selector: str | None,
+                field_selector: str | None, page_size: int) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    token = ""
+    for _ in range(MAX_PAGES):
+        query: list[tuple[str, Any]] = [("limit", page_size)]
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if token:
+            query.append(("continue", token))
+        page = get_json(api, path, query)
+        items.extend(_stamped(page))
+        token = (page.get("metadata") or {}).get("continue") or ""
+        if not token:
+            return items
+    raise ApiError(200, path, f"the server kept returning continue tokens after {MAX_PAGES} pages")
+
+
+def _stamped(page: dict[str, Any]) -> list[dict[str, Any]]:
+    # The API server leaves apiVersion/kind off list items; like kubectl, put them back so every
+    # object says what it is (code reading ResourceSlices checks `kind`).
+    items = [i for i in page.get("items") or () if isinstance(i, dict)]
+    list_kind = str(page.get("kind") or "")
+    kind = list_kind[:-4] if list_kind.endswith("List") else ""
+    api_version = page.get("apiVersion")
+    if kind and api_version:
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+    return items

@@ -1,0 +1,178 @@
+"""What `doctor` finds, computed from API objects alone (no server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from kubectl_gpu.inspect.doctor import DoctorInputs, run_doctor
+from kubectl_gpu.inspect.doctor.selectors import attribute_references
+from tests import builders as b
+
+CORPUS = Path("/work/shared/corpus/dra")
+ALL_VERSIONS = ("v1", "v1beta2", "v1beta1")
+
+
+def _corpus(name: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all((CORPUS / name).read_text()) if d]
+
+
+def _doctor(**objects):
+    objects.setdefault("served_dra_versions", ALL_VERSIONS)
+    return run_doctor(DoctorInputs(**{k: tuple(v) if isinstance(v, list) else v for k, v in objects.items()}))
+
+
+def _codes(report) -> list[tuple[str, str]]:
+    return [(f.code, f.subject) for f in report.findings if f.severity.value != "info"]
+
+
+def _healthy_webhook() -> dict:
+    return dict(mutating_webhooks=[b.webhook_configuration("MutatingWebhookConfiguration")],
+                validating_webhooks=[b.webhook_configuration("ValidatingWebhookConfiguration")],
+                services=[b.service()], endpoints=[b.endpoints(ready=2)])
+
+
+def test_a_clean_cluster_is_healthy():
+    report = _doctor(nodes=[b.dra_node("dra-1")], resource_slices=[b.gpu_slice("dra-1")],
+                     device_classes=b.nvidia_device_classes(), **_healthy_webhook())
+    assert report.healthy, report.findings
+    assert {c.status for c in report.checks} == {"ok"}
+
+
+def test_double_counting_node_fails_with_a_fix():
+    report = _doctor(nodes=[b.dra_node("dra-1", legacy={"nvidia.com/gpu": "8"})],
+                     resource_slices=[b.gpu_slice("dra-1")])
+    assert ("double-counting", "node/dra-1") in _codes(report)
+    assert not report.healthy
+    assert all(f.fix for f in report.findings)
+
+
+def test_selector_on_index_which_the_nvidia_driver_no_longer_publishes():
+    tpl = b.template("pinned", "ml", requests=[b.exact_request(
+        selectors=["device.attributes['gpu.nvidia.com'].index == 0"])])
+    report = _doctor(resource_slices=[b.gpu_slice("dra-1")], resource_claim_templates=[tpl],
+                     device_classes=b.nvidia_device_classes())
+    (finding,) = [f for f in report.findings if f.code == "unpublished-attribute"]
+    assert finding.subject == "resourceclaimtemplate/ml/pinned"
+    assert "runtime error" in finding.message
+    assert "uuid" in finding.fix and "v25.12" in finding.fix
+
+
+def test_selector_on_index_is_fine_where_the_driver_still_publishes_it():
+    tpl = b.template("pinned", "ml", requests=[b.exact_request(
+        selectors=['device.attributes["gpu.nvidia.com"]["index"] == 0'])])
+    report = _doctor(resource_slices=[b.gpu_slice("dra-1", with_index=True)],
+                     resource_claim_templates=[tpl], device_classes=b.nvidia_device_classes())
+    assert _codes(report) == []
+
+
+def test_guarded_attribute_references_are_not_errors():
+    assert attribute_references("'index' in device.attributes['gpu.nvidia.com'] && "
+                                "device.attributes['gpu.nvidia.com'].index == 0") == []
+    refs = attribute_references("device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0")
+    assert [(r.kind, r.qualified) for r in refs] == [("capacity", "gpu.nvidia.com/memory")]
+
+
+def test_corpus_mig_selectors_match_published_mig_profiles():
+    docs = _corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test4.yaml")
+    templates = [d for d in docs if d["kind"] == "ResourceClaimTemplate"]
+    slices = [b.gpu_slice("a100", devices=[b.mig_device("a100", 0, 0, "1g.5gb")])]
+    report = _doctor(resource_slices=slices, resource_claim_templates=templates,
+                     device_classes=b.nvidia_device_classes())
+    assert _codes(report) == []
+
+
+def test_request_for_a_device_class_that_does_not_exist():
+    docs = _corpus("kubernetes-sigs__dra-example-driver__demo_examples_cel-selector_cel-selector.yaml")
+    templates = [d for d in docs if d["kind"] == "ResourceClaimTemplate"]
+    report = _doctor(resource_claim_templates=templates, device_classes=b.nvidia_device_classes())
+    (finding,) = [f for f in report.findings if f.code == "device-class-missing"]
+    assert "gpu.example.com" in finding.message and "gpu.nvidia.com" in finding.fix
+
+
+def test_corpus_extended_resource_class_overlapping_a_device_plugin_resource():
+    docs = _corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_extended-resources_mig-1g-12gb.yaml")
+    classes = [d for d in docs if d["kind"] == "DeviceClass"]
+    plugin_node = b.node("gh200-1", legacy={"nvidia.com/mig-1g.12gb": "7"})
+    report = _doctor(device_classes=classes, nodes=[plugin_node])
+    (finding,) = [f for f in report.findings if f.code == "extended-resource-overlap"]
+    assert finding.subject == "deviceclass/mig-1g-12gb.gpu.nvidia.com"
+    assert "gh200-1" in finding.message
+    # Without a device plugin advertising the name, the mapping is exactly what KEP-5004 is for.
+    assert _doctor(device_classes=classes, nodes=[b.dra_node("gh200-1")]).healthy
+
+
+def test_extended_resource_for_memory_and_ambiguous_mappings():
+    classes = [b.device_class("a", "true", extended_resource_name="nvidia.com/gpumem"),
+               b.device_class("b", "true", extended_resource_name="nvidia.com/gpumem")]
+    codes = {f.code for f in _doctor(device_classes=classes).findings}
+    assert {"extended-resource-not-a-count", "extended-resource-ambiguous"} <= codes
+
+
+def test_webhook_not_installed_is_information_not_failure():
+    report = _doctor()
+    assert report.healthy
+    assert [f.code for f in report.findings] == ["webhook-not-installed"]
+
+
+def test_webhook_without_ready_endpoints_rejects_pods():
+    plumbing = _healthy_webhook()
+    plumbing["endpoints"] = [b.endpoints(ready=0, not_ready=2)]
+    report = _doctor(**plumbing)
+    findings = [f for f in report.findings if f.code == "webhook-not-ready"]
+    assert len(findings) == 2  # the mutating and the validating configuration
+    assert all(f.severity.value == "error" and "REJECTED" in f.message for f in findings)
+    assert "kubectl -n kubectl-gpu get pods" in findings[0].fix
+
+
+def test_webhook_failing_open_is_a_warning_and_endpoint_slices_are_read():
+    plumbing = _healthy_webhook()
+    plumbing["mutating_webhooks"] = [b.webhook_configuration("MutatingWebhookConfiguration",
+                                                             failure_policy="Ignore")]
+    plumbing["validating_webhooks"] = []
+    plumbing["endpoint_slices"] = ({"metadata": {"name": "x", "namespace": "kubectl-gpu",
+                                                 "labels": {"kubernetes.io/service-name": "kubectl-gpu-webhook"}},
+                                    "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": False}}]},)
+    (finding,) = _doctor(**plumbing).findings
+    assert finding.code == "webhook-not-ready" and finding.severity.value == "warning"
+    assert "WITHOUT conversion" in finding.message
+
+
+def test_webhook_service_missing_wrong_port_and_empty_ca_bundle():
+    missing = _healthy_webhook() | {"services": []}
+    assert "webhook-service-missing" in {f.code for f in _doctor(**missing).findings}
+    wrong_port = _healthy_webhook() | {"services": [b.service(port=8443)]}
+    assert "webhook-service-port" in {f.code for f in _doctor(**wrong_port).findings}
+    config = b.webhook_configuration("MutatingWebhookConfiguration", ca_bundle="")
+    config["metadata"]["annotations"] = {"cert-manager.io/inject-ca-from": "kubectl-gpu/kubectl-gpu-webhook"}
+    no_ca = _healthy_webhook() | {"mutating_webhooks": [config]}
+    (finding,) = [f for f in _doctor(**no_ca).findings if f.code == "webhook-ca-bundle-empty"]
+    assert "cert-manager" in finding.fix
+
+
+def test_managed_template_nobody_uses():
+    used = b.template("kubectl-gpu-used", "ml", managed=True)
+    unused = b.template("kubectl-gpu-orphan", "ml", managed=True)
+    mine = b.template("hand-written", "ml")
+    report = _doctor(resource_claim_templates=[used, unused, mine],
+                     workloads=[b.deployment("web", "ml", template_name="kubectl-gpu-used", replicas=0)],
+                     device_classes=b.nvidia_device_classes())
+    assert _codes(report) == [("unused-managed-object", "resourceclaimtemplate/ml/kubectl-gpu-orphan")]
+    assert report.findings[0].fix == "delete it if its workload is gone: kubectl -n ml delete resourceclaimtemplate kubectl-gpu-orphan"
+
+
+def test_cluster_without_dra_v1_and_without_dra():
+    old = _doctor(served_dra_versions=("v1beta1",), **_healthy_webhook())
+    (finding,) = old.findings
+    assert finding.code == "dra-v1-not-served" and "--api-version v1beta1" in finding.fix
+    none = _doctor(served_dra_versions=())
+    assert ("dra-not-served", "apigroup/resource.k8s.io") in _codes(none)
+
+
+def test_a_check_that_cannot_read_its_objects_is_skipped_and_fails():
+    report = _doctor(unavailable={"mutatingwebhookconfigurations": "HTTP 403 forbidden"})
+    (check,) = [c for c in report.checks if c.name == "webhook"]
+    assert check.status == "skipped"
+    assert not report.healthy
+    assert "get/list on mutatingwebhookconfigurations" in check.findings[0].fix
