@@ -1,0 +1,480 @@
+"""The explain engine: how each request of a claim meets the devices of the cluster.
+
+Pure and I/O-free (the CLI reads files, `explain POD` reads the API): objects in, ClaimResult out.
+It evaluates selectors the way the scheduler's allocator does (class selectors first, then the
+request's, stopping at the first that says no; a CEL runtime error aborts the pod's scheduling),
+and additionally evaluates every request selector on every device of the class, so it can say
+which selector rejects the most devices.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Iterable, Mapping, Sequence
+
+from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Device, Quantity, compile_selector
+
+from .allocations import Allocations, Holder
+from .model import (
+    ERROR,
+    MATCHED,
+    NOT_EVALUATED,
+    NOT_MATCHED,
+    AlternativeResult,
+    ClaimResult,
+    DeviceResult,
+    RequestResult,
+    SelectorOutcome,
+    SelectorResult,
+)
+from .specs import ClaimSpec, DeviceClassSpec, RequestSpec, SubrequestSpec, builtin_device_class
+
+SHARED_NODE = "(any node)"
+
+
+@dataclass
+class _SelectorState:
+    label: str
+    origin: str
+    expression: str
+    compiled: CompiledSelector | None
+    compile_error: str | None
+    evaluated: int = 0
+    matched: int = 0
+    rejected: int = 0
+    errors: int = 0
+    first_error: str | None = None
+
+    def result(self) -> SelectorResult:
+        return SelectorResult(
+            selector=self.label,
+            origin=self.origin,
+            expression=self.expression,
+            engine=self.compiled.engine if self.compiled else None,
+            evaluated=self.evaluated,
+            matched=self.matched,
+            rejected=self.rejected,
+            errors=self.errors,
+            first_error=self.first_error,
+            compile_error=self.compile_error,
+        )
+
+
+def _compile(label: str, origin: str, expression: str) -> _SelectorState:
+    try:
+        return _SelectorState(label, origin, expression, compile_selector(expression), None)
+    except CelCompileError as err:
+        return _SelectorState(label, origin, expression, None, str(err))
+
+
+def explain_claim(
+    claim: ClaimSpec,
+    devices: Sequence[Device],
+    classes: Mapping[str, DeviceClassSpec],
+    allocations: Allocations | None = None,
+) -> ClaimResult:
+    """Explain one claim against these devices.  ``classes`` are the cluster's DeviceClasses; the
+    NVIDIA driver's classes are assumed when missing (and the result says so).  ``allocations``
+    maps device ids to the claims holding them; the claim's own allocation is ignored."""
+    own = {claim.ref}
+    taken = {
+        device: tuple(h for h in holders if h.claim not in own)
+        for device, holders in (allocations or {}).items()
+    }
+    notes: list[str] = []
+    requests = tuple(_explain_request(claim, request, devices, classes, taken, notes) for request in claim.requests)
+    if claim.allocated:
+        notes.append(f"already allocated: {', '.join(claim.allocated)} (explained as if it were not)")
+    allocatable, node, verdict = _claim_verdict(claim, requests, {d.id: d for d in devices})
+    return ClaimResult(
+        kind=claim.kind,
+        namespace=claim.namespace,
+        name=claim.name,
+        api_version=claim.api_version,
+        allocatable=allocatable,
+        node=node,
+        verdict=verdict,
+        notes=tuple(dict.fromkeys(notes)),
+        requests=requests,
+    )
+
+
+def _explain_request(
+    claim: ClaimSpec,
+    request: RequestSpec,
+    devices: Sequence[Device],
+    classes: Mapping[str, DeviceClassSpec],
+    taken: Allocations,
+    notes: list[str],
+) -> RequestResult:
+    alternatives = tuple(_explain_alternative(claim, sub, devices, classes, taken, notes) for sub in request.alternatives)
+    mode = "firstAvailable" if request.first_available else "exactly"
+    if not request.first_available:
+        (only,) = alternatives
+        return RequestResult(request.name, mode, only.allocatable, only.name if only.allocatable else None, only.verdict, alternatives)
+    for alternative in alternatives:
+        short = alternative.name.split("/", 1)[1]
+        if alternative.fatal_error:
+            verdict = f"alternative {short} cannot be evaluated: {alternative.verdict}"
+            return RequestResult(request.name, mode, False, None, verdict, alternatives)
+        if alternative.allocatable:
+            skipped = [a.name.split("/", 1)[1] for a in alternatives if a is not alternative][: alternatives.index(alternative)]
+            before = f" ({', '.join(skipped)} cannot be allocated)" if skipped else ""
+            return RequestResult(request.name, mode, True, alternative.name, f"uses alternative {short}{before}: {alternative.verdict}", alternatives)
+    verdict = "no alternative can be allocated: " + "; ".join(
+        f"{a.name.split('/', 1)[1]}: {a.verdict}" for a in alternatives
+    )
+    return RequestResult(request.name, mode, False, None, verdict, alternatives)
+
+
+def _explain_alternative(
+    claim: ClaimSpec,
+    sub: SubrequestSpec,
+    devices: Sequence[Device],
+    classes: Mapping[str, DeviceClassSpec],
+    taken: Allocations,
+    notes: list[str],
+) -> AlternativeResult:
+    device_class = classes.get(sub.device_class)
+    source = "given"
+    if device_class is None:
+        device_class = builtin_device_class(sub.device_class)
+        source = "built-in (NVIDIA driver)" if device_class else "missing"
+        if device_class:
+            notes.append(
+                f"DeviceClass {sub.device_class} was not given; using the NVIDIA DRA driver's definition "
+                f"({device_class.selectors[0]})"
+            )
+    capacity_text = {k: str(v) for k, v in sub.capacity_requests.items()}
+    if device_class is None:
+        verdict = (
+            f"DeviceClass {sub.device_class} does not exist, so the scheduler cannot allocate this request; "
+            "create it (install the driver that provides it) or pass it with --classes"
+        )
+        return AlternativeResult(
+            sub.name, sub.device_class, source, sub.allocation_mode, sub.count, capacity_text, sub.admin_access,
+            len(devices), 0, 0, 0, None, 0, False, verdict, verdict, (), (),
+        )
+
+    class_states = [_compile(f"class {device_class.name} #{i}", "class", e) for i, e in enumerate(device_class.selectors)]
+    request_states = [_compile(f"#{i}", "request", e) for i, e in enumerate(sub.selectors)]
+    compile_failures = [s for s in class_states + request_states if s.compiled is None]
+    if compile_failures:
+        failed = compile_failures[0]
+        where = f"class {device_class.name}" if failed.origin == "class" else f"claim {claim.ref}"
+        index = failed.label.rsplit("#", 1)[1]
+        verdict = (
+            f"{where}: selector #{index}: CEL compile error: {failed.compile_error}; "
+            + ("the API server rejects this claim" if failed.origin == "request" else "the scheduler cannot use this class")
+        )
+        return AlternativeResult(
+            sub.name, sub.device_class, source, sub.allocation_mode, sub.count, capacity_text, sub.admin_access,
+            len(devices), 0, 0, 0, None, 0, False, verdict, verdict,
+            tuple(s.result() for s in class_states + request_states), (),
+        )
+
+    results: list[DeviceResult] = []
+    in_class = matched = 0
+    fatal: str | None = None
+    for device in devices:
+        outcomes: list[SelectorOutcome] = []
+        first_no: str | None = None
+        error: str | None = None
+        for state in class_states:
+            ok, message = _evaluate(state, device)
+            if ok is None:
+                error = f"class {device_class.name}: selector #{state.label.rsplit('#', 1)[1]}: CEL runtime error: {message}"
+                outcomes.append(SelectorOutcome(state.label, ERROR, message))
+                break
+            outcomes.append(SelectorOutcome(state.label, MATCHED if ok else NOT_MATCHED))
+            if not ok:
+                first_no = state.label
+                break
+        if first_no is None and error is None:
+            in_class += 1
+            # Every request selector is evaluated (for the per-selector counts); the scheduler stops
+            # at the first one that is not true, which decides the device's result below.
+            for state in request_states:
+                ok, message = _evaluate(state, device)
+                if ok is None:
+                    outcomes.append(SelectorOutcome(state.label, ERROR, message))
+                    if first_no is None and error is None:
+                        error = f"claim {claim.ref}: selector {state.label}: CEL runtime error: {message}"
+                else:
+                    outcomes.append(SelectorOutcome(state.label, MATCHED if ok else NOT_MATCHED))
+                    if not ok and first_no is None and error is None:
+                        first_no = state.label
+        else:
+            outcomes.extend(SelectorOutcome(s.label, NOT_EVALUATED) for s in request_states)
+        if error is not None:
+            fatal = fatal or f"{error} (device {device.id})"
+            results.append(DeviceResult(device.id, _node(device), ERROR, None, error, False, (), None, tuple(outcomes)))
+            continue
+        if first_no is not None:
+            results.append(DeviceResult(device.id, _node(device), NOT_MATCHED, first_no, None, False, (), None, tuple(outcomes)))
+            continue
+        matched += 1
+        holders = taken.get(device.id, ())
+        free, capacity_note = _availability(sub, device, holders)
+        results.append(
+            DeviceResult(device.id, _node(device), MATCHED, None, None, free, tuple(h.label for h in holders), capacity_note, tuple(outcomes))
+        )
+
+    free_results = [r for r in results if r.free]
+    best_node, best_free = _best_node(results)
+    if sub.allocation_mode == "All":
+        allocatable = fatal is None and _all_mode_node(results) is not None
+    else:
+        allocatable = fatal is None and best_free >= sub.count
+    selectors = tuple(s.result() for s in class_states + request_states)
+    verdict = _alternative_verdict(sub, device_class.name, len(devices), in_class, matched, len(free_results), best_node, best_free, allocatable, fatal, request_states, results)
+    return AlternativeResult(
+        sub.name, sub.device_class, source, sub.allocation_mode, sub.count, capacity_text, sub.admin_access,
+        len(devices), in_class, matched, len(free_results), best_node, best_free, allocatable, fatal, verdict,
+        selectors, tuple(results),
+    )
+
+
+def _evaluate(state: _SelectorState, device: Device) -> tuple[bool | None, str | None]:
+    assert state.compiled is not None
+    state.evaluated += 1
+    try:
+        ok = state.compiled.matches(device)
+    except CelRuntimeError as err:
+        state.errors += 1
+        if state.first_error is None:
+            state.first_error = f"{err.message} (device {device.id})"
+        return None, err.message
+    if ok:
+        state.matched += 1
+    else:
+        state.rejected += 1
+    return ok, None
+
+
+def _node(device: Device) -> str:
+    return device.node_name or device.node_scope or SHARED_NODE
+
+
+def _availability(sub: SubrequestSpec, device: Device, holders: tuple[Holder, ...]) -> tuple[bool, str | None]:
+    blocking = [h for h in holders if not h.admin_access]
+    if sub.admin_access:
+        return True, None  # admin access may use devices that are already allocated
+    if blocking and not device.allow_multiple_allocations:
+        return False, None
+    if not sub.capacity_requests:
+        if blocking:
+            return True, "shared device (allowMultipleAllocations)"
+        return True, None
+    notes = []
+    for name, wanted in sub.capacity_requests.items():
+        total = device.capacity_value(name)
+        if total is None:
+            return False, f"device has no capacity {name}"
+        effective, problem = _apply_policy(wanted, device, name)
+        if problem:
+            return False, f"{name}: {problem}"
+        consumed = sum((h.consumed.get(name, Quantity(Fraction(0), "0")).value for h in blocking), Fraction(0))
+        remaining = total.value - consumed
+        if effective.value > remaining:
+            return False, f"{name}: needs {effective}, {_q(remaining)} of {total} left"
+        notes.append(f"{name}: {effective} of {_q(remaining)} left")
+    return True, "; ".join(notes)
+
+
+def _q(value: Fraction) -> str:
+    return str(Quantity(value, "").add(0))
+
+
+def _apply_policy(wanted: Quantity, device: Device, name: str) -> tuple[Quantity, str | None]:
+    """Round a capacity request the way the device's requestPolicy says (KEP-5075)."""
+    policy = device.request_policies.get(name) or device.request_policies.get(f"{device.driver}/{name}")
+    if not policy:
+        return wanted, None
+    valid_values = policy.get("validValues")
+    if valid_values:
+        options = sorted((Quantity.parse(str(v)) for v in valid_values), key=lambda q: q.value)
+        for option in options:
+            if option.value >= wanted.value:
+                return option, None
+        return wanted, f"{wanted} is above every allowed value ({', '.join(map(str, options))})"
+    valid_range = policy.get("validRange")
+    if valid_range:
+        minimum = Quantity.parse(str(valid_range.get("min", 0)))
+        value = max(wanted.value, minimum.value)
+        step = valid_range.get("step")
+        if step:
+            step_value = Quantity.parse(str(step)).value
+            steps = -(-(value - minimum.value) // step_value)
+            value = minimum.value + steps * step_value
+        maximum = valid_range.get("max")
+        if maximum is not None and value > Quantity.parse(str(maximum)).value:
+            return wanted, f"{wanted} is above the maximum {maximum}"
+        return Quantity(value, "").add(0), None
+    return wanted, None
+
+
+def _best_node(results: Iterable[DeviceResult]) -> tuple[str | None, int]:
+    per_node: dict[str, int] = {}
+    shared = 0
+    for r in results:
+        if r.free:
+            if r.node.startswith("node "):
+                per_node[r.node] = per_node.get(r.node, 0) + 1
+            else:
+                shared += 1
+    if not per_node:
+        return (SHARED_NODE if shared else None), shared
+    node = max(sorted(per_node), key=lambda n: per_node[n])
+    return node.removeprefix("node "), per_node[node] + shared
+
+
+def _all_mode_node(results: Sequence[DeviceResult]) -> str | None:
+    """allocationMode All: a node where every matching device is free (and there is one)."""
+    nodes: dict[str, list[DeviceResult]] = {}
+    for r in results:
+        if r.result == MATCHED:
+            nodes.setdefault(r.node, []).append(r)
+    for node in sorted(nodes):
+        if all(r.free for r in nodes[node]):
+            return node
+    return None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _short(expression: str, limit: int = 70) -> str:
+    flat = " ".join(expression.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def _hint(error: str) -> str:
+    if "no such key:" in error:
+        key = error.split("no such key:", 1)[1].split()[0].strip("()")
+        return (
+            f"no device in the class publishes {key!r} (the NVIDIA driver removed index/minor in v25.12): "
+            f"fix the name, or guard it with has(...)"
+        )
+    return "fix the selector"
+
+
+def _alternative_verdict(
+    sub: SubrequestSpec,
+    class_name: str,
+    total: int,
+    in_class: int,
+    matched: int,
+    free: int,
+    best_node: str | None,
+    best_free: int,
+    allocatable: bool,
+    fatal: str | None,
+    request_states: Sequence[_SelectorState],
+    results: Sequence[DeviceResult],
+) -> str:
+    needs = "needs all matching devices of a node" if sub.allocation_mode == "All" else f"needs {_plural(sub.count, 'device')}"
+    if sub.capacity_requests:
+        needs += " with " + ", ".join(f"{k} {v}" for k, v in sub.capacity_requests.items())
+    if fatal:
+        return f"cannot be allocated: {fatal}. The scheduler aborts scheduling the pod on this error; {_hint(fatal)}"
+    counts = f"{_plural(in_class, 'device')} in class {class_name} (of {total})"
+    if sub.selectors:
+        counts += f", {matched} match the selectors"
+    counts += f", {free} free"
+    if allocatable:
+        where = f" on node {best_node}" if best_node and best_node != SHARED_NODE else ""
+        return f"{needs}: {counts} - can be allocated{where}"
+    reasons = []
+    if in_class == 0:
+        reasons.append(f"no device is in class {class_name}")
+    worst = max(request_states, key=lambda s: s.rejected, default=None)
+    if worst is not None and worst.rejected and matched < max(sub.count, 1):
+        reasons.append(f"selector {worst.label} ({_short(worst.expression)}) rejects {worst.rejected} of {in_class}")
+    taken = sum(1 for r in results if r.result == MATCHED and not r.free and r.taken_by)
+    if taken:
+        reasons.append(f"{taken} taken by other claims")
+    short_capacity = [r for r in results if r.result == MATCHED and not r.free and not r.taken_by and r.capacity]
+    if short_capacity:
+        reasons.append(f"{len(short_capacity)} lack capacity ({short_capacity[0].capacity})")
+    if sub.allocation_mode == "All" and matched:
+        reasons.append("every node has a matching device in use")
+    elif free >= sub.count > best_free:
+        reasons.append(f"at most {best_free} free on one node")
+    matches_text = f"{matched} {'matches' if matched == 1 else 'match'}"
+    return f"{needs}, {matches_text}: " + ("; ".join(reasons) or counts)
+
+
+def _claim_verdict(
+    claim: ClaimSpec, requests: Sequence[RequestResult], devices: Mapping[str, Device]
+) -> tuple[bool, str | None, str]:
+    blocked = [r for r in requests if not r.allocatable]
+    if blocked:
+        first = blocked[0]
+        return False, None, f"cannot be allocated: request {first.name}: {first.verdict}"
+    node = _fit_together(claim, requests, devices)
+    if node is None:
+        detail = " with the same " + ", ".join(c.match_attribute for c in claim.constraints) if claim.constraints else ""
+        return False, None, (
+            "cannot be allocated: every request fits alone, but no node has enough distinct free devices "
+            f"for all of them together{detail}"
+        )
+    where = f" on node {node}" if node != SHARED_NODE else ""
+    return True, node, f"can be allocated{where}"
+
+
+def _fit_together(claim: ClaimSpec, requests: Sequence[RequestResult], devices: Mapping[str, Device]) -> str | None:
+    """Greedy check that all requests fit on one node with distinct devices and the claim's
+    matchAttribute constraints.  The scheduler backtracks, so greedy can only be more pessimistic,
+    and only when requests compete for the same devices."""
+    chosen = [
+        (request.name, next(a for a in request.alternatives if a.name == request.chosen)) for request in requests
+    ]
+    nodes = sorted({r.node for _, a in chosen for r in a.device_results if r.free and r.node.startswith("node ")})
+    value_sets = []
+    for constraint in claim.constraints:
+        values = {
+            devices[r.device].attribute(constraint.match_attribute)
+            for _, a in chosen
+            for r in a.device_results
+            if r.free and r.device in devices
+        }
+        value_sets.append(sorted((v for v in values if v is not None), key=repr))
+    for node in nodes or [SHARED_NODE]:
+        for combination in itertools.islice(itertools.product(*value_sets), 1000):
+            if _greedy(node, chosen, combination, claim, devices):
+                return node.removeprefix("node ")
+    return None
+
+
+def _reachable(result: DeviceResult, node: str) -> bool:
+    return result.node == node or not result.node.startswith("node ")
+
+
+def _greedy(
+    node: str,
+    chosen: Sequence[tuple[str, AlternativeResult]],
+    combination: Sequence[Any],
+    claim: ClaimSpec,
+    devices: Mapping[str, Device],
+) -> bool:
+    used: set[str] = set()
+    for request_name, alternative in chosen:
+        pool = [r for r in alternative.device_results if r.free and _reachable(r, node) and r.device not in used]
+        for constraint, wanted in zip(claim.constraints, combination):
+            if constraint.requests and request_name not in constraint.requests and alternative.name not in constraint.requests:
+                continue
+            pool = [r for r in pool if devices[r.device].attribute(constraint.match_attribute) == wanted]
+        if alternative.allocation_mode == "All":
+            needed = [r for r in alternative.device_results if r.result == MATCHED and _reachable(r, node)]
+            if not needed or any(not r.free or r.device in used for r in needed):
+                return False
+            used.update(r.device for r in needed)
+            continue
+        if len(pool) < alternative.count:
+            return False
+        used.update(r.device for r in pool[: alternative.count])
+    return True

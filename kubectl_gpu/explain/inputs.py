@@ -1,0 +1,91 @@
+"""Sort a pile of Kubernetes objects (several files, multi-document YAML, `kind: List`) into what
+explain needs, and explain every claim among them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
+
+from .allocations import allocations_from_claims
+from .engine import explain_claim
+from .model import ClaimError, ClaimResult
+from .specs import DeviceClassSpec, InvalidClaim, is_claim, is_device_class, parse_claim, parse_device_class
+
+
+@dataclass
+class ExplainInputs:
+    claims: list[Mapping[str, Any]] = field(default_factory=list)
+    slices: list[Mapping[str, Any]] = field(default_factory=list)
+    classes: list[Mapping[str, Any]] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # "Kind/name" of objects explain does not use
+
+
+@dataclass(frozen=True)
+class Explanation:
+    items: tuple[ClaimResult | ClaimError, ...]
+    devices: int
+    slices: int
+    classes: tuple[str, ...]
+
+    @property
+    def allocatable(self) -> bool:
+        return all(isinstance(i, ClaimResult) and i.allocatable for i in self.items)
+
+
+def flatten(objects: Iterable[Any]) -> list[Mapping[str, Any]]:
+    """Expand `kind: List` (and FooList) items; drop empty documents."""
+    flat: list[Mapping[str, Any]] = []
+    for obj in objects:
+        if not isinstance(obj, Mapping):
+            continue
+        if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
+            flat.extend(flatten(obj["items"]))
+        else:
+            flat.append(obj)
+    return flat
+
+
+def sort_objects(objects: Iterable[Any]) -> ExplainInputs:
+    inputs = ExplainInputs()
+    for obj in flatten(objects):
+        if is_claim(obj):
+            inputs.claims.append(obj)
+        elif is_resource_slice(obj):
+            inputs.slices.append(obj)
+        elif is_device_class(obj):
+            inputs.classes.append(obj)
+        else:
+            name = (obj.get("metadata") or {}).get("name", "")
+            inputs.ignored.append(f"{obj.get('kind', '?')}/{name}")
+    return inputs
+
+
+def explain_objects(
+    claims: Sequence[Mapping[str, Any]],
+    slices: Sequence[Mapping[str, Any]],
+    classes: Sequence[Mapping[str, Any]] = (),
+    allocated_claims: Sequence[Mapping[str, Any]] = (),
+    devices: Sequence[Device] = (),
+) -> Explanation:
+    """Explain each claim.  Invalid claims become ClaimError items; invalid slices and classes raise
+    (InvalidResourceSlice / InvalidClaim), since every answer would depend on them."""
+    all_devices = list(devices)
+    for slice_obj in slices:
+        all_devices.extend(devices_from_slice(slice_obj))
+    class_specs: dict[str, DeviceClassSpec] = {}
+    for obj in classes:
+        spec = parse_device_class(obj)
+        class_specs[spec.name] = spec
+    allocations = allocations_from_claims([*allocated_claims, *claims])
+    items: list[ClaimResult | ClaimError] = []
+    for obj in claims:
+        meta = obj.get("metadata") or {}
+        try:
+            spec = parse_claim(obj)
+        except InvalidClaim as err:
+            items.append(ClaimError(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name", "")), str(err)))
+            continue
+        items.append(explain_claim(spec, all_devices, class_specs, allocations))
+    return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))

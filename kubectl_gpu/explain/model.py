@@ -1,0 +1,104 @@
+"""The result of `explain`: plain immutable data, rendered as a table for people or JSON for scripts.
+
+Field order is the JSON key order, so keep it stable; add fields at the end of a class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MATCHED = "matched"
+NOT_MATCHED = "not matched"
+ERROR = "error"
+NOT_EVALUATED = "not evaluated"
+
+
+@dataclass(frozen=True)
+class SelectorOutcome:
+    selector: str  # "class gpu.nvidia.com #0" or "#1" (indexes as the scheduler prints them)
+    result: str  # matched | not matched | error | not evaluated
+    message: str | None = None
+
+
+@dataclass(frozen=True)
+class DeviceResult:
+    device: str  # driver/pool/name
+    node: str  # node name, or where the device is reachable
+    result: str  # matched | not matched | error
+    rejected_by: str | None  # the first selector that said no, in the scheduler's order
+    error: str | None  # the CEL runtime error, worded as the scheduler reports it
+    free: bool  # matched and usable by this request now
+    taken_by: tuple[str, ...]  # claims holding the device (namespace/name:request)
+    capacity: str | None  # consumable capacity verdict, when the request asks for capacity
+    selectors: tuple[SelectorOutcome, ...]
+
+
+@dataclass(frozen=True)
+class SelectorResult:
+    selector: str
+    origin: str  # "class" | "request"
+    expression: str
+    engine: str | None  # fast | cel-python | None when it does not compile
+    evaluated: int
+    matched: int
+    rejected: int
+    errors: int
+    first_error: str | None = None
+    compile_error: str | None = None
+
+
+@dataclass(frozen=True)
+class AlternativeResult:
+    """One way to satisfy a request: the request itself (exactly) or one firstAvailable entry."""
+
+    name: str
+    device_class: str
+    class_source: str  # "given" | "built-in (NVIDIA driver)" | "missing"
+    allocation_mode: str
+    count: int
+    capacity_requests: dict[str, str]
+    admin_access: bool
+    devices: int  # devices considered (all ResourceSlices)
+    in_class: int
+    matched: int
+    free: int
+    best_node: str | None
+    best_node_free: int
+    allocatable: bool
+    fatal_error: str | None
+    verdict: str
+    selectors: tuple[SelectorResult, ...]
+    device_results: tuple[DeviceResult, ...]
+
+
+@dataclass(frozen=True)
+class RequestResult:
+    name: str
+    mode: str  # exactly | firstAvailable
+    allocatable: bool
+    chosen: str | None  # the alternative the scheduler would use
+    verdict: str
+    alternatives: tuple[AlternativeResult, ...]
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    kind: str
+    namespace: str | None
+    name: str
+    api_version: str
+    allocatable: bool
+    node: str | None  # a node where every request fits together
+    verdict: str
+    notes: tuple[str, ...]
+    requests: tuple[RequestResult, ...]
+
+
+@dataclass(frozen=True)
+class ClaimError:
+    """A claim that could not be explained because it is invalid."""
+
+    kind: str
+    namespace: str | None
+    name: str
+    error: str

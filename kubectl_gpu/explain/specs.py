@@ -1,0 +1,236 @@
+"""Read ResourceClaims, ResourceClaimTemplates and DeviceClasses (resource.k8s.io v1, v1beta2,
+v1beta1) into one version-independent shape.
+
+v1 and v1beta2 wrap a request's device selection in ``exactly:`` (or list alternatives in
+``firstAvailable:``); v1beta1 puts the same fields flat on the request.  Mixing the two shapes is
+the most common mistake when moving manifests between versions, and the API server rejects it, so
+it is reported here with the fix instead of being guessed around.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from kubectl_gpu.cel import InvalidValue, Quantity
+
+DRA_GROUP = "resource.k8s.io"
+WRAPPED_VERSIONS = {"v1", "v1beta2"}
+FLAT_VERSIONS = {"v1beta1", "v1alpha3"}
+CLAIM_KINDS = {"ResourceClaim", "ResourceClaimTemplate"}
+
+# The NVIDIA DRA driver's own DeviceClasses (deployments/helm/.../deviceclasses.yaml), used when
+# the person explaining did not pass the cluster's classes.
+BUILTIN_CLASS_SELECTORS = {
+    "gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+    "mig.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
+}
+
+
+class InvalidClaim(ValueError):
+    """A claim or class this tool (and the API server) cannot accept; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class DeviceClassSpec:
+    name: str
+    selectors: tuple[str, ...]
+    builtin: bool = False
+    extended_resource_name: str | None = None
+
+
+@dataclass(frozen=True)
+class SubrequestSpec:
+    name: str  # "gpu", or "gpu/older-gpu" for a firstAvailable alternative
+    device_class: str
+    selectors: tuple[str, ...] = ()
+    allocation_mode: str = "ExactCount"  # ExactCount | All
+    count: int = 1
+    capacity_requests: Mapping[str, Quantity] = field(default_factory=dict)
+    admin_access: bool = False
+
+
+@dataclass(frozen=True)
+class RequestSpec:
+    name: str
+    first_available: bool
+    alternatives: tuple[SubrequestSpec, ...]
+
+
+@dataclass(frozen=True)
+class ConstraintSpec:
+    requests: tuple[str, ...]  # empty: all requests
+    match_attribute: str
+
+
+@dataclass(frozen=True)
+class ClaimSpec:
+    kind: str
+    name: str
+    namespace: str | None
+    api_version: str
+    requests: tuple[RequestSpec, ...]
+    constraints: tuple[ConstraintSpec, ...] = ()
+    # Devices this claim already holds (driver/pool/device), from status.allocation.
+    allocated: tuple[str, ...] = ()
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+def is_claim(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and obj.get("kind") in CLAIM_KINDS and _group(obj) == DRA_GROUP
+
+
+def is_device_class(obj: Any) -> bool:
+    return isinstance(obj, Mapping) and obj.get("kind") == "DeviceClass" and _group(obj) == DRA_GROUP
+
+
+def _group(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("apiVersion", "")).partition("/")[0]
+
+
+def _version(obj: Mapping[str, Any]) -> str:
+    return str(obj.get("apiVersion", "")).partition("/")[2]
+
+
+def parse_device_class(obj: Mapping[str, Any]) -> DeviceClassSpec:
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    if not name:
+        raise InvalidClaim("DeviceClass without metadata.name")
+    spec = obj.get("spec") or {}
+    return DeviceClassSpec(
+        name=name,
+        selectors=_selectors(spec.get("selectors"), f"DeviceClass {name}: spec.selectors"),
+        extended_resource_name=spec.get("extendedResourceName"),
+    )
+
+
+def builtin_device_class(name: str) -> DeviceClassSpec | None:
+    selector = BUILTIN_CLASS_SELECTORS.get(name)
+    return DeviceClassSpec(name, (selector,), builtin=True) if selector else None
+
+
+def parse_claim(obj: Mapping[str, Any]) -> ClaimSpec:
+    """A ResourceClaim or ResourceClaimTemplate as a ClaimSpec; InvalidClaim says what to fix."""
+    kind = obj.get("kind")
+    meta = obj.get("metadata") or {}
+    name = str(meta.get("name") or meta.get("generateName") or "<unnamed>")
+    label = f"{kind} {name}"
+    version = _version(obj)
+    if kind not in CLAIM_KINDS or _group(obj) != DRA_GROUP:
+        raise InvalidClaim(f"{kind} {name}: not a resource.k8s.io ResourceClaim or ResourceClaimTemplate")
+    if version not in WRAPPED_VERSIONS | FLAT_VERSIONS:
+        raise InvalidClaim(
+            f"{label}: {obj.get('apiVersion')} is not supported (classic DRA with resourceClassName/"
+            "parametersRef was removed in Kubernetes 1.31); rewrite it as resource.k8s.io/v1 with "
+            "spec.devices.requests[].exactly.deviceClassName"
+        )
+    spec = obj.get("spec") or {}
+    if kind == "ResourceClaimTemplate":
+        spec = spec.get("spec") or {}
+    devices = spec.get("devices") or {}
+    raw_requests = devices.get("requests") or []
+    if not isinstance(raw_requests, list) or not raw_requests:
+        raise InvalidClaim(f"{label}: spec.devices.requests is empty; nothing to allocate")
+    requests = tuple(_request(r, i, version, label) for i, r in enumerate(raw_requests))
+    names = [r.name for r in requests]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InvalidClaim(f"{label}: request names must be unique, {', '.join(duplicates)} repeats")
+    constraints = []
+    for index, raw in enumerate(devices.get("constraints") or []):
+        attribute = (raw or {}).get("matchAttribute")
+        if attribute:
+            wanted = tuple(raw.get("requests") or ())
+            unknown = [r for r in wanted if r.split("/")[0] not in names]
+            if unknown:
+                raise InvalidClaim(f"{label}: spec.devices.constraints[{index}] names unknown requests {unknown}")
+            constraints.append(ConstraintSpec(wanted, str(attribute)))
+    results = ((obj.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+    allocated = tuple(f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" for r in results if isinstance(r, Mapping))
+    return ClaimSpec(
+        kind=str(kind),
+        name=name,
+        namespace=meta.get("namespace"),
+        api_version=str(obj.get("apiVersion")),
+        requests=requests,
+        constraints=tuple(constraints),
+        allocated=allocated,
+    )
+
+
+def _request(raw: Any, index: int, version: str, label: str) -> RequestSpec:
+    where = f"{label}: spec.devices.requests[{index}]"
+    if not isinstance(raw, Mapping) or not raw.get("name"):
+        raise InvalidClaim(f"{where}: every request needs a name")
+    name = str(raw["name"])
+    where = f"{label}: request {name}"
+    flat_fields = [k for k in ("deviceClassName", "selectors", "count", "allocationMode", "adminAccess") if k in raw]
+    if "firstAvailable" in raw:
+        if "exactly" in raw or flat_fields:
+            raise InvalidClaim(f"{where}: firstAvailable cannot be combined with {'exactly' if 'exactly' in raw else flat_fields[0]}")
+        alternatives = raw.get("firstAvailable") or []
+        if not alternatives:
+            raise InvalidClaim(f"{where}: firstAvailable is empty")
+        subs = []
+        for sub_index, sub in enumerate(alternatives):
+            if not isinstance(sub, Mapping) or not sub.get("name"):
+                raise InvalidClaim(f"{where}: firstAvailable[{sub_index}] needs a name")
+            subs.append(_subrequest(sub, f"{name}/{sub['name']}", f"{where}/{sub['name']}"))
+        return RequestSpec(name, True, tuple(subs))
+    if version in WRAPPED_VERSIONS:
+        if "exactly" not in raw:
+            hint = (
+                f"; {flat_fields[0]} directly on the request is the resource.k8s.io/v1beta1 shape, move it under exactly:"
+                if flat_fields else ""
+            )
+            raise InvalidClaim(f"{where}: resource.k8s.io/{version} needs exactly: or firstAvailable:{hint}")
+        if flat_fields:
+            raise InvalidClaim(f"{where}: {flat_fields[0]} belongs under exactly: in resource.k8s.io/{version}")
+        return RequestSpec(name, False, (_subrequest(raw.get("exactly") or {}, name, where),))
+    if "exactly" in raw:
+        raise InvalidClaim(
+            f"{where}: exactly: is the resource.k8s.io/v1 shape; in {version} put deviceClassName, selectors "
+            "and count directly on the request, or change apiVersion to resource.k8s.io/v1"
+        )
+    return RequestSpec(name, False, (_subrequest(raw, name, where),))
+
+
+def _subrequest(raw: Mapping[str, Any], name: str, where: str) -> SubrequestSpec:
+    device_class = raw.get("deviceClassName")
+    if not device_class:
+        raise InvalidClaim(f"{where}: deviceClassName is required")
+    mode = raw.get("allocationMode") or "ExactCount"
+    if mode not in {"ExactCount", "All"}:
+        raise InvalidClaim(f"{where}: allocationMode must be ExactCount or All, not {mode!r}")
+    count = raw.get("count", 1) if mode == "ExactCount" else 0
+    if mode == "ExactCount" and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
+        raise InvalidClaim(f"{where}: count must be a positive integer, not {count!r}")
+    requests = ((raw.get("capacity") or {}).get("requests")) or {}
+    capacity: dict[str, Quantity] = {}
+    for key, value in requests.items():
+        try:
+            capacity[str(key)] = Quantity.parse(str(value))
+        except InvalidValue as err:
+            raise InvalidClaim(f"{where}: capacity.requests.{key}: {value!r}: {err}") from None
+    return SubrequestSpec(
+        name=name,
+        device_class=str(device_class),
+        selectors=_selectors(raw.get("selectors"), f"{where}: selectors"),
+        allocation_mode=mode,
+        count=count,
+        capacity_requests=capacity,
+        admin_access=bool(raw.get("adminAccess")),
+    )
+
+
+def _selectors(raw: Any, where: str) -> tuple[str, ...]:
+    expressions = []
+    for index, selector in enumerate(raw or []):
+        expression = ((selector or {}).get("cel") or {}).get("expression") if isinstance(selector, Mapping) else None
+        if not isinstance(expression, str):
+            raise InvalidClaim(f"{where}[{index}]: only cel.expression selectors exist; set cel.expression")
+        expressions.append(expression)
+    return tuple(expressions)
