@@ -1,0 +1,169 @@
+"""Read manifests: files, directories (recursively), stdin; YAML streams and JSON.
+
+A document that does not parse is kept (its exact text) with the reason and line, so
+writing the output never loses it and the other documents still migrate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path, PurePosixPath
+from typing import Any, TextIO
+
+from .stream import Chunk, is_blank, split_leading_comments, split_stream
+from .yamlio import DuplicateKey, YamlCodec, guess_indentation
+
+MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
+STDIN = "-"
+
+
+class Format(str, Enum):
+    YAML = "yaml"
+    JSON = "json"
+
+
+class InputError(Exception):
+    """An input argument that cannot be read at all (missing path, not text)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    display: str  # how reports name it: the path as given, or "<stdin>"
+    text: str
+    path: Path | None = None  # None for stdin
+    relative: PurePosixPath | None = None  # where --output-dir mirrors it
+
+
+@dataclass
+class ParsedDocument:
+    chunk: Chunk | None  # its YAML text; None for a JSON file
+    tree: Any  # the parsed value; None for an empty document or one that did not parse
+    line: int  # 1-based line of its first content line in the file
+    error: str | None = None  # why it did not parse, with the line
+    duplicates: list[DuplicateKey] = field(default_factory=list)
+
+    @property
+    def is_object(self) -> bool:
+        return self.tree is not None or self.error is not None
+
+
+@dataclass
+class ParsedFile:
+    source: Source
+    format: Format
+    documents: list[ParsedDocument]
+    codec: YamlCodec
+    json_indent: int | str | None = None
+
+
+def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> list[Source]:
+    """Every manifest named by `arguments`, in order.  Raises InputError for a path that
+    does not exist or a file that is not UTF-8 text."""
+    sources: list[Source] = []
+    for argument in arguments:
+        if argument == STDIN:
+            if stdin is None:
+                raise InputError("'-' given but there is no standard input")
+            sources.append(Source("<stdin>", stdin.read(), None, PurePosixPath("stdin.yaml")))
+            continue
+        path = Path(argument)
+        if path.is_dir():
+            files = sorted(_manifests_under(path))
+            for file in files:
+                sources.append(_read(file, file.as_posix(), PurePosixPath(file.relative_to(path).as_posix())))
+        elif path.is_file():
+            sources.append(_read(path, argument, _mirror_path(path)))
+        else:
+            raise InputError(f"{argument}: no such file or directory")
+    return sources
+
+
+def _manifests_under(directory: Path) -> Iterable[Path]:
+    for path in directory.rglob("*"):
+        hidden = any(part.startswith(".") for part in path.relative_to(directory).parts)
+        if not hidden and path.is_file() and path.suffix.lower() in MANIFEST_SUFFIXES:
+            yield path
+
+
+def _mirror_path(path: Path) -> PurePosixPath:
+    if path.is_absolute() or ".." in path.parts:
+        return PurePosixPath(path.name)
+    return PurePosixPath(path.as_posix())
+
+
+def _read(path: Path, display: str, relative: PurePosixPath) -> Source:
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{display}: not UTF-8 text ({err.reason} at byte {err.start})") from err
+    except OSError as err:
+        raise InputError(f"{display}: {err.strerror}") from err
+    return Source(display, text, path, relative)
+
+
+def parse_source(source: Source) -> ParsedFile:
+    stripped = source.text.lstrip()
+    looks_json = stripped.startswith(("{", "[")) or (source.path is not None and source.path.suffix == ".json")
+    if looks_json:
+        parsed = _parse_json(source)
+        if parsed is not None:
+            return parsed
+    return _parse_yaml(source)
+
+
+def _parse_json(source: Source) -> ParsedFile | None:
+    try:
+        tree = json.loads(source.text)
+    except json.JSONDecodeError as err:
+        if source.path is not None and source.path.suffix == ".json":
+            document = ParsedDocument(None, None, err.lineno, error=f"line {err.lineno}: invalid JSON: {err.msg}")
+            return ParsedFile(source, Format.JSON, [document], YamlCodec())
+        return None  # maybe flow-style YAML: let the YAML parser decide
+    return ParsedFile(source, Format.JSON, [ParsedDocument(None, tree, 1)], YamlCodec(), _json_indent(source.text))
+
+
+def _json_indent(text: str) -> int | str | None:
+    for line in text.splitlines()[1:]:
+        if line.strip():
+            if line.startswith("\t"):
+                return "\t"
+            indent = len(line) - len(line.lstrip(" "))
+            return indent or None
+    return None
+
+
+def _parse_yaml(source: Source) -> ParsedFile:
+    codec = YamlCodec(guess_indentation(source.text))
+    chunks = split_stream(source.text)
+    first = chunks[0]
+    if not first.header:
+        # A licence header stays at the top of the file when a document is inserted first.
+        lead, rest = split_leading_comments(first.body)
+        if lead and rest:
+            rest_line = first.body_line + lead.count("\n")
+            chunks[0:1] = [Chunk("", lead, "", first.body_line), Chunk("", rest, first.trailer, rest_line)]
+    documents = [_parse_chunk(codec, chunk) for chunk in chunks]
+    return ParsedFile(source, Format.YAML, documents, codec)
+
+
+def _parse_chunk(codec: YamlCodec, chunk: Chunk) -> ParsedDocument:
+    if is_blank(chunk.body):
+        return ParsedDocument(chunk, None, chunk.body_line)
+    outcome = codec.parse(chunk.body)
+    if outcome.error is not None:
+        line = chunk.body_line + (outcome.error_line - 1 if outcome.error_line else 0)
+        return ParsedDocument(chunk, None, chunk.body_line, error=f"line {line}: {outcome.error}")
+    duplicates = [
+        DuplicateKey(d.key, chunk.body_line + d.line - 1, d.same_value) for d in outcome.duplicates
+    ]
+    return ParsedDocument(chunk, outcome.tree, _first_content_line(chunk), duplicates=duplicates)
+
+
+def _first_content_line(chunk: Chunk) -> int:
+    for offset, line in enumerate(chunk.body.splitlines()):
+        if line.strip() and not line.lstrip().startswith("#"):
+            return chunk.body_line + offset
+    return chunk.body_line

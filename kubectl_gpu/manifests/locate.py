@@ -1,0 +1,176 @@
+"""Find pod templates in any Kubernetes object, and GPU specs that cannot safely be rewritten.
+
+Pod templates are found by shape, not by kind: Deployments, Jobs and CronJobs, but also
+Kubeflow jobs, Ray clusters, Volcano tasks, JobSets, LeaderWorkerSets and any custom
+resource that embeds a PodSpec, without a list of kinds to keep up to date.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_gpu.core import constants
+from kubectl_gpu.core.families import family_of
+
+from .patch import join_pointer
+
+
+@dataclass(frozen=True)
+class PodSite:
+    """Where a pod template sits inside one object."""
+
+    pointer: str  # the mapping handed to the core: {metadata, spec} (or the PodSpec itself if inline)
+    spec_pointer: str  # the PodSpec
+    # A PodSpec with no pod metadata beside it (KServe's `template`/`worker`, a predictor's
+    # inline spec): the core sees it with empty metadata, and annotation changes have no home.
+    inline: bool
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A GPU spec migrate sees but must not rewrite; the message says what to do instead."""
+
+    pointer: str
+    message: str
+
+
+# Argo's containerSet holds containers but is no PodSpec: adding resourceClaims there breaks it.
+_NOT_POD_SPECS = frozenset({"containerSet"})
+
+
+def is_pod_spec(node: Any) -> bool:
+    containers = node.get("containers") if isinstance(node, Mapping) else None
+    return (
+        isinstance(containers, list)
+        and bool(containers)
+        and all(isinstance(c, Mapping) and ("name" in c or "image" in c) for c in containers)
+    )
+
+
+def find_pod_sites(obj: Any) -> list[PodSite]:
+    sites: list[PodSite] = []
+    _walk_sites(obj, [], None, sites)
+    return sites
+
+
+def _walk_sites(node: Any, path: list[str | int], parent_key: str | int | None, out: list[PodSite]) -> None:
+    if isinstance(node, Mapping):
+        spec = node.get("spec")
+        if is_pod_spec(spec):
+            out.append(PodSite(join_pointer(path), join_pointer([*path, "spec"]), inline=False))
+            for key, value in node.items():
+                if key != "spec":
+                    _walk_sites(value, [*path, key], key, out)
+            return
+        if is_pod_spec(node) and parent_key not in _NOT_POD_SPECS:
+            out.append(PodSite(join_pointer(path), join_pointer(path), inline=True))
+            return
+        for key, value in node.items():
+            if isinstance(value, (Mapping, list)):
+                _walk_sites(value, [*path, key], key, out)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            if isinstance(value, (Mapping, list)):
+                _walk_sites(value, [*path, index], parent_key, out)
+
+
+# Annotations whose text legitimately repeats legacy requests: kubectl apply's own copy of
+# the last applied object, and migrate's record of what it replaced.
+_QUIET_ANNOTATIONS = frozenset({
+    "kubectl.kubernetes.io/last-applied-configuration",
+    constants.ORIGINAL_RESOURCES_ANNOTATION,
+    constants.SUMMARY_ANNOTATION,
+})
+_MENTIONS_VENDOR = re.compile(r"(?:nvidia|tencent|aliyun)\.com/|google\.com/tpu|alpha\.kubernetes\.io/nvidia")
+_RESOURCE_IN_TEXT = re.compile(
+    r"""(?P<name>[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]+/[A-Za-z0-9][A-Za-z0-9._-]*)["']?[ \t]*:[ \t]*"""
+    r"""["']?(?P<value>[^\s,"'}\]]*)"""
+)
+_ZERO = re.compile(r"^0+(?:\.0*)?m?$")
+
+
+def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Finding]:
+    """GPU specs outside the pod templates migrate rewrites: inside strings (embedded
+    manifests, pipeline IR), container specs outside a PodSpec, obsolete count fields."""
+    spec_prefixes = tuple(site.spec_pointer + "/" for site in sites)
+    findings: dict[str, Finding] = {}  # one per message: a long pipeline repeats the same spec
+
+    def add(pointer: str, message: str) -> None:
+        findings.setdefault(message, Finding(pointer, message))
+
+    for path, key, value in _iter_nodes(obj, []):
+        pointer = join_pointer(path)
+        if isinstance(value, str):
+            if key in _QUIET_ANNOTATIONS or not _MENTIONS_VENDOR.search(value):
+                continue
+            names = _requests_in_text(value)
+            if names:
+                add(pointer, f"{', '.join(names)} requested inside a string value: embedded manifests and "
+                             "pipeline specs are not rewritten; migrate them where they are generated")
+            elif family_of(value) and key not in ("key", "operator") and "tolerations" not in path:
+                add(pointer, f"refers to the legacy resource {value.strip()} (a quota, accelerator type or "
+                             "setting): migrated pods no longer request it, so point it at the DRA device "
+                             "class instead")
+        elif key == "resources" and isinstance(value, Mapping) and not pointer.startswith(spec_prefixes):
+            names = _legacy_resource_keys(value)
+            if names:
+                add(pointer, f"{', '.join(names)} in a container spec outside any pod template (e.g. an Argo "
+                             "template's container, a KServe predictor framework): not rewritten; use a pod "
+                             "template or the admission webhook")
+    findings_list = list(findings.values())
+    findings_list.extend(_obsolete_count_fields(obj))
+    return findings_list
+
+
+def _iter_nodes(node: Any, path: list[str | int]) -> Iterator[tuple[list[str | int], Any, Any]]:
+    if isinstance(node, Mapping):
+        for key, value in node.items():
+            child = [*path, str(key)]
+            yield child, key, value
+            if isinstance(value, (Mapping, list)):
+                yield from _iter_nodes(value, child)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            child = [*path, index]
+            yield child, index, value
+            if isinstance(value, (Mapping, list)):
+                yield from _iter_nodes(value, child)
+
+
+def _requests_in_text(text: str) -> list[str]:
+    names: dict[str, None] = {}
+    for match in _RESOURCE_IN_TEXT.finditer(text):
+        if family_of(match.group("name")) and not _ZERO.match(match.group("value")):
+            names[match.group("name")] = None
+    return list(names)
+
+
+def _legacy_resource_keys(resources: Mapping[str, Any]) -> list[str]:
+    names: dict[str, None] = {}
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if isinstance(values, Mapping):
+            for key, amount in values.items():
+                if family_of(str(key)) and not _ZERO.match(str(amount).strip()):
+                    names[str(key).strip()] = None
+    return list(names)
+
+
+def _obsolete_count_fields(obj: Any) -> list[Finding]:
+    if not isinstance(obj, Mapping):
+        return []
+    spec = obj.get("spec")
+    if (
+        obj.get("kind") == "MPIJob"
+        and str(obj.get("apiVersion", "")).endswith("/v1alpha1")
+        and isinstance(spec, Mapping)
+        and "gpus" in spec
+    ):
+        return [Finding("/spec/gpus",
+                        f"MPIJob v1alpha1 spec.gpus: {spec['gpus']} makes the operator add nvidia.com/gpu "
+                        "limits itself; not rewritten: move to kubeflow.org/v2beta1 with explicit worker "
+                        "resources, then migrate")]
+    return []

@@ -1,0 +1,71 @@
+"""Where migrated manifests go: one stream (stdout), back over the inputs, or a mirror
+directory.  Everything is decided before the first byte is written."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from .loader import Format
+from .render import RenderedFile
+
+
+class OutputError(Exception):
+    """The requested destination cannot take the output (nothing was written)."""
+
+
+def join_stream(files: Sequence[RenderedFile]) -> str:
+    """All files as one stream: YAML documents with `---` between files; JSON values one
+    after another (kubectl reads a stream of JSON objects too)."""
+    pieces: list[str] = []
+    for rendered in files:
+        text = rendered.text
+        if not text.strip():
+            continue
+        if pieces and not pieces[-1].endswith("\n"):
+            pieces.append("\n")
+        if pieces and rendered.format is Format.YAML and not text.startswith("---"):
+            pieces.append("---\n")
+        pieces.append(text)
+    return "".join(pieces)
+
+
+def output_paths(files: Sequence[RenderedFile], directory: Path) -> list[Path]:
+    targets: dict[Path, str] = {}
+    result: list[Path] = []
+    for rendered in files:
+        relative = rendered.source.relative
+        if relative is None:
+            raise OutputError(f"{rendered.source.display}: has no path to mirror under {directory}")
+        target = directory / relative
+        if rendered.format is Format.JSON and target.suffix.lower() != ".json":
+            target = target.with_suffix(".json")
+        elif rendered.format is Format.YAML and target.suffix.lower() == ".json":
+            target = target.with_suffix(".yaml")
+        if target in targets:
+            raise OutputError(f"{rendered.source.display} and {targets[target]} would both be written to {target}")
+        targets[target] = rendered.source.display
+        result.append(target)
+    return result
+
+
+def write_file(path: Path, text: str, like: Path | None = None) -> None:
+    """Write atomically (a reader never sees half a manifest), keeping the mode of `like`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        if like is not None and like.exists():
+            os.chmod(temporary, like.stat().st_mode & 0o7777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

@@ -1,0 +1,173 @@
+"""RFC 6901 JSON Pointers and RFC 6902 JSON Patch, applied in place.
+
+Works on plain dicts/lists and on ruamel's CommentedMap/CommentedSeq alike, so a patch
+is first tried on a plain copy (nothing half-applied if it does not fit) and then applied
+to the round-trip tree, where every comment and key order the patch does not touch stays.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence
+from typing import Any
+
+
+class PatchError(ValueError):
+    """A patch operation does not fit the document it is applied to."""
+
+
+def escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def unescape(token: str) -> str:
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def split_pointer(pointer: str) -> list[str]:
+    if pointer == "":
+        return []
+    if not pointer.startswith("/"):
+        raise PatchError(f"JSON pointer {pointer!r} must start with '/'")
+    return [unescape(token) for token in pointer[1:].split("/")]
+
+
+def join_pointer(tokens: Iterable[str | int]) -> str:
+    return "".join("/" + escape(str(token)) for token in tokens)
+
+
+def resolve(document: Any, pointer: str) -> Any:
+    node = document
+    for token in split_pointer(pointer):
+        node = _child(node, token, pointer)
+    return node
+
+
+def _child(node: Any, token: str, pointer: str) -> Any:
+    if isinstance(node, Mapping):
+        if token not in node:
+            raise PatchError(f"{pointer}: no key {token!r}")
+        return node[token]
+    if isinstance(node, list):
+        index = _index(token, len(node), pointer, allow_end=False)
+        return node[index]
+    raise PatchError(f"{pointer}: cannot descend into a {type(node).__name__}")
+
+
+def _index(token: str, length: int, pointer: str, *, allow_end: bool) -> int:
+    if token == "-" and allow_end:
+        return length
+    if not token.isdigit() or (token.startswith("0") and token != "0"):
+        raise PatchError(f"{pointer}: {token!r} is not an array index")
+    index = int(token)
+    if index > length or (index == length and not allow_end):
+        raise PatchError(f"{pointer}: index {index} is out of range (length {length})")
+    return index
+
+
+def _parent(document: Any, pointer: str) -> tuple[Any, str]:
+    tokens = split_pointer(pointer)
+    if not tokens:
+        raise PatchError("the whole document cannot be replaced by this patch")
+    parent = document
+    for token in tokens[:-1]:
+        parent = _child(parent, token, pointer)
+    return parent, tokens[-1]
+
+
+Wrap = Callable[[Any], Any]
+
+
+def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]], wrap: Wrap = copy.deepcopy) -> None:
+    """Apply `operations` to `document` in place.  `wrap` turns each value the patch brings
+    in into the document's own node types (ruamel maps for a round-trip tree)."""
+    for operation in operations:
+        op = operation.get("op")
+        path = operation.get("path")
+        if not isinstance(path, str):
+            raise PatchError(f"patch operation {dict(operation)!r} has no path")
+        if op == "add":
+            _add(document, path, wrap(operation["value"]))
+        elif op == "remove":
+            _remove(document, path)
+        elif op == "replace":
+            _replace(document, path, wrap(operation["value"]))
+        elif op == "move":
+            value = resolve(document, operation["from"])
+            _remove(document, operation["from"])
+            _add(document, path, value)
+        elif op == "copy":
+            _add(document, path, wrap(_plain_copy(resolve(document, operation["from"]))))
+        elif op == "test":
+            if resolve(document, path) != operation["value"]:
+                raise PatchError(f"{path}: test failed")
+        else:
+            raise PatchError(f"unknown patch operation {op!r}")
+
+
+def _add(document: Any, path: str, value: Any) -> None:
+    parent, token = _parent(document, path)
+    if isinstance(parent, MutableMapping):
+        if token == "metadata" and "spec" in parent and token not in parent and hasattr(parent, "insert"):
+            # Readers expect an object's metadata above its spec.
+            parent.insert(list(parent).index("spec"), token, value)
+        else:
+            parent[token] = value
+    elif isinstance(parent, MutableSequence):
+        parent.insert(_index(token, len(parent), path, allow_end=True), value)
+    else:
+        raise PatchError(f"{path}: cannot add into a {type(parent).__name__}")
+
+
+def _remove(document: Any, path: str) -> None:
+    parent, token = _parent(document, path)
+    if isinstance(parent, MutableMapping):
+        if token not in parent:
+            raise PatchError(f"{path}: no key {token!r} to remove")
+        _keep_comment_of_removed_key(parent, token)
+        del parent[token]
+    elif isinstance(parent, MutableSequence):
+        del parent[_index(token, len(parent), path, allow_end=False)]
+    else:
+        raise PatchError(f"{path}: cannot remove from a {type(parent).__name__}")
+
+
+def _replace(document: Any, path: str, value: Any) -> None:
+    parent, token = _parent(document, path)
+    if isinstance(parent, MutableMapping):
+        if token not in parent:
+            raise PatchError(f"{path}: no key {token!r} to replace")
+        parent[token] = value
+    elif isinstance(parent, MutableSequence):
+        parent[_index(token, len(parent), path, allow_end=False)] = value
+    else:
+        raise PatchError(f"{path}: cannot replace in a {type(parent).__name__}")
+
+
+def _keep_comment_of_removed_key(mapping: Any, key: str) -> None:
+    """ruamel stores the comment lines that FOLLOW a key on that key; removing the key
+    would silently drop comments that belong to the next lines.  Hand them to the key
+    before (when it holds a scalar), so only the removed line itself disappears."""
+    comments = getattr(getattr(mapping, "ca", None), "items", None)
+    entry = comments.get(key) if comments else None
+    token = entry[2] if entry and len(entry) > 2 else None
+    if token is None:
+        return
+    _own, _, following = token.value.partition("\n")
+    keys = list(mapping)
+    position = keys.index(key)
+    if not following.strip() or position == 0:
+        return
+    previous = keys[position - 1]
+    if isinstance(mapping[previous], (Mapping, list)):
+        return  # its trailing comments live inside the nested collection
+    slot = comments.setdefault(previous, [None, None, None, None])
+    if slot[2] is None:
+        token.value = "\n" + following
+        slot[2] = token
+    else:
+        slot[2].value += following
+
+
+def _plain_copy(value: Any) -> Any:
+    return copy.deepcopy(value)

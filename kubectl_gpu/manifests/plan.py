@@ -1,0 +1,250 @@
+"""Decide what migrate changes, without changing anything.
+
+For every pod template of every object the core is asked what to do; its patch is rebased
+onto the document and tried on a plain copy first, so a patch that does not fit is an
+error for that template rather than a half-rewritten manifest.  Each DRA object the
+patched pods need is placed once per (kind, namespace, name), before the first object
+that needs it, unless the input already holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from kubectl_gpu.core import ClaimObject, Note, PodTranslation, Severity, TranslateOptions, translate_pod_template
+
+from .loader import ParsedDocument, ParsedFile
+from .locate import Finding, PodSite, find_pod_sites, find_unrewritable
+from .nodes import to_plain
+from .objects import ObjectRef, iter_objects
+from .patch import PatchError, apply_patch, resolve
+
+Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
+
+DRA_KINDS = frozenset({"ResourceClaimTemplate", "ResourceClaim"})
+
+
+@dataclass(frozen=True)
+class MigrateOptions:
+    translate: TranslateOptions = TranslateOptions()
+    namespace: str | None = None  # for objects that name none (like kubectl's --namespace)
+
+
+@dataclass(frozen=True)
+class TemplatePlan:
+    obj: ObjectRef
+    site: PodSite
+    operations: tuple[dict[str, Any], ...]  # paths relative to the document tree
+    notes: tuple[Note, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.operations)
+
+    @property
+    def failed(self) -> bool:
+        return any(n.severity is Severity.ERROR for n in self.notes)
+
+
+@dataclass(frozen=True)
+class Emission:
+    """A DRA object to add to the output, just before the first object that needs it."""
+
+    kind: str
+    name: str
+    namespace: str | None
+    manifest: dict[str, Any]
+    before: ObjectRef
+
+
+@dataclass(frozen=True)
+class ObjectNote:
+    """A note about an object as a whole (unrewritable GPU specs, existing DRA objects)."""
+
+    obj: ObjectRef
+    severity: Severity
+    message: str
+
+
+@dataclass(frozen=True)
+class DocumentIssue:
+    document: int
+    line: int
+    severity: Severity
+    message: str
+
+
+@dataclass
+class FilePlan:
+    file: ParsedFile
+    templates: list[TemplatePlan] = field(default_factory=list)
+    emissions: list[Emission] = field(default_factory=list)
+    object_notes: list[ObjectNote] = field(default_factory=list)
+    issues: list[DocumentIssue] = field(default_factory=list)
+    objects: list[ObjectRef] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.emissions) or any(t.changed for t in self.templates)
+
+    @property
+    def not_migrated(self) -> bool:
+        """Something in this file could not be migrated (exit code 3)."""
+        return any(i.severity is Severity.ERROR for i in self.issues) or any(t.failed for t in self.templates)
+
+
+ObjectKey = tuple[str, str | None, str]
+
+
+def plan_migration(
+    files: Sequence[ParsedFile],
+    options: MigrateOptions = MigrateOptions(),
+    translate: Translator = translate_pod_template,
+) -> list[FilePlan]:
+    present = _existing_dra_objects(files, options)
+    emitted: set[ObjectKey] = set()
+    return [_plan_file(parsed, options, translate, present, emitted) for parsed in files]
+
+
+def _existing_dra_objects(files: Sequence[ParsedFile], options: MigrateOptions) -> dict[ObjectKey, Any]:
+    present: dict[ObjectKey, Any] = {}
+    for parsed in files:
+        for index, document in enumerate(parsed.documents):
+            for ref, obj in iter_objects(index, document.tree):
+                if ref.kind in DRA_KINDS and ref.name:
+                    present[(ref.kind, ref.namespace or options.namespace, ref.name)] = obj.get("spec")
+    return present
+
+
+def _plan_file(
+    parsed: ParsedFile,
+    options: MigrateOptions,
+    translate: Translator,
+    present: dict[ObjectKey, Any],
+    emitted: set[ObjectKey],
+) -> FilePlan:
+    plan = FilePlan(parsed)
+    for index, document in enumerate(parsed.documents):
+        if document.error is not None:
+            plan.issues.append(DocumentIssue(
+                index, document.line, Severity.ERROR,
+                f"could not parse this document ({document.error}); it is passed through unchanged: "
+                "fix the YAML and run migrate again"))
+            continue
+        if not _usable(index, document, plan):
+            continue
+        for ref, obj in iter_objects(index, document.tree):
+            plan.objects.append(ref)
+            sites = find_pod_sites(obj)
+            for finding in find_unrewritable(obj, sites):
+                plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding)))
+            for site in sites:
+                template_plan, claims = _plan_template(ref, obj, site, options, translate)
+                plan.templates.append(template_plan)
+                _place_claims(plan, ref, claims, options, present, emitted)
+    return plan
+
+
+def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:
+    usable = True
+    for duplicate in document.duplicates:
+        if duplicate.same_value:
+            plan.issues.append(DocumentIssue(
+                index, duplicate.line, Severity.WARNING,
+                f"line {duplicate.line}: key {duplicate.key!r} appears twice with the same value; kubectl's "
+                "strict validation rejects duplicates (a rewritten document keeps one)"))
+        else:
+            usable = False
+            plan.issues.append(DocumentIssue(
+                index, duplicate.line, Severity.ERROR,
+                f"line {duplicate.line}: key {duplicate.key!r} appears twice with different values; Kubernetes "
+                "would silently keep the last one, so this document is not migrated: remove the one you do "
+                "not mean"))
+    return usable
+
+
+def _finding_text(finding: Finding) -> str:
+    return f"{finding.pointer or '/'}: {finding.message}"
+
+
+def _plan_template(
+    ref: ObjectRef,
+    obj: Mapping[str, Any],
+    site: PodSite,
+    options: MigrateOptions,
+    translate: Translator,
+) -> tuple[TemplatePlan, tuple[ClaimObject, ...]]:
+    node = resolve(obj, site.pointer)
+    template = {"metadata": {}, "spec": to_plain(node)} if site.inline else to_plain(node)
+    translation = translate(template, replace(options.translate, sharing_group=_sharing_group(ref)))
+    notes = list(translation.notes)
+    if translation.errors or not translation.patch:
+        return TemplatePlan(ref, site, (), tuple(notes)), () if translation.errors else translation.claims
+    try:
+        apply_patch(template, translation.patch)
+    except PatchError as err:
+        notes.append(Note(Severity.ERROR, f"the rewrite does not fit this pod template ({err}); left unchanged; "
+                                          "please report this as a kubectl-gpu bug"))
+        return TemplatePlan(ref, site, (), tuple(notes)), ()
+    operations: list[dict[str, Any]] = []
+    dropped_metadata = False
+    for operation in translation.patch:
+        rebased = _rebase(operation, ref, site)
+        if rebased is None:
+            dropped_metadata = True
+        else:
+            operations.append(rebased)
+    if dropped_metadata:
+        notes.append(Note(Severity.INFO, "this pod spec has no pod metadata of its own, so the record of the "
+                                         "original requests (annotation) was not added"))
+    return TemplatePlan(ref, site, tuple(operations), tuple(notes)), translation.claims
+
+
+def _sharing_group(ref: ObjectRef) -> str | None:
+    # A bare Pod (or a PodTemplate object) is one pod: there is no workload to share with.
+    if ref.kind in (None, "Pod", "PodTemplate") or not ref.name:
+        return None
+    return f"{ref.kind}/{ref.name}"
+
+
+def _rebase(operation: Mapping[str, Any], ref: ObjectRef, site: PodSite) -> dict[str, Any] | None:
+    rebased = dict(operation)
+    for key in ("path", "from"):
+        if key not in operation:
+            continue
+        path = str(operation[key])
+        if site.inline:
+            if path != "/spec" and not path.startswith("/spec/"):
+                return None
+            path = site.spec_pointer + path[len("/spec"):]
+        else:
+            path = site.pointer + path
+        rebased[key] = ref.pointer + path
+    return rebased
+
+
+def _place_claims(
+    plan: FilePlan,
+    ref: ObjectRef,
+    claims: tuple[ClaimObject, ...],
+    options: MigrateOptions,
+    present: dict[ObjectKey, Any],
+    emitted: set[ObjectKey],
+) -> None:
+    namespace = ref.namespace or options.namespace
+    for claim in claims:
+        key = (claim.kind, namespace, claim.name)
+        manifest = claim.manifest(namespace)
+        if key in present:
+            if to_plain(present[key]) != manifest["spec"]:
+                plan.object_notes.append(ObjectNote(
+                    ref, Severity.WARNING,
+                    f"{claim.kind} {claim.name} is already in the input with a different spec; kept as it is "
+                    "(delete it and run migrate again to regenerate it)"))
+            continue
+        if key in emitted:
+            continue
+        emitted.add(key)
+        plan.emissions.append(Emission(claim.kind, claim.name, namespace, manifest, ref))

@@ -1,0 +1,104 @@
+"""The change report migrate prints on stderr: per file and object, what changed and why,
+what needs a person's attention, and totals.  Rich colours on a terminal, plain text
+otherwise (rich drops styling by itself when stderr is not a TTY)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.markup import escape
+
+from kubectl_gpu.core import Severity
+
+from . import FileResult, MigrationResult
+from .objects import ObjectRef
+
+_STYLE = {Severity.INFO: "green", Severity.WARNING: "yellow", Severity.ERROR: "bold red"}
+
+
+@dataclass(frozen=True)
+class Totals:
+    files: int
+    changed_files: int
+    templates_migrated: int
+    objects_added: int
+    warnings: int
+    errors: int
+
+
+def totals(result: MigrationResult) -> Totals:
+    warnings = errors = 0
+    for file in result.files:
+        for severity in _severities(file):
+            warnings += severity is Severity.WARNING
+            errors += severity is Severity.ERROR
+    return Totals(
+        files=len(result.files),
+        changed_files=sum(f.changed for f in result.files),
+        templates_migrated=sum(t.changed for f in result.files for t in f.plan.templates),
+        objects_added=sum(len(f.plan.emissions) for f in result.files),
+        warnings=warnings,
+        errors=errors,
+    )
+
+
+def _severities(file: FileResult) -> Iterable[Severity]:
+    plan = file.plan
+    yield from (n.severity for t in plan.templates for n in t.notes)
+    yield from (n.severity for n in plan.object_notes)
+    yield from (i.severity for i in plan.issues)
+    if file.rendered.fallback_reason:
+        yield Severity.ERROR
+
+
+def print_report(result: MigrationResult, console: Console) -> None:
+    for file in result.files:
+        lines = list(_file_lines(file))
+        if lines:
+            console.print(f"[bold]{escape(file.rendered.source.display)}[/bold]{_file_status(file)}")
+            for line in lines:
+                console.print(line)
+    t = totals(result)
+    console.print(
+        f"[bold]{t.files} file(s), {t.changed_files} changed:[/bold] {t.templates_migrated} pod template(s) "
+        f"migrated, {t.objects_added} DRA object(s) added, "
+        f"[{_STYLE[Severity.WARNING]}]{t.warnings} warning(s)[/], [{_STYLE[Severity.ERROR]}]{t.errors} error(s)[/]"
+    )
+
+
+def _file_status(file: FileResult) -> str:
+    if file.not_migrated:
+        return " [bold red](not fully migrated)[/]"
+    return " [green](migrated)[/]" if file.changed else " (unchanged)"
+
+
+def _line(indent: int, severity: Severity, text: str) -> str:
+    return f"{' ' * indent}[{_STYLE[severity]}]{severity.value}:[/] {escape(text)}"
+
+
+def _file_lines(file: FileResult) -> Iterable[str]:
+    plan = file.plan
+    for issue in plan.issues:
+        yield _line(2, issue.severity, issue.message)
+    if file.rendered.fallback_reason:
+        yield _line(2, Severity.ERROR, file.rendered.fallback_reason)
+    by_object: dict[ObjectRef, list[str]] = {}
+    for template in plan.templates:
+        if not template.notes and not template.changed:
+            continue
+        lines = by_object.setdefault(template.obj, [])
+        where = template.site.pointer or "/"
+        status = "rewritten" if template.changed else "not changed"
+        lines.append(f"    pod template {escape(where)}: {status}")
+        lines.extend(_line(6, note.severity, note.render()) for note in template.notes)
+    for note in plan.object_notes:
+        by_object.setdefault(note.obj, []).append(_line(4, note.severity, note.message))
+    for emission in plan.emissions:
+        where = f"{emission.namespace}/" if emission.namespace else ""
+        by_object.setdefault(emission.before, []).append(
+            f"    [cyan]+ {emission.kind} {escape(where + emission.name)}[/] added before it")
+    for obj, lines in by_object.items():
+        yield f"  [bold]{escape(obj.label)}[/]"
+        yield from lines

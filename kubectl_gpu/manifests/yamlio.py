@@ -1,0 +1,130 @@
+"""ruamel.yaml round-trip parsing and dumping of single documents.
+
+Only documents that migrate changes are ever dumped; everything else is written back as
+the exact text that was read, so ruamel's few normalisations (indentation, trailing
+spaces) touch only what had to change anyway.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+
+@dataclass(frozen=True)
+class Indentation:
+    """ruamel's `YAML.indent(mapping, sequence, offset)`, guessed from a file's text."""
+
+    mapping: int = 2
+    sequence: int = 2
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class DuplicateKey:
+    key: str
+    line: int  # 1-based, within the parsed text
+    same_value: bool  # both occurrences hold the same scalar
+
+
+@dataclass
+class ParseOutcome:
+    tree: Any = None
+    error: str | None = None
+    error_line: int | None = None  # 1-based, within the parsed text
+    duplicates: list[DuplicateKey] = field(default_factory=list)
+
+
+class _TrackingConstructor(RoundTripConstructor):
+    """Records duplicate keys instead of failing on the first one: Kubernetes' own decoder
+    rejects them too, but identical duplicates (a copy-paste slip) are harmless to keep once."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.duplicates: list[DuplicateKey] = []
+
+    def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
+        if key in mapping:
+            first = mapping.get(key)
+            scalar = not isinstance(value, (dict, list)) and not isinstance(first, (dict, list))
+            self.duplicates.append(
+                DuplicateKey(str(key), key_node.start_mark.line + 1, scalar and first == value)
+            )
+            return False  # keep the first occurrence
+        return True
+
+
+class YamlCodec:
+    """One configured ruamel instance for one file (its indentation)."""
+
+    def __init__(self, indentation: Indentation = Indentation()) -> None:
+        self._yaml = YAML(typ="rt")
+        self._yaml.Constructor = _TrackingConstructor
+        self._yaml.allow_duplicate_keys = True
+        self._yaml.preserve_quotes = True
+        self._yaml.width = 1 << 16  # never fold long lines the author wrote on one line
+        self._yaml.indent(
+            mapping=indentation.mapping, sequence=indentation.sequence, offset=indentation.offset
+        )
+
+    def parse(self, text: str) -> ParseOutcome:
+        constructor = self._yaml.constructor
+        constructor.duplicates = []
+        try:
+            tree = self._yaml.load(text)
+        except MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark is not None else None
+            what = "; ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
+            return ParseOutcome(error=_one_line(what), error_line=line)
+        except YAMLError as exc:
+            return ParseOutcome(error=_one_line(str(exc)))
+        finally:
+            self._yaml.doc_infos.clear()  # one per load otherwise: grows with the stream
+        return ParseOutcome(tree=tree, duplicates=list(constructor.duplicates))
+
+    def dump(self, tree: Any) -> str:
+        out = io.StringIO()
+        self._yaml.dump(tree, out)
+        return out.getvalue()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+_KEY_ONLY = re.compile(r"^( *)(?:- +)?[^\s#][^#]*:[ \t]*(?:#.*)?$")
+_DASH = re.compile(r"^( *)-( +)\S")
+
+
+def guess_indentation(text: str) -> Indentation:
+    """The most common mapping indent and sequence dash offset in `text` (ruamel cannot keep
+    a mix; the majority style is what most of the file looks like)."""
+    mapping_votes: Counter[int] = Counter()
+    offset_votes: Counter[tuple[int, int]] = Counter()
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    for current, following in zip(lines, lines[1:]):
+        match = _KEY_ONLY.match(current)
+        if not match:
+            continue
+        key_indent = len(match.group(1))
+        if current.lstrip().startswith("-"):
+            key_indent = len(current) - len(current.lstrip("- "))
+        next_indent = len(following) - len(following.lstrip(" "))
+        dash = _DASH.match(following)
+        if dash:
+            offset = next_indent - key_indent
+            if offset >= 0:
+                offset_votes[(offset, offset + 1 + len(dash.group(2)))] += 1
+        elif next_indent > key_indent:
+            mapping_votes[next_indent - key_indent] += 1
+    mapping = mapping_votes.most_common(1)[0][0] if mapping_votes else 2
+    offset, sequence = offset_votes.most_common(1)[0][0] if offset_votes else (0, 2)
+    return Indentation(mapping=mapping, sequence=max(sequence, offset + 2), offset=offset)
