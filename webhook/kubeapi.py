@@ -126,7 +126,7 @@ class KubeApi:
                 resource_path=path,
                 query_params=query or [],
                 header_params=headers,
-                body=json.dumps(body) if body is not None else None,
+                body=body,
                 auth_settings=["BearerToken"],
             )
             response = self.client.call_api(method, url, header_params, serialized, _request_timeout=self.timeout)

@@ -201,7 +201,7 @@ class TemplateStore:
         self.on_api_error(operation)
         return TemplateUnavailable(
             f"could not {operation} {claim.kind} {namespace}/{claim.name} ({exc.status or 'no answer'} "
-            f"{exc.reason}); the pod was not admitted because it would wait forever for it: retry"
+            f"{exc.reason}{': ' + exc.message[:200] if exc.message else ''}); the pod was not admitted because it would wait forever for it: retry"
         )
 
 

@@ -1,0 +1,141 @@
+"""Shared fixtures: the Kubernetes API double, and a real webhook server over TLS on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import ssl
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.k8sdouble.fixtures import k8s_double  # noqa: F401  (re-exported fixture)
+
+
+@pytest.fixture(scope="session")
+def webhook_certs(tmp_path_factory: pytest.TempPathFactory):
+    from webhook.certs import write_certs
+
+    return write_certs(tmp_path_factory.mktemp("tls"), ["localhost"], ["127.0.0.1"])
+
+
+@dataclass
+class RunningWebhook:
+    """A WebhookServer on its own event loop thread; tests talk to it with plain HTTPS."""
+
+    server: Any
+    loop: asyncio.AbstractEventLoop
+    ca_file: str
+    _connections: dict[int, http.client.HTTPSConnection] = field(default_factory=dict)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def ssl_context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=self.ca_file)
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        # One keep-alive connection per calling thread, as the API server would hold.
+        key = threading.get_ident()
+        for attempt in (1, 2):
+            conn = self._connections.get(key)
+            if conn is None:
+                conn = http.client.HTTPSConnection("127.0.0.1", self.port, context=self.ssl_context(), timeout=30)
+                self._connections[key] = conn
+            try:
+                conn.request(method, path, body=body, headers={"Content-Type": "application/json"})
+                response = conn.getresponse()
+                return response.status, response.read()
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                del self._connections[key]
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def review(self, endpoint: str, review: dict[str, Any] | bytes) -> dict[str, Any]:
+        """POST an AdmissionReview and return the response object; fails the test on non-200."""
+        body = review if isinstance(review, bytes) else json.dumps(review).encode()
+        status, data = self.request("POST", endpoint, body)
+        assert status == 200, (status, data[:500])
+        return json.loads(data)["response"]
+
+    def metrics_text(self) -> str:
+        status, data = self.request("GET", "/metrics")
+        assert status == 200
+        return data.decode()
+
+    def close(self) -> None:
+        for conn in self._connections.values():
+            conn.close()
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(10)
+        self.server.api.close()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def write_config(directory: Path, certs: Any, settings: dict[str, Any]) -> str:
+    document = {"port": 8443, "tls": {"certFile": str(certs.cert), "keyFile": str(certs.key)}, **settings}
+    path = directory / "webhook-config.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return str(path)
+
+
+@pytest.fixture
+def start_webhook(k8s_double, webhook_certs, tmp_path) -> Iterator[Any]:  # noqa: F811
+    """``start_webhook(**settings)``: a running webhook whose config file holds ``settings``
+    (keys as in docs/design.md), talking to the API double."""
+    from webhook.config import load_config
+    from webhook.kubeapi import AsyncKubeApi, KubeApi
+    from webhook.server import Timings, WebhookServer
+
+    started: list[tuple[RunningWebhook, threading.Thread]] = []
+
+    def start(env: dict[str, str] | None = None, timings: Timings | None = None, **settings: Any) -> RunningWebhook:
+        config = load_config(write_config(tmp_path, webhook_certs, settings), env or {}, {})
+        api = AsyncKubeApi(KubeApi(k8s_double.api_client(), config.api_timeout_seconds))
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, daemon=True)
+        thread.start()
+        server = WebhookServer(config, api, timings or Timings(tls_poll=0.2))
+        asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
+        running = RunningWebhook(server, loop, str(webhook_certs.ca_cert))
+        started.append((running, thread))
+        return running
+
+    yield start
+    for running, thread in started:
+        running.close()
+        thread.join(10)
+
+
+def admission_review(obj: dict[str, Any], *, operation: str = "CREATE", namespace: str = "default",
+                     dry_run: bool = False, uid: str = "11111111-2222-3333-4444-555555555555",
+                     sub_resource: str | None = None, old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Wrap an object in the AdmissionReview the API server would send for it."""
+    api_version = obj.get("apiVersion", "v1")
+    group, _, version = api_version.rpartition("/")
+    kind = obj.get("kind", "Pod")
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    request: dict[str, Any] = {
+        "uid": uid,
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": plural},
+        "requestKind": {"group": group, "version": version, "kind": kind},
+        "name": (obj.get("metadata") or {}).get("name", ""),
+        "namespace": namespace,
+        "operation": operation,
+        "userInfo": {"username": "tester"},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": dry_run,
+    }
+    if sub_resource:
+        request["subResource"] = sub_resource
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}

@@ -1,0 +1,401 @@
+"""The webhook over real TLS on loopback, against the Kubernetes API double."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import jsonpatch
+import pytest
+
+from tests.conftest import admission_review
+
+MANAGED = {"app.kubernetes.io/managed-by": "kubectl-gpu"}
+
+
+def gpu_pod(amount: str = "1", name: str = "trainer", labels: dict | None = None, **spec_extra) -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels or {}},
+        "spec": {
+            "containers": [{"name": "cuda", "image": "nvidia/cuda", "resources": {"limits": {"nvidia.com/gpu": amount}}}],
+            **spec_extra,
+        },
+    }
+
+
+def deployment(amount: str = "0.5") -> dict:
+    pod = gpu_pod(amount)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "infer", "namespace": "default"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "infer"}},
+            "template": {"metadata": {"labels": {"app": "infer"}}, "spec": pod["spec"]},
+        },
+    }
+
+
+def patch_of(response: dict) -> list[dict]:
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    return json.loads(base64.b64decode(response["patch"]))
+
+
+def claim_template_names(pod: dict) -> list[str]:
+    return [c["resourceClaimTemplateName"] for c in pod["spec"].get("resourceClaims", []) if "resourceClaimTemplateName" in c]
+
+
+# --- endpoints ------------------------------------------------------------------------------
+
+
+def test_health_ready_and_metrics_endpoints(start_webhook):
+    hook = start_webhook()
+    assert hook.request("GET", "/healthz") == (200, b"ok\n")
+    assert hook.request("GET", "/readyz") == (200, b"ok\n")
+    hook.review("/mutate", admission_review(gpu_pod()))
+    metrics = hook.metrics_text()
+    assert 'kubectl_gpu_webhook_reviews_total{endpoint="mutate",kind="Pod",operation="CREATE",result="patched"} 1.0' in metrics
+    assert 'kubectl_gpu_webhook_rewrites_total{audit="false",family="nvidia-gpu"} 1.0' in metrics
+    assert 'kubectl_gpu_webhook_templates_created_total{kind="ResourceClaimTemplate"} 1.0' in metrics
+    assert "kubectl_gpu_webhook_review_duration_seconds_bucket" in metrics
+
+
+def test_not_ready_while_the_api_server_fails(start_webhook, k8s_double):
+    hook = start_webhook()
+    k8s_double.stop()
+    status, body = hook.request("GET", "/readyz")
+    assert status == 503 and b"Kubernetes API not reachable" in body
+    assert hook.request("GET", "/healthz")[0] == 200
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_serves_only_tls_1_2_or_newer(start_webhook):
+    import socket
+    import ssl
+
+    hook = start_webhook()
+    old = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    old.load_verify_locations(hook.ca_file)
+    old.minimum_version = ssl.TLSVersion.TLSv1
+    old.maximum_version = ssl.TLSVersion.TLSv1_1
+    with pytest.raises(ssl.SSLError):
+        with socket.create_connection(("127.0.0.1", hook.port)) as raw:
+            with old.wrap_socket(raw, server_hostname="127.0.0.1"):
+                pass
+
+
+# --- pods ---------------------------------------------------------------------------------------
+
+
+def test_gpu_pod_is_rewritten_and_its_template_created_before_admission(start_webhook, k8s_double):
+    hook = start_webhook()
+    pod = gpu_pod("1")
+    response = hook.review("/mutate", admission_review(pod, uid="abc-123"))
+    assert response["uid"] == "abc-123" and response["allowed"] is True
+    patched = jsonpatch.apply_patch(pod, patch_of(response))
+    assert "nvidia.com/gpu" not in json.dumps(patched["spec"]["containers"])
+    [template] = claim_template_names(patched)
+    stored = k8s_double.get("ResourceClaimTemplate", template, "default")
+    assert stored is not None and stored["metadata"]["labels"] == MANAGED
+    assert any("nvidia.com/gpu" in w for w in response["warnings"])
+    assert all(len(w) <= 120 for w in response["warnings"])
+
+
+def test_patch_paths_escape_slashes(start_webhook):
+    hook = start_webhook()
+    response = hook.review("/mutate", admission_review(gpu_pod("1", labels={"a": "b"}) | {}))
+    for op in patch_of(response):
+        assert "nvidia.com/gpu" not in op["path"]  # a '/' inside a key is written ~1
+
+
+def test_pod_without_gpus_is_allowed_untouched_without_api_calls(start_webhook, k8s_double):
+    hook = start_webhook()
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}
+    k8s_double.reset_requests()
+    response = hook.review("/mutate", admission_review(pod))
+    assert response == {"uid": response["uid"], "allowed": True}
+    assert k8s_double.requests == []
+
+
+def test_pod_update_is_never_mutated(start_webhook):
+    hook = start_webhook()
+    response = hook.review("/mutate", admission_review(gpu_pod(), operation="UPDATE", old=gpu_pod()))
+    assert response["allowed"] and "patch" not in response
+
+
+def test_second_identical_pod_is_served_from_the_cache(start_webhook, k8s_double):
+    hook = start_webhook()
+    hook.review("/mutate", admission_review(gpu_pod(name="a")))
+    k8s_double.reset_requests()
+    response = hook.review("/mutate", admission_review(gpu_pod(name="b")))
+    assert patch_of(response)
+    assert k8s_double.requests == []
+
+
+def test_existing_managed_template_is_reused_not_recreated(start_webhook, k8s_double):
+    hook = start_webhook()
+    first = hook.review("/mutate", admission_review(gpu_pod()))
+    [name] = claim_template_names(jsonpatch.apply_patch(gpu_pod(), patch_of(first)))
+    other = start_webhook()  # another replica: cold cache, object already there
+    k8s_double.reset_requests()
+    response = other.review("/mutate", admission_review(gpu_pod(name="again")))
+    assert response["allowed"] is True
+    assert k8s_double.count(verb="create") == 0 and k8s_double.count(verb="get", name=name) == 1
+
+
+def test_foreign_template_with_the_same_name_is_never_used(start_webhook, k8s_double):
+    probe = start_webhook()
+    dry = probe.review("/mutate", admission_review(gpu_pod(), dry_run=True))
+    [name] = claim_template_names(jsonpatch.apply_patch(gpu_pod(), patch_of(dry)))
+    k8s_double.seed({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}},
+    })
+    response = start_webhook().review("/mutate", admission_review(gpu_pod()))
+    assert response["allowed"] is False
+    assert response["status"]["code"] == 409
+    assert "not managed by kubectl-gpu" in response["status"]["message"] and name in response["status"]["message"]
+
+
+def test_managed_template_whose_spec_was_edited_is_not_used(start_webhook, k8s_double):
+    hook = start_webhook()
+    first = hook.review("/mutate", admission_review(gpu_pod()))
+    [name] = claim_template_names(jsonpatch.apply_patch(gpu_pod(), patch_of(first)))
+    stored = k8s_double.get("ResourceClaimTemplate", name, "default")
+    stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 4
+    k8s_double.seed(stored, replace=True)
+    response = start_webhook().review("/mutate", admission_review(gpu_pod()))
+    assert response["allowed"] is False
+    assert "spec was changed" in response["status"]["message"]
+    assert f"kubectl delete resourceclaimtemplate -n default {name}" in response["status"]["message"]
+
+
+def test_api_failure_denies_with_a_retryable_message(start_webhook, k8s_double):
+    hook = start_webhook()
+    k8s_double.fail("create", "resourceclaimtemplates", status=500, times=None)
+    response = hook.review("/mutate", admission_review(gpu_pod()))
+    assert response["allowed"] is False and response["status"]["code"] == 503
+    assert "retry" in response["status"]["message"]
+    assert 'kubectl_gpu_webhook_api_errors_total{operation="create"} 1.0' in hook.metrics_text()
+    k8s_double.clear_faults()
+    assert hook.review("/mutate", admission_review(gpu_pod()))["allowed"] is True
+
+
+def test_api_timeout_denies_instead_of_hanging(start_webhook, k8s_double):
+    hook = start_webhook(apiTimeoutSeconds=0.5)
+    k8s_double.fail("get", "resourceclaimtemplates", status="timeout", seconds=2, times=None)
+    response = hook.review("/mutate", admission_review(gpu_pod()))
+    assert response["allowed"] is False and response["status"]["code"] == 503
+
+
+def test_lost_create_race_reuses_the_winners_template(start_webhook, k8s_double):
+    hook = start_webhook()
+    dry = hook.review("/mutate", admission_review(gpu_pod(), dry_run=True))
+    [name] = claim_template_names(jsonpatch.apply_patch(gpu_pod(), patch_of(dry)))
+    # The GET says "missing", then someone else creates it before our POST: 409 AlreadyExists.
+    k8s_double.fail("get", "resourceclaimtemplates", status=404, times=1, name=name)
+    winner = start_webhook()
+    winner.review("/mutate", admission_review(gpu_pod()))
+    k8s_double.reset_requests()
+    k8s_double.fail("get", "resourceclaimtemplates", status=404, times=1, name=name)
+    response = hook.review("/mutate", admission_review(gpu_pod()))
+    assert response["allowed"] is True
+    assert k8s_double.count(verb="create") == 1 and k8s_double.count(verb="get") == 2
+
+
+def test_dry_run_creates_nothing_but_returns_the_patch(start_webhook, k8s_double):
+    hook = start_webhook()
+    response = hook.review("/mutate", admission_review(gpu_pod(), dry_run=True))
+    assert patch_of(response)
+    assert k8s_double.list("ResourceClaimTemplate") == []
+    assert k8s_double.count(verb="create") == 0
+
+
+def test_mutation_is_idempotent_on_reinvocation(start_webhook):
+    hook = start_webhook()
+    pod = gpu_pod("2")
+    once = jsonpatch.apply_patch(pod, patch_of(hook.review("/mutate", admission_review(pod))))
+    assert patch_of(hook.review("/mutate", admission_review(once))) == []
+
+
+# --- workloads ---------------------------------------------------------------------------------
+
+
+def test_fractional_gpu_deployment_is_rewritten_under_spec_template(start_webhook, k8s_double):
+    hook = start_webhook(translation={"gpuMemory": "80Gi"})
+    deploy = deployment("0.5")
+    response = hook.review("/mutate", admission_review(deploy))
+    ops = patch_of(response)
+    assert ops and all(op["path"].startswith("/spec/template/") for op in ops)
+    patched = jsonpatch.apply_patch(deploy, ops)
+    [name] = claim_template_names(patched["spec"]["template"])
+    stored = k8s_double.get("ResourceClaimTemplate", name, "default")
+    assert stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["capacity"]["requests"]["memory"] == "40Gi"
+    again = hook.review("/mutate", admission_review(patched, operation="UPDATE", old=deploy))
+    assert patch_of(again) == []
+
+
+def test_cronjob_is_rewritten_under_its_job_template(start_webhook):
+    hook = start_webhook()
+    cron = {
+        "apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "nightly"},
+        "spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": {"spec": {**gpu_pod()["spec"], "restartPolicy": "Never"}}}}},
+    }
+    ops = patch_of(hook.review("/mutate", admission_review(cron)))
+    assert ops and all(op["path"].startswith("/spec/jobTemplate/spec/template/") for op in ops)
+
+
+def test_workloads_are_left_alone_when_rewriting_them_is_off(start_webhook):
+    hook = start_webhook(rewriteWorkloads=False)
+    response = hook.review("/mutate", admission_review(deployment("1")))
+    assert response["allowed"] and "patch" not in response
+
+
+# --- opting out, exclusions, audit -------------------------------------------------------------
+
+
+def test_pod_opt_out_label_keeps_requests_and_fences_the_pod_off_dra_nodes(start_webhook, k8s_double):
+    hook = start_webhook()
+    pod = gpu_pod("1", labels={"kubectl-gpu.io/opt-out": "true"})
+    response = hook.review("/mutate", admission_review(pod))
+    patched = jsonpatch.apply_patch(pod, patch_of(response))
+    assert patched["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert any(e["key"] == "ack.node.gpu.schedule" for t in terms for e in t["matchExpressions"])
+    assert k8s_double.list("ResourceClaimTemplate") == []
+    assert 'kubectl_gpu_webhook_double_counting_findings_total{finding="fenced"} 1.0' in hook.metrics_text()
+
+
+def test_namespace_opt_out_label_is_honoured(start_webhook, k8s_double):
+    k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "legacy", "labels": {"kubectl-gpu.io/opt-out": "true"}}})
+    hook = start_webhook()
+    pod = gpu_pod("1")
+    pod["metadata"]["namespace"] = "legacy"
+    patched = jsonpatch.apply_patch(pod, patch_of(hook.review("/mutate", admission_review(pod, namespace="legacy"))))
+    assert patched["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert k8s_double.list("ResourceClaimTemplate", "legacy") == []
+
+
+@pytest.mark.parametrize("namespace", ["kube-system", "gpu-webhook"])
+def test_kube_system_and_its_own_namespace_are_never_touched(start_webhook, k8s_double, namespace):
+    hook = start_webhook(env={"POD_NAMESPACE": "gpu-webhook"})
+    k8s_double.reset_requests()
+    response = hook.review("/mutate", admission_review(gpu_pod(), namespace=namespace))
+    assert response == {"uid": response["uid"], "allowed": True}
+    assert k8s_double.requests == []
+
+
+def test_audit_mode_only_warns(start_webhook, k8s_double):
+    hook = start_webhook(audit=True)
+    response = hook.review("/mutate", admission_review(gpu_pod()))
+    assert response["allowed"] and "patch" not in response
+    assert any(w.startswith("kubectl-gpu audit") for w in response["warnings"])
+    assert k8s_double.list("ResourceClaimTemplate") == []
+
+
+def test_extended_resource_mode_leaves_whole_gpus_to_the_scheduler(start_webhook, k8s_double):
+    hook = start_webhook(translation={"integerGpus": "extended-resource"})
+    whole = hook.review("/mutate", admission_review(gpu_pod("2")))
+    assert "patch" not in whole  # neither rewritten nor fenced: KEP-5004 serves it on DRA nodes
+    fraction = hook.review("/mutate", admission_review(gpu_pod("0.5", name="half")))
+    assert patch_of(fraction) and k8s_double.list("ResourceClaimTemplate")
+
+
+def test_pass_through_family_is_fenced_not_rewritten(start_webhook):
+    hook = start_webhook(passThroughFamilies=["nvidia-gpu"])
+    pod = gpu_pod("1")
+    patched = jsonpatch.apply_patch(pod, patch_of(hook.review("/mutate", admission_review(pod))))
+    assert patched["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert "nodeAffinity" in patched["spec"]["affinity"]
+
+
+# --- /validate ---------------------------------------------------------------------------------
+
+
+def rct(expression: str = 'device.driver == "gpu.nvidia.com"', config: dict | None = None) -> dict:
+    devices: dict = {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                                              "selectors": [{"cel": {"expression": expression}}]}}]}
+    if config:
+        devices["config"] = [{"requests": ["gpu"], "opaque": {"driver": "gpu.nvidia.com", "parameters": config}}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
+            "spec": {"spec": {"devices": devices}}}
+
+
+def test_valid_claim_template_is_allowed(start_webhook):
+    assert start_webhook().review("/validate", admission_review(rct()))["allowed"] is True
+
+
+def test_claim_template_with_broken_cel_is_denied_with_its_position(start_webhook):
+    response = start_webhook().review("/validate", admission_review(rct('device.driver == ')))
+    assert response["allowed"] is False and response["status"]["code"] == 422
+    assert "spec.spec.devices.requests[0]" in response["status"]["message"]
+
+
+def test_claim_template_with_bad_mps_percentage_is_denied(start_webhook):
+    config = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+              "sharing": {"strategy": "MPS", "mpsConfig": {"defaultActiveThreadPercentage": 150}}}
+    response = start_webhook().review("/validate", admission_review(rct(config=config)))
+    assert response["allowed"] is False and "defaultActiveThreadPercentage" in response["status"]["message"]
+
+
+def test_legacy_pod_pinned_to_a_dra_node_by_node_name_is_denied(start_webhook, k8s_double):
+    k8s_double.seed({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-7", "labels": {"ack.node.gpu.schedule": "disabled"}}})
+    hook = start_webhook()
+    response = hook.review("/validate", admission_review(gpu_pod("1", nodeName="gpu-7")))
+    assert response["allowed"] is False and "gpu-7" in response["status"]["message"]
+    assert 'finding="pinned"' in hook.metrics_text()
+    assert hook.review("/validate", admission_review(gpu_pod("1", nodeName="cpu-1")))["allowed"] is True
+
+
+def test_legacy_pod_pinned_by_node_selector_is_denied_but_audit_only_warns(start_webhook):
+    pod = gpu_pod("1", nodeSelector={"ack.node.gpu.schedule": "disabled"})
+    assert start_webhook().review("/validate", admission_review(pod))["allowed"] is False
+    audited = start_webhook(audit=True).review("/validate", admission_review(pod))
+    assert audited["allowed"] is True and audited["warnings"]
+
+
+def test_same_gpus_by_legacy_resource_and_gpu_claim_is_denied(start_webhook, k8s_double):
+    k8s_double.seed({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                     "metadata": {"name": "gpu", "namespace": "default"},
+                     "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}})
+    pod = gpu_pod("1", resourceClaims=[{"name": "g", "resourceClaimTemplateName": "gpu"}])
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "g"}]
+    response = start_webhook().review("/validate", admission_review(pod))
+    assert response["allowed"] is False and "asks for GPUs twice" in response["status"]["message"]
+
+
+def test_legacy_gpu_beside_a_non_gpu_claim_is_allowed(start_webhook, k8s_double):
+    k8s_double.seed({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                     "metadata": {"name": "imex", "namespace": "default"},
+                     "spec": {"spec": {"devices": {"requests": [{"name": "ch", "exactly": {"deviceClassName": "compute-domain-default-channel.nvidia.com"}}]}}}})
+    pod = gpu_pod("1", resourceClaims=[{"name": "ch", "resourceClaimTemplateName": "imex"}])
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "ch"}]
+    assert start_webhook().review("/validate", admission_review(pod))["allowed"] is True
+
+
+# --- node status guard -------------------------------------------------------------------------
+
+
+def dra_node() -> dict:
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "gpu-1", "labels": {"ack.node.gpu.schedule": "disabled"}},
+            "status": {"capacity": {"cpu": "8", "nvidia.com/gpu": "4"}, "allocatable": {"cpu": "8", "nvidia.com/gpu": "4"}}}
+
+
+def test_node_status_guard_is_off_by_default(start_webhook):
+    response = start_webhook().review("/mutate", admission_review(dra_node(), operation="UPDATE", namespace="", sub_resource="status"))
+    assert "patch" not in response
+
+
+def test_node_status_guard_strips_legacy_gpus_from_dra_nodes(start_webhook):
+    hook = start_webhook(nodeStatusGuard=True)
+    node = dra_node()
+    response = hook.review("/mutate", admission_review(node, operation="UPDATE", namespace="", sub_resource="status"))
+    patched = jsonpatch.apply_patch(node, patch_of(response))
+    assert patched["status"]["capacity"] == {"cpu": "8"} and patched["status"]["allocatable"] == {"cpu": "8"}
+    assert 'finding="node_status_stripped"' in hook.metrics_text()
