@@ -29,6 +29,10 @@
 {{- end }}
 {{- end }}
 
+{{- define "kubectl-gpu-webhook.cleanupName" -}}
+{{- printf "%s-cleanup" (include "kubectl-gpu-webhook.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "kubectl-gpu-webhook.tlsSecretName" -}}
 {{- printf "%s-tls" (include "kubectl-gpu-webhook.fullname" .) }}
 {{- end }}
@@ -41,18 +45,30 @@
 
 {{/* Labels --------------------------------------------------------------------------------- */}}
 
+{{- /* The webhook's pods, and only them (not the clean-up job's): Service, PDB, spread, policy. */}}
 {{- define "kubectl-gpu-webhook.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "kubectl-gpu-webhook.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: admission-webhook
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.commonLabels" -}}
+helm.sh/chart: {{ include "kubectl-gpu-webhook.chart" . }}
+app.kubernetes.io/name: {{ include "kubectl-gpu-webhook.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: kubectl-gpu
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.labels" -}}
-helm.sh/chart: {{ include "kubectl-gpu-webhook.chart" . }}
-{{ include "kubectl-gpu-webhook.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{ include "kubectl-gpu-webhook.commonLabels" . }}
 app.kubernetes.io/component: admission-webhook
-app.kubernetes.io/part-of: kubectl-gpu
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.cleanupLabels" -}}
+{{ include "kubectl-gpu-webhook.commonLabels" . }}
+app.kubernetes.io/component: cleanup
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.image" -}}
@@ -61,6 +77,30 @@ app.kubernetes.io/part-of: kubectl-gpu
 {{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
+{{- end }}
+
+{{/* Security contexts: the restricted Pod Security Standard, and a read-only root. ----------- */}}
+
+{{- define "kubectl-gpu-webhook.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "kubectl-gpu-webhook.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+privileged: false
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
 {{- end }}
 
 {{/* Webhook behaviour ---------------------------------------------------------------------- */}}
@@ -108,35 +148,48 @@ matchExpressions:
 
 {{/* matchConditions (CEL) ------------------------------------------------------------------
 
-Only objects that carry a legacy GPU resource (a non-zero quantity in the requests or limits of a
-container or initContainer) or a DRA claim reach the webhook, so that a webhook outage can never
-block ordinary pods.  Quantities reach CEL as strings or ints: a quantity is non-zero exactly when
-its mantissa holds a non-zero digit ("1", "0.5", "500m" yes; "0", "0.0", "0e3" no).  Every field
-access is guarded with has(): an error in a match condition would, with failurePolicy Fail,
-reject the request.
+Only objects that carry a legacy GPU resource (a non-zero quantity in the limits, or in the
+requests when there is no limit, of a container or initContainer) or a DRA claim reach the
+webhook, so that a webhook outage can never block ordinary pods.  This is the test the
+translation core applies (kubectl_gpu.core.families.has_legacy_gpu_request), and
+tests/test_chart_match_conditions.py holds the two together.  Quantities reach CEL as strings or
+ints: a quantity is non-zero exactly when its mantissa holds a non-zero digit ("1", "0.5", "500m"
+yes; "0", "0.0", "0e3" no).  Every field access is guarded with has(): an error in a match
+condition would, with failurePolicy Fail, reject the request.
 
 The legacy resource names, by family (docs/design.md):
-  nvidia-gpu    nvidia.com/gpu, nvidia.com/gpu.shared (time-slicing rename),
-                alpha.kubernetes.io/nvidia-gpu (pre-device-plugin)
-  vcuda         tencent.com/vcuda-*, nvidia.com/vcuda-*
-  mig           nvidia.com/mig-*
+  nvidia-gpu    nvidia.com/gpu, alpha.kubernetes.io/nvidia-gpu (pre-device-plugin)
+  vcuda         tencent.com/vcuda-core, tencent.com/vcuda-memory (and the nvidia.com/ spelling)
+  mig           nvidia.com/mig-<profile>
   hami          nvidia.com/gpumem, nvidia.com/gpumem-percentage, nvidia.com/gpucores
-  aliyun        aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu-core.percentage ...
+  aliyun        aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu-core.percentage
   vgpu-manager  nvidia.com/vgpu-number, nvidia.com/vgpu-cores, nvidia.com/vgpu-memory
-  tpu           google.com/tpu, cloud-tpus.google.com/*
+  tpu           google.com/tpu
 */}}
 
 {{- define "kubectl-gpu-webhook.legacyResourceRegex" -}}
-^(nvidia[.]com/(gpu|gpu[.]shared|vcuda-.+|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-.+)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-.+|aliyun[.]com/gpu(-.+)?|google[.]com/tpu|cloud-tpus[.]google[.]com/.+)$
+^(nvidia[.]com/(gpu|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage)|google[.]com/tpu)$
+{{- end }}
+
+{{- /* The same without TPUs: the node-status guard is about GPUs counted twice. */}}
+{{- define "kubectl-gpu-webhook.legacyGpuResourceRegex" -}}
+^(nvidia[.]com/(gpu|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage))$
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.nonZeroQuantityRegex" -}}
 ^[+]?[0-9.]*[1-9]
 {{- end }}
 
-{{- /* true when the resource map at path .m (requests or limits) holds a non-zero legacy GPU resource */}}
-{{- define "kubectl-gpu-webhook.cel.legacyIn" -}}
-{{- $re := include "kubectl-gpu-webhook.legacyResourceRegex" .root -}}
+{{- /* true when container c holds a non-zero legacy GPU resource; the limit wins over the request */}}
+{{- define "kubectl-gpu-webhook.cel.container" -}}
+{{- $re := include "kubectl-gpu-webhook.legacyResourceRegex" . -}}
+{{- $nz := include "kubectl-gpu-webhook.nonZeroQuantityRegex" . -}}
+{{- printf "has(c.resources) && ((has(c.resources.limits) && c.resources.limits.exists(r, r.matches('%s') && string(c.resources.limits[r]).matches('%s'))) || (has(c.resources.requests) && c.resources.requests.exists(r, r.matches('%s') && !(has(c.resources.limits) && r in c.resources.limits) && string(c.resources.requests[r]).matches('%s'))))" $re $nz $re $nz -}}
+{{- end }}
+
+{{- /* true when a resource map at path .m (a node's capacity or allocatable) holds a non-zero legacy GPU resource */}}
+{{- define "kubectl-gpu-webhook.cel.legacyGpuIn" -}}
+{{- $re := include "kubectl-gpu-webhook.legacyGpuResourceRegex" .root -}}
 {{- $nz := include "kubectl-gpu-webhook.nonZeroQuantityRegex" .root -}}
 {{- printf "(has(%s) && %s.exists(r, r.matches('%s') && string(%s[r]).matches('%s')))" .m .m $re .m $nz -}}
 {{- end }}
@@ -144,7 +197,7 @@ The legacy resource names, by family (docs/design.md):
 {{- /* true when the pod spec at path .spec asks for a legacy GPU or a DRA claim */}}
 {{- define "kubectl-gpu-webhook.cel.podSpec" -}}
 {{- $s := .spec -}}
-{{- $container := printf "has(c.resources) && (%s || %s)" (include "kubectl-gpu-webhook.cel.legacyIn" (dict "root" .root "m" "c.resources.limits")) (include "kubectl-gpu-webhook.cel.legacyIn" (dict "root" .root "m" "c.resources.requests")) -}}
+{{- $container := include "kubectl-gpu-webhook.cel.container" .root -}}
 (has({{ $s }}.resourceClaims) && size({{ $s }}.resourceClaims) > 0)
   || (has({{ $s }}.containers) && {{ $s }}.containers.exists(c, {{ $container }}))
   || (has({{ $s }}.initContainers) && {{ $s }}.initContainers.exists(c, {{ $container }}))
@@ -187,8 +240,8 @@ has(object.spec) && has(object.spec.jobTemplate) && has(object.spec.jobTemplate.
 {{- end -}}
 has(object.metadata) && has(object.metadata.labels) && ({{ join " || " $selectors }})
   && has(object.status) && (
-  {{ include "kubectl-gpu-webhook.cel.legacyIn" (dict "root" . "m" "object.status.capacity") }}
-  || {{ include "kubectl-gpu-webhook.cel.legacyIn" (dict "root" . "m" "object.status.allocatable") }}
+  {{ include "kubectl-gpu-webhook.cel.legacyGpuIn" (dict "root" . "m" "object.status.capacity") }}
+  || {{ include "kubectl-gpu-webhook.cel.legacyGpuIn" (dict "root" . "m" "object.status.allocatable") }}
 )
 {{- end }}
 
