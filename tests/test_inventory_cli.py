@@ -177,7 +177,10 @@ def test_a_mig_device_the_driver_cannot_handle_is_reported_not_invented(
     result = CliRunner().invoke(command, ["--node-name", NODE])
 
     assert result.exit_code == 6
-    assert "compute instance uses 1 of 3 slices" in result.stderr
+    assert result.stderr.startswith(
+        "error: GPU index 0 MIG slot 1 (MIG-d26a9f99-9288-507b-96a4-c1a785ffc541): "
+        "its compute instance uses 1 of 3 slices of its GPU instance"
+    )
     assert "gpu-0-mig-1g5gb-19-0" in result.stdout
     assert "3g.20gb" not in result.stdout
 

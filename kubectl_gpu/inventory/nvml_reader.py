@@ -264,14 +264,14 @@ def _read_migs(
             )
             continue
         try:
-            migs.append(_read_mig(nvml, handle, mig_handle, profiles))
+            migs.append(_read_mig(nvml, handle, mig_handle, slot, profiles))
         except _DeviceReadError as error:
             failures.append(DeviceFailure(where, str(error), error.uuid))
     return tuple(migs), failures
 
 
 def _read_mig(
-    nvml: ModuleType, parent: Any, handle: Any, profiles: dict[int, GpuInstanceProfile]
+    nvml: ModuleType, parent: Any, handle: Any, slot: int, profiles: dict[int, GpuInstanceProfile]
 ) -> MigReading:
     uuid = _text(_call(nvml, "nvmlDeviceGetUUID", handle))
 
@@ -293,6 +293,7 @@ def _read_mig(
         )
     compute_slices = _compute_slice_count(nvml, gpu_instance, int(compute_instance_info.profileId), uuid)
     return MigReading(
+        slot=slot,
         uuid=uuid,
         gpu_instance_profile=profile,
         compute_slice_count=compute_slices,

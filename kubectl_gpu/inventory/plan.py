@@ -9,9 +9,9 @@ value kinds and formatting follow the driver's ``deviceinfo.go`` / ``mig.go``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
+from typing import Callable, Mapping
 
 from kubectl_gpu.inventory import driver_names
 from kubectl_gpu.inventory.driver_names import NamingError
@@ -49,7 +49,7 @@ class InventoryPlan:
     devices: tuple[PublishedDevice, ...]
     failures: tuple[DeviceFailure, ...] = ()
     # Not errors, but the preview differs from what someone might expect.
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
 
 def plan_inventory(readings: NodeReadings) -> InventoryPlan:
@@ -75,9 +75,8 @@ def plan_inventory(readings: NodeReadings) -> InventoryPlan:
             try:
                 gpu_devices.append(_mig_device(gpu, mig, common))
             except NamingError as error:
-                failures.append(
-                    DeviceFailure(f"GPU index {gpu.index} MIG device", str(error), mig.uuid)
-                )
+                where = f"GPU index {gpu.index} MIG slot {mig.slot}"
+                failures.append(DeviceFailure(where, str(error), mig.uuid))
         devices.extend(sorted(gpu_devices, key=lambda device: device.name))
     return InventoryPlan(
         nvml_driver_version=readings.driver_version,
@@ -176,8 +175,9 @@ def _device(
     )
 
 
-def _safe(convert, value) -> str:  # type: ignore[no-untyped-def]
+def _safe(convert: Callable[[str], str] | Callable[[int], str], value: str | int) -> str:
+    """The published form when the driver could parse it, else NVML's own (for the header)."""
     try:
-        return convert(value)
+        return convert(value)  # type: ignore[arg-type]
     except NamingError:
         return str(value)

@@ -31,6 +31,7 @@ class GpuInstanceProfile:
 class MigReading:
     """One live MIG device (a GPU instance with a compute instance)."""
 
+    slot: int  # nvmlDeviceGetMigDeviceHandleByIndex index on its GPU
     uuid: str
     gpu_instance_profile: GpuInstanceProfile
     compute_slice_count: int  # slices of the compute instance inside the GPU instance
