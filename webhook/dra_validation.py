@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from kubectl_gpu.cel import CelCompileError, compile_selector
 from kubectl_gpu.core.constants import NVIDIA_ATTRIBUTE_DOMAIN, REMOVED_NVIDIA_ATTRIBUTES
 from webhook.opaque_config import (
     GPU_CONFIG,
@@ -278,9 +279,6 @@ def _check_selectors(raw: Any, path: str, result: ValidationResult) -> None:
 
 def _compile_error(expression: str) -> str | None:
     """What is wrong with the expression in the Kubernetes DRA CEL environment, or None."""
-    # Imported here so the opaque-config checks stay usable on their own.
-    from kubectl_gpu.cel import CelCompileError, compile_selector
-
     try:
         compile_selector(expression)
     except CelCompileError as error:
