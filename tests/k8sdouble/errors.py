@@ -52,7 +52,7 @@ def conflict(kind: ResourceKind, name: str) -> ApiError:
 def invalid(kind: ResourceKind, name: str, causes: list[dict[str, str]]) -> ApiError:
     summary = "; ".join(f"{c['field']}: {c['message']}" for c in causes)
     return ApiError(422, f'{kind.kind} "{name}" is invalid: {summary}', "Invalid",
-                    _details(kind, name, kind=kind.kind, causes=causes))
+                    {"name": name, "group": kind.group, "kind": kind.kind, "causes": causes})
 
 
 def bad_request(message: str) -> ApiError:

@@ -136,7 +136,7 @@ class Registry:
         return out
 
     def resources(self, group: str, version: str) -> list[ResourceKind]:
-        return [k for k in self.kinds if (k.group, version, k.plural) in self._by_url]
+        return [k for k in self.kinds if k.group == group and (group, version, k.plural) in self._by_url]
 
     def by_url(self, group: str, version: str, plural: str) -> ResourceKind | None:
         return self._by_url.get((group, version, plural))
