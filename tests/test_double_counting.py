@@ -228,7 +228,8 @@ def test_fence_leaves_an_empty_term_alone_because_it_matches_no_node() -> None:
     pod = _gpu_pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{}, {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]}}})
     patched = jsonpatch.apply_patch(pod, fence_legacy_pod(pod, ACK))
-    terms = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    required = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    terms = required["nodeSelectorTerms"]
     assert terms[0] == {}
     assert {"key": DRA_KEY, "operator": "NotIn", "values": [DRA_VALUE]} in terms[1]["matchExpressions"]
 
@@ -395,7 +396,8 @@ def test_a_container_with_a_legacy_gpu_and_a_claim_is_reported_by_name() -> None
     pod = _pod({
         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
         "containers": [
-            {"name": "both", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}, "claims": [{"name": "gpu"}]}},
+            {"name": "both", "image": "x",
+             "resources": {"limits": {"nvidia.com/gpu": "1"}, "claims": [{"name": "gpu"}]}},
             {"name": "claim-only", "image": "x", "resources": {"claims": [{"name": "gpu"}]}},
             {"name": "legacy-only", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}},
         ]})
