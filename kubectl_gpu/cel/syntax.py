@@ -149,11 +149,23 @@ class _Builder:
         cond, yes, no = (self.build(c) for c in tree.children)
         return Call("_?_:_", None, (cond, yes, no), _pos(tree))
 
+    def _operator_pos(self, left: Any, fallback: Any) -> Position:
+        """Where the operator after ``left`` starts (cel-go points at the operator)."""
+        meta = getattr(left, "meta", None)
+        end = getattr(meta, "end_pos", None) if meta is not None and not meta.empty else None
+        if end is None:
+            return _pos(fallback)
+        offset = end
+        while offset < len(self.expression) and (self.expression[offset].isspace() or self.expression[offset] == ")"):
+            offset += 1
+        before = self.expression[:offset]
+        return (before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+
     def _binary_logic(self, tree: lark.Tree, name: str) -> Node:
         if len(tree.children) == 1:
             return self.build(tree.children[0])
         left, right = tree.children
-        return Call(name, None, (self.build(left), self.build(right)), _pos(right))
+        return Call(name, None, (self.build(left), self.build(right)), self._operator_pos(left, right))
 
     def _conditionalor(self, tree: lark.Tree) -> Node:
         return self._binary_logic(tree, "_||_")
@@ -166,7 +178,7 @@ class _Builder:
             return self.build(tree.children[0])
         op_tree, right = tree.children
         left = op_tree.children[0]
-        return Call(names[op_tree.data], None, (self.build(left), self.build(right)), _pos(op_tree))
+        return Call(names[op_tree.data], None, (self.build(left), self.build(right)), self._operator_pos(left, op_tree))
 
     def _relation(self, tree: lark.Tree) -> Node:
         return self._operator(tree, _RELATIONS)
