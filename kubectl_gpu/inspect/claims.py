@@ -8,7 +8,8 @@ from typing import Any, Iterable, Mapping
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from kubectl_gpu.inspect.claims_model import Request, read_claim
 from kubectl_gpu.inspect.devices import SliceDevice
-from kubectl_gpu.inspect.pods import ALLOCATED, WAITING, AllocatedDeviceRow, allocated_device_rows
+from kubectl_gpu.inspect.pods import ALLOCATED, WAITING, AllocatedDeviceRow, allocated_device_rows, \
+    explanation_dict
 
 
 @dataclass(frozen=True)
@@ -29,9 +30,7 @@ class ClaimReport:
         return f"{self.namespace}/{self.name}"
 
     def to_dict(self) -> dict[str, Any]:
-        explanation = self.explanation
-        if explanation is not None and hasattr(explanation, "to_dict"):
-            explanation = explanation.to_dict()
+        explanation = explanation_dict(self.explanation)
         return {
             "kind": "GpuClaim", "namespace": self.namespace, "name": self.name,
             "state": self.state, "requests": [r.to_dict() for r in self.requests],

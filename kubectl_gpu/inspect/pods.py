@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
@@ -87,9 +88,7 @@ class PodReport:
         return tuple(c for c in self.claims if c.state != ALLOCATED)
 
     def to_dict(self) -> dict[str, Any]:
-        explanation = self.explanation
-        if explanation is not None and hasattr(explanation, "to_dict"):
-            explanation = explanation.to_dict()
+        explanation = explanation_dict(self.explanation)
         return {
             "kind": "GpuPod", "namespace": self.namespace, "name": self.name,
             "phase": self.phase, "node": self.node, "scheduling": self.scheduling,
@@ -213,6 +212,17 @@ def _scheduling_message(status: Mapping[str, Any]) -> str | None:
             parts = [condition.get("reason"), condition.get("message")]
             return ": ".join(str(p) for p in parts if p) or None
     return None
+
+
+def explanation_dict(explanation: Any) -> Any:
+    """The explain engine's result as JSON-able data (its dataclasses keep a stable field order)."""
+    if explanation is None:
+        return None
+    if hasattr(explanation, "to_dict"):
+        return explanation.to_dict()
+    if dataclasses.is_dataclass(explanation):
+        return dataclasses.asdict(explanation)
+    return explanation
 
 
 def _decode(text: Any) -> Any:

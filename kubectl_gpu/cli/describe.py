@@ -1,0 +1,251 @@
+"""`kubectl gpu describe [node|pod|claim [NAME]]`: which GPUs exist, who holds them, and why a
+pod is Pending.  Exit status: 0, or 1 when the cluster cannot be read or the object is missing."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Callable
+
+import click
+
+from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
+
+DRA_NODE_LABEL_HELP = ("Label marking nodes that run the DRA driver instead of the device plugin "
+                       "(KEY=VALUE, repeatable; default ack.node.gpu.schedule=disabled).")
+
+
+def dra_node_label_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--dra-node-label", "dra_node_labels", multiple=True, metavar="KEY=VALUE",
+                        help=DRA_NODE_LABEL_HELP)(func)
+
+
+def parse_dra_labels(values: tuple[str, ...], parent: tuple | None = None) -> tuple:
+    from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
+
+    if not values:
+        return parent or DEFAULT_DRA_NODE_LABELS
+    try:
+        return tuple(NodeLabel.parse(v) for v in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--dra-node-label") from exc
+
+
+def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], Any]) -> None:
+    """Print `payload` as JSON/YAML for scripts, or the rich table for people."""
+    if options.output == "json":
+        click.echo(json.dumps(payload, indent=2))
+    elif options.output == "yaml":
+        import yaml
+        click.echo(yaml.safe_dump(payload, sort_keys=False, default_flow_style=False), nl=False)
+    else:
+        from rich.console import Console
+        # Not a terminal: print full lines (like kubectl) instead of wrapping at 80 columns.
+        console = Console(width=None if sys.stdout.isatty() else 240, soft_wrap=False,
+                          force_terminal=None, highlight=False)
+        console.print(table())
+
+
+def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"kind": "List", "items": items}
+
+
+def fail_on_errors(action: Callable[[], None]) -> None:
+    """Run `action`; turn the errors a person can fix into `error: ...` and exit status 1."""
+    from kubectl_gpu.inspect.live import NotFound, NothingToExplain
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
+
+    try:
+        action()
+    except (KubeconfigError, ApiError, NotFound, NothingToExplain) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+
+
+class _Settings:
+    """Options of the `describe` group, handed to its subcommands."""
+
+    def __init__(self, options: ClusterOptions, dra_labels: tuple) -> None:
+        self.options = options
+        self.dra_labels = dra_labels
+
+
+def _connect(options: ClusterOptions):
+    from kubectl_gpu.k8s import connect
+    return connect(options.kubeconfig, options.context)
+
+
+@click.group("describe", invoke_without_command=True)
+@cluster_options
+@dra_node_label_option
+@click.pass_context
+def command(ctx: click.Context, dra_node_labels: tuple[str, ...], **values: Any) -> None:
+    """Show GPUs, who holds them, and why a pod is pending.
+
+    \b
+    kubectl gpu describe                  every GPU node: DRA devices, holders, legacy GPUs
+    kubectl gpu describe node NAME        each device with product, memory, UUID, claim and pod
+    kubectl gpu describe pod NAME         legacy requests vs DRA claims; for a Pending pod, why
+    kubectl gpu describe claim NAME       requests, allocated devices, consumers
+    """
+    settings = _settings(ctx, values, dra_node_labels)
+    ctx.obj = settings
+    if ctx.invoked_subcommand is None:
+        fail_on_errors(lambda: _describe_cluster(settings))
+
+
+def _settings(ctx: click.Context, values: dict[str, Any], dra_node_labels: tuple[str, ...]) -> _Settings:
+    parent: _Settings | None = ctx.find_object(_Settings)
+    base = parent.options if parent else ClusterOptions()
+    mine = ClusterOptions(**{k: values[k] for k in ClusterOptions.__dataclass_fields__})
+    return _Settings(base.merged(mine), parse_dra_labels(dra_node_labels, parent.dra_labels if parent else None))
+
+
+def _describe_cluster(settings: _Settings) -> None:
+    from kubectl_gpu.inspect import render
+    from kubectl_gpu.inspect.cluster import cluster_report
+    from kubectl_gpu.inspect.live import discover_dra, fetch_cluster
+
+    connection = _connect(settings.options)
+    dra = discover_dra(connection.api)
+    objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector)
+    report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels)
+    emit(settings.options, report.to_dict(), lambda: render.cluster(report, settings.options.output == "wide"))
+
+
+@command.command("node")
+@click.argument("name", required=False)
+@cluster_options
+@dra_node_label_option
+@click.pass_context
+def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[str, ...], **values: Any) -> None:
+    """A node's GPUs: DRA devices and who holds them, device-plugin resources, double counting.
+
+    Without NAME: every GPU node (narrow with -l)."""
+    settings = _settings(ctx, values, dra_node_labels)
+
+    def run() -> None:
+        from rich.console import Group
+        from rich.text import Text
+
+        from kubectl_gpu.inspect import render
+        from kubectl_gpu.inspect.cluster import build_node_reports
+        from kubectl_gpu.inspect.devices import current_devices
+        from kubectl_gpu.inspect.live import discover_dra, fetch_cluster
+
+        connection = _connect(settings.options)
+        dra = discover_dra(connection.api)
+        objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector, node_name=name)
+        reports, _ = build_node_reports(objects.nodes, current_devices(objects.slices), objects.claims,
+                                        objects.pods, settings.dra_labels, only_gpu_nodes=name is None)
+        wide = settings.options.output == "wide"
+        if name:
+            (report,) = reports
+            emit(settings.options, report.to_dict(), lambda: render.node(report, wide))
+            return
+        emit(settings.options, as_list([r.to_dict() for r in reports]),
+             lambda: Group(*[part for r in reports for part in (render.node(r, wide), Text(""))])
+             if reports else Text("No GPU nodes found."))
+
+    fail_on_errors(run)
+
+
+@command.command("pod")
+@click.argument("name", required=False)
+@cluster_options
+@click.pass_context
+def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
+    """A pod's legacy GPU requests, DRA claims (generated ones too), allocated devices with their
+    attributes, the kubectl-gpu conversion annotation and, for a Pending pod, why it waits.
+
+    Without NAME: every pod using GPUs in the namespace (-A: all namespaces; narrow with -l)."""
+    settings = _settings(ctx, values, ())
+
+    def run() -> None:
+        from rich.console import Group
+        from rich.text import Text
+
+        from kubectl_gpu.inspect import render
+        from kubectl_gpu.inspect.devices import current_devices
+        from kubectl_gpu.inspect.live import (NotFound, NothingToExplain, discover_dra, explain_pod_objects,
+                                              fetch_dra, fetch_pod, list_pods, pod_claim_objects)
+        from kubectl_gpu.inspect.pods import pod_report
+
+        options = settings.options
+        connection = _connect(options)
+        namespace = options.namespace or connection.namespace
+        dra = discover_dra(connection.api)
+        dra_objects = fetch_dra(connection.api, dra)
+        devices = current_devices(dra_objects.slices)
+        wide = options.output == "wide"
+        if name:
+            pod = fetch_pod(connection.api, namespace, name)
+            explanation = None
+            report = pod_report(pod, dra_objects.claims, devices)
+            if report.pending and report.unallocated_claims:
+                try:
+                    claims = pod_claim_objects(connection.api, dra, pod, dra_objects.claims)
+                    explanation = explain_pod_objects(pod, claims, dra_objects)
+                except (NotFound, NothingToExplain):
+                    explanation = None  # the claim rows already say what is missing
+                report = pod_report(pod, dra_objects.claims, devices, explanation)
+            emit(options, report.to_dict(), lambda: render.pod(report, wide))
+            return
+        pods = list_pods(connection.api, None if options.all_namespaces else namespace, options.selector)
+        reports = [r for r in (pod_report(p, dra_objects.claims, devices) for p in pods)
+                   if r.claims or r.legacy_requests]
+        emit(options, as_list([r.to_dict() for r in reports]),
+             lambda: Group(*[part for r in reports for part in (render.pod(r, wide), Text(""))])
+             if reports else Text("No pods using GPUs found."))
+
+    fail_on_errors(run)
+
+
+@command.command("claim")
+@click.argument("name", required=False)
+@cluster_options
+@click.pass_context
+def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
+    """A ResourceClaim: its requests, allocated devices with attributes and consumed capacity, the
+    pods it is reserved for and, when unallocated, why.
+
+    Without NAME: every claim in the namespace (-A: all namespaces; narrow with -l)."""
+    settings = _settings(ctx, values, ())
+
+    def run() -> None:
+        from rich.console import Group
+        from rich.text import Text
+
+        from kubectl_gpu.explain import explain_objects
+        from kubectl_gpu.inspect import render
+        from kubectl_gpu.inspect.claims import claim_report
+        from kubectl_gpu.inspect.devices import current_devices
+        from kubectl_gpu.inspect.live import discover_dra, fetch_claim, fetch_dra
+        from kubectl_gpu.k8s import list_objects
+
+        options = settings.options
+        connection = _connect(options)
+        namespace = options.namespace or connection.namespace
+        dra = discover_dra(connection.api)
+        dra_objects = fetch_dra(connection.api, dra)
+        devices = current_devices(dra_objects.slices)
+        wide = options.output == "wide"
+        if name:
+            claim = fetch_claim(connection.api, dra, namespace, name)
+            report = claim_report(claim, devices)
+            if not report.devices:
+                uid = (claim.get("metadata") or {}).get("uid")
+                others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") != uid]
+                explanation = explain_objects(claims=[claim], slices=dra_objects.slices,
+                                              classes=dra_objects.classes, allocated_claims=others)
+                report = claim_report(claim, devices, explanation)
+            emit(options, report.to_dict(), lambda: render.claim(report, wide))
+            return
+        path = dra.path("resourceclaims", None if options.all_namespaces else namespace)
+        claims = list_objects(connection.api, path, label_selector=options.selector)
+        reports = [claim_report(c, devices) for c in claims]
+        emit(options, as_list([r.to_dict() for r in reports]),
+             lambda: Group(*[part for r in reports for part in (render.claim(r, wide), Text(""))])
+             if reports else Text("No ResourceClaims found."))
+
+    fail_on_errors(run)

@@ -1,0 +1,52 @@
+"""`kubectl gpu doctor`: check a cluster for double counting and migration problems.
+
+Exit status: 0 no problems, 1 problems found (each says how to fix it), 2 the cluster could not be
+read at all.  Information-only findings never fail."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
+from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
+
+EXIT_FINDINGS = 1
+EXIT_UNREACHABLE = 2
+
+
+@click.command("doctor")
+@cluster_options
+@dra_node_label_option
+def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
+    """Check the cluster for double counting and migration problems.
+
+    \b
+    - GPUs offered by both the device plugin and a DRA driver (double counting)
+    - DeviceClass extendedResourceName overlapping device-plugin resources (KEP-5004)
+    - the kubectl-gpu webhook: configured, with a Service that has ready endpoints
+    - claims/templates naming missing DeviceClasses or attributes no ResourceSlice publishes
+    - templates and claims created by kubectl-gpu that nothing uses any more
+    - which resource.k8s.io versions the cluster serves
+
+    Namespaced objects are read from all namespaces unless -n is given; -l narrows the nodes.
+    """
+    from kubectl_gpu.inspect import render
+    from kubectl_gpu.inspect.doctor import run_doctor
+    from kubectl_gpu.inspect.live import fetch_doctor_inputs
+    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+
+    options = ClusterOptions(**values)
+    labels = parse_dra_labels(dra_node_labels)
+    try:
+        connection = connect(options.kubeconfig, options.context)
+        namespace = None if options.all_namespaces else options.namespace
+        inputs = fetch_doctor_inputs(connection.api, namespace, labels, node_selector=options.selector)
+    except (KubeconfigError, ApiError) as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_UNREACHABLE)
+    report = run_doctor(inputs)
+    emit(options, report.to_dict(), lambda: render.doctor(report))
+    sys.exit(0 if report.healthy else EXIT_FINDINGS)

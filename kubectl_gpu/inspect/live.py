@@ -1,0 +1,298 @@
+"""Fetch, from a live cluster, what the pure models need.  The only module of this package that
+does I/O (through kubectl_gpu.k8s); every list is paginated.
+
+`explain_pod_live(api_client, namespace, pod_name)` is the entry point of `kubectl gpu explain POD`.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from kubernetes import client
+
+from kubectl_gpu.inspect.doctor import DoctorInputs
+from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
+from kubectl_gpu.inspect.pods import referenced_claim_names
+from kubectl_gpu.k8s import (ApiError, DRA_GROUP, collection_path, get_object, list_objects,
+                             object_path, preferred_dra_version, served_versions)
+
+Objects = list[dict[str, Any]]
+# Pods that finished hold no GPU; the API server filters them so 10,000 completed Jobs cost nothing.
+ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+_WORKERS = 4
+
+
+class NotFound(LookupError):
+    """The named object does not exist; the message says where it looked."""
+
+
+class NothingToExplain(ValueError):
+    """The pod has no DRA claims to explain; the message says what it uses instead."""
+
+
+@dataclass(frozen=True)
+class DraApi:
+    """The resource.k8s.io version to read, chosen from what the cluster serves."""
+
+    served: tuple[str, ...]
+    version: str | None
+
+    def path(self, plural: str, namespace: str | None = None) -> str:
+        if self.version is None:
+            raise ApiError(404, f"/apis/{DRA_GROUP}",
+                           "the cluster serves no resource.k8s.io version this tool reads "
+                           "(v1, v1beta2, v1beta1); DRA is not enabled on this cluster")
+        return collection_path(DRA_GROUP, self.version, plural, namespace)
+
+
+def discover_dra(api: client.ApiClient) -> DraApi:
+    served = served_versions(api, DRA_GROUP)
+    return DraApi(served, preferred_dra_version(served))
+
+
+def _parallel(calls: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
+    # Independent lists overlap their network waits; results keep their keys.
+    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+        futures = {key: pool.submit(call) for key, call in calls.items()}
+        return {key: future.result() for key, future in futures.items()}
+
+
+# ------------------------------------------------------------------ describe
+
+
+@dataclass(frozen=True)
+class ClusterObjects:
+    nodes: Objects
+    slices: Objects
+    claims: Objects
+    pods: Objects
+
+
+def fetch_cluster(api: client.ApiClient, dra: DraApi, *, node_selector: str | None = None,
+                  node_name: str | None = None) -> ClusterObjects:
+    """Nodes (all, or those matching -l, or one), every ResourceSlice and ResourceClaim, and the
+    pods still running (on `node_name` only, when given)."""
+    node_fields = f"metadata.name={node_name}" if node_name else None
+    pod_fields = ACTIVE_PODS + (f",spec.nodeName={node_name}" if node_name else "")
+    slice_fields = f"spec.nodeName={node_name}" if node_name else None
+    calls: dict[str, Callable[[], Any]] = {
+        "nodes": lambda: list_objects(api, "/api/v1/nodes", label_selector=node_selector,
+                                      field_selector=node_fields),
+        "pods": lambda: list_objects(api, "/api/v1/pods", field_selector=pod_fields),
+        "claims": lambda: _dra_list(api, dra, "resourceclaims"),
+        "slices": lambda: _dra_list(api, dra, "resourceslices", field_selector=slice_fields),
+    }
+    got = _parallel(calls)
+    if node_name and not got["nodes"]:
+        raise NotFound(f'node "{node_name}" not found')
+    return ClusterObjects(got["nodes"], got["slices"], got["claims"], got["pods"])
+
+
+def _dra_list(api: client.ApiClient, dra: DraApi, plural: str, namespace: str | None = None,
+              field_selector: str | None = None) -> Objects:
+    if dra.version is None:
+        return []  # no DRA on this cluster: nothing published, nothing claimed
+    return list_objects(api, dra.path(plural, namespace), field_selector=field_selector)
+
+
+def fetch_pod(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    pod = get_object(api, object_path("", "v1", "pods", name, namespace))
+    if pod is None:
+        raise NotFound(f'pod "{name}" not found in namespace "{namespace}"')
+    return pod
+
+
+def list_pods(api: client.ApiClient, namespace: str | None, label_selector: str | None) -> Objects:
+    return list_objects(api, collection_path("", "v1", "pods", namespace), label_selector=label_selector)
+
+
+def fetch_claim(api: client.ApiClient, dra: DraApi, namespace: str, name: str) -> dict[str, Any]:
+    claim = get_object(api, f"{dra.path('resourceclaims', namespace)}/{name}")
+    if claim is None:
+        raise NotFound(f'resourceclaim "{name}" not found in namespace "{namespace}"')
+    claim.setdefault("apiVersion", f"{DRA_GROUP}/{dra.version}")
+    claim.setdefault("kind", "ResourceClaim")
+    return claim
+
+
+@dataclass(frozen=True)
+class DraObjects:
+    slices: Objects
+    classes: Objects
+    claims: Objects  # every ResourceClaim in the cluster: allocations decide which devices are free
+
+
+def fetch_dra(api: client.ApiClient, dra: DraApi) -> DraObjects:
+    got = _parallel({
+        "slices": lambda: _dra_list(api, dra, "resourceslices"),
+        "classes": lambda: _dra_list(api, dra, "deviceclasses"),
+        "claims": lambda: _dra_list(api, dra, "resourceclaims"),
+    })
+    return DraObjects(got["slices"], got["classes"], got["claims"])
+
+
+# ------------------------------------------------------------------- explain
+
+
+def pod_claim_objects(api: client.ApiClient, dra: DraApi, pod: Mapping[str, Any],
+                      cluster_claims: Objects) -> Objects:
+    """What the scheduler allocates for a pod: its ResourceClaims when they exist, else the
+    templates they will be generated from."""
+    metadata = pod.get("metadata") or {}
+    namespace = str(metadata.get("namespace") or "")
+    by_name = {(c.get("metadata") or {}).get("name"): c for c in cluster_claims
+               if (c.get("metadata") or {}).get("namespace") == namespace}
+    generated = {s.get("name"): s.get("resourceClaimName")
+                 for s in (pod.get("status") or {}).get("resourceClaimStatuses") or ()}
+    objects: Objects = []
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or ():
+        claim_name = entry.get("resourceClaimName") or generated.get(entry.get("name"))
+        if claim_name and claim_name in by_name:
+            objects.append(by_name[claim_name])
+            continue
+        if claim_name:
+            raise NotFound(f'pod {namespace}/{metadata.get("name")} uses resourceclaim '
+                           f'"{claim_name}", which does not exist; create it, or fix '
+                           f"spec.resourceClaims[{entry.get('name')}]")
+        template_name = entry.get("resourceClaimTemplateName")
+        template = get_object(api, f"{dra.path('resourceclaimtemplates', namespace)}/{template_name}")
+        if template is None:
+            raise NotFound(f'pod {namespace}/{metadata.get("name")} uses resourceclaimtemplate '
+                           f'"{template_name}", which does not exist in namespace "{namespace}"')
+        template.setdefault("apiVersion", f"{DRA_GROUP}/{dra.version}")
+        template.setdefault("kind", "ResourceClaimTemplate")
+        objects.append(template)
+    extended = ((pod.get("status") or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    if extended and extended in by_name:
+        objects.append(by_name[extended])
+    return objects
+
+
+def explain_pod_objects(pod: Mapping[str, Any], claim_objects: Objects, dra_objects: DraObjects) -> Any:
+    """Run the explain engine over the pod's claims (pure; the objects are already fetched)."""
+    from kubectl_gpu.explain import explain_objects
+
+    if not claim_objects:
+        metadata = pod.get("metadata") or {}
+        raise NothingToExplain(
+            f"pod {metadata.get('namespace')}/{metadata.get('name')} has no DRA resource claims to "
+            "explain (describe it to see its legacy GPU requests; `kubectl gpu migrate` converts them)")
+    own = {(c.get("metadata") or {}).get("uid") for c in claim_objects}
+    others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") not in own]
+    return explain_objects(claims=claim_objects, slices=dra_objects.slices,
+                           classes=dra_objects.classes, allocated_claims=others)
+
+
+def explain_pod_live(api_client: client.ApiClient, namespace: str, pod_name: str) -> Any:
+    """Explain, as the scheduler sees it, how each device request of a pod's claims matches the
+    cluster's devices.  Returns kubectl_gpu.explain.Explanation.
+
+    Raises NotFound (pod, claim or template missing), NothingToExplain (no DRA claims), ApiError.
+    """
+    dra = discover_dra(api_client)
+    got = _parallel({"pod": lambda: fetch_pod(api_client, namespace, pod_name),
+                     "dra": lambda: fetch_dra(api_client, dra)})
+    pod, dra_objects = got["pod"], got["dra"]
+    claims = pod_claim_objects(api_client, dra, pod, dra_objects.claims)
+    return explain_pod_objects(pod, claims, dra_objects)
+
+
+# -------------------------------------------------------------------- doctor
+
+WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"),
+             ("apps", "replicasets"), ("batch", "jobs"), ("batch", "cronjobs"))
+
+
+def fetch_doctor_inputs(api: client.ApiClient, namespace: str | None = None,
+                        dra_node_labels: tuple[NodeLabel, ...] = DEFAULT_DRA_NODE_LABELS,
+                        node_selector: str | None = None) -> DoctorInputs:
+    """Everything doctor checks.  A list the user may not read (RBAC) is recorded as unavailable
+    so its checks are reported as skipped instead of passing silently."""
+    unavailable: dict[str, str] = {}
+    try:
+        dra = discover_dra(api)
+    except ApiError as exc:
+        if not exc.forbidden:
+            raise
+        dra = DraApi((), None)
+        unavailable["discovery"] = str(exc)
+
+    def guarded(resource: str, call: Callable[[], Objects]) -> Callable[[], Objects | None]:
+        def run() -> Objects | None:
+            try:
+                return call()
+            except ApiError as exc:
+                if exc.forbidden:
+                    unavailable[resource] = f"HTTP {exc.status}: {exc.message}"
+                    return None
+                if exc.not_found:
+                    return None  # the cluster does not serve that API at all
+                raise
+        return run
+
+    def core(plural: str, namespaced: bool = True, field_selector: str | None = None,
+             label_selector: str | None = None) -> Callable[[], Objects]:
+        path = collection_path("", "v1", plural, namespace if namespaced else None)
+        return lambda: list_objects(api, path, field_selector=field_selector, label_selector=label_selector)
+
+    def group(name: str, version: str, plural: str, namespaced: bool = True) -> Callable[[], Objects]:
+        path = collection_path(name, version, plural, namespace if namespaced else None)
+        return lambda: list_objects(api, path)
+
+    def workloads() -> Objects:
+        found: Objects = []
+        for api_group, plural in WORKLOADS:
+            try:
+                found.extend(group(api_group, "v1", plural)())
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+        return found
+
+    calls = {
+        "nodes": guarded("nodes", core("nodes", namespaced=False, label_selector=node_selector)),
+        "pods": guarded("pods", core("pods", field_selector=ACTIVE_PODS)),
+        "services": guarded("services", core("services", namespaced=False)),
+        "endpoints": guarded("endpoints", core("endpoints", namespaced=False)),
+        "endpointslices": guarded("endpointslices", group("discovery.k8s.io", "v1", "endpointslices",
+                                                          namespaced=False)),
+        "workloads": guarded("workloads", workloads),
+        "mutatingwebhookconfigurations": guarded("mutatingwebhookconfigurations", group(
+            "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", namespaced=False)),
+        "validatingwebhookconfigurations": guarded("validatingwebhookconfigurations", group(
+            "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations", namespaced=False)),
+        "resourceslices": guarded("resourceslices", lambda: _dra_list(api, dra, "resourceslices")),
+        "deviceclasses": guarded("deviceclasses", lambda: _dra_list(api, dra, "deviceclasses")),
+        "resourceclaims": guarded("resourceclaims", lambda: _dra_list(api, dra, "resourceclaims", namespace)),
+        "resourceclaimtemplates": guarded("resourceclaimtemplates",
+                                          lambda: _dra_list(api, dra, "resourceclaimtemplates", namespace)),
+    }
+    got = _parallel(calls)
+
+    def objects(key: str) -> tuple[dict[str, Any], ...]:
+        return tuple(got[key] or ())
+
+    return DoctorInputs(
+        served_dra_versions=dra.served,
+        nodes=objects("nodes"),
+        resource_slices=objects("resourceslices"),
+        device_classes=objects("deviceclasses"),
+        resource_claims=objects("resourceclaims"),
+        resource_claim_templates=objects("resourceclaimtemplates"),
+        pods=objects("pods"),
+        workloads=objects("workloads"),
+        mutating_webhooks=objects("mutatingwebhookconfigurations"),
+        validating_webhooks=objects("validatingwebhookconfigurations"),
+        services=objects("services"),
+        endpoint_slices=None if got["endpointslices"] is None else tuple(got["endpointslices"]),
+        endpoints=objects("endpoints"),
+        dra_node_labels=dra_node_labels,
+        unavailable=dict(unavailable),
+    )
+
+
+__all__ = ["ClusterObjects", "DraApi", "DraObjects", "NotFound", "NothingToExplain", "discover_dra",
+           "explain_pod_live", "fetch_claim", "fetch_cluster", "fetch_doctor_inputs", "fetch_dra",
+           "fetch_pod", "list_pods", "pod_claim_objects", "referenced_claim_names"]

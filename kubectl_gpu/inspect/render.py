@@ -1,0 +1,216 @@
+"""Tables for people (rich).  Pure: reports in, renderables out; the CLI prints them."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from kubectl_gpu.inspect.claims import ClaimReport
+from kubectl_gpu.inspect.cluster import ClusterReport
+from kubectl_gpu.inspect.doctor import DoctorReport
+from kubectl_gpu.inspect.findings import Finding, Severity
+from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
+from kubectl_gpu.inspect.pods import AllocatedDeviceRow, PodReport
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_STATE_STYLE = {FREE: "green", ALLOCATED: "", SHARED: "magenta"}
+
+
+def _table(*columns: str, title: str | None = None) -> Table:
+    # kubectl's look: no borders, upper-case headers, left-aligned.
+    table = Table(box=None, pad_edge=False, show_edge=False, title=title, title_justify="left",
+                  title_style="bold", header_style="bold")
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def _dash(value: Any) -> str:
+    return "-" if value in (None, "", [], ()) else str(value)
+
+
+def findings(items: Iterable[Finding], title: str = "Findings") -> RenderableType:
+    items = list(items)
+    if not items:
+        return Text(f"{title}: none", style="green")
+    table = _table("SEVERITY", "SUBJECT", "FINDING", "FIX", title=title)
+    for f in items:
+        table.add_row(Text(f.severity.value.upper(), style=_STYLE[f.severity]), f.subject, f.message, f.fix)
+    return table
+
+
+def cluster(report: ClusterReport, wide: bool = False) -> RenderableType:
+    columns = ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE", "LEGACY (ALLOCATABLE)", "LEGACY PODS"]
+    if wide:
+        columns += ["PRODUCT", "MEMORY"]
+    columns.append("FINDINGS")
+    table = _table(*columns)
+    for node in report.nodes:
+        gpus = node.gpu_rows
+        legacy = ", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)
+        row = [node.name, "yes" if node.dra_label else "no", str(len(gpus)), str(node.count(ALLOCATED)),
+               str(node.count(SHARED)), str(node.count(FREE)), _dash(legacy), str(len(node.legacy_pods))]
+        if wide:
+            row += [_dash(", ".join(sorted({r.device.product for r in gpus if r.device.product}))),
+                    _dash(", ".join(sorted({r.device.memory for r in gpus if r.device.memory})))]
+        row.append(Text(", ".join(f.code for f in node.findings), style="bold red") if node.findings else Text("-"))
+        table.add_row(*row)
+    parts: list[RenderableType] = [table if report.nodes else Text("No GPU nodes found.")]
+    if report.shared_pools:
+        pools = _table("POOL (NOT NODE-LOCAL)", "DEVICES", "ALLOCATED")
+        for pool, rows in report.shared_pools:
+            pools.add_row(pool, str(len(rows)), str(sum(1 for r in rows if r.state != FREE)))
+        parts += [Text(""), pools]
+    t = report.totals()
+    parts += [Text(""), Text(f"{t['nodes']} GPU node(s) ({t['draNodes']} DRA), {t['gpus']} DRA GPU(s): "
+                             f"{t['allocated']} allocated, {t['shared']} shared, {t['free']} free; "
+                             f"{t['legacyGpuPods']} pod(s) holding legacy GPUs")]
+    if report.findings:
+        parts += [Text(""), findings(report.findings)]
+    return Group(*parts)
+
+
+def node(report: NodeReport, wide: bool = False) -> RenderableType:
+    label = f"yes ({report.dra_label})" if report.dra_label else "no"
+    parts: list[RenderableType] = [Text.assemble(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]
+    columns = ["DEVICE", "TYPE", "PRODUCT", "MEMORY", "MIG PROFILE", "UUID", "STATE", "CLAIM", "PODS", "CONSUMED"]
+    if wide:
+        columns += ["DRIVER", "POOL", "SHARE ID"]
+    table = _table(*columns, title="DRA devices (ResourceSlices)")
+    for row in report.devices:
+        d = row.device
+        claims = ", ".join(dict.fromkeys(f"{h.claim}" + (f" [{h.request}]" if wide else "") for h in row.holders))
+        values = [d.name, _dash(d.type), _dash(d.product), _dash(d.memory), _dash(d.mig_profile), _dash(d.uuid),
+                  Text(row.state, style=_STATE_STYLE[row.state]), _dash(claims), _dash(", ".join(row.pods)),
+                  _dash(", ".join(f"{k} {v}" for k, v in row.consumed.items()))]
+        if wide:
+            values += [d.driver, d.pool, _dash(", ".join(h.share_id for h in row.holders if h.share_id))]
+        table.add_row(*values)
+    parts += [Text(""), table if report.devices else Text("DRA devices: none published for this node")]
+    if report.legacy_resources:
+        legacy = _table("RESOURCE", "FAMILY", "CAPACITY", "ALLOCATABLE", title="Device-plugin resources")
+        for r in report.legacy_resources:
+            legacy.add_row(r.name, r.family, r.capacity, r.allocatable)
+        parts += [Text(""), legacy]
+    else:
+        parts += [Text(""), Text("Device-plugin resources: none")]
+    if report.legacy_pods:
+        pods = _table("POD", "PHASE", "REQUESTS", "SERVED BY DRA (KEP-5004)", title="Pods holding legacy GPUs")
+        for p in report.legacy_pods:
+            pods.add_row(p.ref, p.phase, ", ".join(f"{r.container}: {r.resource}={r.amount}" for r in p.requests),
+                         "yes" if p.served_by_dra else "no")
+        parts += [Text(""), pods]
+    parts += [Text(""), findings(report.findings)]
+    return Group(*parts)
+
+
+def _device_rows(rows: Iterable[AllocatedDeviceRow], wide: bool) -> Table:
+    columns = ["REQUEST", "DEVICE", "NODE", "PRODUCT", "MEMORY", "MIG PROFILE", "UUID", "CONSUMED"]
+    if wide:
+        columns += ["DRIVER", "POOL", "SHARE ID", "ATTRIBUTES"]
+    table = _table(*columns)
+    for r in rows:
+        d = r.detail
+        values = [r.request, r.device, _dash(r.node), _dash(d.product if d else "(not published)"),
+                  _dash(d.memory if d else None), _dash(d.mig_profile if d else None), _dash(d.uuid if d else None),
+                  _dash(", ".join(f"{k} {v}" for k, v in r.consumed_capacity.items()))]
+        if wide:
+            attrs = ", ".join(f"{k.rsplit('/', 1)[-1]}={v}" for k, v in (d.attributes.items() if d else ()))
+            values += [r.driver, r.pool, _dash(r.share_id), _dash(attrs)]
+        table.add_row(*values)
+    return table
+
+
+def pod(report: PodReport, wide: bool = False) -> RenderableType:
+    parts: list[RenderableType] = [Text.assemble(
+        ("Pod: ", "bold"), report.ref, ("   Phase: ", "bold"), report.phase, ("   Node: ", "bold"), _dash(report.node))]
+    if report.scheduling:
+        parts.append(Text.assemble(("Scheduling: ", "bold"), report.scheduling))
+    if report.legacy_requests:
+        legacy = _table("CONTAINER", "RESOURCE", "AMOUNT", "FAMILY", title="Legacy GPU requests")
+        for r in report.legacy_requests:
+            legacy.add_row(r.container, r.resource, r.amount, r.family)
+        parts += [Text(""), legacy]
+        if report.served_by_dra:
+            parts.append(Text("served through DRA by an extended-resource DeviceClass (KEP-5004)"))
+    else:
+        parts += [Text(""), Text("Legacy GPU requests: none")]
+    if report.claims:
+        for c in report.claims:
+            title = f"Claim {c.name}: {c.source}"
+            if c.claim_name:
+                title += f" -> ResourceClaim {c.claim_name}" + (" (generated)" if c.generated and c.template else "")
+            parts += [Text(""), Text(title, style="bold"),
+                      Text(f"  state: {c.state}; used by: {_dash(', '.join(c.containers))}")]
+            for request in c.requests:
+                parts.append(Text(f"  request {request.name}: {request.describe()}"))
+            if c.devices:
+                parts.append(_device_rows(c.devices, wide))
+    else:
+        parts += [Text(""), Text("DRA claims: none")]
+    if report.original_resources is not None:
+        parts += [Text(""), Text.assemble(("Converted by kubectl-gpu from: ", "bold"), _json(report.original_resources))]
+    if report.explanation is not None:
+        parts += [Text(""), explanation(report.explanation)]
+    return Group(*parts)
+
+
+def claim(report: ClaimReport, wide: bool = False) -> RenderableType:
+    parts: list[RenderableType] = [Text.assemble(
+        ("ResourceClaim: ", "bold"), report.ref, ("   State: ", "bold"), report.state,
+        ("   Node: ", "bold"), _dash(report.node))]
+    parts.append(Text.assemble(("Reserved for: ", "bold"), _dash(", ".join(report.reserved_for)),
+                               ("   Owner pod: ", "bold"), _dash(report.owner_pod),
+                               ("   Created by kubectl-gpu: ", "bold"), "yes" if report.managed else "no"))
+    for request in report.requests:
+        parts.append(Text(f"request {request.name}: {request.describe()}"))
+    if report.devices:
+        parts += [Text(""), _device_rows(report.devices, wide)]
+    if report.explanation is not None:
+        parts += [Text(""), explanation(report.explanation)]
+    return Group(*parts)
+
+
+def explanation(result: Any) -> RenderableType:
+    """The explain engine's verdicts, short: per claim, per request, the selector that rejects most."""
+    parts: list[RenderableType] = [Text("Why (explain):", style="bold")]
+    for item in getattr(result, "items", ()):
+        if hasattr(item, "error"):
+            parts.append(Text(f"  {item.kind} {item.name}: invalid: {item.error}", style="red"))
+            continue
+        style = "green" if item.allocatable else "red"
+        parts.append(Text(f"  {item.kind} {item.name}: {item.verdict}", style=style))
+        for note in item.notes:
+            parts.append(Text(f"    note: {note}"))
+        for request in item.requests:
+            parts.append(Text(f"    request {request.name}: {request.verdict}"))
+            for alternative in request.alternatives:
+                parts.append(Text(f"      {alternative.name}: {alternative.in_class} in class "
+                                  f"{alternative.device_class}, {alternative.matched} matched, "
+                                  f"{alternative.free} free"))
+                for s in alternative.selectors:
+                    detail = f"{s.matched} matched, {s.rejected} rejected, {s.errors} error(s)"
+                    if s.compile_error:
+                        detail = f"does not compile: {s.compile_error}"
+                    elif s.first_error:
+                        detail += f" (e.g. {s.first_error})"
+                    parts.append(Text(f"        {s.selector} `{s.expression}`: {detail}"))
+    return Group(*parts)
+
+
+def doctor(report: DoctorReport) -> RenderableType:
+    table = _table("CHECK", "STATUS", "LOOKED AT")
+    for check in report.checks:
+        style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[check.status]
+        table.add_row(check.title, Text(check.status.upper(), style=style), check.summary)
+    verdict = (Text("No problems found.", style="bold green") if report.healthy else
+               Text(f"{sum(1 for f in report.findings if f.severity.fails)} problem(s) found.", style="bold red"))
+    return Group(table, Text(""), findings(report.findings), Text(""), verdict)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
