@@ -6,10 +6,13 @@ catches a v1beta1-shaped object sent as v1 instead of silently losing fields).
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
-import kubernetes_validate
+import jsonschema
+from kubernetes_validate import utils as kv_utils
+from referencing import Registry, Resource
 
 from .kinds import ResourceKind
 
@@ -68,12 +71,38 @@ def metadata_causes(kind: ResourceKind, obj: dict) -> list[Cause]:
     return causes + _label_causes(meta.get("labels"))
 
 
-def schema_causes(obj: dict, kubernetes_version: str) -> list[Cause]:
+@functools.lru_cache(maxsize=256)
+def _strict_validator(kubernetes_version: str, api_version: str, kind: str) -> Any:
+    """kubernetes_validate.validate(strict=True), with the parsed schemas kept between calls.
+
+    kubernetes_validate re-reads its multi-megabyte definitions file on every call (~15 ms); the
+    API double validates every write, so it compiles each (version, kind) validator once.
+    Returns None when Kubernetes has no schema for the kind at that version.
+    """
+    version = [v for v in kv_utils.all_versions()
+               if kv_utils.major_minor(v) <= kv_utils.major_minor(kubernetes_version)][-1]
+    schema_dir = f"kubernetes-json-schema/v{version}-local-strict"
+    group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     try:
-        kubernetes_validate.validate(obj, kubernetes_version, strict=True)
-    except kubernetes_validate.ValidationError as e:
-        field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.path).lstrip(".") or "<root>"
-        return [_cause(field, e.message)]
-    except kubernetes_validate.SchemaNotFoundError:
+        schema = kv_utils.schema_contents(f"{schema_dir}/{kind.lower()}-{group_version}.json", kubernetes_version)
+    except FileNotFoundError:
+        return None
+    definitions = _definitions(schema_dir, kubernetes_version)
+    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+
+
+@functools.lru_cache(maxsize=4)
+def _definitions(schema_dir: str, kubernetes_version: str) -> Any:
+    return kv_utils.schema_contents(f"{schema_dir}/_definitions.json", kubernetes_version)
+
+
+def schema_causes(obj: dict, kubernetes_version: str) -> list[Cause]:
+    validator = _strict_validator(kubernetes_version, str(obj.get("apiVersion")), str(obj.get("kind")))
+    if validator is None:
         return []
-    return []
+    error = jsonschema.exceptions.best_match(validator.iter_errors(obj))
+    if error is None:
+        return []
+    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path).lstrip(".") or "<root>"
+    return [_cause(field, error.message)]
