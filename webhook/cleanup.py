@@ -135,7 +135,13 @@ def _object_resource(api_version: str, kind: str) -> Resource:
 def _namespace_references(api: KubeApi, namespace: str | None) -> set[ObjectKey]:
     found: set[ObjectKey] = set()
     for resource in (Resource("v1", "Pod"), *WORKLOAD_RESOURCES):
-        for item in api.list(resource, namespace):
+        try:
+            items = api.list(resource, namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                continue  # the kind is not served here, so nothing of it can hold a reference
+            raise  # anything else (403...): references unknown, so nothing may be deleted
+        for item in items:
             item.setdefault("kind", resource.kind)
             item.setdefault("apiVersion", resource.api_version)
             ns = (item.get("metadata") or {}).get("namespace") or namespace or ""
