@@ -215,11 +215,16 @@ def _scheduling_message(status: Mapping[str, Any]) -> str | None:
 
 
 def explanation_dict(explanation: Any) -> Any:
-    """The explain engine's result as JSON-able data (its dataclasses keep a stable field order)."""
+    """The explain engine's result as JSON-able data, in the engine's own JSON shape without the
+    per-device rows (`kubectl gpu explain POD -o json` has those)."""
     if explanation is None:
         return None
-    if hasattr(explanation, "to_dict"):
-        return explanation.to_dict()
+    try:
+        from kubectl_gpu.explain.render import to_dict
+    except ImportError:
+        to_dict = None
+    if to_dict is not None:
+        return to_dict(explanation, devices=False)
     if dataclasses.is_dataclass(explanation):
         return dataclasses.asdict(explanation)
     return explanation

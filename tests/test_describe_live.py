@@ -1,0 +1,229 @@
+"""`kubectl gpu describe` against the HTTP API double (real HTTP, real kubernetes client),
+seeded with corpus manifests and synthetic NVIDIA nodes, slices, claims and pods."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+from tests import builders as b
+from tests.k8sdouble import K8sDouble
+
+CORPUS = Path("/work/shared/corpus/dra")
+
+
+def run(double, *args: str, kubeconfig: str | None = None):
+    result = CliRunner().invoke(main, [*args, "--kubeconfig", kubeconfig or double.kubeconfig_path()],
+                                catch_exceptions=False)
+    return result
+
+
+def as_json(result) -> dict:
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def corpus(name: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all((CORPUS / name).read_text()) if d]
+
+
+@pytest.fixture
+def gpu_cluster(k8s_double):
+    """Two DRA nodes (8 H100s each), one device-plugin node, a DRA node that still runs the device
+    plugin, pods on all of them."""
+    k8s_double.seed(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+        *b.nvidia_device_classes(),
+        b.dra_node("dra-a"), b.dra_node("dra-b"), b.dra_node("dra-bad", legacy={"nvidia.com/gpu": "8"}),
+        b.node("legacy-1", legacy={"nvidia.com/gpu": "4"}), b.node("cpu-1"),
+        b.gpu_slice("dra-a"), b.gpu_slice("dra-b"), b.gpu_slice("dra-bad"),
+        b.template("one-gpu", "ml"),
+        b.pod("train-0", "ml", node_name="dra-a", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+              claim_statuses={"gpu": "train-0-gpu-7x2kq"}, labels={"app": "train"}),
+        b.claim("train-0-gpu-7x2kq", "ml", allocated=[("gpu", "gpu-5")], node_name="dra-a",
+                reserved_for=["train-0"], owner_pod="train-0"),
+        b.pod("old-job", "ml", node_name="legacy-1", limits={"nvidia.com/gpu": 2}, labels={"app": "old"}),
+        b.pod("sneaky", "default", node_name="dra-bad", limits={"nvidia.com/gpu": 1}),
+        b.pod("done", "default", node_name="dra-b", phase="Succeeded", limits={"nvidia.com/gpu": 1}),
+    )
+    return k8s_double
+
+
+def test_cluster_summary_counts_gpus_holders_and_flags_double_counting(gpu_cluster):
+    summary = as_json(run(gpu_cluster, "describe", "-o", "json"))
+    assert summary["kind"] == "GpuClusterSummary"
+    assert summary["totals"] == {"nodes": 4, "draNodes": 3, "gpus": 24, "allocated": 1, "shared": 0,
+                                 "free": 23, "legacyGpuPods": 2}
+    nodes = {n["name"]: n for n in summary["nodes"]}
+    assert "cpu-1" not in nodes
+    assert nodes["dra-a"]["allocated"] == 1 and nodes["dra-a"]["products"] == ["NVIDIA H100 80GB HBM3"]
+    assert nodes["legacy-1"]["legacyResources"] == [{"name": "nvidia.com/gpu", "family": "nvidia-gpu",
+                                                     "capacity": "4", "allocatable": "4"}]
+    assert [(f["code"], f["subject"]) for f in summary["findings"]] == [("double-counting", "node/dra-bad")]
+    assert "default/sneaky" in summary["findings"][0]["message"]
+
+
+def test_cluster_summary_table_for_people(gpu_cluster):
+    result = run(gpu_cluster, "describe")
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line.split() for line in result.output.splitlines() if line.strip()}
+    assert lines["NODE"][:6] == ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE"]
+    assert lines["dra-a"][:6] == ["dra-a", "yes", "8", "1", "0", "7"]
+    assert lines["dra-bad"][-1] == "double-counting"
+    wide = run(gpu_cluster, "describe", "-o", "wide").output
+    assert "NVIDIA H100 80GB HBM3" in wide and "80Gi" in wide
+
+
+def test_label_selector_narrows_the_nodes(gpu_cluster):
+    summary = as_json(run(gpu_cluster, "describe", "-l", "ack.node.gpu.schedule=disabled", "-o", "json"))
+    assert sorted(n["name"] for n in summary["nodes"]) == ["dra-a", "dra-b", "dra-bad"]
+
+
+def test_describe_node_lists_every_device_with_its_holder(gpu_cluster):
+    node = as_json(run(gpu_cluster, "describe", "node", "dra-a", "-o", "json"))
+    devices = {d["name"]: d for d in node["devices"]}
+    assert len(devices) == 8
+    held = devices["gpu-5"]
+    assert held["state"] == "allocated"
+    assert held["uuid"] == b.gpu_uuid("dra-a", 5) and held["memory"] == "80Gi"
+    assert held["holders"] == [{"claim": "ml/train-0-gpu-7x2kq", "request": "gpu", "pods": ["ml/train-0"],
+                                "consumedCapacity": {}, "shareID": None, "adminAccess": False}]
+    assert node["findings"] == []
+    table = run(gpu_cluster, "describe", "node", "dra-a").output
+    assert "ml/train-0-gpu-7x2kq" in table and b.gpu_uuid("dra-a", 5) in table
+
+
+def test_describe_node_with_a_custom_dra_label(gpu_cluster):
+    report = as_json(run(gpu_cluster, "describe", "node", "legacy-1", "--dra-node-label",
+                         "kubernetes.io/hostname=legacy-1", "-o", "json"))
+    assert report["draNodeLabel"] == "kubernetes.io/hostname=legacy-1"
+    assert report["findings"][0]["code"] == "double-counting"
+    assert "ml/old-job" in report["findings"][0]["message"]
+
+
+def test_describe_node_that_does_not_exist(gpu_cluster):
+    result = run(gpu_cluster, "describe", "node", "nope")
+    assert result.exit_code == 1
+    assert 'node "nope" not found' in result.output
+
+
+def test_describe_pod_shows_generated_claim_and_allocated_device(gpu_cluster):
+    pod = as_json(run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml", "-o", "json"))
+    (claim,) = pod["claims"]
+    assert claim["resourceClaimTemplateName"] == "one-gpu"
+    assert claim["resourceClaimName"] == "train-0-gpu-7x2kq" and claim["generated"]
+    assert claim["devices"][0]["uuid"] == b.gpu_uuid("dra-a", 5)
+    assert claim["devices"][0]["attributes"]["gpu.nvidia.com/productName"] == "NVIDIA H100 80GB HBM3"
+    assert pod["explanation"] is None  # running pods need no explanation
+
+
+def test_describe_pod_uses_the_context_namespace(gpu_cluster):
+    kubeconfig = gpu_cluster.kubeconfig_path(namespace="ml")
+    pod = as_json(run(gpu_cluster, "describe", "pod", "old-job", "-o", "json", kubeconfig=kubeconfig))
+    assert pod["legacyRequests"] == [{"container": "main", "resource": "nvidia.com/gpu", "amount": "2",
+                                      "family": "nvidia-gpu"}]
+    assert run(gpu_cluster, "describe", "pod", "old-job").exit_code == 1  # not in "default"
+
+
+def test_describe_pods_across_namespaces_and_by_label(gpu_cluster):
+    everywhere = as_json(run(gpu_cluster, "describe", "pod", "-A", "-o", "json"))
+    assert sorted(f'{p["namespace"]}/{p["name"]}' for p in everywhere["items"]) == [
+        "default/done", "default/sneaky", "ml/old-job", "ml/train-0"]
+    labelled = as_json(run(gpu_cluster, "describe", "pod", "-n", "ml", "-l", "app=train", "-o", "json"))
+    assert [p["name"] for p in labelled["items"]] == ["train-0"]
+
+
+def test_pending_pod_from_the_corpus_is_explained(k8s_double):
+    docs = corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_quickstart_v1beta1_gpu-test1.yaml")
+    k8s_double.seed(docs)
+    k8s_double.seed(b.dra_node("dra-a"), b.gpu_slice("dra-a", 1),
+                    b.claim("holder", "gpu-test1", allocated=[("gpu", "gpu-0")], node_name="dra-a",
+                            reserved_for=["someone"]))
+    pod = as_json(run(k8s_double, "describe", "pod", "pod1", "-n", "gpu-test1", "-o", "json"))
+    assert pod["phase"] == "Pending"
+    assert pod["claims"][0]["state"] == "not created yet"
+    explanation = pod["explanation"]
+    assert explanation["allocatable"] is False
+    (item,) = explanation["items"]
+    assert item["kind"] == "ResourceClaimTemplate" and item["name"] == "single-gpu"
+    alternative = item["requests"][0]["alternatives"][0]
+    assert (alternative["in_class"], alternative["free"]) == (1, 0)
+    table = run(k8s_double, "describe", "pod", "pod1", "-n", "gpu-test1").output
+    assert "Why (explain):" in table
+
+
+def test_describe_claim_with_consumable_capacity_from_the_corpus(k8s_double):
+    docs = corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_consumable-shares_memory-sharing.yaml")
+    k8s_double.seed(docs)
+    k8s_double.seed(b.dra_node("dra-a"), b.gpu_slice("dra-a", 1, shareable=True),
+                    *[b.claim(f"memory-sharing-{i}-gpu", "gpu-share-memory", requests=[
+                        b.exact_request(capacity={"memory": "4Gi"})], allocated=[("gpu", "gpu-0")],
+                        node_name="dra-a", reserved_for=[f"memory-sharing-{i}"], owner_pod=f"memory-sharing-{i}",
+                        consumed={"memory": "4Gi"}, share_id=f"share-{i}") for i in range(2)])
+    claim = as_json(run(k8s_double, "describe", "claim", "memory-sharing-0-gpu", "-n", "gpu-share-memory",
+                        "-o", "json"))
+    assert claim["state"] == "allocated" and claim["node"] == "dra-a"
+    assert claim["devices"][0]["consumedCapacity"] == {"memory": "4Gi"}
+    assert claim["devices"][0]["shareID"] == "share-0"
+    assert claim["requests"][0]["capacityRequests"] == {"memory": "4Gi"}
+    node = as_json(run(k8s_double, "describe", "node", "dra-a", "-o", "json"))
+    assert node["devices"][0]["state"] == "shared"
+    assert node["devices"][0]["consumedCapacity"] == {"memory": "8Gi/80Gi"}
+    as_yaml = yaml.safe_load(run(k8s_double, "describe", "node", "dra-a", "-o", "yaml").output)
+    assert as_yaml == node
+
+
+def test_example_driver_slices_from_the_corpus(k8s_double):
+    listing = yaml.safe_load((CORPUS / "kubernetes-sigs__dra-example-driver__README.md__L189-L320.yaml").read_text())
+    k8s_double.seed(listing, b.node("dra-example-driver-cluster-worker"))
+    node = as_json(run(k8s_double, "describe", "node", "dra-example-driver-cluster-worker", "-o", "json"))
+    assert [d["product"] for d in node["devices"]] == ["LATEST-GPU-MODEL"] * 8
+    assert node["devices"][7]["uuid"] == "gpu-657bd2e7-f5c2-a7f2-fbaa-0d1cdc32f81b"
+
+
+def test_a_cluster_serving_only_v1beta1_is_read_in_v1beta1():
+    with K8sDouble(kubernetes_version="1.32",
+                   disabled_group_versions=["resource.k8s.io/v1", "resource.k8s.io/v1beta2"]) as double:
+        double.seed(b.dra_node("dra-a"), b.gpu_slice("dra-a", 2, api_version="resource.k8s.io/v1beta1"))
+        node = as_json(run(double, "describe", "node", "dra-a", "-o", "json"))
+        assert [d["product"] for d in node["devices"]] == ["NVIDIA H100 80GB HBM3"] * 2
+        assert {r.version for r in double.requests if r.resource == "resourceslices"} == {"v1beta1"}
+
+
+def test_every_list_is_paginated_and_an_expired_continue_token_restarts_the_list(k8s_double):
+    k8s_double.seed(*[b.pod(f"p{i}", node_name="legacy-1", limits={"nvidia.com/gpu": 1}) for i in range(1100)],
+                    b.node("legacy-1", legacy={"nvidia.com/gpu": "2000"}))
+    k8s_double.fail("list", "pods", status=410, reason="Expired", message="continue token expired", times=1)
+    summary = as_json(run(k8s_double, "describe", "-o", "json"))
+    assert summary["totals"]["legacyGpuPods"] == 1100
+    lists = [r for r in k8s_double.requests if r.verb == "list"]
+    assert lists and all(r.query.get("limit") == "500" for r in lists)
+    pod_pages = [r for r in lists if r.resource == "pods"]
+    assert len(pod_pages) == 1 + 3  # the expired first attempt, then three pages
+    assert sum(1 for r in pod_pages if r.query.get("continue")) == 2
+
+
+def test_errors_say_what_to_change(k8s_double, tmp_path):
+    missing = run(k8s_double, "describe", kubeconfig=str(tmp_path / "nope.yaml"))
+    assert missing.exit_code != 0 and "nope.yaml" in missing.output
+    context = CliRunner().invoke(main, ["describe", "--kubeconfig", k8s_double.kubeconfig_path(),
+                                        "--context", "prod"])
+    assert context.exit_code == 1
+    assert "context 'prod' is not in" in context.output and "k8s-double" in context.output
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(Path(k8s_double.kubeconfig_path()).read_text())
+    k8s_double.stop()
+    down = CliRunner().invoke(main, ["describe", "--kubeconfig", str(kubeconfig)])
+    assert down.exit_code == 1 and "cannot reach the API server" in down.output
+
+
+def test_forbidden_lists_are_reported_with_the_rbac_hint(gpu_cluster):
+    gpu_cluster.fail("list", "resourceslices", status=403, times=None, message="resourceslices is forbidden")
+    result = run(gpu_cluster, "describe")
+    assert result.exit_code == 1
+    assert "HTTP 403" in result.output and "RBAC" in result.output
