@@ -255,7 +255,12 @@ def _evaluate(state: _SelectorState, device: Device) -> tuple[bool | None, str |
 
 
 def _node(device: Device) -> str:
-    return device.node_name or device.node_scope or SHARED_NODE
+    """The node name, or "(where it is reachable)" for devices not bound to one node."""
+    return device.node_name or f"({device.node_scope or 'all nodes'})"
+
+
+def _local(result: DeviceResult) -> bool:
+    return not result.node.startswith("(")
 
 
 def _availability(sub: SubrequestSpec, device: Device, holders: tuple[Holder, ...]) -> tuple[bool, str | None]:
@@ -321,14 +326,14 @@ def _best_node(results: Iterable[DeviceResult]) -> tuple[str | None, int]:
     shared = 0
     for r in results:
         if r.free:
-            if r.node.startswith("node "):
+            if _local(r):
                 per_node[r.node] = per_node.get(r.node, 0) + 1
             else:
                 shared += 1
     if not per_node:
         return (SHARED_NODE if shared else None), shared
     node = max(sorted(per_node), key=lambda n: per_node[n])
-    return node.removeprefix("node "), per_node[node] + shared
+    return node, per_node[node] + shared
 
 
 def _all_mode_node(results: Sequence[DeviceResult]) -> str | None:
@@ -430,49 +435,51 @@ def _fit_together(claim: ClaimSpec, requests: Sequence[RequestResult], devices: 
     """Greedy check that all requests fit on one node with distinct devices and the claim's
     matchAttribute constraints.  The scheduler backtracks, so greedy can only be more pessimistic,
     and only when requests compete for the same devices."""
-    chosen = [
-        (request.name, next(a for a in request.alternatives if a.name == request.chosen)) for request in requests
-    ]
-    nodes = sorted({r.node for _, a in chosen for r in a.device_results if r.free and r.node.startswith("node ")})
+    chosen = []
+    for request in requests:
+        alternative = next(a for a in request.alternatives if a.name == request.chosen)
+        by_node: dict[str, list[DeviceResult]] = {}
+        for r in alternative.device_results:
+            if r.result == MATCHED:
+                by_node.setdefault(r.node if _local(r) else SHARED_NODE, []).append(r)
+        chosen.append((request.name, alternative, by_node))
+    nodes = sorted({n for _, _, by_node in chosen for n in by_node if n != SHARED_NODE}) or [SHARED_NODE]
     value_sets = []
     for constraint in claim.constraints:
         values = {
             devices[r.device].attribute(constraint.match_attribute)
-            for _, a in chosen
-            for r in a.device_results
+            for _, _, by_node in chosen
+            for results in by_node.values()
+            for r in results
             if r.free and r.device in devices
         }
         value_sets.append(sorted((v for v in values if v is not None), key=repr))
-    for node in nodes or [SHARED_NODE]:
+    for node in nodes:
         for combination in itertools.islice(itertools.product(*value_sets), 1000):
             if _greedy(node, chosen, combination, claim, devices):
-                return node.removeprefix("node ")
+                return node
     return None
-
-
-def _reachable(result: DeviceResult, node: str) -> bool:
-    return result.node == node or not result.node.startswith("node ")
 
 
 def _greedy(
     node: str,
-    chosen: Sequence[tuple[str, AlternativeResult]],
+    chosen: Sequence[tuple[str, AlternativeResult, dict[str, list[DeviceResult]]]],
     combination: Sequence[Any],
     claim: ClaimSpec,
     devices: Mapping[str, Device],
 ) -> bool:
     used: set[str] = set()
-    for request_name, alternative in chosen:
-        pool = [r for r in alternative.device_results if r.free and _reachable(r, node) and r.device not in used]
+    for request_name, alternative, by_node in chosen:
+        reachable = by_node.get(node, []) + (by_node.get(SHARED_NODE, []) if node != SHARED_NODE else [])
+        pool = [r for r in reachable if r.free and r.device not in used]
         for constraint, wanted in zip(claim.constraints, combination):
             if constraint.requests and request_name not in constraint.requests and alternative.name not in constraint.requests:
                 continue
             pool = [r for r in pool if devices[r.device].attribute(constraint.match_attribute) == wanted]
         if alternative.allocation_mode == "All":
-            needed = [r for r in alternative.device_results if r.result == MATCHED and _reachable(r, node)]
-            if not needed or any(not r.free or r.device in used for r in needed):
+            if not reachable or any(not r.free or r.device in used for r in reachable):
                 return False
-            used.update(r.device for r in needed)
+            used.update(r.device for r in reachable)
             continue
         if len(pool) < alternative.count:
             return False

@@ -71,6 +71,7 @@ def explain_objects(
 ) -> Explanation:
     """Explain each claim.  Invalid claims become ClaimError items; invalid slices and classes raise
     (InvalidResourceSlice / InvalidClaim), since every answer would depend on them."""
+    claims, slices, classes, allocated_claims = (flatten(x) for x in (claims, slices, classes, allocated_claims))
     all_devices = list(devices)
     for slice_obj in slices:
         all_devices.extend(devices_from_slice(slice_obj))
