@@ -176,3 +176,23 @@ def test_a_check_that_cannot_read_its_objects_is_skipped_and_fails():
     assert check.status == "skipped"
     assert not report.healthy
     assert "get/list on mutatingwebhookconfigurations" in check.findings[0].fix
+
+
+def test_missing_attribute_behind_a_false_condition_is_not_an_error():
+    # CEL's && absorbs the error when the left side is false: GPUs are never asked for `profile`.
+    docs = _corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_extended-resources_mig-1g-12gb.yaml")
+    classes = [d for d in docs if d["kind"] == "DeviceClass"]
+    report = _doctor(resource_slices=[b.gpu_slice("dra-1")], device_classes=classes)
+    assert _codes(report) == []
+
+
+def test_request_selector_is_evaluated_only_on_its_class_devices():
+    mixed = b.gpu_slice("a100", devices=[b.gpu_device("a100", 0), b.mig_device("a100", 1, 0, "1g.10gb")])
+    by_profile = b.template("mig", "ml", requests=[b.exact_request(
+        device_class="mig.nvidia.com", selectors=["device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"])])
+    on_gpus = b.template("gpu", "ml", requests=[b.exact_request(
+        selectors=["device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"])])
+    report = _doctor(resource_slices=[mixed], resource_claim_templates=[by_profile, on_gpus],
+                     device_classes=b.nvidia_device_classes())
+    assert _codes(report) == [("unpublished-attribute", "resourceclaimtemplate/ml/gpu")]
+    assert "1 of the 1 device(s)" in report.findings[0].message

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER, REMOVED_NVIDIA_ATTRIBUTES
 from kubectl_gpu.inspect.claims_model import Request, claim_requests, read_claim
@@ -62,21 +62,92 @@ def check_selectors(inputs: DoctorInputs, devices: Iterable[SliceDevice]) -> Che
     devices = list(devices)
     published = _published_by_driver(devices)
     classes = {str((c.get("metadata") or {}).get("name")): c for c in inputs.device_classes}
+    evaluator = _Evaluator(inputs.resource_slices, classes)
     findings: list[Finding] = []
     checked = 0
     for subject, requests in _claim_specs(inputs):
         checked += 1
         for request in requests:
             for alternative in request.alternatives or (request,):
-                findings.extend(_check_request(subject, alternative, classes, published))
+                findings.extend(_check_request(subject, alternative, classes, published, evaluator))
     for name, device_class in sorted(classes.items()):
-        expressions = [str((s.get("cel") or {}).get("expression") or "")
-                       for s in (device_class.get("spec") or {}).get("selectors") or ()]
         findings.extend(_check_expressions(f"deviceclass/{name}", f"DeviceClass {name}",
-                                           expressions, published))
+                                           _class_selectors(device_class), published,
+                                           lambda: evaluator.all_devices))
     summary = (f"{checked} template(s)/claim(s) and {len(classes)} DeviceClass(es) against "
                f"{len(devices)} published device(s)")
     return CheckResult(NAME, TITLE, summary, tuple(findings))
+
+
+class _Evaluator:
+    """Confirms a suspicious selector with Kubernetes' CEL semantics: `a && b` absorbs b's error
+    when a is false, so a reference to a missing attribute only matters where it is evaluated."""
+
+    def __init__(self, slices: Iterable[Mapping[str, Any]], classes: Mapping[str, Any]) -> None:
+        self._slices = list(slices)
+        self._classes = classes
+        self._devices: list[Any] | None = None
+        self._members: dict[str, list[Any]] = {}
+
+    @property
+    def all_devices(self) -> list[Any]:
+        if self._devices is None:
+            from kubectl_gpu.cel import InvalidResourceSlice, devices_from_slice
+            found: list[Any] = []
+            for resource_slice in self._slices:
+                try:
+                    found.extend(devices_from_slice(resource_slice))
+                except InvalidResourceSlice:
+                    continue  # describe shows such slices; the API server would have rejected them
+            self._devices = found
+        return self._devices
+
+    def class_members(self, name: str | None) -> list[Any]:
+        """Devices the request's DeviceClass admits (errors and non-matches excluded)."""
+        if name is None or name not in self._classes:
+            return self.all_devices
+        if name not in self._members:
+            selectors = _compiled(_class_selectors(self._classes[name]))
+            self._members[name] = [d for d in self.all_devices
+                                   if all(_outcome(s, d) is True for s in selectors)]
+        return self._members[name]
+
+    @staticmethod
+    def errors(expression: str, devices: list[Any]) -> tuple[int, str | None]:
+        compiled = _compiled([expression])
+        if not compiled:
+            return 0, None
+        count, first = 0, None
+        for device in devices:
+            outcome = _outcome(compiled[0], device)
+            if isinstance(outcome, str):
+                count += 1
+                first = first or f"{outcome} (device {device.id})"
+        return count, first
+
+
+def _compiled(expressions: Iterable[str]) -> list[Any]:
+    from kubectl_gpu.cel import CelCompileError, compile_selector
+    found = []
+    for expression in expressions:
+        try:
+            found.append(compile_selector(expression))
+        except CelCompileError:
+            continue  # the webhook and explain report compile errors; this check is about attributes
+    return found
+
+
+def _outcome(selector: Any, device: Any) -> bool | str:
+    from kubectl_gpu.cel import CelRuntimeError
+    try:
+        return selector.matches(device)
+    except CelRuntimeError as err:
+        return str(err)
+
+
+def _class_selectors(device_class: Mapping[str, Any]) -> list[str]:
+    return [str((s.get("cel") or {}).get("expression") or "")
+            for s in (device_class.get("spec") or {}).get("selectors") or ()]
 
 
 def _claim_specs(inputs: DoctorInputs) -> Iterable[tuple[str, tuple[Request, ...]]]:
@@ -93,7 +164,8 @@ def _claim_specs(inputs: DoctorInputs) -> Iterable[tuple[str, tuple[Request, ...
 
 
 def _check_request(subject: str, request: Request, classes: Mapping[str, Any],
-                   published: Mapping[str, tuple[int, dict[str, int]]]) -> list[Finding]:
+                   published: Mapping[str, tuple[int, dict[str, int]]],
+                   evaluator: _Evaluator) -> list[Finding]:
     findings = []
     if request.device_class and classes and request.device_class not in classes:
         findings.append(Finding(
@@ -103,33 +175,34 @@ def _check_request(subject: str, request: Request, classes: Mapping[str, Any],
             f"create DeviceClass {request.device_class} (install its DRA driver) or use one of: "
             + ", ".join(sorted(classes))))
     findings.extend(_check_expressions(subject, f"request {request.name!r}", request.selectors,
-                                       published))
+                                       published, lambda: evaluator.class_members(request.device_class)))
     return findings
 
 
 def _check_expressions(subject: str, where: str, expressions: Iterable[str],
-                       published: Mapping[str, tuple[int, dict[str, int]]]) -> list[Finding]:
+                       published: Mapping[str, tuple[int, dict[str, int]]],
+                       candidates: Callable[[], list[Any]]) -> list[Finding]:
     findings = []
     for expression in expressions:
+        missing = []
         for ref in attribute_references(expression):
             total, counts = published.get(ref.domain, (0, {}))
-            if total == 0:
-                continue  # no device of that driver is published: nothing to compare against
-            have = counts.get(f"{ref.kind}/{ref.name}", 0)
-            if have == 0:
-                findings.append(Finding(
-                    "unpublished-attribute", Severity.ERROR, subject,
-                    f"{where}: selector `{expression}` reads {ref.kind} {ref.qualified}, which none "
-                    f"of the {total} {ref.domain} device(s) publishes; the scheduler treats that as "
-                    "a CEL runtime error and aborts allocation",
-                    _fix(ref, published[ref.domain][1])))
-            elif have < total:
-                findings.append(Finding(
-                    "partially-published-attribute", Severity.INFO, subject,
-                    f"{where}: selector `{expression}` reads {ref.qualified}, published by {have} of "
-                    f"{total} {ref.domain} device(s); it is a runtime error on the others unless the "
-                    "DeviceClass excludes them",
-                    f"guard it: '{ref.name}' in device.{ref.kind}['{ref.domain}'] && ..."))
+            # No device of that driver published: nothing to compare against.
+            if total and counts.get(f"{ref.kind}/{ref.name}", 0) < total:
+                missing.append(ref)
+        if not missing:
+            continue
+        devices = candidates()
+        errors, first = _Evaluator.errors(expression, devices)
+        if not errors:
+            continue  # guarded by the expression itself or by the DeviceClass
+        ref = missing[0]
+        findings.append(Finding(
+            "unpublished-attribute", Severity.ERROR, subject,
+            f"{where}: selector `{expression}` reads {ref.kind} {ref.qualified}, which "
+            f"{errors} of the {len(devices)} device(s) it is evaluated on do not publish "
+            f"({first}); the scheduler treats that as a CEL runtime error and aborts allocation",
+            _fix(ref, published[ref.domain][1])))
     return findings
 
 
