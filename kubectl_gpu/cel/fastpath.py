@@ -8,9 +8,11 @@ selector ``device.driver == ... && device.attributes[...].type == ...`` over 8,0
 * cel-python CompiledRunner (transpiler): ~54 us -> ~0.43 s per selector, before activations;
   a claim evaluates a class selector and its own selectors, so > 0.5 s.  It also reads maps with
   ``.get()`` in places, which would turn a missing attribute into null instead of an error.
-* closures (this module): ~1-3 us per evaluation -> a few tens of ms for the whole claim.
+* closures (this module): ~2-6 us per evaluation.
 
-``scripts/bench_explain.py`` prints the current figures next to a plain-Python floor.
+``scripts/bench_explain.py`` (8,000 devices, class selector + 2 request selectors) measured:
+floor (plain Python loop) 0.021 s, fast path 0.133 s, whole explain 0.354 s (target 0.5 s),
+cel-python ~8.7 s.
 
 The fast path covers what DRA selectors are made of: literals, ``device.*`` access, map
 selection/indexing, comparisons, ``in``, ``&&``/``||``/``!``/``?:`` with CEL's commutative error

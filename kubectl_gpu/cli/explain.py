@@ -1,0 +1,106 @@
+"""`kubectl gpu explain -f claim.yaml --slices slices.yaml`: why a claim can or cannot be allocated.
+
+Offline: everything comes from files (or, with --local, from this machine's GPUs through NVML).
+Files may hold several documents and `kind: List` objects mixing claims, templates, DeviceClasses,
+ResourceSlices and allocated ResourceClaims.  Exit status: 0 when every claim can be allocated,
+1 when one cannot (or is invalid), 2 for bad usage or unreadable input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from kubectl_gpu.cel import InvalidResourceSlice
+from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
+from kubectl_gpu.explain.render import render_table, to_dict
+
+
+class InputError(click.ClickException):
+    exit_code = 2
+
+
+def _load(path: str) -> list[Any]:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror or err}") from None
+    try:
+        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise InputError(f"{path} is not valid YAML/JSON{where}: {getattr(err, 'problem', None) or err}") from None
+
+
+def _local_slices() -> list[dict[str, Any]]:
+    try:
+        from kubectl_gpu.inventory import local_resource_slices
+    except ImportError as err:
+        raise InputError(
+            f"--local needs the NVML inventory (kubectl_gpu.inventory.local_resource_slices), which is not available: {err}"
+        ) from None
+    try:
+        return list(local_resource_slices())
+    except Exception as err:  # the inventory reports missing NVML/GPUs with its own message
+        raise InputError(f"--local: cannot read this machine's GPUs: {err}") from None
+
+
+@click.command(name="explain")
+@click.option("-f", "--filename", "files", multiple=True, required=True, metavar="FILE",
+              help="ResourceClaim/ResourceClaimTemplate manifests (may also hold slices and classes; - for stdin).")
+@click.option("--slices", "slice_files", multiple=True, metavar="FILE",
+              help="ResourceSlices, e.g. `kubectl get resourceslices -o yaml` (repeatable).")
+@click.option("--classes", "class_files", multiple=True, metavar="FILE",
+              help="DeviceClasses, e.g. `kubectl get deviceclasses -o yaml` (repeatable).")
+@click.option("--allocations", "allocation_files", multiple=True, metavar="FILE",
+              help="Allocated ResourceClaims (`kubectl get resourceclaims -A -o yaml`) to tell free devices from taken.")
+@click.option("--local", is_flag=True, help="Also use this machine's GPUs, as the NVIDIA DRA driver would publish them.")
+@click.option("-o", "--output", type=click.Choice(["table", "wide", "json", "yaml"]), default="table", show_default=True)
+def command(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
+            allocation_files: tuple[str, ...], local: bool, output: str) -> None:
+    """Explain how each device request of a claim meets the devices in ResourceSlices.
+
+    For every request: devices in the DeviceClass, how many each selector matches and rejects,
+    how many are free, and CEL runtime errors as the scheduler reports them (a missing attribute
+    aborts scheduling; it is not a non-match).  Without a DeviceClass for gpu.nvidia.com or
+    mig.nvidia.com the NVIDIA driver's definitions are used, and the output says so.
+    """
+    main = sort_objects(doc for path in files for doc in _load(path))
+    extra = sort_objects(doc for path in (*slice_files, *class_files) for doc in _load(path))
+    allocated = sort_objects(doc for path in allocation_files for doc in _load(path))
+    if not main.claims:
+        raise InputError(f"no ResourceClaim or ResourceClaimTemplate (resource.k8s.io) in {', '.join(files)}")
+    slices = [*main.slices, *extra.slices, *allocated.slices]
+    if local:
+        slices.extend(_local_slices())
+    if not slices:
+        raise InputError(
+            "no ResourceSlices to explain against: pass --slices FILE (kubectl get resourceslices -o yaml), "
+            "put them in the -f file, or use --local"
+        )
+    try:
+        explanation = explain_objects(
+            claims=main.claims,
+            slices=slices,
+            classes=[*main.classes, *extra.classes, *allocated.classes],
+            allocated_claims=[*extra.claims, *allocated.claims],
+        )
+    except (InvalidResourceSlice, InvalidClaim) as err:
+        raise InputError(str(err)) from None
+    if output in {"json", "yaml"}:
+        data = to_dict(explanation)
+        if output == "json":
+            click.echo(json.dumps(data, indent=2))
+        else:
+            click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+    else:
+        from rich.console import Console
+
+        render_table(explanation, Console(soft_wrap=False), wide=output == "wide")
+    sys.exit(0 if explanation.allocatable else 1)
