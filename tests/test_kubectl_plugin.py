@@ -1,0 +1,75 @@
+"""`kubectl gpu ...` through kubectl's real plugin discovery: an executable `kubectl-gpu` on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import builders as b
+
+REPO = Path(__file__).resolve().parent.parent
+KUBECTL = shutil.which("kubectl")
+
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+
+
+@pytest.fixture
+def plugin_path(tmp_path: Path) -> dict[str, str]:
+    """PATH with a directory holding `kubectl-gpu`, a wrapper running this checkout's CLI."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "kubectl-gpu"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO}${{PYTHONPATH:+:$PYTHONPATH}}" '
+                       f'exec "{sys.executable}" -m kubectl_gpu.cli.main "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    env = dict(os.environ)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("KUBECONFIG", None)
+    env["HOME"] = str(tmp_path)  # no stray ~/.kube/config
+    return env
+
+
+def kubectl(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KUBECTL, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_kubectl_plugin_list_finds_kubectl_gpu(plugin_path):
+    result = kubectl(plugin_path, "plugin", "list")
+    assert result.returncode == 0, result.stderr
+    assert any(line.endswith("/kubectl-gpu") for line in result.stdout.splitlines()), result.stdout
+
+
+def test_kubectl_gpu_describe_and_doctor_through_kubectl(plugin_path, k8s_double):
+    k8s_double.seed(*b.nvidia_device_classes(), b.dra_node("dra-a", legacy={"nvidia.com/gpu": "8"}),
+                    b.gpu_slice("dra-a", 2),
+                    b.claim("c", allocated=[("gpu", "gpu-1")], node_name="dra-a", reserved_for=["p"]))
+    kubeconfig = k8s_double.kubeconfig_path()
+
+    summary = kubectl(plugin_path, "gpu", "describe", "--kubeconfig", kubeconfig, "-o", "json")
+    assert summary.returncode == 0, summary.stderr
+    data = json.loads(summary.stdout)
+    assert data["totals"]["gpus"] == 2 and data["totals"]["allocated"] == 1
+    assert data["findings"][0]["code"] == "double-counting"
+
+    node = kubectl(plugin_path, "gpu", "describe", "node", "dra-a", "--kubeconfig", kubeconfig)
+    assert node.returncode == 0, node.stderr
+    assert "default/c" in node.stdout and b.gpu_uuid("dra-a", 1) in node.stdout
+
+    doctor = kubectl(plugin_path, "gpu", "doctor", "--kubeconfig", kubeconfig)
+    assert doctor.returncode == 1  # kubectl passes the plugin's exit status through
+    assert "double-counting" in doctor.stdout or "handed out twice" in doctor.stdout
+
+
+def test_kubeconfig_from_the_environment_like_kubectl(plugin_path, k8s_double):
+    k8s_double.seed(b.dra_node("dra-a"), b.gpu_slice("dra-a", 1))
+    env = dict(plugin_path, KUBECONFIG=k8s_double.kubeconfig_path())
+    result = kubectl(env, "gpu", "describe", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["totals"]["gpus"] == 1
