@@ -399,3 +399,24 @@ def test_node_status_guard_strips_legacy_gpus_from_dra_nodes(start_webhook):
     patched = jsonpatch.apply_patch(node, patch_of(response))
     assert patched["status"]["capacity"] == {"cpu": "8"} and patched["status"]["allocatable"] == {"cpu": "8"}
     assert 'finding="node_status_stripped"' in hook.metrics_text()
+
+
+def test_reviews_are_logged_as_json_lines_with_the_review_uid(start_webhook):
+    import io
+    import logging
+
+    from webhook import logs
+
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    logs.configure("info", stream=stream)
+    try:
+        hook = start_webhook()
+        response = hook.review("/mutate", admission_review(gpu_pod(), uid="log-me-1"))
+    finally:
+        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+    assert response["allowed"] is True
+    entries = [json.loads(line) for line in stream.getvalue().splitlines()]
+    [entry] = [e for e in entries if e.get("uid") == "log-me-1"]
+    assert entry["result"] == "patched" and entry["kind"] == "Pod" and entry["level"] == "info"

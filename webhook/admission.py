@@ -7,7 +7,9 @@ which things are checked.  HTTP, logs and metrics are the server's business.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import double_counting
@@ -19,6 +21,7 @@ from .metrics import Metrics
 from .mutation import (
     MESSAGE_PREFIX,
     MutationPlan,
+    TemplateSite,
     audit_warnings,
     device_plugin_view,
     find_site,
@@ -33,6 +36,36 @@ DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 RETRY_HINT = "the Kubernetes API did not answer in time; the request was not admitted, retry it"
 
 
+class PlanCache:
+    """Recent mutation plans by pod template content.
+
+    The pods of one ReplicaSet or Job arrive with identical templates (same generateName, same
+    owner), so a rollout of N replicas translates once.  Plans are pure functions of the template
+    and the (fixed) configuration, so a cached one is exactly what planning again would give.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._plans: OrderedDict[str, MutationPlan] = OrderedDict()
+
+    def get_or_plan(self, site: TemplateSite, config: WebhookConfig, skip_translation: bool) -> MutationPlan:
+        try:
+            key = f"{site.kind}|{site.prefix}|{site.sharing_group}|{skip_translation}|" + json.dumps(
+                site.template, separators=(",", ":")
+            )
+        except (TypeError, ValueError):
+            return plan(site, config, skip_translation=skip_translation)
+        cached = self._plans.get(key)
+        if cached is not None:
+            self._plans.move_to_end(key)
+            return cached
+        result = plan(site, config, skip_translation=skip_translation)
+        self._plans[key] = result
+        if len(self._plans) > self.size:
+            self._plans.popitem(last=False)
+        return result
+
+
 @dataclass
 class Admission:
     config: WebhookConfig
@@ -40,6 +73,7 @@ class Admission:
     namespaces: LabelCache
     nodes: LabelCache
     metrics: Metrics
+    plans: PlanCache = field(default_factory=PlanCache)
 
     def excluded(self, request: AdmissionRequest) -> bool:
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
@@ -60,7 +94,7 @@ class Admission:
             return allow()
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
         skip = site_opted_out(site, self.config)
-        mutation = plan(site, self.config, skip_translation=skip)
+        mutation = self.plans.get_or_plan(site, self.config, skip)
         if not mutation.patch and not mutation.claims:
             # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
             return allow(audit_warnings(mutation) if self.config.audit else mutation.warnings)
@@ -70,7 +104,7 @@ class Admission:
             except ApiError as exc:
                 return deny(f"kubectl-gpu: cannot read namespace {namespace} ({exc.status or exc.reason}): {RETRY_HINT}", 503)
             if opted_out(ns_labels, self.config):
-                mutation = plan(site, self.config, skip_translation=True)
+                mutation = self.plans.get_or_plan(site, self.config, True)
         self._count(mutation)
         if self.config.audit:
             return allow(audit_warnings(mutation))

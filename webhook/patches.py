@@ -34,8 +34,13 @@ def prefixed(ops: Iterable[dict[str, Any]], prefix: str) -> tuple[dict[str, Any]
 
 
 def apply(doc: Any, ops: Iterable[dict[str, Any]]) -> Any:
-    """A patched deep copy of ``doc`` (add/remove/replace/test/copy/move)."""
-    result = copy.deepcopy(doc)
+    """``doc`` with ``ops`` applied (add/remove/replace/test/copy/move); ``doc`` is not modified.
+
+    Copy on write: only the containers on each operation's path are copied, the rest is shared
+    with ``doc`` (this runs on every admitted GPU pod, and pods are mostly untouched subtrees).
+    Treat the result as read-only, or patch it again with this function.
+    """
+    result = doc
     for op in ops:
         result = _apply_one(result, op)
     return result
@@ -49,28 +54,62 @@ def _split(path: str) -> list[str]:
     return [_unescape(t) for t in path[1:].split("/")]
 
 
-def _parent(doc: Any, tokens: list[str]) -> Any:
-    node = doc
-    for token in tokens[:-1]:
-        if isinstance(node, list):
-            node = node[int(token)]
-        elif isinstance(node, dict) and token in node:
-            node = node[token]
-        else:
-            raise PatchError(f"missing parent at {token!r}")
-    return node
-
-
 def _get(doc: Any, path: str) -> Any:
     node = doc
-    for token in _split(path):
-        node = node[int(token)] if isinstance(node, list) else node[token]
+    try:
+        for token in _split(path):
+            node = node[int(token)] if isinstance(node, list) else node[token]
+    except (IndexError, KeyError, ValueError, TypeError):
+        raise PatchError(f"{path} does not exist") from None
     return node
+
+
+def _child(node: Any, token: str) -> Any:
+    if isinstance(node, list):
+        return node[int(token)]
+    if isinstance(node, dict):
+        return node[token]
+    raise PatchError(f"cannot descend into a scalar at {token!r}")
+
+
+def _edit(node: Any, tokens: list[str], kind: str, value: Any) -> Any:
+    """A copy of ``node`` with the operation done at ``tokens`` (copies only the path)."""
+    if len(tokens) > 1:
+        copied = list(node) if isinstance(node, list) else dict(node) if isinstance(node, dict) else None
+        if copied is None:
+            raise PatchError(f"cannot descend into a scalar at {tokens[0]!r}")
+        key: Any = int(tokens[0]) if isinstance(node, list) else tokens[0]
+        copied[key] = _edit(_child(node, tokens[0]), tokens[1:], kind, value)
+        return copied
+    last = tokens[0]
+    if isinstance(node, list):
+        out = list(node)
+        index = len(out) if last == "-" else int(last)
+        if kind == "add":
+            if not 0 <= index <= len(out):
+                raise PatchError(f"index {index} out of range")
+            out.insert(index, value)
+        elif kind == "replace":
+            out[index] = value
+        else:
+            del out[index]
+        return out
+    if isinstance(node, dict):
+        out_dict = dict(node)
+        if kind == "add":
+            out_dict[last] = value
+        elif last not in out_dict:
+            raise PatchError(f"{kind} of missing member {last!r}")
+        elif kind == "replace":
+            out_dict[last] = value
+        else:
+            del out_dict[last]
+        return out_dict
+    raise PatchError(f"cannot {kind} under a scalar at {last!r}")
 
 
 def _apply_one(doc: Any, op: dict[str, Any]) -> Any:
     kind = op.get("op")
-    tokens = _split(op["path"])
     if kind == "test":
         if _get(doc, op["path"]) != op["value"]:
             raise PatchError(f"test failed at {op['path']}")
@@ -80,38 +119,16 @@ def _apply_one(doc: Any, op: dict[str, Any]) -> Any:
         if kind == "move":
             doc = _apply_one(doc, {"op": "remove", "path": op["from"]})
         return _apply_one(doc, {"op": "add", "path": op["path"], "value": value})
+    if kind not in ("add", "replace", "remove"):
+        raise PatchError(f"unknown op {kind!r}")
+    tokens = _split(op["path"])
     if not tokens:
-        if kind in ("add", "replace"):
-            return copy.deepcopy(op["value"])
-        raise PatchError("cannot remove the whole document")
-    parent = _parent(doc, tokens)
-    last = tokens[-1]
+        if kind == "remove":
+            raise PatchError("cannot remove the whole document")
+        return op["value"]
     try:
-        if isinstance(parent, list):
-            index = len(parent) if last == "-" else int(last)
-            if kind == "add":
-                parent.insert(index, copy.deepcopy(op["value"]))
-            elif kind == "replace":
-                parent[index] = copy.deepcopy(op["value"])
-            elif kind == "remove":
-                del parent[index]
-            else:
-                raise PatchError(f"unknown op {kind!r}")
-        elif isinstance(parent, dict):
-            if kind == "add":
-                parent[last] = copy.deepcopy(op["value"])
-            elif kind == "replace":
-                if last not in parent:
-                    raise PatchError(f"replace of missing {op['path']}")
-                parent[last] = copy.deepcopy(op["value"])
-            elif kind == "remove":
-                del parent[last]
-            else:
-                raise PatchError(f"unknown op {kind!r}")
-        else:
-            raise PatchError(f"cannot apply {kind} under a scalar at {op['path']}")
-    except (IndexError, KeyError, ValueError) as exc:
+        return _edit(doc, tokens, kind, op.get("value"))
+    except (IndexError, KeyError, ValueError, TypeError) as exc:
         if isinstance(exc, PatchError):
             raise
         raise PatchError(f"{kind} {op['path']}: {exc}") from None
-    return doc

@@ -171,8 +171,8 @@ class WebhookServer:
                 "review",
                 extra={
                     "uid": review.uid, "endpoint": endpoint, "kind": review.kind, "operation": review.operation,
-                    "namespace": review.namespace, "name": review.name, "dryRun": review.dry_run,
-                    "result": result, "message": verdict.message or None, "warnings": list(verdict.warnings) or None,
+                    "namespace": review.namespace, "object": review.name, "dryRun": review.dry_run,
+                    "result": result, "reason": verdict.message or None, "warnings": list(verdict.warnings) or None,
                     "ms": round(elapsed * 1000, 3),
                 },
             )
