@@ -6,7 +6,6 @@ Like the API server, the double stores one object and answers at whatever versio
 """
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable
 
 from .kinds import ResourceKind
@@ -75,9 +74,18 @@ CONVERTERS: dict[tuple[str, str, str], tuple[Converter, Converter]] = {
 }
 
 
+def clone(value: Any) -> Any:
+    """Deep copy of JSON-shaped data; several times faster than copy.deepcopy (no memo, no dispatch)."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
+
+
 def convert(obj: dict, kind: ResourceKind, from_version: str, to_version: str) -> dict:
     """A converted deep copy of ``obj``; never modifies it."""
-    out = copy.deepcopy(obj)
+    out = clone(obj)
     if from_version != to_version:
         hub = kind.storage_version
         if from_version != hub:

@@ -1,7 +1,6 @@
 """``K8sDouble``: start the fake API server and drive it from tests."""
 from __future__ import annotations
 
-import copy
 import os
 import random
 import shutil
@@ -15,7 +14,7 @@ from typing import Any
 import yaml
 
 from .api import Api, ApiOptions
-from .conversion import convert
+from .conversion import clone, convert
 from .faults import TIMEOUT, Fault, FaultPlan, RecordedRequest
 from .kinds import KINDS, Registry, ResourceKind, UnknownResource
 from .server import DoubleHTTPServer, serve_in_thread, wait_until_gone
@@ -166,7 +165,8 @@ class K8sDouble:
             return False
 
     def seed(self, *docs: Any, replace: bool = False) -> list[dict]:
-        """Store objects directly (no validation, no request log, no faults); returns them as stored.
+        """Store objects directly (no validation, no request log, no faults); returns them as stored
+        (read-only views of the store: copy before changing them).
 
         Accepts dicts, iterables of dicts (e.g. ``yaml.safe_load_all``) and ``kind: List``. ``None``
         documents are skipped. Seeded objects keep a given uid/creationTimestamp/generation; namespaced
@@ -185,12 +185,12 @@ class K8sDouble:
             meta.pop("resourceVersion", None)
             existing = self.store.get(kind, meta.get("namespace", ""), meta.get("name", ""))
             if existing is not None and replace:
-                entry = self.store.update(kind, obj, subresource="", force=True)
+                entry = self.store.update(kind, clone(obj), subresource="", force=True)
                 if "status" in kind.subresources and "status" in obj:
                     entry = self.store.update(kind, obj, subresource="status", force=True)
             else:
                 entry = self.store.create(kind, obj, keep_identity=True)
-            stored.append(copy.deepcopy(entry.obj))
+            stored.append(entry.obj)
         return stored
 
     def seed_yaml(self, text: str, replace: bool = False) -> list[dict]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
-import copy
 import json
 import random
 import threading
@@ -20,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Callable
 
 from . import errors
-from .conversion import convert
+from .conversion import clone, convert
 from .errors import ApiError
 from .kinds import ResourceKind
 
@@ -71,10 +70,9 @@ class Page:
     remaining: int | None
 
 
-def _strip_volatile(obj: dict) -> dict:
-    out = copy.deepcopy(obj)
-    out.get("metadata", {}).pop("resourceVersion", None)
-    return out
+def _without_resource_version(obj: dict) -> dict:
+    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
+    return {**obj, "metadata": meta}
 
 
 def _spec_part(obj: dict) -> dict:
@@ -184,14 +182,14 @@ class Store:
         raise errors.already_exists(kind, prefix + "xxxxx")
 
     def create(self, kind: ResourceKind, obj: dict, dry_run: bool = False, keep_identity: bool = False) -> Entry:
-        """Store a new object (at storage version). ``keep_identity`` keeps a seeded uid/timestamp."""
-        obj = copy.deepcopy(obj)
+        """Store a new object (at storage version), taking ownership of ``obj``: pass a fresh copy.
+        ``keep_identity`` keeps a seeded uid/creationTimestamp/generation."""
         meta = obj.setdefault("metadata", {})
         namespace = meta.get("namespace", "") if kind.namespaced else ""
         if not kind.namespaced:
             meta.pop("namespace", None)
         for key, default in kind.create_defaults.items():
-            obj.setdefault(key, copy.deepcopy(default))
+            obj.setdefault(key, clone(default))
         with self.cond:
             if not meta.get("name"):
                 meta["name"] = self._generated_name(meta.get("generateName", ""), kind, namespace)
@@ -215,8 +213,9 @@ class Store:
 
     def update(self, kind: ResourceKind, obj: dict, subresource: str = "", dry_run: bool = False,
                force: bool = False) -> Entry:
-        """Replace an object (PUT semantics). ``force`` skips the resourceVersion precondition (seeding)."""
-        new = copy.deepcopy(obj)
+        """Replace an object (PUT semantics), taking ownership of ``obj``: pass a fresh copy.
+        ``force`` skips the resourceVersion precondition (seeding)."""
+        new = obj
         meta = new.setdefault("metadata", {})
         namespace = meta.get("namespace", "") if kind.namespaced else ""
         name = meta.get("name", "")
@@ -237,7 +236,7 @@ class Store:
             if _spec_part(new) != _spec_part(old.obj):
                 meta["generation"] = old_meta.get("generation", 1) + 1
             meta["resourceVersion"] = old_meta["resourceVersion"]
-            if _strip_volatile(new) == _strip_volatile(old.obj):
+            if _without_resource_version(new) == _without_resource_version(old.obj):
                 return old  # a no-op write changes nothing, not even the resourceVersion
             if dry_run:
                 return Entry(kind, new, old.rv)
@@ -252,7 +251,7 @@ class Store:
     def _split_status_update(old: dict, new: dict, subresource: str) -> dict:
         """The main resource ignores status changes; /status changes only status."""
         if subresource == "status":
-            merged = copy.deepcopy(old)
+            merged = clone(old)
             if "status" in new:
                 merged["status"] = new["status"]
             else:
@@ -260,7 +259,7 @@ class Store:
             merged["metadata"]["resourceVersion"] = new["metadata"].get("resourceVersion")
             return merged
         if "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
+            new["status"] = clone(old["status"])
         else:
             new.pop("status", None)
         return new
@@ -280,7 +279,7 @@ class Store:
             if dry_run:
                 return old
             del self.bucket(kind)[(namespace, name)]
-            gone = copy.deepcopy(old.obj)
+            gone = clone(old.obj)
             rv = self._next_rv()
             gone["metadata"]["resourceVersion"] = str(rv)
             entry = Entry(kind, gone, rv)
