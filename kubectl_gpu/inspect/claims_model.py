@@ -4,6 +4,7 @@ results with the pods a claim is reserved for."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.inspect.devices import DeviceKey
@@ -59,7 +60,7 @@ class ClaimView:
     namespace: str
     name: str
     uid: str
-    requests: tuple[Request, ...]
+    spec: Mapping[str, Any]
     allocated: tuple[AllocatedDevice, ...]
     allocation_node: str | None  # the node an allocation binds pods to, when it names one
     reserved_for: tuple[str, ...]  # pod names (the consumers the scheduler recorded)
@@ -67,6 +68,11 @@ class ClaimView:
     annotations: Mapping[str, str]
     owner_pod: str | None  # a claim generated from a template is owned by its pod
     deleting: bool = False
+
+    @cached_property
+    def requests(self) -> tuple[Request, ...]:
+        # Parsed on demand: the cluster summary reads 10,000 claims but only their allocations.
+        return claim_requests(self.spec)
 
     @property
     def is_allocated(self) -> bool:
@@ -79,7 +85,7 @@ class ClaimView:
 
 def claim_requests(claim_spec: Mapping[str, Any] | None) -> tuple[Request, ...]:
     devices = (claim_spec or {}).get("devices") or {}
-    return tuple(_request(r) for r in devices.get("requests") or () if isinstance(r, Mapping))
+    return tuple(_request(r) for r in devices.get("requests") or () if isinstance(r, dict))
 
 
 def read_claim(claim: Mapping[str, Any]) -> ClaimView:
@@ -91,37 +97,37 @@ def read_claim(claim: Mapping[str, Any]) -> ClaimView:
         namespace=str(metadata.get("namespace") or ""),
         name=str(metadata.get("name") or ""),
         uid=str(metadata.get("uid") or ""),
-        requests=claim_requests(claim.get("spec")),
-        allocated=tuple(_allocated(r) for r in results if isinstance(r, Mapping)),
+        spec=claim.get("spec") or {},
+        allocated=tuple(_allocated(r) for r in results if isinstance(r, dict)),
         allocation_node=_selected_node(allocation.get("nodeSelector")),
         reserved_for=tuple(str(c.get("name")) for c in status.get("reservedFor") or ()
-                           if isinstance(c, Mapping) and c.get("resource", "pods") == "pods"),
+                           if isinstance(c, dict) and c.get("resource", "pods") == "pods"),
         labels=dict(metadata.get("labels") or {}),
         annotations=dict(metadata.get("annotations") or {}),
         owner_pod=next((str(o.get("name")) for o in metadata.get("ownerReferences") or ()
-                        if isinstance(o, Mapping) and o.get("kind") == "Pod"), None),
+                        if isinstance(o, dict) and o.get("kind") == "Pod"), None),
         deleting=bool(metadata.get("deletionTimestamp")),
     )
 
 
 def read_claims(claims: Iterable[Mapping[str, Any]]) -> list[ClaimView]:
-    return [read_claim(c) for c in claims if isinstance(c, Mapping)]
+    return [read_claim(c) for c in claims if isinstance(c, dict)]
 
 
 def _request(raw: Mapping[str, Any]) -> Request:
     if isinstance(raw.get("firstAvailable"), list):
         alternatives = tuple(_exact(str(s.get("name") or ""), s) for s in raw["firstAvailable"]
-                             if isinstance(s, Mapping))
+                             if isinstance(s, dict))
         return Request(str(raw.get("name") or ""), None, "ExactCount", 1, (), {}, alternatives)
     exact = raw.get("exactly")
-    if not isinstance(exact, Mapping):
+    if not isinstance(exact, dict):
         exact = {k: raw[k] for k in _EXACT_FIELDS if k in raw}  # v1beta1: flat on the request
     return _exact(str(raw.get("name") or ""), exact)
 
 
 def _exact(name: str, exact: Mapping[str, Any]) -> Request:
     selectors = tuple(str((s.get("cel") or {}).get("expression") or "")
-                      for s in exact.get("selectors") or () if isinstance(s, Mapping))
+                      for s in exact.get("selectors") or () if isinstance(s, dict))
     capacity = ((exact.get("capacity") or {}).get("requests")) or {}
     mode = str(exact.get("allocationMode") or "ExactCount")
     count = exact.get("count")
@@ -148,7 +154,7 @@ def _allocated(raw: Mapping[str, Any]) -> AllocatedDevice:
 
 def _selected_node(node_selector: Any) -> str | None:
     # The scheduler writes `matchFields: metadata.name In [node]` for node-local devices.
-    if not isinstance(node_selector, Mapping):
+    if not isinstance(node_selector, dict):
         return None
     for term in node_selector.get("nodeSelectorTerms") or ():
         for expr in (term or {}).get("matchFields") or ():

@@ -104,9 +104,9 @@ def devices_of_slice(resource_slice: Mapping[str, Any]) -> list[SliceDevice]:
     slice_name = str((resource_slice.get("metadata") or {}).get("name") or "")
     found = []
     for raw in spec.get("devices") or ():
-        if not isinstance(raw, Mapping):
+        if not isinstance(raw, dict):
             continue
-        body = raw.get("basic") if isinstance(raw.get("basic"), Mapping) else raw
+        body = raw.get("basic") if isinstance(raw.get("basic"), dict) else raw
         found.append(SliceDevice(
             driver=driver,
             pool=pool,
@@ -126,7 +126,7 @@ def current_devices(resource_slices: Iterable[Mapping[str, Any]]) -> list[SliceD
     A driver replacing a pool publishes slices with a higher pool.generation; the scheduler
     ignores the older ones, so they must not be counted as devices.
     """
-    slices = [s for s in resource_slices if isinstance(s, Mapping)]
+    slices = [s for s in resource_slices if isinstance(s, dict)]
     newest: dict[tuple[str, str], int] = {}
     for s in slices:
         spec = s.get("spec") or {}
@@ -159,11 +159,11 @@ def _qualify(driver: str, name: str) -> str:
 
 
 def _attributes(driver: str, raw: Any) -> dict[str, Any]:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return {}
     out: dict[str, Any] = {}
     for name, value in raw.items():
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             for kind in ("string", "int", "bool", "version"):
                 if kind in value:
                     out[_qualify(driver, str(name))] = value[kind]
@@ -172,12 +172,12 @@ def _attributes(driver: str, raw: Any) -> dict[str, Any]:
 
 
 def _capacity(driver: str, raw: Any) -> dict[str, str]:
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return {}
     out: dict[str, str] = {}
     for name, value in raw.items():
         # v1beta1+: {value: "80Gi", requestPolicy: ...}; v1alpha3: a bare quantity.
-        quantity = value.get("value") if isinstance(value, Mapping) else value
+        quantity = value.get("value") if isinstance(value, dict) else value
         if quantity is not None:
             out[_qualify(driver, str(name))] = str(quantity)
     return out

@@ -117,7 +117,7 @@ def _served_by_extended_resource_claim(status: Mapping[str, Any],
                                        requests: tuple[LegacyRequestRow, ...]) -> bool:
     claim_status = status.get("extendedResourceClaimStatus") or {}
     mapped = {(m.get("containerName"), m.get("resourceName"))
-              for m in claim_status.get("requestMappings") or () if isinstance(m, Mapping)}
+              for m in claim_status.get("requestMappings") or () if isinstance(m, dict)}
     return bool(mapped) and all((r.container, r.resource) in mapped for r in requests)
 
 

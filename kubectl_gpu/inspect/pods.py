@@ -111,10 +111,10 @@ def pod_report(pod: Mapping[str, Any], claims: Iterable[Mapping[str, Any]],
     by_name = {v.name: v for v in (read_claim(c) for c in claims) if v.namespace == namespace}
     by_key = {d.key: d for d in devices}
     generated = {s.get("name"): s.get("resourceClaimName")
-                 for s in status.get("resourceClaimStatuses") or () if isinstance(s, Mapping)}
+                 for s in status.get("resourceClaimStatuses") or () if isinstance(s, dict)}
     usage = _container_usage(spec)
     rows = [_claim_row(entry, generated, by_name, by_key, usage.get(entry.get("name"), ()))
-            for entry in spec.get("resourceClaims") or () if isinstance(entry, Mapping)]
+            for entry in spec.get("resourceClaims") or () if isinstance(entry, dict)]
     extended = status.get("extendedResourceClaimStatus") or {}
     if extended.get("resourceClaimName"):
         rows.append(_extended_row(extended, by_name, by_key))
@@ -139,7 +139,7 @@ def referenced_claim_names(pod: Mapping[str, Any]) -> list[str]:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     generated = {s.get("name"): s.get("resourceClaimName")
-                 for s in status.get("resourceClaimStatuses") or () if isinstance(s, Mapping)}
+                 for s in status.get("resourceClaimStatuses") or () if isinstance(s, dict)}
     names = []
     for entry in spec.get("resourceClaims") or ():
         name = entry.get("resourceClaimName") or generated.get(entry.get("name"))
