@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.scalarbool import ScalarBoolean
 from ruamel.yaml.scalarint import ScalarInt
+from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 # Kubernetes reads manifests with a YAML 1.1 resolver (sigs.k8s.io/yaml): these plain
 # scalars are booleans there, and a leading zero makes an integer octal (`defaultMode: 0755`).
 _YAML11_TRUE = frozenset("y Y yes Yes YES on On ON".split())
 _YAML11_FALSE = frozenset("n N no No NO off Off OFF".split())
+_YAML11_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
 
 
 def to_plain(node: Any) -> Any:
     """A plain dict/list/str/int/float/bool/None copy of a round-trip tree, with the values
-    Kubernetes would read from the same text."""
+    Kubernetes would read from the same text.  The tree must come from a loader that
+    preserves quotes (YamlCodec): only an unquoted `yes` is a boolean."""
     if isinstance(node, Mapping):
         return {_plain_key(key): to_plain(value) for key, value in node.items()}
     if isinstance(node, list):
@@ -67,4 +71,7 @@ def to_round_trip(value: Any) -> Any:
         return mapping
     if isinstance(value, list):
         return CommentedSeq(to_round_trip(item) for item in value)
+    if type(value) is str and (value in _YAML11_TRUE or value in _YAML11_FALSE or _YAML11_OCTAL.match(value)):
+        # ruamel writes YAML 1.2, where `yes` is text; Kubernetes would read it as a boolean.
+        return SingleQuotedScalarString(value)
     return value

@@ -11,6 +11,8 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence
 from typing import Any
 
+from .comments import attach_trailing_lines, detach_trailing_lines
+
 
 class PatchError(ValueError):
     """A patch operation does not fit the document it is applied to."""
@@ -111,12 +113,25 @@ def _add(document: Any, path: str, value: Any) -> None:
         if token == "metadata" and "spec" in parent and token not in parent and hasattr(parent, "insert"):
             # Readers expect an object's metadata above its spec.
             parent.insert(list(parent).index("spec"), token, value)
+        elif token not in parent:
+            _append_keeping_comments(parent, lambda: parent.__setitem__(token, value), value)
         else:
             parent[token] = value
     elif isinstance(parent, MutableSequence):
-        parent.insert(_index(token, len(parent), path, allow_end=True), value)
+        index = _index(token, len(parent), path, allow_end=True)
+        if index == len(parent):
+            _append_keeping_comments(parent, lambda: parent.append(value), value)
+        else:
+            parent.insert(index, value)
     else:
         raise PatchError(f"{path}: cannot add into a {type(parent).__name__}")
+
+
+def _append_keeping_comments(parent: Any, append: Callable[[], None], value: Any) -> None:
+    lines = detach_trailing_lines(parent) if hasattr(parent, "ca") else None
+    append()
+    if lines is not None:
+        attach_trailing_lines(parent, lines)
 
 
 def _remove(document: Any, path: str) -> None:

@@ -81,6 +81,10 @@ class YamlCodec:
             tree = self._yaml.load(text)
         except MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
+            if exc.context_mark is not None and mark is not None and mark.line >= text.count("\n"):
+                # Found only at the end of the text (an unclosed bracket or quote): the line
+                # where the unfinished construct starts is the one to fix.
+                mark = exc.context_mark
             line = mark.line + 1 if mark is not None else None
             what = "; ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
             return ParseOutcome(error=_one_line(what), error_line=line)
