@@ -11,6 +11,7 @@ import pytest
 import urllib3
 import yaml
 from kubernetes import client, watch
+from kubernetes import config as kubernetes_config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.client.rest import ApiException
 
@@ -650,6 +651,37 @@ def test_concurrent_creates_get_unique_names_and_resource_versions(k8s_double):
     for t in threads:
         t.join()
     assert len({m.name for m in results}) == 80 and len({m.resource_version for m in results}) == 80
+
+
+def test_the_kubeconfig_works_with_the_clients_own_loader(k8s_double):
+    k8s_double.seed(pod("p", namespace="ml"))
+    path = k8s_double.kubeconfig_path(namespace="ml")
+    api = kubernetes_config.new_client_from_config(config_file=path)
+    _, active = kubernetes_config.list_kube_config_contexts(config_file=path)
+    assert active["context"]["namespace"] == "ml"
+    assert [p.metadata.name for p in client.CoreV1Api(api).list_namespaced_pod("ml").items] == ["p"]
+    api.close()
+
+
+def test_stopping_the_double_ends_open_watches():
+    double = K8sDouble().start()
+    core = client.CoreV1Api(double.api_client())
+    finished = threading.Event()
+
+    def watch_forever():
+        try:
+            for _ in watch.Watch().stream(core.list_namespaced_pod, "default", timeout_seconds=30):
+                pass
+        except Exception:  # the connection may be cut mid-stream; ending is what matters
+            pass
+        finished.set()
+
+    threading.Thread(target=watch_forever, daemon=True).start()
+    deadline = time.monotonic() + 10
+    while double.count(verb="watch") == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    double.stop()
+    assert finished.wait(10)
 
 
 def test_a_token_protected_double_rejects_anonymous_requests():

@@ -208,8 +208,11 @@ class K8sDouble:
         return [e.at(version or resource.storage_version) for e in self.store.entries(resource, namespace)]
 
     def delete(self, kind: str, name: str, namespace: str = "default") -> None:
+        """Delete like the API would (a DELETED watch event; a namespace takes its contents along)."""
         resource = self.registry.resolve(kind)
         self.store.delete(resource, namespace, name)
+        if resource.kind == "Namespace":
+            self.store.delete_namespace_contents([k for k in self.registry.kinds if k.namespaced], name)
 
     def clear(self) -> None:
         """Forget every object (default namespaces come back), fault and logged request."""
