@@ -247,3 +247,27 @@ def test_bad_slices_say_what_to_fix(mutate, message):
     mutate(broken)
     with pytest.raises(InvalidResourceSlice, match=message):
         devices_from_slice(broken)
+
+
+from hypothesis import given, settings, strategies as st
+
+_PIECES = st.sampled_from([
+    "device", ".", "driver", "attributes", "capacity", "['gpu.nvidia.com']", ".productName", ".index", "==", "!=",
+    "<", "&&", "||", "!", "(", ")", "'x'", "1", "2.5", "true", "null", "quantity('1Gi')", ".compareTo(", "semver('1.0.0')",
+    ".lowerAscii()", ".matches('a')", "[", "]", ",", "in", "?", ":", "has(", "-", "+", " ", "\n", "\\", "'", "\"",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map("".join))
+def test_any_text_compiles_or_fails_with_a_compile_error_and_never_crashes(text):
+    device = make_device("gpu.nvidia.com", "gpu-0", attributes={"productName": "x"}, capacity={"memory": "1Gi"})
+    try:
+        selector = compile_selector(text)
+    except CelCompileError as err:
+        assert err.message
+        return
+    try:
+        assert selector.matches(device) in (True, False)
+    except CelRuntimeError as err:
+        assert err.message

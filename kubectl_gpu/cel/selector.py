@@ -42,7 +42,10 @@ def compile_selector(expression: str, engine: str | None = None) -> CompiledSele
     the fast path is used when it supports the expression."""
     if not isinstance(expression, str) or not expression.strip():
         raise CelCompileError("the expression is empty", None, expression if isinstance(expression, str) else "")
-    return _compile(expression, engine)
+    try:
+        return _compile(expression, engine)
+    except RecursionError:
+        raise CelCompileError("expression is nested too deeply", None, expression) from None
 
 
 @lru_cache(maxsize=1024)
