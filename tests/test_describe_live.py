@@ -227,3 +227,20 @@ def test_forbidden_lists_are_reported_with_the_rbac_hint(gpu_cluster):
     result = run(gpu_cluster, "describe")
     assert result.exit_code == 1
     assert "HTTP 403" in result.output and "RBAC" in result.output
+
+
+def test_explain_pod_live_reports_the_selector_error_as_the_scheduler_would(k8s_double):
+    k8s_double.seed(*b.nvidia_device_classes(), b.dra_node("dra-a"), b.gpu_slice("dra-a", 2),
+                    b.template("pinned", requests=[b.exact_request(
+                        selectors=["device.attributes['gpu.nvidia.com'].index == 0"])]),
+                    b.pod("waiting", phase="Pending", claims=[{"name": "gpu", "resourceClaimTemplateName": "pinned"}]))
+    result = CliRunner().invoke(main, ["explain", "waiting", "--kubeconfig", k8s_double.kubeconfig_path(),
+                                       "-o", "json"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    (item,) = data["items"]
+    assert (item["kind"], item["name"], item["allocatable"]) == ("ResourceClaimTemplate", "pinned", False)
+    selector = item["requests"][0]["alternatives"][0]["selectors"][-1]
+    assert selector["errors"] == 2 and "index" in selector["first_error"]
+    missing = CliRunner().invoke(main, ["explain", "ghost", "--kubeconfig", k8s_double.kubeconfig_path()])
+    assert missing.exit_code == 2 and 'pod "ghost" not found' in missing.output

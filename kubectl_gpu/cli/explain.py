@@ -52,7 +52,11 @@ def _local_slices() -> list[dict[str, Any]]:
 
 
 @click.command(name="explain")
-@click.option("-f", "--filename", "files", multiple=True, required=True, metavar="FILE",
+@click.argument("pod", required=False)
+@click.option("--kubeconfig", default=None, help="POD: path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config).")
+@click.option("--context", "kube_context", default=None, help="POD: the kubeconfig context to use.")
+@click.option("-n", "--namespace", default=None, help="POD: its namespace (default: the context's namespace).")
+@click.option("-f", "--filename", "files", multiple=True, metavar="FILE",
               help="ResourceClaim/ResourceClaimTemplate manifests (may also hold slices and classes; - for stdin).")
 @click.option("--slices", "slice_files", multiple=True, metavar="FILE",
               help="ResourceSlices, e.g. `kubectl get resourceslices -o yaml` (repeatable).")
@@ -62,7 +66,8 @@ def _local_slices() -> list[dict[str, Any]]:
               help="Allocated ResourceClaims (`kubectl get resourceclaims -A -o yaml`) to tell free devices from taken.")
 @click.option("--local", is_flag=True, help="Also use this machine's GPUs, as the NVIDIA DRA driver would publish them.")
 @click.option("-o", "--output", type=click.Choice(["table", "wide", "json", "yaml"]), default="table", show_default=True)
-def command(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
+def command(pod: str | None, kubeconfig: str | None, kube_context: str | None, namespace: str | None,
+            files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
             allocation_files: tuple[str, ...], local: bool, output: str) -> None:
     """Explain how each device request of a claim meets the devices in ResourceSlices.
 
@@ -71,6 +76,40 @@ def command(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: t
     aborts scheduling; it is not a non-match).  Without a DeviceClass for gpu.nvidia.com or
     mig.nvidia.com the NVIDIA driver's definitions are used, and the output says so.
     """
+    if pod:
+        explanation = _explain_pod_live(pod, kubeconfig, kube_context, namespace)
+    elif not files:
+        raise InputError("pass a POD (live cluster) or -f FILE (claims or templates)")
+    else:
+        explanation = _explain_files(files, slice_files, class_files, allocation_files, local)
+    if output in {"json", "yaml"}:
+        data = to_dict(explanation)
+        if output == "json":
+            click.echo(json.dumps(data, indent=2))
+        else:
+            click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+    else:
+        from rich.console import Console
+
+        render_table(explanation, Console(soft_wrap=False), wide=output == "wide")
+    sys.exit(0 if explanation.allocatable else 1)
+
+
+def _explain_pod_live(pod: str, kubeconfig: str | None, kube_context: str | None, namespace: str | None) -> Any:
+    """`explain POD`: the pod's claims (or templates) against the cluster's slices, classes and
+    allocations, fetched through kubectl_gpu.inspect.live."""
+    from kubectl_gpu.inspect.live import NotFound, NothingToExplain, explain_pod_live
+    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+
+    try:
+        connection = connect(kubeconfig, kube_context)
+        return explain_pod_live(connection.api, namespace or connection.namespace, pod)
+    except (KubeconfigError, ApiError, NotFound, NothingToExplain, InvalidResourceSlice, InvalidClaim) as err:
+        raise InputError(str(err)) from None
+
+
+def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
+                   allocation_files: tuple[str, ...], local: bool) -> Any:
     main = sort_objects(doc for path in files for doc in _load(path))
     extra = sort_objects(doc for path in (*slice_files, *class_files) for doc in _load(path))
     allocated = sort_objects(doc for path in allocation_files for doc in _load(path))
@@ -93,14 +132,4 @@ def command(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: t
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
-    if output in {"json", "yaml"}:
-        data = to_dict(explanation)
-        if output == "json":
-            click.echo(json.dumps(data, indent=2))
-        else:
-            click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
-    else:
-        from rich.console import Console
-
-        render_table(explanation, Console(soft_wrap=False), wide=output == "wide")
-    sys.exit(0 if explanation.allocatable else 1)
+    return explanation
