@@ -12,7 +12,6 @@ import urllib3
 import yaml
 from kubernetes import client, watch
 from kubernetes import config as kubernetes_config
-from kubernetes.dynamic import DynamicClient
 from kubernetes.client.rest import ApiException
 
 from tests.k8sdouble import TIMEOUT, K8sDouble, UnknownResource
@@ -276,7 +275,7 @@ def test_a_v1beta1_shaped_request_sent_as_v1_is_422_invalid(k8s_double):
     flat = claim_template("flat")
     flat["spec"]["spec"]["devices"]["requests"][0] = {"name": "gpu", "deviceClassName": "gpu.nvidia.com"}
     # the typed client refuses this body itself; the dynamic client sends what it is given
-    templates = DynamicClient(k8s_double.api_client()).resources.get(api_version="resource.k8s.io/v1",
+    templates = k8s_double.dynamic_client().resources.get(api_version="resource.k8s.io/v1",
                                                                       kind="ResourceClaimTemplate")
     with pytest.raises(ApiException) as raised:
         templates.create(body=flat, namespace="default")
@@ -586,7 +585,7 @@ def _corpus_documents() -> list[tuple[str, dict]]:
 
 @pytest.mark.skipif(not DRA_CORPUS.is_dir(), reason="the shared DRA corpus is not present")
 def test_every_served_dra_corpus_document_seeds_and_reads_back(k8s_double):
-    dynamic_client = DynamicClient(k8s_double.api_client())
+    dynamic_client = k8s_double.dynamic_client()
     served = [(f, d) for f, d in _corpus_documents() if k8s_double.serves(d)]
     unserved = [(f, d) for f, d in _corpus_documents() if not k8s_double.serves(d)]
     assert len(served) > 40 and {d["apiVersion"] for _, d in unserved} <= {"resource.k8s.io/v1alpha2",

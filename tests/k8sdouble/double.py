@@ -117,6 +117,17 @@ class K8sDouble:
         self._clients.append(api_client)
         return api_client
 
+    def dynamic_client(self, **configuration: Any):
+        """A ``kubernetes.dynamic.DynamicClient`` whose discovery cache lives with this double.
+
+        Its default cache file is keyed by host:port in the system temp dir, so a later double on a
+        reused port would read another run's discovery; this one is removed when the double stops.
+        """
+        from kubernetes.dynamic import DynamicClient
+
+        return DynamicClient(self.api_client(**configuration),
+                             cache_file=str(self._workdir() / f"dynamic-discovery-{len(self._clients)}.json"))
+
     def _workdir(self) -> Path:
         if self._tmpdir is None:
             self._tmpdir = tempfile.mkdtemp(prefix="k8s-double-")
