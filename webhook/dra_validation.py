@@ -327,7 +327,9 @@ def _check_request_names(raw: Any, path: str, known: set[str], result: Validatio
         return
     valid = ", ".join(sorted(known)) or "none: the claim has no requests"
     for index, name in enumerate(raw):
-        if name not in known:
+        if not isinstance(name, str):
+            result.errors.append(Finding(f"{path}[{index}]", f"must be a request name (a string), not {name!r}"))
+        elif name not in known:
             result.errors.append(Finding(
                 f"{path}[{index}]",
                 f"no request named {name!r} in this claim; use one of: {valid}"))
