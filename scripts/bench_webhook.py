@@ -26,7 +26,6 @@ import asyncio
 import json
 import os
 import ssl
-import statistics
 import subprocess
 import sys
 import tempfile
