@@ -1,0 +1,246 @@
+"""The chart and the server agree: the rendered config is what the server parses, the webhook
+configuration points at paths it serves, the chart's certificate is what it serves over TLS, and
+the RBAC the chart grants covers every API call the server and the clean-up job really make."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import ssl
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.test_chart_support import (
+    FULLNAME,
+    NAMESPACE,
+    VALUE_SETS,
+    config_file,
+    find,
+    needs_helm,
+    rendered,
+    values_of,
+    webhook_entries,
+)
+
+pytestmark = needs_helm
+ALL_SETS = (None, *VALUE_SETS)
+
+webhook_config = pytest.importorskip("webhook.config", reason="webhook/config.py (the server's loader) is missing")
+
+
+def _load_rendered(value_set: str | None, tmp_path: Path, env: dict[str, str] | None = None):
+    path = tmp_path / "config.yaml"
+    path.write_text(config_file(rendered(value_set)))
+    return webhook_config.load_config(str(path), {"POD_NAMESPACE": NAMESPACE, **(env or {})}, {})
+
+
+@pytest.mark.parametrize("value_set", ALL_SETS)
+def test_the_server_parses_the_rendered_config_to_the_values_given(value_set, tmp_path):
+    values = values_of(value_set)
+    given = values["config"]
+    config = _load_rendered(value_set, tmp_path)
+    options = config.translate_options
+    assert config.port == values["containerPort"]
+    assert (config.cert_file, config.key_file) == ("/etc/kubectl-gpu/tls/tls.crt", "/etc/kubectl-gpu/tls/tls.key")
+    assert options.api_version.value == f"resource.k8s.io/{given['translation']['apiVersion']}"
+    assert options.sharing.value == given["translation"]["sharing"]
+    assert options.integer_gpus.value == given["translation"]["integerGpus"]
+    assert options.gpu_memory == given["translation"]["gpuMemory"]
+    assert options.aliyun_memory_unit == given["translation"]["aliyunMemoryUnit"]
+    assert config.pass_through_families == frozenset(given["passThroughFamilies"])
+    assert options.pass_through_families == frozenset(given["passThroughFamilies"])
+    assert config.rewrite_workloads is given["rewriteWorkloads"]
+    assert [(s.key, s.value) for s in config.dra_node_selectors] == \
+        [(s["key"], s.get("value")) for s in given["draNodeSelectors"]]
+    assert config.node_status_guard is given["nodeStatusGuard"]
+    assert config.audit is given["audit"]
+    assert config.opt_out_label == given["optOutLabel"]
+    assert config.excluded_namespaces == frozenset({"kube-system", NAMESPACE, *given["excludedNamespaces"]})
+    assert config.api_timeout_seconds == given["apiTimeoutSeconds"]
+    assert config.log_level == given["logLevel"]
+
+
+def test_the_deployment_and_cronjob_command_lines_are_accepted_by_the_cli(tmp_path):
+    cli = pytest.importorskip("webhook.cli")
+    docs = rendered(None)
+    (container,) = find(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    config = tmp_path / "config.yaml"
+    config.write_text(config_file(docs))
+    args = [a.replace("/etc/kubectl-gpu/config.yaml", str(config)) for a in container["args"]]
+    # The image's ENTRYPOINT is `kubectl-gpu-webhook serve` (Dockerfile); the chart adds args.
+    context = cli.main.commands["serve"].make_context("serve", list(args))
+    assert context.params["config_path"] == str(config)
+    cron = find(docs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert cron["command"] == ["kubectl-gpu-webhook", "cleanup"]
+    cron_args = [a.replace("/etc/kubectl-gpu/config.yaml", str(config)) for a in cron["args"]]
+    context = cli.main.commands["cleanup"].make_context("cleanup", cron_args)
+    assert context.params["grace_seconds"] == 600
+
+
+# --- the running server --------------------------------------------------------------------
+
+
+def _allowed(role: dict[str, Any], verb: str, group: str, resource: str) -> bool:
+    return any(group in rule["apiGroups"] and resource in rule["resources"] and verb in rule["verbs"]
+               for rule in role["rules"])
+
+
+def _denied_calls(role: dict[str, Any], requests) -> list[str]:
+    return sorted({f"{r.verb} {r.group or 'core'}/{r.resource_path}" for r in requests
+                   if r.resource and not _allowed(role, r.verb, r.group, r.resource_path)})
+
+
+class _Https:
+    """HTTPS to the webhook the way the API server calls it: trusting only the caBundle of the
+    webhook configuration and checking the certificate against the Service's DNS name."""
+
+    def __init__(self, port: int, ca_bundle_b64: str) -> None:
+        import urllib3
+
+        context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle_b64).decode())
+        name = f"{FULLNAME}.{NAMESPACE}.svc"
+        self.pool = urllib3.HTTPSConnectionPool("127.0.0.1", port, ssl_context=context, server_hostname=name,
+                                                assert_hostname=name, retries=False, timeout=30)
+
+    def get(self, path: str) -> tuple[int, str]:
+        response = self.pool.request("GET", path)
+        return response.status, response.data.decode()
+
+    def review(self, path: str, request: dict[str, Any]) -> dict[str, Any]:
+        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+        response = self.pool.request("POST", path, body=body.encode(), headers={"Content-Type": "application/json"})
+        assert response.status == 200, response.data[:500]
+        return json.loads(response.data)["response"]
+
+
+def _request(obj: dict[str, Any], resource: str, uid: str, namespace: str = "ml") -> dict[str, Any]:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    gvk = {"group": group, "version": version, "kind": obj["kind"]}
+    return {"uid": uid, "kind": gvk, "requestKind": gvk, "resource": {"group": group, "version": version, "resource": resource},
+            "name": obj["metadata"]["name"], "namespace": namespace, "operation": "CREATE",
+            "userInfo": {"username": "alice"}, "object": obj, "oldObject": None, "dryRun": False}
+
+
+GPU_POD = {
+    "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "train", "namespace": "ml"},
+    "spec": {"containers": [{"name": "cuda", "image": "nvidia/cuda:12.4.0-base-ubuntu22.04",
+                             "resources": {"limits": {"nvidia.com/gpu": "1"}}}]},
+}
+
+
+@pytest.fixture
+def running_webhook(k8s_double, tmp_path):
+    """The server started from the rendered chart: its ConfigMap file, its Secret's certificate,
+    POD_NAMESPACE as the Deployment sets it; the API is the Kubernetes double."""
+    from webhook.kubeapi import AsyncKubeApi, KubeApi
+    from webhook.server import WebhookServer
+
+    docs = rendered(None)
+    secret = find(docs, "Secret")["data"]
+    tls = {name: tmp_path / name for name in ("tls.crt", "tls.key")}
+    for name, path in tls.items():
+        path.write_bytes(base64.b64decode(secret[name]))
+    # The pod finds the files at /etc/kubectl-gpu/tls; here they are elsewhere, given by env.
+    config = _load_rendered(None, tmp_path, {"KUBECTL_GPU_WEBHOOK_CERT_FILE": str(tls["tls.crt"]),
+                                             "KUBECTL_GPU_WEBHOOK_KEY_FILE": str(tls["tls.key"])})
+    api = AsyncKubeApi(KubeApi(k8s_double.api_client(), config.api_timeout_seconds))
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    server = WebhookServer(config, api)
+    port = asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(30)
+    try:
+        yield docs, _Https(port, secret["ca.crt"])
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(30)
+        api.close()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+
+
+def test_the_server_started_from_the_chart_serves_what_the_chart_points_at(k8s_double, running_webhook):
+    docs, https = running_webhook
+    k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    k8s_double.seed({"apiVersion": "v1", "kind": "Node",
+                     "metadata": {"name": "dra-node-1", "labels": {"ack.node.gpu.schedule": "disabled"}}})
+    k8s_double.reset_requests()
+
+    (container,) = find(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    ready_path = container["readinessProbe"]["httpGet"]["path"]
+    deadline = time.monotonic() + 30  # bounded: readiness needs one API round trip
+    status, body = https.get(ready_path)
+    while status != 200 and time.monotonic() < deadline:
+        time.sleep(0.1)
+        status, body = https.get(ready_path)
+    assert (status, body) == (200, "ok\n")
+    assert https.get(container["livenessProbe"]["httpGet"]["path"])[0] == 200
+    assert https.get(container["startupProbe"]["httpGet"]["path"])[0] == 200
+
+    mutating = webhook_entries(docs, "MutatingWebhookConfiguration")["pods.kubectl-gpu.io"]
+    response = https.review(mutating["clientConfig"]["service"]["path"], _request(GPU_POD, "pods", "uid-1"))
+    assert response["uid"] == "uid-1" and response["allowed"] is True
+    patch = json.loads(base64.b64decode(response["patch"]))
+    assert any(op["path"].startswith("/spec/resourceClaims") or op["path"] == "/spec/resourceClaims" for op in patch)
+    templates = k8s_double.list("ResourceClaimTemplate", "ml")
+    assert len(templates) == 1
+
+    validating = webhook_entries(docs, "ValidatingWebhookConfiguration")
+    pinned = json.loads(json.dumps(GPU_POD))
+    pinned["metadata"]["name"] = "pinned"
+    pinned["spec"]["nodeName"] = "dra-node-1"
+    response = https.review(validating["pods.kubectl-gpu.io"]["clientConfig"]["service"]["path"],
+                            _request(pinned, "pods", "uid-2"))
+    assert response["allowed"] is False and "dra-node-1" in response["status"]["message"]
+    response = https.review(validating["dra-objects.kubectl-gpu.io"]["clientConfig"]["service"]["path"],
+                            _request(templates[0], "resourceclaimtemplates", "uid-3"))
+    assert response["allowed"] is True
+
+    status, metrics = https.get("/metrics")  # where the ServiceMonitor scrapes
+    assert status == 200 and "reviews" in metrics
+
+    server_role = find(docs, "ClusterRole", FULLNAME)
+    calls = [r for r in k8s_double.requests if r.resource]
+    assert {(r.verb, r.resource_path) for r in calls} >= {("get", "namespaces"), ("get", "nodes"),
+                                                          ("create", "resourceclaimtemplates")}
+    assert _denied_calls(server_role, calls) == []
+
+
+def test_the_cleanup_job_needs_nothing_beyond_its_role(k8s_double, tmp_path):
+    cleanup = pytest.importorskip("webhook.cleanup")
+    from click.testing import CliRunner
+
+    from webhook.cli import main
+
+    docs = rendered(None)
+    k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    spec = {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+    managed = {"app.kubernetes.io/managed-by": "kubectl-gpu"}
+    k8s_double.seed(
+        # unreferenced and marked long ago: deleted
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "spec": spec,
+         "metadata": {"name": "gpu-1", "namespace": "ml", "labels": managed,
+                      "annotations": {cleanup.UNUSED_SINCE_ANNOTATION: "2000-01-01T00:00:00Z"}}},
+        # unreferenced, not marked yet: marked now, deleted by a later run
+        {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "spec": spec,
+         "metadata": {"name": "gpu-2", "namespace": "ml", "labels": managed}},
+    )
+    k8s_double.reset_requests()
+    config = tmp_path / "config.yaml"
+    config.write_text(config_file(docs))
+    cron = find(docs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    args = [cron["command"][1], *[a.replace("/etc/kubectl-gpu/config.yaml", str(config)) for a in cron["args"]],
+            "--kubeconfig", k8s_double.kubeconfig_path()]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (left,) = k8s_double.list("ResourceClaimTemplate", "ml")
+    assert left["metadata"]["name"] == "gpu-2" and cleanup.UNUSED_SINCE_ANNOTATION in left["metadata"]["annotations"]
+    calls = [r for r in k8s_double.requests if r.resource]
+    assert {("delete", "resourceclaimtemplates"), ("patch", "resourceclaimtemplates")} <= \
+        {(r.verb, r.resource_path) for r in calls}
+    assert _denied_calls(find(docs, "ClusterRole", f"{FULLNAME}-cleanup"), calls) == []
