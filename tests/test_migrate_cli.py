@@ -1,0 +1,204 @@
+"""`kubectl gpu migrate` as a user runs it: outputs, modes, exit codes, the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+CORPUS = REPO.parent / "shared" / "corpus" / "legacy"
+
+POD = """\
+# keep this comment
+apiVersion: v1
+kind: Pod
+metadata:
+  name: p
+spec:
+  containers:
+  - name: main
+    image: cuda
+    resources:
+      limits:
+        nvidia.com/gpu: 1
+"""
+SERVICE = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports:\n  - port: 80\n"
+BROKEN = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: [oops\n"
+
+
+def migrate(*args: str, stdin: str | None = None):
+    return CliRunner().invoke(main, ["migrate", *args], input=stdin)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "apps" / "gpu").mkdir(parents=True)
+    (tmp_path / "apps" / "gpu" / "pod.yaml").write_text(POD)
+    (tmp_path / "apps" / "svc.yml").write_text(SERVICE)
+    (tmp_path / "apps" / "notes.txt").write_text("not a manifest")
+    (tmp_path / "apps" / ".hidden").mkdir()
+    (tmp_path / "apps" / ".hidden" / "x.yaml").write_text(POD)
+    return tmp_path / "apps"
+
+
+def docs(text: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def test_writes_migrated_manifests_to_stdout_and_the_report_to_stderr(tree: Path) -> None:
+    result = migrate(str(tree / "gpu" / "pod.yaml"))
+    assert result.exit_code == 0, result.stderr
+    assert [d["kind"] for d in docs(result.stdout)] == ["ResourceClaimTemplate", "Pod"]
+    assert "# keep this comment" in result.stdout
+    assert "Pod p" in result.stderr and "1 DRA object(s) added" in result.stderr
+    assert "\x1b[" not in result.stderr  # no colour codes when stderr is not a terminal
+
+
+def test_directories_are_read_recursively_skipping_hidden_and_non_manifests(tree: Path) -> None:
+    result = migrate(str(tree))
+    assert result.exit_code == 0
+    assert [d["kind"] for d in docs(result.stdout)] == ["ResourceClaimTemplate", "Pod", "Service"]
+    assert "2 file(s), 1 changed" in result.stderr
+
+
+def test_stdin_is_read_with_a_dash() -> None:
+    result = migrate("-", stdin=POD)
+    assert result.exit_code == 0 and [d["kind"] for d in docs(result.stdout)] == ["ResourceClaimTemplate", "Pod"]
+
+
+def test_in_place_rewrites_only_the_files_that_change(tree: Path) -> None:
+    service = tree / "svc.yml"
+    os.utime(service, (1, 1))
+    result = migrate("--in-place", str(tree))
+    assert result.exit_code == 0 and result.stdout == ""
+    assert "resourceClaimTemplateName" in (tree / "gpu" / "pod.yaml").read_text()
+    assert service.stat().st_mtime == 1 and service.read_text() == SERVICE
+
+
+def test_output_dir_mirrors_the_input_paths(tree: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = migrate("--output-dir", str(out), str(tree))
+    assert result.exit_code == 0
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        "gpu/pod.yaml", "svc.yml"]
+    assert (out / "svc.yml").read_text() == SERVICE
+    assert (tree / "gpu" / "pod.yaml").read_text() == POD  # inputs untouched
+
+
+def test_diff_shows_what_would_change_and_writes_nothing(tree: Path) -> None:
+    result = migrate("--diff", str(tree))
+    assert result.exit_code == 0
+    assert result.stdout.startswith(f"--- {tree}/gpu/pod.yaml\n+++ {tree}/gpu/pod.yaml (migrated)\n")
+    assert "-        nvidia.com/gpu: 1\n" in result.stdout and "svc.yml" not in result.stdout
+    assert (tree / "gpu" / "pod.yaml").read_text() == POD
+
+
+def test_check_exits_1_while_something_would_change_and_0_after_migrating(tree: Path) -> None:
+    result = migrate("--check", str(tree))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert (tree / "gpu" / "pod.yaml").read_text() == POD
+    assert migrate("--in-place", str(tree)).exit_code == 0
+    assert migrate("--check", str(tree)).exit_code == 0
+
+
+def test_json_output(tree: Path) -> None:
+    result = migrate("-o", "json", str(tree / "gpu" / "pod.yaml"))
+    value = json.loads(result.stdout)
+    assert value["kind"] == "List" and [i["kind"] for i in value["items"]] == ["ResourceClaimTemplate", "Pod"]
+
+
+@pytest.mark.parametrize("version,request_key", [("v1", "exactly"), ("v1beta2", "exactly"), ("v1beta1", None)])
+def test_api_version_selects_the_resource_api(tree: Path, version: str, request_key: str | None) -> None:
+    result = migrate("--api-version", version, str(tree / "gpu" / "pod.yaml"))
+    template = docs(result.stdout)[0]
+    assert template["apiVersion"] == f"resource.k8s.io/{version}"
+    request = template["spec"]["spec"]["devices"]["requests"][0]
+    assert (request_key in request) if request_key else ("deviceClassName" in request)
+
+
+def test_sharing_mps_shares_one_claim_per_workload() -> None:
+    result = migrate("--sharing", "mps", str(EXAMPLES / "fractional-gpu.yaml"))
+    claim, deployment = docs(result.stdout)
+    assert claim["kind"] == "ResourceClaim"
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec["resourceClaims"][0]["resourceClaimName"] == claim["metadata"]["name"]
+
+
+def test_namespace_option_places_claims_for_objects_without_one(tree: Path) -> None:
+    result = migrate("-n", "team-a", str(tree / "gpu" / "pod.yaml"))
+    assert docs(result.stdout)[0]["metadata"]["namespace"] == "team-a"
+
+
+def test_unparseable_input_exits_3_names_the_line_and_still_writes_everything(tmp_path: Path) -> None:
+    (tmp_path / "a-broken.yaml").write_text(SERVICE + "---\n" + BROKEN)
+    (tmp_path / "b-pod.yaml").write_text(POD)
+    result = migrate(str(tmp_path))
+    assert result.exit_code == 3
+    assert BROKEN in result.stdout and SERVICE in result.stdout
+    assert "resourceClaimTemplateName" in result.stdout
+    assert "a-broken.yaml (not fully migrated)" in result.stderr and "line 12" in result.stderr
+
+
+def test_invalid_legacy_value_exits_3_and_says_what_to_use(tmp_path: Path) -> None:
+    bad = tmp_path / "vcuda.yaml"
+    bad.write_text(POD.replace("nvidia.com/gpu: 1", "tencent.com/vcuda-core: 150"))
+    result = migrate(str(bad))
+    assert result.exit_code == 3
+    assert "Pod p" in result.stderr and "container 'main'" in result.stderr and "150" in result.stderr
+    assert result.stdout == bad.read_text()
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--in-place", "-"], "standard input"),
+    (["--in-place", "--output-dir", "x", "f.yaml"], "either --in-place or --output-dir"),
+    (["does-not-exist.yaml"], "no such file or directory"),
+    (["--gpu-memory", "lots", "f.yaml"], "not a memory quantity"),
+    (["--sharing", "magic", "f.yaml"], "'magic' is not one of"),
+    ([], "Missing argument"),
+])
+def test_usage_errors_exit_2_and_write_nothing(args: list[str], message: str) -> None:
+    result = migrate(*args)
+    assert result.exit_code == 2 and message in result.stderr and result.stdout == ""
+
+
+def test_help_documents_the_exit_codes() -> None:
+    result = migrate("--help")
+    for line in ("0  everything migrated", "1  --check", "2  usage error", "3  some input was not migrated"):
+        assert line in result.stdout
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not available")
+def test_corpus_files_through_the_command_line(tmp_path: Path) -> None:
+    names = ["NVIDIA__deepops__workloads_examples_k8s_gpu-usage_mig-mixed-with-selector.yml",
+             "Project-HAMi__HAMi__examples_nvidia_use_sharing_card.yaml",
+             "kubernetes-sigs__lws__docs_examples_vllm_GPU_lws.yaml"]
+    for name in names:
+        shutil.copy(CORPUS / name, tmp_path / name)
+    first = migrate("--in-place", str(tmp_path))
+    assert first.exit_code == 0, first.stderr
+    assert migrate("--check", str(tmp_path)).exit_code == 0
+
+
+def _console_script() -> str | None:
+    venv = REPO / ".venv" / "bin" / "kubectl-gpu"
+    return str(venv) if venv.exists() else shutil.which("kubectl-gpu")
+
+
+@pytest.mark.skipif(_console_script() is None, reason="kubectl-gpu is not installed (run scripts/bootstrap)")
+def test_the_installed_console_script_migrates_the_examples() -> None:
+    done = subprocess.run([_console_script(), "migrate", str(EXAMPLES)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    kinds = [d["kind"] for d in docs(done.stdout)]
+    assert kinds.count("ResourceClaimTemplate") >= 7 and "Deployment" in kinds
+    assert "8 file(s), 8 changed" in done.stderr
