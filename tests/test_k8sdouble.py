@@ -731,3 +731,19 @@ def test_kubectl_label_and_a_404_exit_status(k8s_double):
     assert k8s_double.get("pods", "p")["metadata"]["labels"] == {"migrated": "yes"}
     missing = k8s_double.kubectl("get", "pod", "ghost", check=False)
     assert missing.returncode == 1 and 'pods "ghost" not found' in missing.stderr
+
+
+@needs_kubectl
+def test_kubectl_describe_finds_the_pods_events_by_field_selector(k8s_double):
+    created = k8s_double.seed(pod("stuck"))[0]
+    k8s_double.seed({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "stuck.1"},
+                     "involvedObject": {"kind": "Pod", "name": "stuck", "namespace": "default",
+                                        "uid": created["metadata"]["uid"]},
+                     "reason": "FailedScheduling", "type": "Warning", "count": 1,
+                     "message": "0/3 nodes are available: cannot allocate all claims"},
+                    {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "other.1"},
+                     "involvedObject": {"kind": "Pod", "name": "other", "namespace": "default"},
+                     "reason": "Scheduled", "type": "Normal", "message": "unrelated"})
+    described = k8s_double.kubectl("describe", "pod", "stuck").stdout
+    assert "FailedScheduling" in described and "cannot allocate all claims" in described
+    assert "unrelated" not in described
