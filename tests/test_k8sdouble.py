@@ -699,7 +699,7 @@ def test_a_token_protected_double_rejects_anonymous_requests():
 @needs_kubectl
 def test_kubectl_lists_pods_in_all_namespaces(k8s_double):
     k8s_double.seed(pod("gpu-job", namespace="ml"), pod("web"))
-    out = k8s_double.kubectl("get", "pods", "-A").stdout.splitlines()
+    out = k8s_double.kubectl("--kubeconfig", k8s_double.kubeconfig_path(), "get", "pods", "-A").stdout.splitlines()
     assert out[0].split() == ["NAMESPACE", "NAME", "AGE"]
     assert sorted(line.split()[:2] for line in out[1:]) == [["default", "web"], ["ml", "gpu-job"]]
 
