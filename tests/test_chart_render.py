@@ -16,6 +16,7 @@ from tests.test_chart_support import (
     NAMESPACE,
     REPO,
     VALUE_SETS,
+    HelmError,
     VALUE_SETS_DIR,
     config_file,
     find,
@@ -192,3 +193,15 @@ def test_notes_tell_how_to_verify_the_install():
     audit = helm("install", "gpu", str(CHART), "--namespace", NAMESPACE, "--dry-run=client",
                  "-f", str(VALUE_SETS_DIR / "audit.yaml"))
     assert "AUDIT" in audit and "Failure policy for GPU pods: Ignore" in audit
+
+
+@pytest.mark.parametrize("version", ["1.32.0", "1.33.4", "1.34.1", "1.35.0"])
+def test_renders_for_every_supported_kubernetes_version(version):
+    out = helm("template", "gpu", str(CHART), "--namespace", NAMESPACE, "--kube-version", version)
+    assert "kind: MutatingWebhookConfiguration" in out
+
+
+def test_refuses_kubernetes_older_than_1_32():
+    with pytest.raises(HelmError) as err:
+        helm("template", "gpu", str(CHART), "--namespace", NAMESPACE, "--kube-version", "1.31.5")
+    assert "requires kubeVersion: >=1.32.0-0" in err.value.stderr
