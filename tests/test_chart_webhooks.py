@@ -150,15 +150,15 @@ def test_kube_system_the_release_namespace_and_opted_out_objects_are_never_sent(
         assert {"kube-system", NAMESPACE} <= set(names["values"])
 
 
-def test_opt_out_label_bypasses_the_webhook_by_namespace_and_object():
-    for entry in _all_entries(rendered(None)):
+def test_opt_out_label_bypasses_the_webhook_only_when_asked_to():
+    for entry in _all_entries(rendered("opt-out-bypass.yaml")):
         opt_out = {"key": "kubectl-gpu.io/opt-out", "operator": "NotIn", "values": ["true"]}
         assert opt_out in entry["namespaceSelector"]["matchExpressions"]
         assert entry["objectSelector"] == {"matchExpressions": [opt_out]}
 
 
-def test_opted_out_objects_can_still_be_fenced_when_bypass_is_off():
-    for entry in _all_entries(rendered("kubernetes-1-32.yaml")):
+def test_opted_out_objects_still_reach_the_webhook_by_default_so_they_are_fenced():
+    for entry in _all_entries(rendered(None)):
         keys = {e["key"] for e in entry["namespaceSelector"]["matchExpressions"]}
         assert keys == {"kubernetes.io/metadata.name"}
         assert entry["objectSelector"] == {}
