@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
+from kubectl_gpu.inspect.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
 from .engine import explain_claim
@@ -62,6 +63,7 @@ def sort_objects(objects: Iterable[Any]) -> ExplainInputs:
     return inputs
 
 
+@with_collector_paused
 def explain_objects(
     claims: Sequence[Mapping[str, Any]],
     slices: Sequence[Mapping[str, Any]],

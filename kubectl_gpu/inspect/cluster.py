@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.inspect.claims_model import read_claims
+from kubectl_gpu.inspect.collector import with_collector_paused
 from kubectl_gpu.inspect.devices import SliceDevice, current_devices
 from kubectl_gpu.inspect.dra_nodes import NodeLabel
 from kubectl_gpu.inspect.findings import Finding, sort_findings
@@ -47,6 +48,7 @@ class ClusterReport:
         }
 
 
+@with_collector_paused
 def build_node_reports(nodes: Iterable[Mapping[str, Any]], devices: Iterable[SliceDevice],
                        claims: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
                        dra_labels: Iterable[NodeLabel], *,
@@ -79,6 +81,7 @@ def build_node_reports(nodes: Iterable[Mapping[str, Any]], devices: Iterable[Sli
     return tuple(sorted(reports, key=lambda r: r.name)), pools
 
 
+@with_collector_paused
 def cluster_report(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
                    claims: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
                    dra_labels: Iterable[NodeLabel]) -> ClusterReport:

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 from kubernetes import client
 
+from kubectl_gpu.inspect.collector import collector_paused
 from kubectl_gpu.inspect.doctor import DoctorInputs
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names
@@ -53,8 +54,9 @@ def discover_dra(api: client.ApiClient) -> DraApi:
 
 
 def _parallel(calls: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
-    # Independent lists overlap their network waits; results keep their keys.
-    with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
+    # Independent lists overlap their network waits; results keep their keys.  Their JSON is
+    # decoded with the cycle collector paused (see collector.py): 3x faster for 10,000 claims.
+    with collector_paused(), ThreadPoolExecutor(max_workers=_WORKERS) as pool:
         futures = {key: pool.submit(call) for key, call in calls.items()}
         return {key: future.result() for key, future in futures.items()}
 
