@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Benchmark `migrate` against a plain ruamel.yaml round-trip of the same stream.
+
+A benchmark, not a test: it prints figures.  The floor is measured in the same run on the
+same documents (load + dump with ruamel's round-trip mode, what any comment-preserving
+YAML rewriter has to pay), so the ratio means the same on a fast or a busy machine.
+Target: migrate takes <= 1.5x the round-trip time.
+
+    python3 scripts/bench_migrate.py [--documents 10000] [--gpu-share 0.3] [--repeat 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import multiprocessing
+import random
+import resource
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ruamel.yaml import YAML  # noqa: E402
+
+from kubectl_gpu.manifests import migrate_text  # noqa: E402
+
+GPU_REQUESTS = ["nvidia.com/gpu: 1", "nvidia.com/gpu: 4", "nvidia.com/mig-1g.10gb: 1", "google.com/tpu: 4",
+                "aliyun.com/gpu-mem: 8", "nvidia.com/gpu: 0.5", "tencent.com/vcuda-core: 200"]
+
+
+def gpu_deployment(i: int, rng: random.Random) -> str:
+    return f"""\
+# GPU workload {i}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: gpu-{i}
+  namespace: team-{i % 7}
+  labels: {{app: gpu-{i}, tier: inference}}
+spec:
+  replicas: {rng.randint(1, 5)}
+  selector:
+    matchLabels:
+      app: gpu-{i}
+  template:
+    metadata:
+      labels:
+        app: gpu-{i}
+    spec:
+      containers:
+        - name: server
+          image: "registry.example.com/model:{i}"
+          args: ["--port", "8000", "--replica", "{i}"]
+          env:
+            - name: MODEL
+              value: model-{i}
+          resources:
+            limits:
+              cpu: "4"
+              memory: 16Gi
+              {rng.choice(GPU_REQUESTS)}
+        - name: sidecar
+          image: envoyproxy/envoy:v1.31.0
+"""
+
+
+def other_object(i: int, rng: random.Random) -> str:
+    kind = rng.choice(["service", "configmap", "deployment"])
+    if kind == "service":
+        return (f"apiVersion: v1\nkind: Service\nmetadata:\n  name: svc-{i}\n  namespace: team-{i % 7}\n"
+                f"spec:\n  selector:\n    app: gpu-{i}\n  ports:\n    - port: 80  # http\n      targetPort: 8000\n")
+    if kind == "configmap":
+        return (f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg-{i}\ndata:\n  key: 'value {i}'\n"
+                f"  script: |\n    echo start {i}\n    exec server\n")
+    return (f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web-{i}\nspec:\n  replicas: 2\n"
+            f"  template:\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n"
+            f"          resources:\n            limits: {{cpu: 500m, memory: 256Mi}}\n")
+
+
+def build_stream(documents: int, gpu_share: float, seed: int = 7) -> str:
+    rng = random.Random(seed)
+    docs = [gpu_deployment(i, rng) if rng.random() < gpu_share else other_object(i, rng) for i in range(documents)]
+    return "---\n".join(docs)
+
+
+def round_trip(text: str) -> str:
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    out = io.StringIO()
+    yaml.dump_all(yaml.load_all(text), out)
+    return out.getvalue()
+
+
+def migrate(text: str) -> str:
+    return migrate_text(text).rendered.text
+
+
+def measure(function: Callable[[str], str], text: str) -> tuple[float, int]:
+    """Seconds and peak memory growth (bytes) of one call, in a forked child so neither run
+    inherits the other's heap and memory is measured without tracing overhead."""
+    reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
+
+    def child() -> None:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        start = time.perf_counter()
+        function(text)
+        elapsed = time.perf_counter() - start
+        grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        writer.send((elapsed, grown * 1024))  # ru_maxrss is in KiB on Linux
+
+    process = multiprocessing.get_context("fork").Process(target=child)
+    process.start()
+    elapsed, grown = reader.recv()
+    process.join()
+    return elapsed, grown
+
+
+def best(function: Callable[[str], str], text: str, repeat: int) -> tuple[float, int]:
+    runs = [measure(function, text) for _ in range(repeat)]
+    return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=10_000)
+    parser.add_argument("--gpu-share", type=float, default=0.3, help="fraction of documents that request GPUs")
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs each; the best one counts")
+    args = parser.parse_args()
+
+    text = build_stream(args.documents, args.gpu_share)
+    result = migrate_text(text)
+    changed = sum(t.changed for t in result.plan.templates)
+    print(f"stream: {args.documents} documents, {len(text) / 1e6:.1f} MB; migrate rewrites {changed} pod "
+          f"templates and adds {len(result.plan.emissions)} DRA objects")
+
+    floor, floor_memory = best(round_trip, text, args.repeat)
+    ours, our_memory = best(migrate, text, args.repeat)
+    print(f"ruamel round-trip (load+dump): {floor:7.2f} s  {args.documents / floor:8.0f} docs/s  "
+          f"peak {floor_memory / 2**20:7.1f} MiB")
+    print(f"kubectl gpu migrate:           {ours:7.2f} s  {args.documents / ours:8.0f} docs/s  "
+          f"peak {our_memory / 2**20:7.1f} MiB")
+    ratio = ours / floor
+    verdict = "within" if ratio <= 1.5 else "OVER"
+    print(f"time ratio migrate / round-trip: {ratio:.2f}x ({verdict} the 1.5x target); "
+          f"memory ratio {our_memory / max(floor_memory, 1):.2f}x")
+    print("(peak = growth of the process's resident memory during the run; the round-trip streams one "
+          "document at a time, migrate holds the parsed stream to place each DRA object before its first user)")
+
+
+if __name__ == "__main__":
+    main()
