@@ -7,7 +7,6 @@ which things are checked.  HTTP, logs and metrics are the server's business.
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +28,7 @@ from .mutation import (
     plan,
     site_opted_out,
 )
-from .review import AdmissionRequest, Verdict, allow, deny
+from .review import AdmissionRequest, Verdict, allow, deny, encode_json
 from .templates import TemplateConflict, TemplateStore, TemplateUnavailable
 
 DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
@@ -46,13 +45,17 @@ class PlanCache:
 
     def __init__(self, size: int = 1024) -> None:
         self.size = size
-        self._plans: OrderedDict[str, MutationPlan] = OrderedDict()
+        self._plans: OrderedDict[tuple[str, str, str | None, bool, bytes], MutationPlan] = OrderedDict()
 
-    def get_or_plan(self, site: TemplateSite, config: WebhookConfig, skip_translation: bool) -> MutationPlan:
+    def get_or_plan(
+        self, site: TemplateSite, config: WebhookConfig, skip_translation: bool, cacheable: bool = True
+    ) -> MutationPlan:
+        """``cacheable=False`` for a template parsed leniently (NaN...), whose encoding may equal
+        another template's."""
+        if not cacheable:
+            return plan(site, config, skip_translation=skip_translation)
         try:
-            key = f"{site.kind}|{site.prefix}|{site.sharing_group}|{skip_translation}|" + json.dumps(
-                site.template, separators=(",", ":")
-            )
+            key = (site.kind, site.prefix, site.sharing_group, skip_translation, encode_json(site.template))
         except (TypeError, ValueError):
             return plan(site, config, skip_translation=skip_translation)
         cached = self._plans.get(key)
@@ -94,7 +97,7 @@ class Admission:
             return allow()
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
         skip = site_opted_out(site, self.config)
-        mutation = self.plans.get_or_plan(site, self.config, skip)
+        mutation = self.plans.get_or_plan(site, self.config, skip, request.strict_json)
         if not mutation.patch and not mutation.claims:
             # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
             return allow(audit_warnings(mutation) if self.config.audit else mutation.warnings)
@@ -104,7 +107,7 @@ class Admission:
             except ApiError as exc:
                 return deny(f"kubectl-gpu: cannot read namespace {namespace} ({exc.status or exc.reason}): {RETRY_HINT}", 503)
             if opted_out(ns_labels, self.config):
-                mutation = self.plans.get_or_plan(site, self.config, True)
+                mutation = self.plans.get_or_plan(site, self.config, True, request.strict_json)
         self._count(mutation)
         if self.config.audit:
             return allow(audit_warnings(mutation))
@@ -115,14 +118,21 @@ class Admission:
                 return deny(f"kubectl-gpu: {exc}", 409, mutation.warnings)
             except TemplateUnavailable as exc:
                 return deny(f"kubectl-gpu: {exc}", 503)
-        return Verdict(allowed=True, patch=mutation.patch, warnings=mutation.warnings)
+        return Verdict(
+            allowed=True,
+            patch=mutation.patch,
+            warnings=mutation.warnings,
+            # A lenient body's patch is encoded by the standard library, as its response is.
+            encoded_patch=mutation.encoded_patch if request.strict_json else "",
+        )
 
     def _count(self, mutation: MutationPlan) -> None:
+        metrics = self.metrics
         audit = "true" if self.config.audit else "false"
         for family in mutation.rewritten_families:
-            self.metrics.rewrites.labels(family=family, audit=audit).inc()
+            metrics.series(metrics.rewrites, family, audit).inc()
         if mutation.fenced:
-            self.metrics.double_counting.labels(finding="fenced").inc()
+            metrics.series(metrics.double_counting, "fenced").inc()
 
     def _guard_node_status(self, request: AdmissionRequest) -> Verdict:
         node = request.obj

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.metrics import MetricWrapperBase
 
 # Admission latency budget is milliseconds; the API server's timeout is 10 s by default.
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Label sets whose series are looked up once and kept (kinds and operations come from requests,
+# so the memo is bounded; past it, lookups go through the metric as before).
+_MAX_REMEMBERED_SERIES = 4096
 
 
 @dataclass
@@ -20,6 +25,18 @@ class Metrics:
     api_errors: Counter
     double_counting: Counter
     tls_reloads: Counter
+    _series: dict[tuple[int, tuple[str, ...]], Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def series(self, metric: MetricWrapperBase, *values: str) -> Any:
+        """``metric.labels(*values)``, remembered: every review counts a few series, and looking a
+        series up validates and locks each time."""
+        key = (id(metric), values)
+        found = self._series.get(key)
+        if found is None:
+            found = metric.labels(*values)
+            if len(self._series) < _MAX_REMEMBERED_SERIES:
+                self._series[key] = found
+        return found
 
     @classmethod
     def create(cls) -> "Metrics":

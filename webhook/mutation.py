@@ -18,7 +18,7 @@ from kubectl_gpu.core.model import ClaimObject, IntegerGpuMode, PodTranslation
 
 from . import double_counting, patches
 from .config import WebhookConfig
-from .review import AdmissionRequest
+from .review import AdmissionRequest, encode_patch
 
 Translate = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 
@@ -96,6 +96,7 @@ class MutationPlan:
     rewritten_families: tuple[str, ...]
     fenced: bool
     has_legacy: bool  # the template asks for a legacy GPU resource at all
+    encoded_patch: str = ""  # encode_patch(patch): a cached plan is answered without encoding again
 
 
 NOTHING = MutationPlan((), (), (), (), False, False)
@@ -126,13 +127,15 @@ def plan(
             ops += fence
             warnings.append(MESSAGE_PREFIX + "keeps device-plugin GPU requests; added node affinity that avoids DRA nodes")
     rewritten = sorted({r.family for r in before} - {r.family for r in after})
+    patch = patches.prefixed(ops, site.prefix)
     return MutationPlan(
-        patch=patches.prefixed(ops, site.prefix),
+        patch=patch,
         claims=translation.claims if translation is not None and translation.patch else (),
         warnings=tuple(warnings),
         rewritten_families=tuple(rewritten),
         fenced=fenced,
         has_legacy=bool(before),
+        encoded_patch=encode_patch(patch) if patch else "",
     )
 
 

@@ -18,12 +18,22 @@ from typing import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from . import logs
 from .admission import Admission
 from .config import WebhookConfig
 from .kubeapi import AsyncKubeApi, Resource
 from .labelcache import LabelCache
 from .metrics import Metrics
-from .review import MAX_BODY_BYTES, AdmissionRequest, BadReview, Verdict, deny, parse_review, render_response
+from .review import (
+    MAX_BODY_BYTES,
+    AdmissionRequest,
+    BadReview,
+    Verdict,
+    deny,
+    encode_json,
+    parse_review,
+    render_response,
+)
 from .templates import TemplateStore
 from .tls import ReloadingTLS
 
@@ -71,13 +81,13 @@ class WebhookServer:
         self._runner: web.AppRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
         self.port: int | None = None
-        on_error = lambda operation: self.metrics.api_errors.labels(operation=operation).inc()  # noqa: E731
+        on_error = lambda operation: self.metrics.series(self.metrics.api_errors, operation).inc()  # noqa: E731
         self.admission = Admission(
             config=config,
             templates=TemplateStore(
                 api,
                 ttl_seconds=self.timings.template_ttl,
-                on_created=lambda kind: self.metrics.templates_created.labels(kind=kind).inc(),
+                on_created=lambda kind: self.metrics.series(self.metrics.templates_created, kind).inc(),
                 on_api_error=on_error,
             ),
             namespaces=LabelCache(api, Resource("v1", "Namespace"), self.timings.label_ttl, on_api_error=on_error),
@@ -140,15 +150,16 @@ class WebhookServer:
         self, http: web.Request, endpoint: str, decide: Callable[[AdmissionRequest], Awaitable[Verdict]]
     ) -> web.Response:
         started = time.perf_counter()
+        metrics = self.metrics
         try:
             body = await http.read()
         except web.HTTPRequestEntityTooLarge:
-            self.metrics.reviews.labels(endpoint, "", "", "invalid").inc()
+            metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
             return _error(413, f"body larger than {MAX_BODY_BYTES} bytes; an AdmissionReview is at most 3 MiB")
         try:
             review = parse_review(body)
         except BadReview as exc:
-            self.metrics.reviews.labels(endpoint, "", "", "invalid").inc()
+            metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
             log.warning("bad review", extra={"endpoint": endpoint, "error": str(exc)})
             return _error(400, str(exc))
         try:
@@ -160,23 +171,24 @@ class WebhookServer:
                 f"uid {review.uid}); retry, or label it kubectl-gpu.io/opt-out=true",
                 500,
             )
-        payload = json.dumps(render_response(review.uid, verdict), separators=(",", ":"))
+        payload = encode_json(render_response(review.uid, verdict, review.strict_json), review.strict_json)
         result = "denied" if not verdict.allowed else "patched" if verdict.patch else "warned" if verdict.warnings else "allowed"
-        self.metrics.reviews.labels(endpoint, review.kind, review.operation, result).inc()
+        metrics.series(metrics.reviews, endpoint, review.kind, review.operation, result).inc()
         elapsed = time.perf_counter() - started
-        self.metrics.latency.labels(endpoint).observe(elapsed)
+        metrics.series(metrics.latency, endpoint).observe(elapsed)
         if result != "allowed" or log.isEnabledFor(logging.DEBUG):
-            log.log(
+            logs.emit(
+                log,
                 logging.DEBUG if result == "allowed" else logging.INFO,
                 "review",
-                extra={
+                {
                     "uid": review.uid, "endpoint": endpoint, "kind": review.kind, "operation": review.operation,
                     "namespace": review.namespace, "object": review.name, "dryRun": review.dry_run,
                     "result": result, "reason": verdict.message or None, "warnings": list(verdict.warnings) or None,
                     "ms": round(elapsed * 1000, 3),
                 },
             )
-        return web.Response(body=payload.encode(), content_type="application/json")
+        return web.Response(body=payload, content_type="application/json")
 
     async def _healthz(self, _request: web.Request) -> web.Response:
         return web.Response(text="ok\n")
