@@ -1,0 +1,66 @@
+"""Finding pod templates by shape, and GPU specs migrate must warn about instead of rewriting."""
+
+from __future__ import annotations
+
+import json
+
+from kubectl_gpu.manifests.locate import find_pod_sites, find_unrewritable
+
+CONTAINERS = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
+
+
+def test_every_template_of_a_custom_resource_is_found() -> None:
+    ray = {"kind": "RayCluster", "spec": {
+        "headGroupSpec": {"template": {"spec": CONTAINERS}},
+        "workerGroupSpecs": [{"template": {"metadata": {}, "spec": CONTAINERS}},
+                             {"template": {"spec": CONTAINERS}}]}}
+    assert [s.pointer for s in find_pod_sites(ray)] == [
+        "/spec/headGroupSpec/template", "/spec/workerGroupSpecs/0/template", "/spec/workerGroupSpecs/1/template"]
+
+
+def test_a_pod_is_a_template_at_the_root_and_inline_pod_specs_are_marked() -> None:
+    assert [(s.pointer, s.inline) for s in find_pod_sites({"kind": "Pod", "spec": CONTAINERS})] == [("", False)]
+    kserve = {"spec": {"predictor": CONTAINERS}}
+    [site] = find_pod_sites(kserve)
+    assert (site.pointer, site.spec_pointer, site.inline) == ("/spec/predictor", "/spec/predictor", True)
+
+
+def test_argo_container_sets_are_not_pod_specs_and_their_gpus_are_reported() -> None:
+    workflow = {"spec": {"templates": [{"name": "t", "containerSet": CONTAINERS}]}}
+    assert find_pod_sites(workflow) == []
+    [finding] = find_unrewritable(workflow, [])
+    assert finding.pointer == "/spec/templates/0/containerSet/containers/0/resources"
+    assert "outside any pod template" in finding.message
+
+
+def test_gpu_requests_inside_strings_are_reported_once_with_where_they_are() -> None:
+    manifest = "resources:\n  limits:\n    nvidia.com/gpu: {{inputs.gpus}}\n"
+    obj = {"spec": {"steps": [{"manifest": manifest}, {"manifest": manifest}]}}
+    [finding] = find_unrewritable(obj, [])
+    assert finding.pointer == "/spec/steps/0/manifest" and "inside a string value" in finding.message
+
+
+def test_things_that_merely_mention_gpus_are_not_reported() -> None:
+    pod = {"kind": "Pod",
+           "metadata": {"annotations": {
+               "kubectl.kubernetes.io/last-applied-configuration": json.dumps({"nvidia.com/gpu": 1}),
+               "kubectl-gpu.io/original-resources": json.dumps({"limits": {"nvidia.com/gpu": "1"}})}},
+           "spec": {**CONTAINERS,
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "nodeSelector": {"nvidia.com/gpu.product": "A100"}}}
+    embedded_zero = {"spec": {"manifest": "limits:\n  nvidia.com/gpu: 0\n"}}
+    assert find_unrewritable(pod, find_pod_sites(pod)) == []
+    assert find_unrewritable(embedded_zero, []) == []
+
+
+def test_quotas_and_accelerator_types_naming_a_legacy_resource_are_reported() -> None:
+    queue = {"kind": "ClusterQueue", "spec": {"resourceGroups": [{"coveredResources": ["cpu", "nvidia.com/gpu"]}]}}
+    [finding] = find_unrewritable(queue, [])
+    assert finding.pointer == "/spec/resourceGroups/0/coveredResources/1"
+    assert "DRA device class" in finding.message
+
+
+def test_mpijob_v1alpha1_gpu_count_is_reported() -> None:
+    job = {"apiVersion": "kubeflow.org/v1alpha1", "kind": "MPIJob", "spec": {"gpus": 16}}
+    [finding] = find_unrewritable(job, [])
+    assert finding.pointer == "/spec/gpus" and "v2beta1" in finding.message
