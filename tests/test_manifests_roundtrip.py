@@ -145,3 +145,10 @@ def test_a_template_without_metadata_gets_it_above_its_spec() -> None:
     out = migrate_text(job).rendered.text
     template = out[out.index("  template:"):]
     assert template.index("    metadata:") < template.index("    spec:")
+
+
+def test_windows_line_endings_are_kept() -> None:
+    text = DEPLOYMENT.replace("\n", "\r\n")
+    out = migrate_text(text).rendered.text
+    assert "kind: ResourceClaimTemplate\r\n" in out
+    assert "\n" not in out.replace("\r\n", "")

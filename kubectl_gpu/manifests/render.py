@@ -52,17 +52,23 @@ def render_file(applied: AppliedFile, output_format: Format | None = None) -> Re
 
 def _yaml_of_yaml(applied: AppliedFile) -> str:
     parsed = applied.plan.file
-    codec = parsed.codec
+    # ruamel writes "\n"; a file written with Windows line endings keeps them.
+    newline = "\r\n" if "\r\n" in parsed.source.text else "\n"
+
+    def dump(tree: Any) -> str:
+        text = parsed.codec.dump(tree)
+        return text.replace("\n", newline) if newline != "\n" else text
+
     pieces: list[str] = []
     for index, document in enumerate(parsed.documents):
         chunk = document.chunk
         assert chunk is not None  # YAML documents always keep their text
         for manifest in applied.documents_before.get(index, []):
-            body = codec.dump(to_round_trip(manifest))
+            body = dump(to_round_trip(manifest))
             # Keep exactly one `---` between the new document and the one it precedes.
-            pieces.append("---\n" + body if chunk.header else body + "---\n")
+            pieces.append("---" + newline + body if chunk.header else body + "---" + newline)
         if index in applied.changed_documents:
-            pieces.append(chunk.header + codec.dump(document.tree) + chunk.trailer)
+            pieces.append(chunk.header + dump(document.tree) + chunk.trailer)
         else:
             pieces.append(chunk.text)
     return "".join(pieces)
