@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.core.quantity import QuantityError, format_bytes, format_plain, parse_quantity
@@ -23,7 +25,7 @@ class DeviceRow:
     device: SliceDevice
     holders: tuple[Holder, ...]
 
-    @property
+    @cached_property  # read for every count and table row; rows never change
     def state(self) -> str:
         taking = exclusive_holders(self.holders)
         if not taking:
@@ -69,12 +71,17 @@ class NodeReport:
     legacy_pods: tuple[LegacyPod, ...]
     findings: tuple[Finding, ...]
 
-    @property
+    # Cached: the summary table, its JSON and the totals each read them for 1,000 nodes.
+    @cached_property
     def gpu_rows(self) -> tuple[DeviceRow, ...]:
         return tuple(r for r in self.devices if r.device.is_gpu)
 
+    @cached_property
+    def _state_counts(self) -> Counter[str]:
+        return Counter(r.state for r in self.gpu_rows)
+
     def count(self, state: str) -> int:
-        return sum(1 for r in self.gpu_rows if r.state == state)
+        return self._state_counts[state]
 
     @property
     def has_gpus(self) -> bool:

@@ -6,13 +6,13 @@ import json
 from typing import Any, Iterable
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from kubectl_gpu.inspect.claims import ClaimReport
 from kubectl_gpu.inspect.cluster import ClusterReport
 from kubectl_gpu.inspect.doctor import DoctorReport
 from kubectl_gpu.inspect.findings import Finding, Severity
+from kubectl_gpu.inspect.plain_table import PlainTable
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
 from kubectl_gpu.inspect.pods import AllocatedDeviceRow, PodReport
 
@@ -20,9 +20,9 @@ _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO:
 _STATE_STYLE = {FREE: "green", ALLOCATED: "", SHARED: "magenta"}
 
 
-def _table(*columns: str, title: str | None = None) -> Table:
+def _table(*columns: str, title: str | None = None) -> PlainTable:
     # kubectl's look: no borders, upper-case headers, left-aligned.
-    table = Table(box=None, pad_edge=False, show_edge=False, title=title, title_justify="left",
+    table = PlainTable(box=None, pad_edge=False, show_edge=False, title=title, title_justify="left",
                   title_style="bold", header_style="bold")
     for column in columns:
         table.add_column(column, overflow="fold")
@@ -108,7 +108,7 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
     return Group(*parts)
 
 
-def _device_rows(rows: Iterable[AllocatedDeviceRow], wide: bool) -> Table:
+def _device_rows(rows: Iterable[AllocatedDeviceRow], wide: bool) -> PlainTable:
     columns = ["REQUEST", "DEVICE", "NODE", "PRODUCT", "MEMORY", "MIG PROFILE", "UUID", "CONSUMED"]
     if wide:
         columns += ["DRIVER", "POOL", "SHARE ID", "ATTRIBUTES"]
