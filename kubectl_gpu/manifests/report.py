@@ -21,6 +21,7 @@ _STYLE = {Severity.INFO: "green", Severity.WARNING: "yellow", Severity.ERROR: "b
 @dataclass(frozen=True)
 class Totals:
     files: int
+    objects: int
     changed_files: int
     templates_migrated: int
     objects_added: int
@@ -36,6 +37,7 @@ def totals(result: MigrationResult) -> Totals:
             errors += severity is Severity.ERROR
     return Totals(
         files=len(result.files),
+        objects=sum(len(f.plan.objects) for f in result.files),
         changed_files=sum(f.changed for f in result.files),
         templates_migrated=sum(t.changed for f in result.files for t in f.plan.templates),
         objects_added=sum(len(f.plan.emissions) for f in result.files),
@@ -62,7 +64,8 @@ def print_report(result: MigrationResult, console: Console) -> None:
                 console.print(line)
     t = totals(result)
     console.print(
-        f"[bold]{t.files} file(s), {t.changed_files} changed:[/bold] {t.templates_migrated} pod template(s) "
+        f"[bold]{t.files} file(s), {t.changed_files} changed:[/bold] {t.objects} object(s) read, "
+        f"{t.templates_migrated} pod template(s) "
         f"migrated, {t.objects_added} DRA object(s) added, "
         f"[{_STYLE[Severity.WARNING]}]{t.warnings} warning(s)[/], [{_STYLE[Severity.ERROR]}]{t.errors} error(s)[/]"
     )
