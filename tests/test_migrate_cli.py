@@ -202,3 +202,22 @@ def test_the_installed_console_script_migrates_the_examples() -> None:
     kinds = [d["kind"] for d in docs(done.stdout)]
     assert kinds.count("ResourceClaimTemplate") >= 7 and "Deployment" in kinds
     assert "8 file(s), 8 changed" in done.stderr
+
+
+def test_files_written_back_each_carry_the_claim_templates_their_pods_need(tmp_path: Path) -> None:
+    # Operators apply migrated files one at a time (GitOps, kubectl apply -f FILE): a pod whose
+    # template lives only in another file would stay Pending forever.
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text(POD)
+    assert migrate("--in-place", str(tmp_path)).exit_code == 0
+    for name in ("a.yaml", "b.yaml"):
+        kinds = [d["kind"] for d in docs((tmp_path / name).read_text())]
+        assert kinds == ["ResourceClaimTemplate", "Pod"], name
+    assert migrate("--check", str(tmp_path)).exit_code == 0
+
+
+def test_one_output_stream_carries_each_claim_template_once(tmp_path: Path) -> None:
+    for name in ("a.yaml", "b.yaml"):
+        (tmp_path / name).write_text(POD)
+    result = migrate(str(tmp_path))
+    assert [d["kind"] for d in docs(result.stdout)] == ["ResourceClaimTemplate", "Pod", "Pod"]

@@ -111,6 +111,7 @@ def command(
             aliyun_memory_unit=aliyun_memory_unit,
         ),
         namespace=namespace,
+        self_contained_files=in_place or output_dir is not None or show_diff,
     )
     try:
         sources = collect_sources(inputs, click.get_text_stream("stdin"))

@@ -30,6 +30,10 @@ DRA_KINDS = frozenset({"ResourceClaimTemplate", "ResourceClaim"})
 class MigrateOptions:
     translate: TranslateOptions = TranslateOptions()
     namespace: str | None = None  # for objects that name none (like kubectl's --namespace)
+    # Files written back one by one are applied one by one (GitOps, `kubectl apply -f file`), so
+    # each carries the DRA objects its own pods need: a duplicate object is applied idempotently,
+    # a missing one leaves pods Pending forever.  A single output stream gets each object once.
+    self_contained_files: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,9 @@ def plan_migration(
     options: MigrateOptions = MigrateOptions(),
     translate: Translator = translate_pod_template,
 ) -> list[FilePlan]:
+    if options.self_contained_files:
+        return [_plan_file(parsed, options, translate, _existing_dra_objects([parsed], options), set())
+                for parsed in files]
     present = _existing_dra_objects(files, options)
     emitted: set[ObjectKey] = set()
     return [_plan_file(parsed, options, translate, present, emitted) for parsed in files]
