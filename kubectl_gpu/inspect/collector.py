@@ -4,8 +4,13 @@ Decoding 10,000 pods and claims, or building 8,000 device objects, allocates mil
 lists.  Every 700 allocations the cycle collector runs, and as the heap grows it rescans all the
 objects built so far: measured on the describe benchmark, json.loads of 20 pages of claims took
 3x longer with the collector on, and building the explain engine's devices 2x.  None of these
-objects form reference cycles, so reference counting frees them anyway; the collector only finds
-work again once the batch is done, and then scans each object a few times instead of dozens.
+objects form reference cycles, so reference counting frees them anyway.
+
+When the batch is done its objects are moved straight to the oldest generation (gc.freeze()
+then gc.unfreeze(), which does not count them towards the next full collection): they live as
+long as the command, and scanning a million of them again in the young generations cost describe
+another 0.3 s of its 0.9 s.  Nothing stays frozen or disabled, and a full collection still sees
+them.
 
 A leaf module with no dependencies, so the offline explain path can use it without importing the
 Kubernetes client.
@@ -32,6 +37,8 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            gc.freeze()  # promote what the batch built to the oldest generation...
+            gc.unfreeze()  # ...where full collections still scan it
             gc.enable()
 
 
