@@ -103,13 +103,41 @@ class PodReport:
 def pod_report(pod: Mapping[str, Any], claims: Iterable[Mapping[str, Any]],
                devices: Iterable[SliceDevice], explanation: Any = None) -> PodReport:
     """`claims`: ResourceClaims of the pod's namespace (others are ignored); `devices`: current
-    ResourceSlice devices, to show attributes of allocated ones."""
+    ResourceSlice devices, to show attributes of allocated ones.  For many pods use pod_reports,
+    which indexes claims and devices once."""
+    namespace = str((pod.get("metadata") or {}).get("namespace") or "")
+    return _pod_report(pod, claims_by_name(claims).get(namespace, {}), devices_by_key(devices), explanation)
+
+
+def pod_reports(pods: Iterable[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]],
+                devices: Iterable[SliceDevice]) -> list[PodReport]:
+    """pod_report of each pod, with claims and devices indexed once: per pod, re-reading 10,000
+    claims and re-indexing 8,000 devices made `describe pod -A` quadratic."""
+    by_namespace = claims_by_name(claims)
+    by_key = devices_by_key(devices)
+    return [_pod_report(pod, by_namespace.get(str((pod.get("metadata") or {}).get("namespace") or ""), {}), by_key)
+            for pod in pods]
+
+
+def claims_by_name(claims: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, ClaimView]]:
+    """namespace -> claim name -> view (the last one wins, as the API cannot list two)."""
+    index: dict[str, dict[str, ClaimView]] = {}
+    for claim in claims:
+        view = read_claim(claim)
+        index.setdefault(view.namespace, {})[view.name] = view
+    return index
+
+
+def devices_by_key(devices: Iterable[SliceDevice]) -> dict[DeviceKey, SliceDevice]:
+    return {d.key: d for d in devices}
+
+
+def _pod_report(pod: Mapping[str, Any], by_name: Mapping[str, ClaimView],
+                by_key: Mapping[DeviceKey, SliceDevice], explanation: Any = None) -> PodReport:
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
     namespace = str(metadata.get("namespace") or "")
-    by_name = {v.name: v for v in (read_claim(c) for c in claims) if v.namespace == namespace}
-    by_key = {d.key: d for d in devices}
     generated = {s.get("name"): s.get("resourceClaimName")
                  for s in status.get("resourceClaimStatuses") or () if isinstance(s, dict)}
     usage = _container_usage(spec)
