@@ -30,6 +30,7 @@ from . import lib
 from .device import Device
 from .errors import EvalError
 from .syntax import Call, Ident, Index, ListLit, Lit, Node, Select
+from .values import Quantity, Semver
 
 Compiled = Callable[[Device], Any]
 
@@ -224,6 +225,10 @@ def _call(node: Call) -> Compiled:
     compiled = [_compile(p) for p in parts]
     if any(_may_be_domain_map(p) for p in parts):
         raise Unsupported(f"{name} on device.attributes/capacity as a whole")
+    if all(_is_constant(p) for p in parts):
+        folded = _fold(function, compiled)
+        if folded is not None:
+            return folded
     if len(compiled) == 1:
         (only,) = compiled
         return lambda d: function(only(d))
@@ -231,6 +236,33 @@ def _call(node: Call) -> Compiled:
         first, second = compiled
         return lambda d: function(first(d), second(d))
     return lambda d: function(*[c(d) for c in compiled])
+
+
+def _is_constant(node: Node) -> bool:
+    """The same value for every device: a literal, or a function of literals (``quantity('40Gi')``)."""
+    if isinstance(node, Lit):
+        return True
+    if isinstance(node, Call) and node.name in lib.FUNCTIONS:
+        parts = ([node.target] if node.target is not None else []) + list(node.args)
+        return all(_is_constant(p) for p in parts)
+    return False
+
+
+# Results that no later function can change; a folded list would be shared by every evaluation.
+_IMMUTABLE = (str, int, float, bool, bytes, type(None), Quantity, Semver)
+
+
+def _fold(function: Callable[..., Any], compiled: list[Compiled]) -> Compiled | None:
+    """Evaluate a call of constants once, at compile time: ``quantity('40Gi')`` in a selector was
+    parsed again for each of 8,000 devices.  A call that fails, or whose value is mutable, is left
+    to run per device, so its error is still raised where the scheduler would raise it."""
+    try:
+        value = function(*[c(None) for c in compiled])  # constants ignore the device
+    except Exception:  # noqa: BLE001 - any failure is reported at evaluation time, as before
+        return None
+    if type(value) not in _IMMUTABLE:
+        return None
+    return lambda d: value
 
 
 def _may_be_domain_map(node: Node) -> bool:
