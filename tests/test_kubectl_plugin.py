@@ -30,7 +30,10 @@ def plugin_path(tmp_path: Path) -> dict[str, str]:
                        f'exec "{sys.executable}" -m kubectl_gpu.cli.main "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     env = dict(os.environ)
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    # Exactly one kubectl-gpu on PATH: kubectl refuses (exit 1) when one plugin shadows another,
+    # e.g. the console script that scripts/bootstrap installs into .venv/bin.
+    others = [d for d in env.get("PATH", "").split(os.pathsep) if d and not (Path(d) / "kubectl-gpu").exists()]
+    env["PATH"] = os.pathsep.join([str(bin_dir), *others])
     env.pop("KUBECONFIG", None)
     env["HOME"] = str(tmp_path)  # no stray ~/.kube/config
     return env
