@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import click
 import yaml
@@ -90,7 +91,7 @@ def command(ctx: click.Context, output: str, node_name: str | None) -> None:
 
 
 def _print_table(inventory: Inventory) -> None:
-    stdout = click.get_text_stream("stdout")
+    stdout = sys.stdout
     console = Console(file=stdout, width=None if stdout.isatty() else _PIPED_WIDTH)
     plan = inventory.plan
     console.print(

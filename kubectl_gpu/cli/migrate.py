@@ -114,7 +114,7 @@ def command(
         self_contained_files=in_place or output_dir is not None or show_diff,
     )
     try:
-        sources = collect_sources(inputs, click.get_text_stream("stdin"))
+        sources = collect_sources(inputs, sys.stdin)
     except InputError as err:
         raise click.UsageError(str(err)) from err
     result = migrate_sources(sources, options, Format(output_format) if output_format else None)
