@@ -11,6 +11,7 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
+from kubectl_gpu.k8s import DEFAULT_PAGE_SIZE
 from tests import builders as b
 from tests.k8sdouble import K8sDouble
 
@@ -196,13 +197,15 @@ def test_a_cluster_serving_only_v1beta1_is_read_in_v1beta1():
 
 
 def test_every_list_is_paginated_and_an_expired_continue_token_restarts_the_list(k8s_double):
-    k8s_double.seed(*[b.pod(f"p{i}", node_name="legacy-1", limits={"nvidia.com/gpu": 1}) for i in range(1100)],
-                    b.node("legacy-1", legacy={"nvidia.com/gpu": "2000"}))
+    pods = 2 * DEFAULT_PAGE_SIZE + 100  # three pages
+    k8s_double.seed(*[b.pod(f"p{i}", node_name="legacy-1", limits={"nvidia.com/gpu": 1}) for i in range(pods)],
+                    b.node("legacy-1", legacy={"nvidia.com/gpu": str(pods)}))
     k8s_double.fail("list", "pods", status=410, reason="Expired", message="continue token expired", times=1)
     summary = as_json(run(k8s_double, "describe", "-o", "json"))
-    assert summary["totals"]["legacyGpuPods"] == 1100
+    assert summary["totals"]["legacyGpuPods"] == pods
     lists = [r for r in k8s_double.requests if r.verb == "list"]
-    assert lists and all(r.query.get("limit") == "500" for r in lists)
+    assert DEFAULT_PAGE_SIZE >= 500  # pages no smaller than kubectl's, so lists cost few round trips
+    assert lists and all(r.query.get("limit") == str(DEFAULT_PAGE_SIZE) for r in lists)
     pod_pages = [r for r in lists if r.resource == "pods"]
     assert len(pod_pages) == 1 + 3  # the expired first attempt, then three pages
     assert sum(1 for r in pod_pages if r.query.get("continue")) == 2
