@@ -169,7 +169,7 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
         from kubectl_gpu.inspect.devices import current_devices
         from kubectl_gpu.inspect.live import (NotFound, NothingToExplain, discover_dra, explain_pod_objects,
                                               fetch_dra, fetch_pod, list_pods, pod_claim_objects)
-        from kubectl_gpu.inspect.pods import pod_report
+        from kubectl_gpu.inspect.pods import pod_report, pod_reports
 
         options = settings.options
         connection = _connect(options)
@@ -192,8 +192,7 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
             emit(options, report.to_dict(), lambda: render.pod(report, wide))
             return
         pods = list_pods(connection.api, None if options.all_namespaces else namespace, options.selector)
-        reports = [r for r in (pod_report(p, dra_objects.claims, devices) for p in pods)
-                   if r.claims or r.legacy_requests]
+        reports = [r for r in pod_reports(pods, dra_objects.claims, devices) if r.claims or r.legacy_requests]
         emit(options, as_list([r.to_dict() for r in reports]),
              lambda: Group(*[part for r in reports for part in (render.pod(r, wide), Text(""))])
              if reports else Text("No pods using GPUs found."))
@@ -218,7 +217,7 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
 
         from kubectl_gpu.explain import explain_objects
         from kubectl_gpu.inspect import render
-        from kubectl_gpu.inspect.claims import claim_report
+        from kubectl_gpu.inspect.claims import claim_report, claim_reports
         from kubectl_gpu.inspect.devices import current_devices
         from kubectl_gpu.inspect.live import discover_dra, fetch_claim, fetch_dra
         from kubectl_gpu.k8s import list_objects
@@ -243,7 +242,7 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
             return
         path = dra.path("resourceclaims", None if options.all_namespaces else namespace)
         claims = list_objects(connection.api, path, label_selector=options.selector)
-        reports = [claim_report(c, devices) for c in claims]
+        reports = claim_reports(claims, devices)
         emit(options, as_list([r.to_dict() for r in reports]),
              lambda: Group(*[part for r in reports for part in (render.claim(r, wide), Text(""))])
              if reports else Text("No ResourceClaims found."))
