@@ -111,20 +111,17 @@ class Admission:
         self._count(mutation)
         if self.config.audit:
             return allow(audit_warnings(mutation))
-        if mutation.claims:
+        if mutation.claims and not self.templates.all_known(mutation.claims, namespace):
             try:
                 await self.templates.ensure(mutation.claims, namespace, dry_run=request.dry_run)
             except TemplateConflict as exc:
                 return deny(f"kubectl-gpu: {exc}", 409, mutation.warnings)
             except TemplateUnavailable as exc:
                 return deny(f"kubectl-gpu: {exc}", 503)
-        return Verdict(
-            allowed=True,
-            patch=mutation.patch,
-            warnings=mutation.warnings,
-            # A lenient body's patch is encoded by the standard library, as its response is.
-            encoded_patch=mutation.encoded_patch if request.strict_json else "",
-        )
+        if request.strict_json:
+            return mutation.verdict
+        # A lenient body's patch is encoded by the standard library, as its response is.
+        return Verdict(allowed=True, patch=mutation.patch, warnings=mutation.warnings)
 
     def _count(self, mutation: MutationPlan) -> None:
         metrics = self.metrics

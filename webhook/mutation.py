@@ -9,6 +9,7 @@ patches together under the right prefix.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Mapping
 
 from kubectl_gpu.core import TranslateOptions, translate_pod_template
@@ -18,7 +19,7 @@ from kubectl_gpu.core.model import ClaimObject, IntegerGpuMode, PodTranslation
 
 from . import double_counting, patches
 from .config import WebhookConfig
-from .review import AdmissionRequest, encode_patch
+from .review import AdmissionRequest, Verdict, encode_patch
 
 Translate = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 
@@ -32,6 +33,10 @@ POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
     ("apps", "ReplicaSet"): ("spec", "template"),
     ("batch", "Job"): ("spec", "template"),
     ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template"),
+}
+# ... and that path as the JSON pointer its patches go under.
+POD_TEMPLATE_PREFIXES: dict[tuple[str, str], str] = {
+    key: "".join("/" + patches.escape(part) for part in path) for key, path in POD_TEMPLATE_PATHS.items()
 }
 MESSAGE_PREFIX = "kubectl-gpu: "
 AUDIT_PREFIX = "kubectl-gpu audit (not applied): "
@@ -66,8 +71,7 @@ def find_site(request: AdmissionRequest) -> TemplateSite | None:
     else:
         name = metadata.get("name") or request.name
         group = f"{request.kind}/{name}" if name else None
-    prefix = "".join("/" + patches.escape(p) for p in path)
-    return TemplateSite(request.kind, prefix, node, labels, group)
+    return TemplateSite(request.kind, POD_TEMPLATE_PREFIXES[(request.group, request.kind)], node, labels, group)
 
 
 def _controller_of(metadata: Mapping[str, Any]) -> str | None:
@@ -97,6 +101,12 @@ class MutationPlan:
     fenced: bool
     has_legacy: bool  # the template asks for a legacy GPU resource at all
     encoded_patch: str = ""  # encode_patch(patch): a cached plan is answered without encoding again
+
+    @cached_property
+    def verdict(self) -> Verdict:
+        """The answer that applies this plan (once its claim objects exist); made once per plan,
+        so a cached plan's answer is too."""
+        return Verdict(allowed=True, patch=self.patch, warnings=self.warnings, encoded_patch=self.encoded_patch)
 
 
 NOTHING = MutationPlan((), (), (), (), False, False)

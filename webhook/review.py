@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import orjson
@@ -25,8 +25,10 @@ class BadReview(ValueError):
     """Not an AdmissionReview this webhook can answer; the message says what to change."""
 
 
-# 19 digits in a row may be an integer beyond 64 bits, which orjson reads as a float.
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
+# 19 digits in a row may be an integer beyond 64 bits, which orjson reads as a float.  Found by
+# mapping every digit to "0" and searching for 19 of them: a tenth of what a regex costs.
+_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x2E for c in range(256))
+_LONG_DIGITS = b"0" * 19
 
 
 def decode_json(body: bytes) -> tuple[Any, bool]:
@@ -37,7 +39,7 @@ def decode_json(body: bytes) -> tuple[Any, bool]:
     integers beyond 64 bits as floats.  Those bodies go to the standard library, so exactly what
     ``json.loads`` accepts is accepted, with the same values and error messages.
     """
-    if _LONG_DIGITS.search(body) is not None:
+    if _LONG_DIGITS in body.translate(_DIGITS_AS_ZEROS):
         return json.loads(body), True
     try:
         return orjson.loads(body), True
@@ -141,14 +143,28 @@ class Verdict:
     details: dict[str, Any] = field(default_factory=dict)  # for logs and metrics only
     encoded_patch: str = ""  # encode_patch(patch), when the caller has it already (cached plans)
 
+    @cached_property
+    def response_parts(self) -> tuple[bytes, bytes]:
+        """The encoded response before and after the uid's JSON string: made once per verdict,
+        so answering a cached plan again only encodes the uid."""
+        encoded = encode_json(render_response("", self))
+        at = encoded.index(_EMPTY_UID) + len(_EMPTY_UID) - 2
+        return encoded[:at], encoded[at + 2 :]
+
+
+_EMPTY_UID = b'"uid":""'
+
 
 def encode_patch(patch: tuple[dict[str, Any], ...], strict: bool = True) -> str:
     """The JSONPatch as the response carries it: base64 of its JSON."""
     return base64.b64encode(encode_json(list(patch), strict)).decode()
 
 
+ALLOWED = Verdict(allowed=True)
+
+
 def allow(warnings: tuple[str, ...] = ()) -> Verdict:
-    return Verdict(allowed=True, warnings=warnings)
+    return Verdict(allowed=True, warnings=warnings) if warnings else ALLOWED
 
 
 def deny(message: str, code: int = 403, warnings: tuple[str, ...] = ()) -> Verdict:
@@ -172,3 +188,12 @@ def render_response(uid: str, verdict: Verdict, strict: bool = True) -> dict[str
     if warnings:
         response["warnings"] = list(dict.fromkeys(warnings))[:MAX_WARNINGS]
     return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
+
+
+def encode_response(uid: str, verdict: Verdict, strict: bool = True) -> bytes:
+    """``encode_json(render_response(uid, verdict, strict), strict)``, faster when the same
+    verdict answers many reviews."""
+    if not strict:
+        return encode_json(render_response(uid, verdict, strict=False), strict=False)
+    head, tail = verdict.response_parts
+    return head + orjson.dumps(uid) + tail

@@ -30,9 +30,8 @@ from .review import (
     BadReview,
     Verdict,
     deny,
-    encode_json,
+    encode_response,
     parse_review,
-    render_response,
 )
 from .templates import TemplateStore
 from .tls import ReloadingTLS
@@ -171,7 +170,7 @@ class WebhookServer:
                 f"uid {review.uid}); retry, or label it kubectl-gpu.io/opt-out=true",
                 500,
             )
-        payload = encode_json(render_response(review.uid, verdict, review.strict_json), review.strict_json)
+        payload = encode_response(review.uid, verdict, review.strict_json)
         result = "denied" if not verdict.allowed else "patched" if verdict.patch else "warned" if verdict.warnings else "allowed"
         metrics.series(metrics.reviews, endpoint, review.kind, review.operation, result).inc()
         elapsed = time.perf_counter() - started

@@ -89,6 +89,10 @@ class TemplateStore:
             return False
         return True
 
+    def all_known(self, claims: tuple[ClaimObject, ...], namespace: str) -> bool:
+        """True when every claim object is known to exist (then ensure() has nothing to do)."""
+        return all(self.is_known(claim, namespace) for claim in claims)
+
     def _remember(self, key: tuple[str, str, str, str]) -> None:
         self._known[key] = self.clock() + self.ttl
         self._known.move_to_end(key)
