@@ -49,16 +49,19 @@ TARGET_RATIO = 0.60
 
 
 def gpu_pod_review(index: int, distinct: bool = False) -> bytes:
-    """A Deployment's GPU pod as the API server sends it (one of four GPU amounts).  With
-    ``distinct`` every pod template differs (a label), so no plan is ever reused."""
+    """A GPU pod of a ReplicaSet (one of four GPU amounts) in the AdmissionReview the API server
+    sends for it: compact JSON, fields in Go declaration order, a fresh uid per review.  With
+    ``distinct`` every pod template differs (a label), so nothing parsed or planned is reused."""
     amount = ["1", "2", "0.5", "1"][index % 4]
-    labels = {"app": "trainer"}
+    labels = {"app": "trainer", "pod-template-hash": f"7c9f{index % 4}"}
     if distinct:
         labels["bench.kubectl-gpu.io/index"] = str(index)
     pod = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"generateName": "trainer-7c9f-", "namespace": "bench", "labels": labels,
-                     "ownerReferences": []},
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {"generateName": f"trainer-7c9f{index % 4}-", "namespace": "bench", "labels": labels,
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"trainer-7c9f{index % 4}",
+                                          "uid": f"6d1c0f3e-0000-4000-8000-00000000000{index % 4}",
+                                          "controller": True, "blockOwnerDeletion": True}]},
         "spec": {
             "containers": [
                 {"name": "cuda", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
@@ -70,16 +73,21 @@ def gpu_pod_review(index: int, distinct: bool = False) -> bytes:
         },
     }
     review = {
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1",
         "request": {
-            "uid": f"00000000-0000-0000-0000-{index:012d}",
+            "uid": f"00000000-0000-4000-8000-{index:012d}",
             "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "bench", "operation": "CREATE", "userInfo": {"username": "bench"},
-            "object": pod, "dryRun": False,
+            "requestKind": {"group": "", "version": "v1", "kind": "Pod"},
+            "requestResource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "bench", "operation": "CREATE",
+            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller",
+                         "groups": ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"]},
+            "object": pod, "oldObject": None, "dryRun": False,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
         },
     }
-    return json.dumps(review).encode()
+    return json.dumps(review, separators=(",", ":")).encode()
 
 
 # --- servers (child processes) ------------------------------------------------------------------

@@ -30,8 +30,8 @@ from .review import (
     BadReview,
     Verdict,
     deny,
+    ReviewParser,
     encode_response,
-    parse_review,
 )
 from .templates import TemplateStore
 from .tls import ReloadingTLS
@@ -77,6 +77,7 @@ class WebhookServer:
         self.metrics = Metrics.create()
         self.tls: ReloadingTLS | None = None
         self._readiness = _Readiness(api)
+        self._parser = ReviewParser()
         self._runner: web.AppRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
         self.port: int | None = None
@@ -156,7 +157,7 @@ class WebhookServer:
             metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
             return _error(413, f"body larger than {MAX_BODY_BYTES} bytes; an AdmissionReview is at most 3 MiB")
         try:
-            review = parse_review(body)
+            review = self._parser.parse(body)
         except BadReview as exc:
             metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
             log.warning("bad review", extra={"endpoint": endpoint, "error": str(exc)})
