@@ -87,7 +87,10 @@ class Admission:
     async def mutate(self, request: AdmissionRequest) -> Verdict:
         if request.kind == "Node" and request.sub_resource == "status":
             return self._guard_node_status(request)
-        site = find_site(request)
+        derived = request.derived
+        if "site" not in derived:
+            derived["site"] = find_site(request)
+        site: TemplateSite | None = derived["site"]
         if site is None or self.excluded(request):
             return allow()
         if site.kind == "Pod":
@@ -97,7 +100,7 @@ class Admission:
             return allow()
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
         skip = site_opted_out(site, self.config)
-        mutation = self.plans.get_or_plan(site, self.config, skip, request.strict_json)
+        mutation = self._plan(request, site, skip)
         if not mutation.patch and not mutation.claims:
             # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
             return allow(audit_warnings(mutation) if self.config.audit else mutation.warnings)
@@ -107,7 +110,7 @@ class Admission:
             except ApiError as exc:
                 return deny(f"kubectl-gpu: cannot read namespace {namespace} ({exc.status or exc.reason}): {RETRY_HINT}", 503)
             if opted_out(ns_labels, self.config):
-                mutation = self.plans.get_or_plan(site, self.config, True, request.strict_json)
+                mutation = self._plan(request, site, True)
         self._count(mutation)
         if self.config.audit:
             return allow(audit_warnings(mutation))
@@ -122,6 +125,15 @@ class Admission:
             return mutation.verdict
         # A lenient body's patch is encoded by the standard library, as its response is.
         return Verdict(allowed=True, patch=mutation.patch, warnings=mutation.warnings)
+
+    def _plan(self, request: AdmissionRequest, site: TemplateSite, skip: bool) -> MutationPlan:
+        # A plan is a pure function of the template and this configuration.
+        key = ("plan", id(self), skip)
+        mutation = request.derived.get(key)
+        if mutation is None:
+            mutation = self.plans.get_or_plan(site, self.config, skip, request.strict_json)
+            request.derived[key] = mutation
+        return mutation
 
     def _count(self, mutation: MutationPlan) -> None:
         metrics = self.metrics

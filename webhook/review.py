@@ -77,9 +77,13 @@ class AdmissionRequest:
     # False when the body needed the standard library's leniency (NaN...): such an object may
     # encode like a different one, so nothing keyed by its encoding may be reused for it.
     strict_json: bool = True
+    # What admission derives from the request's content alone (its pod template, its plan),
+    # kept with it: a reused parse (ReviewParser) shares it, so a controller's pods derive once.
+    derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def with_uid(self, uid: str) -> "AdmissionRequest":
-        """This request under another uid (the objects are shared, not copied)."""
+        """This request under another uid (the objects, and what was derived from them, are
+        shared, not copied)."""
         copy = object.__new__(AdmissionRequest)
         copy.__dict__.update(self.__dict__)
         copy.__dict__["uid"] = uid
