@@ -1,0 +1,234 @@
+"""The webhook's speed-ups answer exactly what the plain path answers.
+
+Reviews are sent as the API server writes them (compact JSON, `kind` first, `request.uid` first),
+which is the form whose parse the webhook reuses for the next pod of the same controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import admission_review
+from webhook import logs
+from webhook.review import (
+    ALLOWED,
+    ReviewParser,
+    Verdict,
+    decode_json,
+    deny,
+    encode_json,
+    encode_response,
+    parse_review,
+    render_response,
+)
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+
+
+def replica_pod(amount: str = "1") -> dict:
+    return {
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {"generateName": "infer-5d8c-", "namespace": "default", "labels": {"app": "infer"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "infer-5d8c",
+                                          "uid": "0b6f6a1e-1111-4222-8333-444455556666", "controller": True}]},
+        "spec": {"containers": [{"name": "cuda", "image": "nvidia/cuda",
+                                 "resources": {"limits": {"nvidia.com/gpu": amount}}}]},
+    }
+
+
+def as_api_server_sends(review: dict, uid: str) -> bytes:
+    """The same review with the API server's field order and compact separators."""
+    request = {"uid": uid, **{k: v for k, v in review["request"].items() if k != "uid"}}
+    return json.dumps({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request},
+                      separators=(",", ":")).encode()
+
+
+def uid(n: int) -> str:
+    return f"00000000-0000-4000-8000-{n:012d}"
+
+
+def patch_of(response: dict) -> list:
+    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
+
+
+# --- over HTTPS ---------------------------------------------------------------------------------
+
+
+def test_pods_of_one_controller_each_get_their_own_uid_and_the_same_answer(start_webhook):
+    hook = start_webhook()
+    review = admission_review(replica_pod("0.5"))
+    plain = hook.review("/mutate", review)  # the builder's own form: parsed the ordinary way
+    answers = [hook.review("/mutate", as_api_server_sends(review, uid(n))) for n in range(4)]
+    assert [a["uid"] for a in answers] == [uid(n) for n in range(4)]
+    for answer in answers:
+        assert answer["allowed"] is True
+        assert patch_of(answer) == patch_of(plain) != []
+        assert answer["warnings"] == plain["warnings"]
+    assert 'kubectl_gpu_webhook_reviews_total{endpoint="mutate",kind="Pod",operation="CREATE",result="patched"} 5.0' in hook.metrics_text()
+
+
+def test_a_duplicate_uid_key_is_read_as_json_reads_it(start_webhook):
+    hook = start_webhook()
+    review = admission_review(replica_pod())
+    # A later "uid" in the request overrides the first one, as JSON parsers read it; the first
+    # bodies have both equal, so only the later ones show whether the first is taken for the uid.
+    for n in (99, 99, 99, 1, 2):
+        body = as_api_server_sends(review, uid(n))[:-2] + b',"uid":"' + uid(99).encode() + b'"}}'
+        assert json.loads(body)["request"]["uid"] == uid(99)
+        assert hook.review("/mutate", body)["uid"] == uid(99)
+
+
+def test_a_reused_parse_still_makes_sure_the_template_exists(start_webhook, k8s_double):
+    from webhook.server import Timings
+
+    hook = start_webhook(timings=Timings(template_ttl=0.0, tls_poll=0.2))
+    review = admission_review(replica_pod("2"))
+    first = hook.review("/mutate", as_api_server_sends(review, uid(1)))
+    [name] = [op["value"][0]["resourceClaimTemplateName"] for op in patch_of(first) if op["path"] == "/spec/resourceClaims"]
+    hook.review("/mutate", as_api_server_sends(review, uid(2)))  # seen twice: its parse is kept now
+    k8s_double.delete("ResourceClaimTemplate", name, "default")
+    third = hook.review("/mutate", as_api_server_sends(review, uid(3)))
+    assert third["allowed"] is True and third["uid"] == uid(3)
+    assert k8s_double.get("ResourceClaimTemplate", name, "default") is not None
+
+
+def test_each_review_is_logged_with_its_own_uid(start_webhook):
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    logs.configure("info", stream=stream)
+    try:
+        hook = start_webhook()
+        review = admission_review(replica_pod())
+        for n in range(3):
+            hook.review("/mutate", as_api_server_sends(review, uid(n)))
+    finally:
+        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+    entries = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [e["uid"] for e in entries if e.get("msg") == "review"] == [uid(n) for n in range(3)]
+
+
+def test_admission_never_modifies_the_objects_it_reviews(start_webhook):
+    """Reused parses share their objects between reviews: reviewing must leave them as parsed."""
+    hook = start_webhook()
+    reviews = [admission_review(replica_pod(a)) for a in ("1", "0.5", "3")]
+    for path in sorted((CORPUS / "admission").glob("*.json")):
+        try:
+            document = json.loads(path.read_text())
+        except ValueError:
+            continue
+        if isinstance(document.get("request"), dict):
+            reviews.append(document)
+    assert len(reviews) > 3
+    for review in reviews:
+        body = as_api_server_sends(review, uid(7))
+        for endpoint in ("mutate", "validate"):
+            request = parse_review(body)
+            decide = getattr(hook.server.admission, endpoint)
+            asyncio.run_coroutine_threadsafe(decide(request), hook.loop).result(30)
+            assert request == parse_review(body), (endpoint, review["request"].get("kind"))
+
+
+# --- the parts ----------------------------------------------------------------------------------
+
+
+def test_a_reused_parse_is_the_same_request_with_the_new_uid():
+    parser = ReviewParser()
+    review = admission_review(replica_pod())
+    for n in range(5):
+        body = as_api_server_sends(review, uid(n))
+        assert parser.parse(body) == parse_review(body)
+
+
+@pytest.mark.parametrize("body", [
+    b'{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"not a uuid!","object":{}}}',
+    b'{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"0000-1","object":{"a":NaN}}}',
+    b'{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"0000-1","object":{"a":123456789012345678901234}}}',
+    b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "0000-1"}}',
+])
+def test_unusual_bodies_are_parsed_the_ordinary_way(body):
+    parser = ReviewParser()
+    for _ in range(3):
+        assert parser.parse(body) == parse_review(body)
+    if b"NaN" in body:
+        assert parse_review(body).strict_json is False
+
+
+@pytest.mark.parametrize("text", [
+    b'{"a":[1,2.5,"x",null,true]}', b'{"a":NaN}', b'[Infinity,-Infinity]', b'1e400',
+    b'123456789012345678901234567890', b'-9223372036854775809', b'"\\ud800"', b'{"a":1,"a":2}',
+    '{"a":"\u00e9"}'.encode("utf-16"), b'\xef\xbb\xbf{"a":1}', b' {"a" : 1} ',
+])
+def test_json_is_read_as_the_standard_library_reads_it(text):
+    value, _ = decode_json(text)
+    assert json.dumps(value) == json.dumps(json.loads(text))
+
+
+@pytest.mark.parametrize("text", [b"", b"{", b'{"a":1,}', b"\xff\xfe\x00", b'{"a":"\x01"}'])
+def test_bad_json_fails_with_the_standard_librarys_message(text):
+    with pytest.raises(ValueError) as ours:
+        decode_json(text)
+    with pytest.raises(ValueError) as theirs:
+        json.loads(text)
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("verdict", [
+    ALLOWED,
+    Verdict(allowed=True, warnings=("kubectl-gpu: one", "kubectl-gpu: one", "  two \n lines ")),
+    Verdict(allowed=True, patch=({"op": "add", "path": "/metadata/labels/a~1b", "value": {"n": 10**30}},)),
+    deny("kubectl-gpu: no \"quotes\" \u00e9", 409, ("w",)),
+])
+@pytest.mark.parametrize("review_uid", ["u-1", "0000-\u00e9-\"x\""])
+def test_encoded_responses_are_the_rendered_ones(verdict, review_uid):
+    for _ in range(2):  # the second time from the verdict's kept encoding
+        encoded = encode_response(review_uid, verdict)
+        assert json.loads(encoded) == json.loads(encode_json(render_response(review_uid, verdict)))
+        assert json.loads(encoded)["response"]["uid"] == review_uid
+
+
+def test_the_fast_review_line_is_the_line_logging_writes():
+    stream = io.StringIO()
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    logs.configure("info", stream=stream)
+    log = logging.getLogger("webhook.test")
+    fields = {"uid": "u", "warnings": ["\u00e9", "b"], "ms": 0.25, "reason": None, "big": 10**30}
+    try:
+        logs.emit(log, logging.INFO, "review", fields)
+        log.info("review", extra=fields)
+        logs.emit(log, logging.DEBUG, "hidden", fields)
+    finally:
+        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+    fast, slow = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert fast.pop("ts")[:19] == slow.pop("ts")[:19] and fast == slow
+    assert stream.getvalue().isascii()
+
+
+def test_other_handlers_still_receive_review_records():
+    class Collect(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__()
+            self.records: list[logging.LogRecord] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.records.append(record)
+
+    stream, collect = io.StringIO(), Collect()
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    logs.configure("info", stream=stream)
+    root.addHandler(collect)
+    try:
+        logs.emit(logging.getLogger("webhook.test"), logging.INFO, "review", {"uid": "u-2"})
+    finally:
+        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
+    assert [r.uid for r in collect.records] == ["u-2"]  # type: ignore[attr-defined]
+    assert json.loads(stream.getvalue())["uid"] == "u-2"
