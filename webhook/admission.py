@@ -35,6 +35,10 @@ DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 RETRY_HINT = "the Kubernetes API did not answer in time; the request was not admitted, retry it"
 
 
+# Larger templates are planned every time: the cache's memory stays bounded (1024 x 64 KiB).
+MAX_CACHED_TEMPLATE_BYTES = 64 * 1024
+
+
 class PlanCache:
     """Recent mutation plans by pod template content.
 
@@ -55,9 +59,12 @@ class PlanCache:
         if not cacheable:
             return plan(site, config, skip_translation=skip_translation)
         try:
-            key = (site.kind, site.prefix, site.sharing_group, skip_translation, encode_json(site.template))
+            encoded = encode_json(site.template)
         except (TypeError, ValueError):
             return plan(site, config, skip_translation=skip_translation)
+        if len(encoded) > MAX_CACHED_TEMPLATE_BYTES:
+            return plan(site, config, skip_translation=skip_translation)
+        key = (site.kind, site.prefix, site.sharing_group, skip_translation, encoded)
         cached = self._plans.get(key)
         if cached is not None:
             self._plans.move_to_end(key)
