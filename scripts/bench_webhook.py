@@ -31,6 +31,7 @@ import json
 import os
 import selectors
 import shutil
+import signal
 import ssl
 import statistics
 import subprocess
@@ -251,7 +252,7 @@ class Connection:
 
 async def python_closed_loop(port: int, ctx: ssl.SSLContext, bodies: list[bytes], seconds: float,
                              connections: int) -> tuple[int, float, float, float, int]:
-    conns = [await Connection.open(port, ctx) for _ in range(connections)]
+    conns = [await asyncio.wait_for(Connection.open(port, ctx), 10) for _ in range(connections)]
     latencies: list[float] = []
     errors = 0
     deadline = time.perf_counter() + seconds
@@ -267,7 +268,7 @@ async def python_closed_loop(port: int, ctx: ssl.SSLContext, bodies: list[bytes]
             i += connections
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker(c, n) for n, c in enumerate(conns)))
+    await asyncio.wait_for(asyncio.gather(*(worker(c, n) for n, c in enumerate(conns))), timeout=seconds + 30)
     elapsed = time.perf_counter() - started
     for c in conns:
         c.close()
@@ -290,7 +291,7 @@ async def fixed_rate(port: int, ctx: ssl.SSLContext, bodies: list[bytes], second
     """Requests start on a fixed schedule whatever is outstanding (a new connection is opened if
     all are busy); latency counts from the scheduled start, so a stall cannot hide behind
     requests that were never sent."""
-    idle = [await Connection.open(port, ctx) for _ in range(8)]
+    idle = [await asyncio.wait_for(Connection.open(port, ctx), 10) for _ in range(8)]
     every: list[Connection] = list(idle)
     latencies: list[float] = []
     lags: list[float] = []
@@ -374,6 +375,7 @@ def main() -> None:
     parser.add_argument("--rate-seconds", type=float, default=5.0)
     parser.add_argument("--client", choices=["auto", "wrk", "python"], default="auto")
     parser.add_argument("--no-pin", action="store_true", help="do not pin servers and client to separate cores")
+    parser.add_argument("--time-limit", type=float, default=150.0, help="stop (and stop the servers) after this long")
     parser.add_argument("--serve", choices=["webhook", "floor"], help=argparse.SUPPRESS)
     parser.add_argument("--certs", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -382,6 +384,11 @@ def main() -> None:
     if args.serve == "floor":
         return serve_floor(args.certs, str(Path(args.certs) / "floor.port"))
 
+    def out_of_time(_signum: int, _frame: object) -> None:
+        raise SystemExit(f"benchmark stopped after its --time-limit of {args.time_limit:g} s")
+
+    signal.signal(signal.SIGALRM, out_of_time)  # the finally below still stops the servers
+    signal.alarm(max(1, int(args.time_limit)))
     client = args.client
     if client == "auto":
         client = "wrk" if shutil.which("wrk") else "python"
