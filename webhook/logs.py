@@ -27,7 +27,7 @@ class JsonFormatter(logging.Formatter):
         if second != self._second:
             self._stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
             self._second = second
-        return f"{self._stamp}.{int((created - second) * 1000):03d}Z"
+        return self._stamp + _MILLIS[min(int((created - second) * 1000), 999)]
 
     def format(self, record: logging.LogRecord) -> str:
         entry = {
@@ -45,9 +45,8 @@ class JsonFormatter(logging.Formatter):
 
     def format_fields(self, created: float, level: int, logger: str, msg: str, fields: Mapping[str, Any]) -> str:
         """What format() gives for the record ``logger.log(level, msg, extra=fields)`` would make."""
-        entry = {"ts": self.timestamp(created), "level": _LEVEL_NAMES.get(level) or logging.getLevelName(level).lower(), "logger": logger, "msg": msg}
-        entry.update(fields)
-        return _dumps(entry)
+        level_name = _LEVEL_NAMES.get(level) or logging.getLevelName(level).lower()
+        return _dumps({"ts": self.timestamp(created), "level": level_name, "logger": logger, "msg": msg, **fields})
 
 
 class JsonHandler(logging.StreamHandler):
@@ -59,6 +58,7 @@ class JsonHandler(logging.StreamHandler):
         self.setFormatter(self.json_formatter)
 
 
+_MILLIS = tuple(f".{n:03d}Z" for n in range(1000))
 _LEVEL_NAMES = {level: logging.getLevelName(level).lower() for level in (10, 20, 30, 40, 50)}
 
 

@@ -16,6 +16,8 @@ def escape(token: str) -> str:
 
 
 def _unescape(token: str) -> str:
+    if "~" not in token:  # nearly every token
+        return token
     return token.replace("~1", "/").replace("~0", "~")
 
 
