@@ -18,6 +18,7 @@ from typing import Any
 
 from kubectl_gpu.core.constants import TPU
 from kubectl_gpu.core.families import family_of, iter_containers, legacy_requests
+from kubectl_gpu.core.patch import escape as escape_pointer
 
 __all__ = [
     "DraNodeSelector",
@@ -382,9 +383,6 @@ def strip_legacy_capacity(node: Mapping[str, Any], selectors: SelectorsLike) -> 
     return ops
 
 
-def escape_pointer(token: str) -> str:
-    """One RFC 6901 reference token: ``~`` becomes ``~0`` and ``/`` becomes ``~1``."""
-    return token.replace("~", "~0").replace("/", "~1")
 
 
 def _add(path: str, value: Any) -> dict[str, Any]:

@@ -6,19 +6,12 @@ from __future__ import annotations
 import copy
 from typing import Any, Iterable
 
+from kubectl_gpu.core.patch import escape, unescape as _unescape
+
 
 class PatchError(ValueError):
     pass
 
-
-def escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def _unescape(token: str) -> str:
-    if "~" not in token:  # nearly every token
-        return token
-    return token.replace("~1", "/").replace("~0", "~")
 
 
 def prefixed(ops: Iterable[dict[str, Any]], prefix: str) -> tuple[dict[str, Any], ...]:

@@ -9,6 +9,8 @@ def escape(token: str) -> str:
 
 
 def unescape(token: str) -> str:
+    if "~" not in token:  # nearly every token; this runs on the webhook's request path
+        return token
     return token.replace("~1", "/").replace("~0", "~")
 
 

@@ -11,19 +11,14 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence
 from typing import Any
 
+from kubectl_gpu.core.patch import escape, unescape
+
 from .comments import attach_trailing_lines, detach_trailing_lines
 
 
 class PatchError(ValueError):
     """A patch operation does not fit the document it is applied to."""
 
-
-def escape(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
 
 
 def split_pointer(pointer: str) -> list[str]:
