@@ -271,3 +271,11 @@ def test_any_text_compiles_or_fails_with_a_compile_error_and_never_crashes(text)
         assert selector.matches(device) in (True, False)
     except CelRuntimeError as err:
         assert err.message
+
+
+def test_an_operator_type_error_without_a_known_position_is_still_a_clear_compile_error():
+    # Found by the property test above: the parser gives some operator nodes no line/column.
+    with pytest.raises(CelCompileError) as caught:
+        compile_selector("true-device")
+    assert "no matching overload for '_-_'" in caught.value.message
+    assert str(caught.value).startswith("compilation failed:")

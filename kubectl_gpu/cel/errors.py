@@ -12,7 +12,9 @@ class CelCompileError(Exception):
 
     def __init__(self, message: str, position: tuple[int, int] | None = None, expression: str = "") -> None:
         self.message = message
-        self.position = position
+        # The parser gives some synthesized nodes no line/column; such an error is about the
+        # expression as a whole rather than a made-up place in it.
+        self.position = position if position is not None and None not in position else None
         self.expression = expression
         super().__init__(self.render())
 
