@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import os
 import ssl
 import threading
 from collections.abc import Iterator
@@ -14,8 +15,15 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import settings
 
 from tests.k8sdouble.fixtures import k8s_double  # noqa: F401  (re-exported fixture)
+
+# CI replays the same examples every run, so a red build is about the change under test; on a
+# developer's machine Hypothesis keeps exploring new inputs (and remembers the ones that failed).
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")
