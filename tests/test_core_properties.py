@@ -8,7 +8,8 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gpu.core import Sharing, TranslateOptions, has_legacy_gpu_request, translate_pod_template
+from kubectl_gpu.core import (IntegerGpuMode, Sharing, TranslateOptions, has_legacy_gpu_request,
+                              is_plain_integer_gpu, legacy_requests, translate_pod_template)
 
 LEGACY = {
     "nvidia.com/gpu": st.sampled_from([0, 1, 2, 8, "1", "500m", 0.5, "0.25", "1.5", "abc"]),
@@ -70,7 +71,9 @@ def pod_templates(draw):
 
 options = st.builds(TranslateOptions, sharing=st.sampled_from(list(Sharing)),
                     gpu_memory=st.sampled_from([None, "80Gi"]),
-                    sharing_group=st.sampled_from([None, "Deployment/web"]))
+                    sharing_group=st.sampled_from([None, "Deployment/web"]),
+                    integer_gpus=st.sampled_from(list(IntegerGpuMode)),
+                    pass_through_families=st.sampled_from([frozenset(), frozenset({"tpu"})]))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -80,13 +83,19 @@ def test_translation_is_idempotent_pure_and_leaves_no_legacy_gpu_behind(template
     result = translate_pod_template(template, opts)
     assert template == snapshot, "the input is never modified"
     assert translate_pod_template(template, opts) == result, "same input, same answer"
+    assert result.legacy == tuple(legacy_requests(template)), "it reports every legacy request it read"
     if result.errors:
         assert result.patch == () and result.claims == ()
+        assert result.remaining == result.legacy
         return
     patched = jsonpatch.apply_patch(template, list(result.patch))
+    assert result.remaining == tuple(legacy_requests(patched)), "it knows what it left behind"
     assert translate_pod_template(patched, opts).patch == (), "translating the result changes nothing"
-    if result.patch and not opts.pass_through_families:
+    if result.patch and not opts.pass_through_families and opts.integer_gpus is IntegerGpuMode.REWRITE:
         assert not has_legacy_gpu_request(patched)
+    for left in result.remaining if result.patch else ():
+        assert left.family in opts.pass_through_families or (
+            opts.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE and is_plain_integer_gpu(left)), left
     referenced = {e.get("resourceClaimTemplateName") or e.get("resourceClaimName")
                   for e in patched["spec"].get("resourceClaims", [])}
     assert referenced == {claim.name for claim in result.claims}, "every reference has its object"

@@ -174,6 +174,13 @@ def legacy_requests(pod_template: Mapping[str, Any]) -> list[LegacyRequest]:
     return result
 
 
+def is_plain_integer_gpu(request: LegacyRequest) -> bool:
+    """A whole-GPU `nvidia.com/gpu` request: the one shape a DeviceClass's extendedResourceName
+    (KEP-5004) can serve from DRA devices without rewriting the pod."""
+    return (request.family == c.NVIDIA_GPU and request.name == "nvidia.com/gpu"
+            and request.amount > 0 and request.amount.denominator == 1)
+
+
 def has_legacy_gpu_request(pod_template: Mapping[str, Any]) -> bool:
     """True when some container asks for a legacy GPU resource with a non-zero amount."""
     return any(r.amount > 0 for r in legacy_requests(pod_template))

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .families import LegacyRequest
 
 
 class ApiVersion(str, Enum):
@@ -138,6 +141,11 @@ class PodTranslation:
     patch: tuple[dict[str, Any], ...]  # RFC 6902 ops, paths relative to the pod template
     claims: tuple[ClaimObject, ...]  # DRA objects the patched pod references
     notes: tuple[Note, ...]
+    # Every legacy GPU request the template had (zeros included), and those the patched template
+    # still has (pass-through families, KEP-5004 integers; all of them when nothing changed), so
+    # callers never have to read the containers again.
+    legacy: tuple["LegacyRequest", ...] = ()
+    remaining: tuple["LegacyRequest", ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 from . import constants as c
 from .claims import PlannedClaim, plan_claim
 from .demand import ContainerDemands, Demand, container_demands
-from .families import ContainerRef, LegacyRequest, iter_containers, read_container
+from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_containers, read_container
 from .hints import annotation_only_notes, hami_selectors
 from .model import IntegerGpuMode, Note, PodTranslation, Severity, TranslateOptions
 from .node_constraints import NodeConstraints, translate_node_constraints
@@ -36,18 +36,21 @@ def translate_pod_template(template: Mapping[str, Any],
 
     notes: list[Note] = []
     containers: list[tuple[ContainerDemands, Mapping[str, Any]]] = []
+    legacy: list[LegacyRequest] = []
     for ref, container in iter_containers(spec):
         requests, read_notes = read_container(ref, container)
         notes.extend(read_notes)
         if requests:
+            legacy.extend(requests)
             containers.append((container_demands(ref, requests, annotations, options), container))
     if not containers:
         notes.extend(annotation_only_notes(annotations))
         return PodTranslation((), (), tuple(notes))
+    unchanged = PodTranslation((), (), (), tuple(legacy), tuple(legacy))
     for demands, _ in containers:
         notes.extend(demands.notes)
     if any(n.severity is Severity.ERROR for n in notes):
-        return PodTranslation((), (), tuple(notes))
+        return replace(unchanged, notes=tuple(notes))
 
     gpu_demands = [d for cd, _ in containers for d in cd.demands if d.kind in ("gpu", "mig")]
     constraints = translate_node_constraints(spec) if gpu_demands else NodeConstraints()
@@ -77,18 +80,18 @@ def translate_pod_template(template: Mapping[str, Any],
         plan.container(demands.container, container, kept, demands.zero_requests,
                        selectors if kept else [], notes)
     if not plan.ops:
-        return PodTranslation((), (), tuple(notes))
+        return replace(unchanged, notes=tuple(notes))
     notes.extend(constraints.notes)
     notes.extend(hint_notes)
     plan.ops.extend(constraints.patch)
     plan.original.update(constraints.original)
     plan.annotate()
-    return PodTranslation(tuple(plan.ops), tuple(plan.claims.values()), tuple(notes))
+    remaining = tuple(r for r in legacy if r not in plan.replaced)
+    return PodTranslation(tuple(plan.ops), tuple(plan.claims.values()), tuple(notes), tuple(legacy), remaining)
 
 
 def _plain_integer_gpu(demand: Demand) -> bool:
-    return (demand.kind == "gpu" and demand.family == c.NVIDIA_GPU and demand.share is None
-            and all(r.name == "nvidia.com/gpu" for r in demand.requests))
+    return demand.kind == "gpu" and demand.share is None and all(map(is_plain_integer_gpu, demand.requests))
 
 
 @dataclass
@@ -112,12 +115,14 @@ class _Plan:
         self.existing_claims = existing if isinstance(existing, list) else None
         self.taken_names = {str(e.get("name")) for e in existing or [] if isinstance(e, Mapping)}
         self.original: dict[str, Any] = {}
+        self.replaced: list[LegacyRequest] = []  # removed from the template by this patch
 
     def container(self, ref: ContainerRef, container: Mapping[str, Any], demands: list[Demand],
                   zero: tuple[LegacyRequest, ...], selectors: list[str], notes: list[Note]) -> None:
         replaced = [r for d in demands for r in d.requests] + list(zero)
         if not replaced:
             return
+        self.replaced.extend(replaced)
         self._remove_requests(ref, container, replaced)
         references: list[str] = []
         for demand in demands:
