@@ -13,8 +13,8 @@ from functools import cached_property
 from typing import Any, Callable, Mapping
 
 from kubectl_gpu.core import TranslateOptions, translate_pod_template
-from kubectl_gpu.core.constants import NVIDIA_GPU, TPU
-from kubectl_gpu.core.families import LegacyRequest, legacy_requests
+from kubectl_gpu.core.constants import TPU
+from kubectl_gpu.core.families import LegacyRequest, is_plain_integer_gpu, legacy_requests
 from kubectl_gpu.core.model import ClaimObject, IntegerGpuMode, PodTranslation
 
 from . import double_counting, patches
@@ -117,20 +117,23 @@ def plan(
 ) -> MutationPlan:
     """Translate (unless opted out) and, for a Pod that keeps device-plugin requests, fence it
     off DRA nodes."""
-    before = legacy_requests(site.template)
-    translation = None if skip_translation else translate(site.template, config.options_for(site.sharing_group))
+    if skip_translation:
+        translation = None
+        before = after = tuple(legacy_requests(site.template))
+    else:
+        # The core reports what it read and what it left: no second pass over the containers.
+        translation = translate(site.template, config.options_for(site.sharing_group))
+        before, after = translation.legacy, translation.remaining
     notes = translation.notes if translation else ()
     if not before and not notes:
         return NOTHING
-    patched: Mapping[str, Any] = site.template
-    after = before
-    if translation is not None and translation.patch:
-        patched = patches.apply(site.template, translation.patch)
-        after = legacy_requests(patched)
     ops: list[dict[str, Any]] = list(translation.patch) if translation else []
     warnings = [MESSAGE_PREFIX + n.render() for n in notes]
     fenced = False
     if site.kind == "Pod" and config.dra_node_selectors and _needs_device_plugin(after, config):
+        # Only a pod that keeps device-plugin requests needs to be seen as it will be admitted.
+        patched = patches.apply(site.template, translation.patch) if translation and translation.patch \
+            else site.template
         fence = double_counting.fence_legacy_pod(patched, config.dra_node_selectors)
         if fence:
             fenced = True
@@ -152,12 +155,7 @@ def plan(
 def _served_by_dra_extended_resource(request: LegacyRequest, config: WebhookConfig) -> bool:
     # With integerGpus: extended-resource a DeviceClass's extendedResourceName (KEP-5004) lets the
     # scheduler give a whole-GPU nvidia.com/gpu request a DRA device; such a pod belongs on DRA nodes.
-    return (
-        config.translate_options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE
-        and request.family == NVIDIA_GPU
-        and request.name == "nvidia.com/gpu"
-        and request.amount.denominator == 1
-    )
+    return config.translate_options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE and is_plain_integer_gpu(request)
 
 
 def _needs_device_plugin(requests: list[LegacyRequest], config: WebhookConfig) -> bool:
