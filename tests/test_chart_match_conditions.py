@@ -19,7 +19,12 @@ import celpy
 import pytest
 import yaml
 
+from kubectl_gpu.core.constants import FAMILIES
+# The core's table of exact legacy names (it has no public name yet; MIG names go by prefix).
+from kubectl_gpu.core.families import _EXACT as CORE_RESOURCE_NAMES
 from kubectl_gpu.core.families import family_of, has_legacy_gpu_request
+from kubectl_gpu.manifests.locate import find_pod_sites
+from kubectl_gpu.manifests.patch import resolve
 from tests.test_chart_support import REPO, VALUE_SETS, find, needs_helm, rendered, webhook_entries
 
 pytestmark = needs_helm
@@ -82,19 +87,11 @@ def _as_json(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _pod_specs(node: Any) -> Iterator[dict[str, Any]]:
-    """Every pod spec (a mapping with a list of containers) anywhere in a document, which finds
-    the pods of CRDs too (RayCluster, PyTorchJob, LeaderWorkerSet ...)."""
-    if isinstance(node, dict):
-        containers = node.get("containers")
-        if isinstance(containers, list) and containers and all(isinstance(c, dict) for c in containers):
-            yield node
-            return
-        for value in node.values():
-            yield from _pod_specs(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _pod_specs(item)
+def _pod_specs(obj: Any) -> Iterator[dict[str, Any]]:
+    """Every pod spec in a document, found as migrate finds them (by shape, so the pods of CRDs
+    such as RayCluster, PyTorchJob or LeaderWorkerSet count too)."""
+    for site in find_pod_sites(obj):
+        yield resolve(obj, site.spec_pointer)
 
 
 def corpus_pod_specs() -> list[tuple[str, dict[str, Any]]]:
@@ -295,6 +292,7 @@ def test_the_resource_names_are_exactly_the_core_families():
         "cloud-tpus.google.com/v2", "example.com/gpu", "amd.com/gpu", "gpu", "cpu", "memory", "nvidia.com/gpuX",
         "xnvidia.com/gpu", "nvidia.com/gpu/x", "tencent.com/vcuda-core-limit",
     }
+    names |= set(CORE_RESOURCE_NAMES)  # a name the core learns is a name the chart must send
     if LEGACY.is_dir():
         for _, spec in corpus_pod_specs():
             for container in [*spec.get("containers", []), *(spec.get("initContainers") or [])]:
@@ -303,6 +301,8 @@ def test_the_resource_names_are_exactly_the_core_families():
     for name in sorted(names):
         pod = _gpu_pod({"limits": {name: "1"}})
         assert evaluate(expression, pod) is (family_of(name) is not None), name
+    # A family the core gains must come with a name above (and so be checked against the chart).
+    assert {family_of(name) for name in names} - {None} == set(FAMILIES)
 
 
 # --- other conditions ---------------------------------------------------------------------------
