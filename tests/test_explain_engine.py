@@ -232,6 +232,38 @@ def test_explaining_8000_devices_returns_every_device_result():
     assert len(alternative.device_results) == 8000 and alternative.free == 8000 and item.allocatable
 
 
+def test_claims_naming_one_class_share_its_selector_pass_and_report_it_whole(monkeypatch):
+    """Class selectors do not depend on the request: three requests over two claims naming
+    gpu.nvidia.com evaluate its selector once per device, and each still reports what it would alone."""
+    from kubectl_gpu.cel import CompiledSelector
+    from kubectl_gpu.explain import BUILTIN_CLASS_SELECTORS
+
+    two_requests = claim([exactly("a", count=1), exactly("b", count=1, selectors=["device.attributes['gpu.nvidia.com'].architecture == 'Ampere'"])])
+    other = {**claim([exactly("c", count=2)]), "metadata": {"namespace": "ml", "name": "other"}}
+    alone = [explain_one(two_requests), explain_one(other)]
+    class_expression = BUILTIN_CLASS_SELECTORS["gpu.nvidia.com"]
+    calls = {"class": 0}
+    original = CompiledSelector.matches
+
+    def counting(self, device):
+        calls["class"] += self.expression == class_expression
+        return original(self, device)
+
+    monkeypatch.setattr(CompiledSelector, "matches", counting)
+    together = explain_objects([two_requests, other], nvidia_slices()).items
+    devices = [d for s in nvidia_slices() for d in devices_from_slice(s)]
+    assert calls["class"] == len(devices)
+    assert [to_dict_item(i) for i in together] == [to_dict_item(i) for i in alone]
+    first_class_selector = together[0].requests[1].alternatives[0].selectors[0]
+    assert (first_class_selector.evaluated, first_class_selector.matched) == (len(devices), 11)
+
+
+def to_dict_item(item):
+    from kubectl_gpu.explain.inputs import Explanation
+
+    return to_dict(Explanation((item,), 0, 0, ()))["items"]
+
+
 def test_devices_from_slice_reads_the_synthetic_v1beta1_mig_slice():
     devices = devices_from_slice(load(DATA / "nvidia-a100-mig-v1beta1.yaml")[0])
     assert [d.attributes["gpu.nvidia.com"]["type"] for d in devices] == ["gpu"] + ["mig"] * 5

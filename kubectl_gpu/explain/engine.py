@@ -10,7 +10,7 @@ which selector rejects the most devices.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -46,6 +46,15 @@ class _SelectorState:
     rejected: int = 0
     errors: int = 0
     first_error: str | None = None
+    matched_outcome: SelectorOutcome = field(init=False, repr=False)
+    rejected_outcome: SelectorOutcome = field(init=False, repr=False)
+    not_evaluated_outcome: SelectorOutcome = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Frozen outcomes shared by every device: the per-device loop allocates none of its own.
+        self.matched_outcome = SelectorOutcome(self.label, MATCHED)
+        self.rejected_outcome = SelectorOutcome(self.label, NOT_MATCHED)
+        self.not_evaluated_outcome = SelectorOutcome(self.label, NOT_EVALUATED)
 
     def result(self) -> SelectorResult:
         return SelectorResult(
@@ -69,22 +78,65 @@ def _compile(label: str, origin: str, expression: str) -> _SelectorState:
         return _SelectorState(label, origin, expression, None, str(err))
 
 
+@dataclass(frozen=True)
+class _ClassPass:
+    """A DeviceClass's selectors evaluated once over every device, in the scheduler's order.  They
+    do not depend on the request, so every request (and firstAvailable alternative, and claim)
+    naming the class reuses this pass instead of evaluating them again per device."""
+
+    states: list[_SelectorState]  # with their counts over every device
+    outcomes: list[tuple[SelectorOutcome, ...]]  # per device, aligned with the devices
+    rejected_by: list[str | None]  # per device: the first class selector that said no
+    errors: list[str | None]  # per device: the class selector's CEL runtime error, worded for people
+
+
+# DeviceClass -> its pass over one sequence of devices (see explain_claim's class_passes).
+ClassPasses = dict[DeviceClassSpec, _ClassPass]
+
+
+def _class_pass(device_class: DeviceClassSpec, states: list[_SelectorState], devices: Sequence[Device]) -> _ClassPass:
+    outcomes: list[tuple[SelectorOutcome, ...]] = []
+    rejected_by: list[str | None] = []
+    errors: list[str | None] = []
+    for device in devices:
+        seen: list[SelectorOutcome] = []
+        first_no = error = None
+        for state in states:
+            ok, message = _evaluate(state, device)
+            if ok is None:
+                error = f"class {device_class.name}: selector #{state.label.rsplit('#', 1)[1]}: CEL runtime error: {message}"
+                seen.append(SelectorOutcome(state.label, ERROR, message))
+                break
+            seen.append(state.matched_outcome if ok else state.rejected_outcome)
+            if not ok:
+                first_no = state.label
+                break
+        outcomes.append(tuple(seen))
+        rejected_by.append(first_no)
+        errors.append(error)
+    return _ClassPass(states, outcomes, rejected_by, errors)
+
+
 def explain_claim(
     claim: ClaimSpec,
     devices: Sequence[Device],
     classes: Mapping[str, DeviceClassSpec],
     allocations: Allocations | None = None,
+    class_passes: ClassPasses | None = None,
 ) -> ClaimResult:
     """Explain one claim against these devices.  ``classes`` are the cluster's DeviceClasses; the
     NVIDIA driver's classes are assumed when missing (and the result says so).  ``allocations``
-    maps device ids to the claims holding them; the claim's own allocation is ignored."""
+    maps device ids to the claims holding them; the claim's own allocation is ignored.
+    ``class_passes`` (start with ``{}``) lets several claims over the SAME devices share each
+    class's selector evaluation."""
+    passes: ClassPasses = {} if class_passes is None else class_passes
     own = {claim.ref}
     taken = {
         device: tuple(h for h in holders if h.claim not in own)
         for device, holders in (allocations or {}).items()
     }
     notes: list[str] = []
-    requests = tuple(_explain_request(claim, request, devices, classes, taken, notes) for request in claim.requests)
+    requests = tuple(_explain_request(claim, request, devices, classes, taken, notes, passes) for request in claim.requests)
     if claim.allocated:
         notes.append(f"already allocated: {', '.join(claim.allocated)} (explained as if it were not)")
     allocatable, node, verdict = _claim_verdict(claim, requests, {d.id: d for d in devices})
@@ -108,8 +160,11 @@ def _explain_request(
     classes: Mapping[str, DeviceClassSpec],
     taken: Allocations,
     notes: list[str],
+    passes: ClassPasses,
 ) -> RequestResult:
-    alternatives = tuple(_explain_alternative(claim, sub, devices, classes, taken, notes) for sub in request.alternatives)
+    alternatives = tuple(
+        _explain_alternative(claim, sub, devices, classes, taken, notes, passes) for sub in request.alternatives
+    )
     mode = "firstAvailable" if request.first_available else "exactly"
     if not request.first_available:
         (only,) = alternatives
@@ -136,6 +191,7 @@ def _explain_alternative(
     classes: Mapping[str, DeviceClassSpec],
     taken: Allocations,
     notes: list[str],
+    passes: ClassPasses,
 ) -> AlternativeResult:
     device_class = classes.get(sub.device_class)
     source = "given"
@@ -174,26 +230,20 @@ def _explain_alternative(
             len(devices), 0, 0, 0, None, 0, False, verdict, verdict,
             tuple(s.result() for s in class_states + request_states), (),
         )
+    class_pass = passes.get(device_class)
+    if class_pass is None:
+        class_pass = passes[device_class] = _class_pass(device_class, class_states, devices)
 
     results: list[DeviceResult] = []
     in_class = matched = 0
     fatal: str | None = None
-    for device in devices:
-        outcomes: list[SelectorOutcome] = []
-        first_no: str | None = None
-        error: str | None = None
-        for state in class_states:
-            ok, message = _evaluate(state, device)
-            if ok is None:
-                error = f"class {device_class.name}: selector #{state.label.rsplit('#', 1)[1]}: CEL runtime error: {message}"
-                outcomes.append(SelectorOutcome(state.label, ERROR, message))
-                break
-            outcomes.append(SelectorOutcome(state.label, MATCHED if ok else NOT_MATCHED))
-            if not ok:
-                first_no = state.label
-                break
+    not_evaluated = tuple(s.not_evaluated_outcome for s in request_states)
+    for device, class_outcomes, first_no, error in zip(
+        devices, class_pass.outcomes, class_pass.rejected_by, class_pass.errors
+    ):
         if first_no is None and error is None:
             in_class += 1
+            outcomes = list(class_outcomes)
             # Every request selector is evaluated (for the per-selector counts); the scheduler stops
             # at the first one that is not true, which decides the device's result below.
             for state in request_states:
@@ -203,23 +253,24 @@ def _explain_alternative(
                     if first_no is None and error is None:
                         error = f"claim {claim.ref}: selector {state.label}: CEL runtime error: {message}"
                 else:
-                    outcomes.append(SelectorOutcome(state.label, MATCHED if ok else NOT_MATCHED))
+                    outcomes.append(state.matched_outcome if ok else state.rejected_outcome)
                     if not ok and first_no is None and error is None:
                         first_no = state.label
+            selector_outcomes = tuple(outcomes)
         else:
-            outcomes.extend(SelectorOutcome(s.label, NOT_EVALUATED) for s in request_states)
+            selector_outcomes = class_outcomes + not_evaluated
         if error is not None:
             fatal = fatal or f"{error} (device {device.id})"
-            results.append(DeviceResult(device.id, _node(device), ERROR, None, error, False, (), None, tuple(outcomes)))
+            results.append(DeviceResult(device.id, _node(device), ERROR, None, error, False, (), None, selector_outcomes))
             continue
         if first_no is not None:
-            results.append(DeviceResult(device.id, _node(device), NOT_MATCHED, first_no, None, False, (), None, tuple(outcomes)))
+            results.append(DeviceResult(device.id, _node(device), NOT_MATCHED, first_no, None, False, (), None, selector_outcomes))
             continue
         matched += 1
         holders = taken.get(device.id, ())
         free, capacity_note = _availability(sub, device, holders)
         results.append(
-            DeviceResult(device.id, _node(device), MATCHED, None, None, free, tuple(h.label for h in holders), capacity_note, tuple(outcomes))
+            DeviceResult(device.id, _node(device), MATCHED, None, None, free, tuple(h.label for h in holders), capacity_note, selector_outcomes)
         )
 
     free_results = [r for r in results if r.free]
@@ -228,7 +279,7 @@ def _explain_alternative(
         allocatable = fatal is None and _all_mode_node(results) is not None
     else:
         allocatable = fatal is None and best_free >= sub.count
-    selectors = tuple(s.result() for s in class_states + request_states)
+    selectors = tuple(s.result() for s in class_pass.states + request_states)
     verdict = _alternative_verdict(sub, device_class.name, len(devices), in_class, matched, len(free_results), best_node, best_free, allocatable, fatal, request_states, results)
     return AlternativeResult(
         sub.name, sub.device_class, source, sub.allocation_mode, sub.count, capacity_text, sub.admin_access,

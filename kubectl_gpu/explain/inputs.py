@@ -10,7 +10,7 @@ from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
 from kubectl_gpu.inspect.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
-from .engine import explain_claim
+from .engine import ClassPasses, explain_claim
 from .model import ClaimError, ClaimResult
 from .specs import DeviceClassSpec, InvalidClaim, is_claim, is_device_class, parse_claim, parse_device_class
 
@@ -83,6 +83,7 @@ def explain_objects(
         class_specs[spec.name] = spec
     allocations = allocations_from_claims([*allocated_claims, *claims])
     items: list[ClaimResult | ClaimError] = []
+    class_passes: ClassPasses = {}  # a class's selectors run once over the devices, whatever the claim count
     for obj in claims:
         meta = obj.get("metadata") or {}
         try:
@@ -90,5 +91,5 @@ def explain_objects(
         except InvalidClaim as err:
             items.append(ClaimError(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name", "")), str(err)))
             continue
-        items.append(explain_claim(spec, all_devices, class_specs, allocations))
+        items.append(explain_claim(spec, all_devices, class_specs, allocations, class_passes))
     return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))
