@@ -150,8 +150,8 @@ def _finish(demand: Demand, options: TranslateOptions, request: dict[str, Any], 
             summary: str, slug: str, shared: bool) -> PlannedClaim:
     devices: dict[str, Any] = {"requests": [render_request(request, options.api_version)]}
     if config is not None:
-        driver = c.NVIDIA_DRIVER
-        devices["config"] = [{"requests": [request["name"]], "opaque": {"driver": driver, "parameters": config}}]
+        devices["config"] = [{"requests": [request["name"]],
+                              "opaque": {"driver": c.NVIDIA_DRIVER, "parameters": config}}]
     spec = {"devices": devices}
     kind = "ResourceClaim" if shared else "ResourceClaimTemplate"
     identity = json.dumps([kind, options.api_version.value, options.sharing_group if shared else None, spec],

@@ -98,7 +98,6 @@ def _plain_integer_gpu(demand: Demand) -> bool:
 class _PodClaim:
     name: str  # the entry in spec.resourceClaims
     planned: PlannedClaim
-    used_by_concurrent: bool  # a main container or sidecar holds it while the pod runs
 
 
 class _Plan:
@@ -166,7 +165,7 @@ class _Plan:
                 return pod_claim
         name = self._unique_name(f"{ref.name}-{planned.request}"
                                  + (f"-{demand.profile}" if demand.profile else ""))
-        pod_claim = _PodClaim(name, planned, not ref.sequential_init)
+        pod_claim = _PodClaim(name, planned)
         self.pod_claims.append(pod_claim)
         entry: dict[str, Any] = {"name": name}
         entry["resourceClaimName" if planned.shared else "resourceClaimTemplateName"] = planned.obj.name
