@@ -167,13 +167,18 @@ The legacy resource names, by family (docs/design.md):
   tpu           google.com/tpu
 */}}
 
-{{- define "kubectl-gpu-webhook.legacyResourceRegex" -}}
-^(nvidia[.]com/(gpu|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage)|google[.]com/tpu)$
+{{- /* The GPU names, one alternation: the two regexes below must never drift apart. */}}
+{{- define "kubectl-gpu-webhook.legacyGpuResourceNames" -}}
+nvidia[.]com/(gpu|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage)
 {{- end }}
 
-{{- /* The same without TPUs: the node-status guard is about GPUs counted twice. */}}
+{{- define "kubectl-gpu-webhook.legacyResourceRegex" -}}
+^({{ include "kubectl-gpu-webhook.legacyGpuResourceNames" . }}|google[.]com/tpu)$
+{{- end }}
+
+{{- /* Without TPUs: the node-status guard is about GPUs counted twice. */}}
 {{- define "kubectl-gpu-webhook.legacyGpuResourceRegex" -}}
-^(nvidia[.]com/(gpu|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage))$
+^({{ include "kubectl-gpu-webhook.legacyGpuResourceNames" . }})$
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.nonZeroQuantityRegex" -}}
