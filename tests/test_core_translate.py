@@ -422,3 +422,16 @@ def test_gpus_asked_for_only_by_annotation_get_a_warning_not_a_rewrite():
 def test_unsupported_accelerators_are_reported_and_left_alone():
     result = translate_pod_template(pod(ctr(limits={"cloud-tpus.google.com/v2": 8})))
     assert result.patch == () and "no DRA driver" in result.warnings[0].message
+
+
+def test_hami_full_compute_means_whole_gpus():
+    result, _ = migrate(pod(ctr(limits={"nvidia.com/gpu": 2, "nvidia.com/gpumem": 3000, "nvidia.com/gpucores": 100})))
+    assert request_of(result.claims[0]) == {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount",
+                                            "count": 2}
+
+
+def test_ack_gpu_count_alone_is_whole_gpus_and_with_memory_spreads_it():
+    whole, _ = migrate(pod(ctr(limits={"aliyun.com/gpu-count": 2})))
+    assert request_of(whole.claims[0])["count"] == 2 and "capacity" not in request_of(whole.claims[0])
+    spread, _ = migrate(pod(ctr(limits={"aliyun.com/gpu-count": 2, "aliyun.com/gpu-mem": 8})))
+    assert request_of(spread.claims[0])["capacity"] == {"requests": {"memory": "4Gi"}}
