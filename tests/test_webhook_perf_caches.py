@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from tests.conftest import admission_review
 from webhook import logs
+from webhook.kubeapi import ApiError, AsyncKubeApi, KubeApi, Resource
+from webhook.labelcache import LabelCache
 from webhook.review import (
     ALLOWED,
     ReviewParser,
@@ -28,6 +31,7 @@ from webhook.review import (
     parse_review,
     render_response,
 )
+from webhook.templates import TemplateStore
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -134,6 +138,39 @@ def test_admission_never_modifies_the_objects_it_reviews(start_webhook):
             decide = getattr(hook.server.admission, endpoint)
             asyncio.run_coroutine_threadsafe(decide(request), hook.loop).result(30)
             assert request == parse_review(body), (endpoint, review["request"].get("kind"))
+
+
+# --- reviews that arrive together share one API round trip -------------------------------------
+
+
+@pytest.fixture
+def kube_api(k8s_double):
+    api = AsyncKubeApi(KubeApi(k8s_double.api_client(), 5))
+    yield api
+    api.close()
+
+
+async def test_pods_arriving_together_create_their_claim_template_once(k8s_double, kube_api):
+    [claim] = translate_pod_template(replica_pod("1"), TranslateOptions()).claims
+    k8s_double.delay(0.2, "get", "resourceclaimtemplates")
+    created: list[str] = []
+    store = TemplateStore(kube_api, on_created=created.append)
+    await asyncio.gather(*(store.ensure((claim,), "default", dry_run=False) for _ in range(5)))
+    assert k8s_double.count(verb="get", resource="resourceclaimtemplates") == 1
+    assert k8s_double.count(verb="create", resource="resourceclaimtemplates") == 1
+    assert created == ["ResourceClaimTemplate"]
+    assert k8s_double.get("ResourceClaimTemplate", claim.name, "default") is not None
+
+
+async def test_labels_asked_for_together_are_read_once_and_a_failure_reaches_every_caller(k8s_double, kube_api):
+    k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"team": "a"}}})
+    cache = LabelCache(kube_api, Resource("v1", "Namespace"))
+    k8s_double.fail("get", "namespaces", status=500, times=1)
+    failed = await asyncio.gather(*(cache.labels("ml") for _ in range(4)), return_exceptions=True)
+    assert [getattr(f, "status", f) for f in failed] == [500] * 4
+    assert all(isinstance(f, ApiError) for f in failed)
+    assert await asyncio.gather(*(cache.labels("ml") for _ in range(4))) == [{"team": "a"}] * 4
+    assert k8s_double.count(verb="get", resource="namespaces") == 2
 
 
 # --- the parts ----------------------------------------------------------------------------------

@@ -8,11 +8,11 @@ node every ``ttl`` seconds is all the API traffic this costs; a label change tak
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Callable
 
 from .kubeapi import ApiError, AsyncKubeApi, Resource
+from .singleflight import SingleFlight
 
 
 class LabelCache:
@@ -30,32 +30,22 @@ class LabelCache:
         self.clock = clock
         self.on_api_error = on_api_error
         self._entries: dict[str, tuple[float, dict[str, str]]] = {}
-        self._inflight: dict[str, asyncio.Future[dict[str, str]]] = {}
+        self._flights: SingleFlight[str, dict[str, str]] = SingleFlight()
 
     async def labels(self, name: str) -> dict[str, str]:
         """The object's labels ({} if it does not exist); raises ApiError if the API fails."""
         entry = self._entries.get(name)
         if entry is not None and entry[0] > self.clock():
             return entry[1]
-        running = self._inflight.get(name)
-        if running is not None:
-            return await asyncio.shield(running)
-        future: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
-        self._inflight[name] = future
-        try:
-            labels = await self._fetch(name)
-            self._entries[name] = (self.clock() + self.ttl, labels)
-            if len(self._entries) > 50_000:  # bounded: drop the oldest half
-                for key in list(self._entries)[: len(self._entries) // 2]:
-                    del self._entries[key]
-            future.set_result(labels)
-            return labels
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()
-            raise
-        finally:
-            del self._inflight[name]
+        return await self._flights.run(name, lambda: self._refresh(name))
+
+    async def _refresh(self, name: str) -> dict[str, str]:
+        labels = await self._fetch(name)
+        self._entries[name] = (self.clock() + self.ttl, labels)
+        if len(self._entries) > 50_000:  # bounded: drop the oldest half
+            for key in list(self._entries)[: len(self._entries) // 2]:
+                del self._entries[key]
+        return labels
 
     async def _fetch(self, name: str) -> dict[str, str]:
         try:

@@ -10,7 +10,6 @@ needs (the API server may add defaults); anything else is a conflict the user mu
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from kubectl_gpu.core.model import ClaimObject
 
 from .kubeapi import ApiError, AsyncKubeApi, Resource
+from .singleflight import SingleFlight
 
 # Set by `kubectl-gpu-webhook cleanup` on a managed object nothing references; it deletes the
 # object on a later run.  The webhook removes the mark when a new pod needs the object again.
@@ -52,11 +52,6 @@ def _spec_of(obj: dict[str, Any]) -> Any:
     return obj.get("spec")
 
 
-@dataclass
-class EnsureResult:
-    created: list[str]  # "ResourceClaimTemplate ns/name" of objects this call created
-
-
 class TemplateStore:
     def __init__(
         self,
@@ -74,7 +69,7 @@ class TemplateStore:
         self.on_created = on_created
         self.on_api_error = on_api_error
         self._known: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
-        self._inflight: dict[tuple[str, str, str, str], asyncio.Future[bool]] = {}
+        self._flights: SingleFlight[tuple[str, str, str, str], None] = SingleFlight()
 
     def _key(self, claim: ClaimObject, namespace: str) -> tuple[str, str, str, str]:
         return (claim.api_version.value, claim.kind, namespace, claim.name)
@@ -106,42 +101,24 @@ class TemplateStore:
             for key in [k for k in self._known if k[2] == namespace]:
                 del self._known[key]
 
-    async def ensure(self, claims: tuple[ClaimObject, ...], namespace: str, dry_run: bool) -> EnsureResult:
+    async def ensure(self, claims: tuple[ClaimObject, ...], namespace: str, dry_run: bool) -> None:
         """Get or create every claim object in ``namespace``.  With ``dry_run`` nothing is
         written: conflicts are still reported, missing objects are not created."""
-        created: list[str] = []
         for claim in claims:
             if self.is_known(claim, namespace):
                 continue
             if dry_run:
                 await self._check(claim, namespace)
                 continue
-            if await self._ensure_shared(claim, namespace):
-                created.append(f"{claim.kind} {namespace}/{claim.name}")
-        return EnsureResult(created)
+            # Many pods of one rollout arrive together: one API round trip serves them all.
+            key = self._key(claim, namespace)
+            await self._flights.run(key, lambda: self._ensure_and_remember(claim, namespace, key))
 
-    async def _ensure_shared(self, claim: ClaimObject, namespace: str) -> bool:
-        # Many pods of one rollout arrive together: one API round trip serves them all.
-        key = self._key(claim, namespace)
-        running = self._inflight.get(key)
-        if running is not None:
-            await asyncio.shield(running)
-            return False
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._inflight[key] = future
-        try:
-            created = await self._ensure_one(claim, namespace)
-            self._remember(key)
-            future.set_result(created)
-            return created
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # consumed: waiters re-raise it, nobody else must log it
-            raise
-        finally:
-            del self._inflight[key]
+    async def _ensure_and_remember(self, claim: ClaimObject, namespace: str, key: tuple[str, str, str, str]) -> None:
+        await self._ensure_one(claim, namespace)
+        self._remember(key)
 
-    async def _ensure_one(self, claim: ClaimObject, namespace: str) -> bool:
+    async def _ensure_one(self, claim: ClaimObject, namespace: str) -> None:
         resource = Resource(claim.api_version.value, claim.kind)
         wanted = claim.manifest(namespace)
         existing = await self._get(resource, namespace, claim.name)
@@ -149,7 +126,7 @@ class TemplateStore:
             try:
                 await self.api.create(resource, namespace, wanted)
                 self.on_created(claim.kind)
-                return True
+                return
             except ApiError as exc:
                 if not exc.conflict:
                     raise self._unavailable("create", claim, namespace, exc) from exc
@@ -162,7 +139,6 @@ class TemplateStore:
         self._accept(existing, wanted, claim, namespace)
         if UNUSED_SINCE_ANNOTATION in ((existing.get("metadata") or {}).get("annotations") or {}):
             await self._revive(resource, namespace, claim)
-        return False
 
     async def _check(self, claim: ClaimObject, namespace: str) -> None:
         existing = await self._get(Resource(claim.api_version.value, claim.kind), namespace, claim.name)
