@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kubectl_gpu.core.quantity import format_bytes
+
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
@@ -82,6 +84,11 @@ class Quantity:
     def from_int(cls, number: int) -> "Quantity":
         return cls(Fraction(number), str(number))
 
+    @classmethod
+    def of(cls, value: Fraction) -> "Quantity":
+        """A computed quantity (a sum, a rounded request), written as people read quantities."""
+        return cls(value, _format(value))
+
     @staticmethod
     def is_valid(text: object) -> bool:
         try:
@@ -110,11 +117,11 @@ class Quantity:
 
     def add(self, other: "Quantity | int") -> "Quantity":
         delta = other.value if isinstance(other, Quantity) else Fraction(other)
-        return Quantity(self.value + delta, _format(self.value + delta))
+        return Quantity.of(self.value + delta)
 
     def sub(self, other: "Quantity | int") -> "Quantity":
         delta = other.value if isinstance(other, Quantity) else Fraction(other)
-        return Quantity(self.value - delta, _format(self.value - delta))
+        return Quantity.of(self.value - delta)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Quantity) and self.value == other.value
@@ -132,11 +139,7 @@ class Quantity:
 def _format(value: Fraction) -> str:
     """A canonical-enough rendering for computed quantities (display only)."""
     if value.denominator == 1:
-        number = int(value)
-        for suffix, factor in (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-            if number and number % factor == 0:
-                return f"{number // factor}{suffix}"
-        return str(number)
+        return format_bytes(value)
     nanos = value / _NANO
     return f"{int(nanos)}n"
 

@@ -335,13 +335,9 @@ def _availability(sub: SubrequestSpec, device: Device, holders: tuple[Holder, ..
         consumed = sum((h.consumed.get(name, Quantity(Fraction(0), "0")).value for h in blocking), Fraction(0))
         remaining = total.value - consumed
         if effective.value > remaining:
-            return False, f"{name}: needs {effective}, {_q(remaining)} of {total} left"
-        notes.append(f"{name}: {effective} of {_q(remaining)} left")
+            return False, f"{name}: needs {effective}, {Quantity.of(remaining)} of {total} left"
+        notes.append(f"{name}: {effective} of {Quantity.of(remaining)} left")
     return True, "; ".join(notes)
-
-
-def _q(value: Fraction) -> str:
-    return str(Quantity(value, "").add(0))
 
 
 def _apply_policy(wanted: Quantity, device: Device, name: str) -> tuple[Quantity, str | None]:
@@ -368,7 +364,7 @@ def _apply_policy(wanted: Quantity, device: Device, name: str) -> tuple[Quantity
         maximum = valid_range.get("max")
         if maximum is not None and value > Quantity.parse(str(maximum)).value:
             return wanted, f"{wanted} is above the maximum {maximum}"
-        return Quantity(value, "").add(0), None
+        return Quantity.of(value), None
     return wanted, None
 
 

@@ -8,18 +8,15 @@ values below 1024 fall back to decimal SI (``98``, ``1k``).
 
 from __future__ import annotations
 
-_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+from kubectl_gpu.core.quantity import format_bytes
+
 _DECIMAL_SUFFIXES = {0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 
 
 def binary_si(value: int) -> str:
     if -1024 < value < 1024:
         return _decimal_si(value)
-    amount, exponent = value, 0
-    while amount % 1024 == 0 and exponent < len(_BINARY_SUFFIXES) - 1:
-        amount //= 1024
-        exponent += 1
-    return f"{amount}{_BINARY_SUFFIXES[exponent]}"
+    return format_bytes(value)  # the largest exact binary suffix, as the core writes byte counts
 
 
 def _decimal_si(value: int) -> str:
