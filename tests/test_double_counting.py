@@ -21,6 +21,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from webhook.config import ConfigError, load_config
 from webhook.double_counting import (
     DEFAULT_DRA_NODE_SELECTORS,
     DraNodeSelector,
@@ -29,7 +30,6 @@ from webhook.double_counting import (
     fence_legacy_pod,
     is_dra_node,
     legacy_gpu_resources,
-    parse_dra_node_selectors,
     pinned_to_dra_node,
     same_gpus_twice,
     strip_legacy_capacity,
@@ -38,7 +38,7 @@ from webhook.double_counting import (
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 LEGACY = CORPUS / "legacy"
 DRA_KEY, DRA_VALUE = "ack.node.gpu.schedule", "disabled"
-ACK = [{"key": DRA_KEY, "value": DRA_VALUE}]
+ACK = (DraNodeSelector(DRA_KEY, DRA_VALUE),)
 DRA_LABELS = {DRA_KEY: DRA_VALUE}
 A4X_JOBSET = LEGACY / "GoogleCloudPlatform__container-engine-accelerators__gpudirect-rdma_nccl-test-a4x-max-jobset.yaml"
 MIG_NODE = LEGACY / "run-ai__fake-gpu-operator__design_samples_lt2.9_mig_node_3_instances.yaml"
@@ -276,8 +276,8 @@ def test_every_legacy_gpu_family_gets_fenced(resource: str) -> None:
 
 
 def test_fence_honours_several_configured_selectors_including_key_only_ones() -> None:
-    selectors = [{"key": DRA_KEY, "value": DRA_VALUE}, {"key": "nvidia.com/dra.enabled"},
-                 {"key": "pool", "value": "dra-a"}, {"key": "pool", "value": "dra-b"}]
+    selectors = (DraNodeSelector(DRA_KEY, DRA_VALUE), DraNodeSelector("nvidia.com/dra.enabled"),
+                 DraNodeSelector("pool", "dra-a"), DraNodeSelector("pool", "dra-b"))
     patched = jsonpatch.apply_patch(_gpu_pod(), fence_legacy_pod(_gpu_pod(), selectors))
     assert _strict_errors(patched) is None
     for dra_node in (DRA_LABELS, {"nvidia.com/dra.enabled": "false"}, {"pool": "dra-a"}, {"pool": "dra-b"}):
@@ -371,8 +371,8 @@ def test_required_affinity_is_denied_only_when_every_term_leads_to_dra_nodes() -
 def test_exists_pins_to_dra_nodes_when_the_selector_matches_any_value() -> None:
     pod = _gpu_pod(affinity={"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "nvidia.com/dra", "operator": "Exists"}]}]}}})
-    assert pinned_to_dra_node(pod, [{"key": "nvidia.com/dra"}])
-    assert pinned_to_dra_node(pod, [{"key": "nvidia.com/dra", "value": "true"}]) == []
+    assert pinned_to_dra_node(pod, [DraNodeSelector("nvidia.com/dra")])
+    assert pinned_to_dra_node(pod, [DraNodeSelector("nvidia.com/dra", "true")]) == []
 
 
 def test_match_fields_naming_only_dra_nodes_pins_the_pod() -> None:
@@ -477,14 +477,22 @@ def test_json_pointer_tokens_escape_tilde_before_slash() -> None:
 # --- configuration ------------------------------------------------------------------------------
 
 
-def test_selectors_come_from_configuration_and_bad_ones_say_what_to_fix() -> None:
-    assert parse_dra_node_selectors(ACK) == DEFAULT_DRA_NODE_SELECTORS
-    assert parse_dra_node_selectors([{"key": "pool"}]) == (DraNodeSelector("pool", None),)
+def _configured_selectors(tmp_path: Path, entries: Any) -> tuple[DraNodeSelector, ...]:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"draNodeSelectors": entries}))
+    return load_config(str(path), {}, {}).dra_node_selectors
+
+
+def test_selectors_come_from_configuration_and_bad_ones_say_what_to_fix(tmp_path: Path) -> None:
+    assert load_config(None, {}, {}).dra_node_selectors == DEFAULT_DRA_NODE_SELECTORS == ACK
+    assert _configured_selectors(tmp_path, [{"key": "pool"}, {"key": "pool"}]) == (DraNodeSelector("pool", None),)
+    assert _configured_selectors(tmp_path, []) == ()  # no DRA nodes: nothing to fence or deny
     for bad, expected in [
-        ([], "non-empty list"),
         ([{"value": "x"}], "draNodeSelectors[0].key"),
         ([{"key": "k", "value": True}], "quote it"),
+        ([{"key": "k", "value": 1}], "quote it"),
         ([{"key": "k", "values": ["x"]}], "unknown field(s) values"),
+        ([{"key": "bad key!"}], "draNodeSelectors[0].key"),
     ]:
-        with pytest.raises(ValueError, match=re.escape(expected)):
-            parse_dra_node_selectors(bad)
+        with pytest.raises(ConfigError, match=re.escape(expected)):
+            _configured_selectors(tmp_path, bad)

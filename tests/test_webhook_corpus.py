@@ -17,12 +17,12 @@ from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from kubectl_gpu.manifests.locate import find_pod_sites
 from tests.conftest import admission_review
 from webhook import double_counting
-from webhook.config import DEFAULTS
+from webhook.config import load_config
 
 CORPUS = Path("/work/shared/corpus")
 LEGACY = sorted((CORPUS / "legacy").glob("*.y*ml"))
 ADMISSION = sorted((CORPUS / "admission").glob("*.json"))
-DRA_NODES = double_counting.parse_dra_node_selectors(DEFAULTS["draNodeSelectors"])
+DRA_NODES = load_config(None, {}, {}).dra_node_selectors
 
 
 def _documents(path: Path) -> list[dict]:

@@ -17,7 +17,7 @@ import yaml
 
 from kubectl_gpu.core.model import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
 
-from .double_counting import DraNodeSelector
+from .double_counting import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
 
 ENV_PREFIX = "KUBECTL_GPU_WEBHOOK_"
 # Set by the Downward API in the chart; the webhook never touches its own namespace, so that a
@@ -54,7 +54,7 @@ DEFAULTS: dict[str, Any] = {
     },
     "passThroughFamilies": [],
     "rewriteWorkloads": True,
-    "draNodeSelectors": [{"key": "ack.node.gpu.schedule", "value": "disabled"}],
+    "draNodeSelectors": [{"key": s.key, "value": s.value} for s in DEFAULT_DRA_NODE_SELECTORS],
     "nodeStatusGuard": False,
     "audit": False,
     "optOutLabel": "kubectl-gpu.io/opt-out",
@@ -284,19 +284,26 @@ def _string_list(value: Any, key: str) -> list[str]:
 
 
 def _node_selectors(value: Any) -> tuple[DraNodeSelector, ...]:
+    """An empty list is allowed: no node runs the DRA driver, so nothing is fenced or denied."""
     if not isinstance(value, list):
         raise ConfigError(f"draNodeSelectors must be a list of {{key, value}} mappings, got {value!r}")
     selectors = []
     for i, item in enumerate(value):
         where = f"draNodeSelectors[{i}]"
-        if not isinstance(item, dict) or set(item) - {"key", "value"} or "key" not in item:
+        if not isinstance(item, dict):
             raise ConfigError(f"{where}: write {{key: <label key>, value: <label value>}} (value optional), got {item!r}")
-        key, val = item["key"], item.get("value")
+        unknown = sorted(set(item) - {"key", "value"})
+        if unknown:
+            raise ConfigError(f"{where} has unknown field(s) {', '.join(map(str, unknown))}; use key and value")
+        key, val = item.get("key"), item.get("value")
         if not isinstance(key, str) or not _LABEL_KEY.match(key):
-            raise ConfigError(f"{where}.key: {key!r} is not a label key")
+            raise ConfigError(f"{where}.key: {key!r} is not a node label key such as ack.node.gpu.schedule")
         if val is not None:
-            val = str(val)
+            if not isinstance(val, str):
+                # YAML reads `true` or `1` as a non-string; str() would give "True", which no label has.
+                raise ConfigError(f"{where}.value must be a string (quote it in YAML), or be left out "
+                                  "to match any value")
             if not _LABEL_VALUE.match(val):
                 raise ConfigError(f"{where}.value: {val!r} is not a label value")
         selectors.append(DraNodeSelector(key=key, value=val))
-    return tuple(selectors)
+    return tuple(dict.fromkeys(selectors))

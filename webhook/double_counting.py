@@ -12,7 +12,7 @@ Which resource names are legacy GPU requests comes from ``kubectl_gpu.core.famil
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,6 @@ from kubectl_gpu.core.patch import escape as escape_pointer
 __all__ = [
     "DraNodeSelector",
     "DEFAULT_DRA_NODE_SELECTORS",
-    "parse_dra_node_selectors",
     "is_dra_node",
     "is_legacy_gpu_resource",
     "legacy_gpu_resources",
@@ -62,44 +61,12 @@ class DraNodeSelector:
 
 DEFAULT_DRA_NODE_SELECTORS = (DraNodeSelector("ack.node.gpu.schedule", "disabled"),)
 
-SelectorsLike = Iterable[DraNodeSelector | Mapping[str, Any]]
+# What draNodeSelectors in the configuration reads into (webhook.config validates it).
+Selectors = Sequence[DraNodeSelector]
 
 
-def parse_dra_node_selectors(raw: Any) -> tuple[DraNodeSelector, ...]:
-    """Selectors from configuration (a list of ``{key, value}``); ValueError says what to fix."""
-    if not isinstance(raw, (list, tuple)) or not raw:
-        raise ValueError("draNodeSelectors must be a non-empty list of {key, value} entries, "
-                         "e.g. [{key: ack.node.gpu.schedule, value: disabled}]")
-    selectors = []
-    for index, entry in enumerate(raw):
-        where = f"draNodeSelectors[{index}]"
-        if isinstance(entry, DraNodeSelector):
-            selectors.append(entry)
-            continue
-        if not isinstance(entry, Mapping):
-            raise ValueError(f"{where} must be an object with key and optional value")
-        unknown = sorted(set(entry) - {"key", "value"})
-        if unknown:
-            raise ValueError(f"{where} has unknown field(s) {', '.join(unknown)}; use key and value")
-        key, value = entry.get("key"), entry.get("value")
-        if not isinstance(key, str) or not key.strip():
-            raise ValueError(f"{where}.key must be a node label key such as ack.node.gpu.schedule")
-        if value is not None and not isinstance(value, str):
-            raise ValueError(f"{where}.value must be a string (quote it in YAML), or be left out "
-                             "to match any value")
-        selectors.append(DraNodeSelector(key.strip(), value))
-    return tuple(dict.fromkeys(selectors))
-
-
-def _selectors(selectors: SelectorsLike) -> tuple[DraNodeSelector, ...]:
-    selectors = tuple(selectors)
-    if all(isinstance(s, DraNodeSelector) for s in selectors) and selectors:
-        return selectors  # type: ignore[return-value]
-    return parse_dra_node_selectors(list(selectors))
-
-
-def is_dra_node(labels: Mapping[str, str] | None, selectors: SelectorsLike) -> bool:
-    return bool(labels) and any(s.matches(labels) for s in _selectors(selectors))
+def is_dra_node(labels: Mapping[str, str] | None, selectors: Selectors) -> bool:
+    return bool(labels) and any(s.matches(labels) for s in selectors)
 
 
 # --- legacy GPU requests --------------------------------------------------------------------
@@ -120,7 +87,7 @@ def legacy_gpu_resources(pod: Mapping[str, Any]) -> list[str]:
 # --- fencing: required node affinity that keeps a pod off DRA nodes ------------------------
 
 
-def fence_legacy_pod(pod: Mapping[str, Any], selectors: SelectorsLike) -> list[dict[str, Any]]:
+def fence_legacy_pod(pod: Mapping[str, Any], selectors: Selectors) -> list[dict[str, Any]]:
     """JSON Patch ops (relative to the pod) that keep a pod with legacy GPU requests off
     DRA nodes.  Empty when the pod has none, or is already kept off.
 
@@ -128,7 +95,7 @@ def fence_legacy_pod(pod: Mapping[str, Any], selectors: SelectorsLike) -> list[d
     applying the result and calling again yields no ops.  Call it on the pod as it will be
     admitted (after any rewrite).
     """
-    wanted = _selectors(selectors)
+    wanted = tuple(selectors)
     spec = pod.get("spec")
     if not isinstance(spec, Mapping) or not legacy_gpu_resources(pod):
         return []
@@ -220,7 +187,7 @@ def _node_selector_excludes(node_selector: Mapping[str, Any], selector: DraNodeS
 
 def pinned_to_dra_node(
     pod: Mapping[str, Any],
-    selectors: SelectorsLike,
+    selectors: Selectors,
     node_labels_by_name: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[str]:
     """Why a pod with legacy GPU requests can only run on a DRA node (empty: it is not).
@@ -229,7 +196,7 @@ def pinned_to_dra_node(
     them nodeName is not judged), spec.nodeSelector, and required node affinity (pinned
     only when every term can match DRA nodes alone, since terms are ORed).
     """
-    wanted = _selectors(selectors)
+    wanted = tuple(selectors)
     spec = pod.get("spec")
     resources = legacy_gpu_resources(pod)
     if not isinstance(spec, Mapping) or not resources:
@@ -362,7 +329,7 @@ def claim_spec_requests_gpus(claim_spec: Mapping[str, Any],
 # --- node status guard -----------------------------------------------------------------------
 
 
-def strip_legacy_capacity(node: Mapping[str, Any], selectors: SelectorsLike) -> list[dict[str, Any]]:
+def strip_legacy_capacity(node: Mapping[str, Any], selectors: Selectors) -> list[dict[str, Any]]:
     """JSON Patch ops (relative to the Node) removing legacy GPU extended resources from
     status.capacity and status.allocatable of a DRA node; empty for any other node."""
     metadata = node.get("metadata")
