@@ -139,6 +139,32 @@ def test_describe_pods_across_namespaces_and_by_label(gpu_cluster):
     assert [p["name"] for p in labelled["items"]] == ["train-0"]
 
 
+def test_describe_unallocated_claim_says_why_against_everyone_elses_allocations(gpu_cluster):
+    # dra-a has 7 free H100s (train-0 holds gpu-5), dra-b and dra-bad 8 each: 9 fit on no node.
+    gpu_cluster.seed(b.claim("waiting", "ml", requests=[b.exact_request(count=9)]))
+    claim = as_json(run(gpu_cluster, "describe", "claim", "waiting", "-n", "ml", "-o", "json"))
+    assert claim["state"] == "waiting for allocation" and claim["devices"] == []
+    (item,) = claim["explanation"]["items"]
+    alternative = item["requests"][0]["alternatives"][0]
+    assert (alternative["in_class"], alternative["free"], alternative["best_node_free"]) == (24, 23, 8)
+    assert "at most 8 free on one node" in item["verdict"]
+    table = run(gpu_cluster, "describe", "claim", "waiting", "-n", "ml").output
+    assert "Why (explain):" in table and "at most 8 free on one node" in table
+
+
+def test_describe_lists_print_one_table_per_object_or_say_none_was_found(gpu_cluster):
+    claims = run(gpu_cluster, "describe", "claim", "-n", "ml").output
+    assert "ResourceClaim: ml/train-0-gpu-7x2kq" in claims
+    nodes = run(gpu_cluster, "describe", "node").output
+    assert all(f"Node: {n}" in nodes for n in ("dra-a", "dra-b", "dra-bad", "legacy-1"))
+    assert "cpu-1" not in nodes
+    pods = run(gpu_cluster, "describe", "pod", "-n", "ml").output
+    assert "ml/train-0" in pods and "ml/old-job" in pods
+    assert run(gpu_cluster, "describe", "claim", "-n", "default").output.strip() == "No ResourceClaims found."
+    assert run(gpu_cluster, "describe", "node", "-l", "app=none").output.strip() == "No GPU nodes found."
+    assert run(gpu_cluster, "describe", "pod", "-l", "app=none").output.strip() == "No pods using GPUs found."
+
+
 def test_pending_pod_from_the_corpus_is_explained(k8s_double):
     docs = corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_quickstart_v1beta1_gpu-test1.yaml")
     k8s_double.seed(docs)

@@ -50,6 +50,21 @@ def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"kind": "List", "items": items}
 
 
+def emit_reports(options: ClusterOptions, reports: list[Any], render_one: Callable[[Any, bool], Any],
+                 empty: str) -> None:
+    """Several reports: a `kind: List` for scripts, or each table followed by a blank line."""
+    def tables() -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        if not reports:
+            return Text(empty)
+        wide = options.output == "wide"
+        return Group(*[part for r in reports for part in (render_one(r, wide), Text(""))])
+
+    emit(options, as_list([r.to_dict() for r in reports]), tables)
+
+
 def fail_on_errors(action: Callable[[], None]) -> None:
     """Run `action`; turn the errors a person can fix into `error: ...` and exit status 1."""
     from kubectl_gpu.inspect.live import NotFound, NothingToExplain
@@ -125,9 +140,6 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
     settings = _settings(ctx, values, dra_node_labels)
 
     def run() -> None:
-        from rich.console import Group
-        from rich.text import Text
-
         from kubectl_gpu.inspect import render
         from kubectl_gpu.inspect.cluster import build_node_reports
         from kubectl_gpu.inspect.devices import current_devices
@@ -143,9 +155,7 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
             (report,) = reports
             emit(settings.options, report.to_dict(), lambda: render.node(report, wide))
             return
-        emit(settings.options, as_list([r.to_dict() for r in reports]),
-             lambda: Group(*[part for r in reports for part in (render.node(r, wide), Text(""))])
-             if reports else Text("No GPU nodes found."))
+        emit_reports(settings.options, reports, render.node, "No GPU nodes found.")
 
     fail_on_errors(run)
 
@@ -162,9 +172,6 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     settings = _settings(ctx, values, ())
 
     def run() -> None:
-        from rich.console import Group
-        from rich.text import Text
-
         from kubectl_gpu.inspect import render
         from kubectl_gpu.inspect.devices import current_devices
         from kubectl_gpu.inspect.live import (NotFound, NothingToExplain, discover_dra, explain_pod_objects,
@@ -193,9 +200,7 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
             return
         pods = list_pods(connection.api, None if options.all_namespaces else namespace, options.selector)
         reports = [r for r in pod_reports(pods, dra_objects.claims, devices) if r.claims or r.legacy_requests]
-        emit(options, as_list([r.to_dict() for r in reports]),
-             lambda: Group(*[part for r in reports for part in (render.pod(r, wide), Text(""))])
-             if reports else Text("No pods using GPUs found."))
+        emit_reports(options, reports, render.pod, "No pods using GPUs found.")
 
     fail_on_errors(run)
 
@@ -212,14 +217,10 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     settings = _settings(ctx, values, ())
 
     def run() -> None:
-        from rich.console import Group
-        from rich.text import Text
-
-        from kubectl_gpu.explain import explain_objects
         from kubectl_gpu.inspect import render
         from kubectl_gpu.inspect.claims import claim_report, claim_reports
         from kubectl_gpu.inspect.devices import current_devices
-        from kubectl_gpu.inspect.live import discover_dra, fetch_claim, fetch_dra
+        from kubectl_gpu.inspect.live import discover_dra, explain_claims, fetch_claim, fetch_dra
         from kubectl_gpu.k8s import list_objects
 
         options = settings.options
@@ -233,18 +234,12 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
             claim = fetch_claim(connection.api, dra, namespace, name)
             report = claim_report(claim, devices)
             if not report.devices:
-                uid = (claim.get("metadata") or {}).get("uid")
-                others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") != uid]
-                explanation = explain_objects(claims=[claim], slices=dra_objects.slices,
-                                              classes=dra_objects.classes, allocated_claims=others)
-                report = claim_report(claim, devices, explanation)
+                report = claim_report(claim, devices, explain_claims([claim], dra_objects))
             emit(options, report.to_dict(), lambda: render.claim(report, wide))
             return
         path = dra.path("resourceclaims", None if options.all_namespaces else namespace)
         claims = list_objects(connection.api, path, label_selector=options.selector)
         reports = claim_reports(claims, devices)
-        emit(options, as_list([r.to_dict() for r in reports]),
-             lambda: Group(*[part for r in reports for part in (render.claim(r, wide), Text(""))])
-             if reports else Text("No ResourceClaims found."))
+        emit_reports(options, reports, render.claim, "No ResourceClaims found.")
 
     fail_on_errors(run)

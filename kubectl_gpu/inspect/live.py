@@ -174,13 +174,19 @@ def pod_claim_objects(api: client.ApiClient, dra: DraApi, pod: Mapping[str, Any]
 
 def explain_pod_objects(pod: Mapping[str, Any], claim_objects: Objects, dra_objects: DraObjects) -> Any:
     """Run the explain engine over the pod's claims (pure; the objects are already fetched)."""
-    from kubectl_gpu.explain import explain_objects
-
     if not claim_objects:
         metadata = pod.get("metadata") or {}
         raise NothingToExplain(
             f"pod {metadata.get('namespace')}/{metadata.get('name')} has no DRA resource claims to "
             "explain (describe it to see its legacy GPU requests; `kubectl gpu migrate` converts them)")
+    return explain_claims(claim_objects, dra_objects)
+
+
+def explain_claims(claim_objects: Objects, dra_objects: DraObjects) -> Any:
+    """Explain these claims against the cluster's slices and classes, every other claim's
+    allocation telling free devices from taken (pure; the objects are already fetched)."""
+    from kubectl_gpu.explain import explain_objects
+
     own = {(c.get("metadata") or {}).get("uid") for c in claim_objects}
     others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") not in own]
     return explain_objects(claims=claim_objects, slices=dra_objects.slices,
@@ -296,5 +302,5 @@ def fetch_doctor_inputs(api: client.ApiClient, namespace: str | None = None,
 
 
 __all__ = ["ClusterObjects", "DraApi", "DraObjects", "NotFound", "NothingToExplain", "discover_dra",
-           "explain_pod_live", "fetch_claim", "fetch_cluster", "fetch_doctor_inputs", "fetch_dra",
+           "explain_claims", "explain_pod_live", "fetch_claim", "fetch_cluster", "fetch_doctor_inputs", "fetch_dra",
            "fetch_pod", "list_pods", "pod_claim_objects", "referenced_claim_names"]
