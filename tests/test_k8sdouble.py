@@ -551,6 +551,18 @@ def test_resource_slice_devices_are_wrapped_in_basic_for_v1beta1(k8s_double):
     assert device.basic.attributes["productName"].string == "H100"
 
 
+def test_v1beta1_slice_devices_lose_basic_at_v1(k8s_double):
+    k8s_double.seed({"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+                     "spec": {"driver": "gpu.nvidia.com", "nodeName": "n1",
+                              "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                              "devices": [{"name": "gpu-0", "basic": {
+                                  "attributes": {"productName": {"string": "H100"}},
+                                  "capacity": {"memory": {"value": "80Gi"}}}}]}})
+    (device,) = k8s_double.get("resourceslices", "s", version="v1")["spec"]["devices"]
+    assert device == {"name": "gpu-0", "attributes": {"productName": {"string": "H100"}},
+                      "capacity": {"memory": {"value": "80Gi"}}}
+
+
 def test_a_cluster_without_resource_v1_does_not_serve_it():
     with K8sDouble(disabled_group_versions=["resource.k8s.io/v1"]) as double:
         groups = client.ApisApi(double.api_client()).get_api_versions().groups

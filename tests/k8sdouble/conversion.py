@@ -32,11 +32,16 @@ def _nest_exactly(claim_spec: Any) -> None:
             request["exactly"] = exact
 
 
+def _lift(item: dict, key: str) -> None:
+    """Move the fields of the mapping under ``key`` up into ``item`` (v1 -> v1beta1 shapes)."""
+    nested = item.pop(key, None)
+    if isinstance(nested, dict):
+        item.update(nested)
+
+
 def _flatten_exactly(claim_spec: Any) -> None:
     for request in _requests(claim_spec):
-        exact = request.pop("exactly", None)
-        if isinstance(exact, dict):
-            request.update(exact)
+        _lift(request, "exactly")
 
 
 def _claim_spec_of_template(obj: dict) -> Any:
@@ -58,9 +63,7 @@ def _wrap_basic(obj: dict) -> None:
 
 def _unwrap_basic(obj: dict) -> None:
     for device in _slice_devices(obj):
-        basic = device.pop("basic", None)
-        if isinstance(basic, dict):
-            device.update(basic)
+        _lift(device, "basic")
 
 
 # (group, version, kind) -> (to hub, from hub). Missing entries convert by rewriting apiVersion only.
