@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from kubectl_gpu.manifests.locate import find_pod_sites, find_unrewritable
 
 CONTAINERS = {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}
@@ -64,3 +66,26 @@ def test_mpijob_v1alpha1_gpu_count_is_reported() -> None:
     job = {"apiVersion": "kubeflow.org/v1alpha1", "kind": "MPIJob", "spec": {"gpus": 16}}
     [finding] = find_unrewritable(job, [])
     assert finding.pointer == "/spec/gpus" and "v2beta1" in finding.message
+
+
+@pytest.mark.parametrize("resource", [
+    "nvidia.com/gpu", "alpha.kubernetes.io/nvidia-gpu", "tencent.com/vcuda-core", "nvidia.com/vcuda-memory",
+    "nvidia.com/gpumem", "aliyun.com/gpu-mem", "nvidia.com/vgpu-number", "google.com/tpu", "nvidia.com/mig-1g.10gb",
+])
+def test_every_legacy_family_is_recognised_inside_strings_and_outside_pod_templates(resource: str) -> None:
+    embedded = {"spec": {"manifest": f"limits:\n  {resource}: 2\n"}}
+    setting = {"spec": {"quota": {"resource": resource}}}
+    container_set = {"spec": {"containerSet": {"containers": [
+        {"name": "c", "image": "x", "resources": {"limits": {resource: 2}}}]}}}
+    assert "inside a string value" in find_unrewritable(embedded, [])[0].message
+    assert "refers to the legacy resource" in find_unrewritable(setting, [])[0].message
+    assert "outside any pod template" in find_unrewritable(container_set, [])[0].message
+
+
+@pytest.mark.parametrize("zero", ["0", "0.0", "0Gi", "0m", 0])
+def test_zero_written_any_way_the_api_server_accepts_asks_for_nothing(zero: str | int) -> None:
+    container_set = {"spec": {"containerSet": {"containers": [
+        {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": zero}}}]}}}
+    embedded = {"spec": {"manifest": f'{{"limits": {{"nvidia.com/gpu": "{zero}"}}}}'}}
+    assert find_unrewritable(container_set, []) == []
+    assert find_unrewritable(embedded, []) == []

@@ -14,6 +14,7 @@ from typing import Any
 
 from kubectl_gpu.core import constants
 from kubectl_gpu.core.families import family_of
+from kubectl_gpu.core.quantity import QuantityError, parse_quantity
 
 from .patch import join_pointer
 
@@ -84,12 +85,10 @@ _QUIET_ANNOTATIONS = frozenset({
     constants.ORIGINAL_RESOURCES_ANNOTATION,
     constants.SUMMARY_ANNOTATION,
 })
-_MENTIONS_VENDOR = re.compile(r"(?:nvidia|tencent|aliyun)\.com/|google\.com/tpu|alpha\.kubernetes\.io/nvidia")
 _RESOURCE_IN_TEXT = re.compile(
     r"""(?P<name>[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]+/[A-Za-z0-9][A-Za-z0-9._-]*)["']?[ \t]*:[ \t]*"""
     r"""["']?(?P<value>[^\s,"'}\]]*)"""
 )
-_ZERO = re.compile(r"^0+(?:\.0*)?m?$")
 
 
 def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Finding]:
@@ -104,7 +103,8 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Finding]:
     for path, key, value in _iter_nodes(obj, []):
         pointer = join_pointer(path)
         if isinstance(value, str):
-            if key in _QUIET_ANNOTATIONS or not _MENTIONS_VENDOR.search(value):
+            # Every extended resource name has a `/`: strings without one need no closer look.
+            if key in _QUIET_ANNOTATIONS or "/" not in value:
                 continue
             names = _requests_in_text(value)
             if names:
@@ -143,7 +143,7 @@ def _iter_nodes(node: Any, path: list[str | int]) -> Iterator[tuple[list[str | i
 def _requests_in_text(text: str) -> list[str]:
     names: dict[str, None] = {}
     for match in _RESOURCE_IN_TEXT.finditer(text):
-        if family_of(match.group("name")) and not _ZERO.match(match.group("value")):
+        if family_of(match.group("name")) and not _is_zero(match.group("value")):
             names[match.group("name")] = None
     return list(names)
 
@@ -154,9 +154,18 @@ def _legacy_resource_keys(resources: Mapping[str, Any]) -> list[str]:
         values = resources.get(section)
         if isinstance(values, Mapping):
             for key, amount in values.items():
-                if family_of(str(key)) and not _ZERO.match(str(amount).strip()):
+                if family_of(str(key)) and not _is_zero(amount):
                     names[str(key).strip()] = None
     return list(names)
+
+
+def _is_zero(amount: Any) -> bool:
+    """An amount the API server reads as zero ("0", "0.0", "0Gi"): asks for nothing.  A value
+    that is no quantity (a template placeholder) may be anything, so it counts."""
+    try:
+        return parse_quantity(amount) == 0
+    except QuantityError:
+        return False
 
 
 def _obsolete_count_fields(obj: Any) -> list[Finding]:
