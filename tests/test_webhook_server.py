@@ -352,6 +352,17 @@ def test_legacy_pod_pinned_to_a_dra_node_by_node_name_is_denied(start_webhook, k
     assert hook.review("/validate", admission_review(gpu_pod("1", nodeName="cpu-1")))["allowed"] is True
 
 
+def test_a_dra_only_pod_on_a_named_node_is_admitted_without_reading_the_node(start_webhook, k8s_double):
+    k8s_double.fail("get", "nodes", status=503, times=None)
+    pod = gpu_pod("1", nodeName="gpu-7", resourceClaims=[{"name": "g", "resourceClaimTemplateName": "gpu"}])
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "g"}]}
+    assert start_webhook().review("/validate", admission_review(pod))["allowed"] is True
+    assert k8s_double.count(verb="get", resource="nodes") == 0
+    # The same pod with a device-plugin GPU does need the node, and is not admitted blind.
+    legacy = start_webhook().review("/validate", admission_review(gpu_pod("1", nodeName="gpu-7")))
+    assert legacy["allowed"] is False and legacy["status"]["code"] == 503
+
+
 def test_legacy_pod_pinned_by_node_selector_is_denied_but_audit_only_warns(start_webhook):
     pod = gpu_pod("1", nodeSelector={"ack.node.gpu.schedule": "disabled"})
     assert start_webhook().review("/validate", admission_review(pod))["allowed"] is False

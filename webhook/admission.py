@@ -186,6 +186,10 @@ class Admission:
     async def _validate_pod(self, request: AdmissionRequest) -> Verdict:
         assert request.obj is not None
         pod = device_plugin_view(request.obj, self.config)
+        if not double_counting.legacy_gpu_resources(pod):
+            # Both findings are about device-plugin GPU requests: a pod without any (a DRA-only
+            # pod) needs no node lookup, and is never denied because the API is unreachable.
+            return allow()
         selectors = self.config.dra_node_selectors
         findings: dict[str, list[str]] = {}
         spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_gpu.core.constants import TPU
-from kubectl_gpu.core.families import family_of, iter_containers, legacy_requests
+from kubectl_gpu.core.families import ContainerRef, LegacyRequest, family_of, legacy_requests
 from kubectl_gpu.core.patch import escape as escape_pointer
 
 __all__ = [
@@ -79,9 +79,14 @@ def is_legacy_gpu_resource(resource: str) -> bool:
     return family is not None and family != TPU
 
 
+def _device_plugin_gpu_requests(pod: Mapping[str, Any]) -> list[LegacyRequest]:
+    """The pod's legacy requests a GPU device plugin serves: non-zero, and not TPUs."""
+    return [r for r in legacy_requests(pod) if r.family != TPU and r.amount > 0]
+
+
 def legacy_gpu_resources(pod: Mapping[str, Any]) -> list[str]:
     """The legacy GPU resources the pod asks for with a non-zero amount, sorted."""
-    return sorted({r.name for r in legacy_requests(pod) if r.family != TPU and r.amount > 0})
+    return sorted({r.name for r in _device_plugin_gpu_requests(pod)})
 
 
 # --- fencing: required node affinity that keeps a pod off DRA nodes ------------------------
@@ -285,16 +290,12 @@ def same_gpus_twice(pod: Mapping[str, Any], gpu_claims: Collection[str] | None =
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return []
-    by_container: dict[tuple[str, int], set[str]] = {}
-    for request in legacy_requests(pod):
-        if request.family != TPU and request.amount > 0:
-            key = (request.container.field, request.container.index)
-            by_container.setdefault(key, set()).add(request.name)
+    by_container: dict[ContainerRef, set[str]] = {}
+    for request in _device_plugin_gpu_requests(pod):
+        by_container.setdefault(request.container, set()).add(request.name)
     reasons = []
-    for ref, container in iter_containers(spec):
-        legacy = by_container.get((ref.field, ref.index))
-        if not legacy:
-            continue
+    for ref, legacy in by_container.items():
+        container = spec[ref.field][ref.index]
         resources = container.get("resources")
         claims = resources.get("claims") if isinstance(resources, Mapping) else None
         names = [c.get("name") for c in claims or [] if isinstance(c, Mapping) and c.get("name")]
