@@ -96,6 +96,7 @@ def test_slice_names_map_to_domains_like_kubernetes(device):
         ("device.attributes['gpu.nvidia.com'].productName.find('[0-9]+GB') == '80GB'", True),
         ("device.attributes['gpu.nvidia.com'].productName.endsWith('HBM3') ? true : false", True),
         ("[3, 1, 2].max() == 3 && [1, 2, 3].isSorted() && [1, 2].sum() == 3", True),
+        ("[3, 1, 2].min() == 1 && ['b', 'a', 'c'].min() == 'a' && ['b', 'c', 'a'].max() == 'c'", True),
         # beyond the fast path: macros, has(), arithmetic run on cel-python
         ("has(device.attributes['gpu.nvidia.com'].productName)", True),
         ("has(device.attributes['gpu.nvidia.com'].index)", False),
@@ -127,6 +128,9 @@ def test_selector_values(expression, expected, device, engine):
         ("true && device.attributes['gpu.nvidia.com'].index == 0", "no such key: index"),
         ("device.attributes['gpu.nvidia.com'].productName < 3", "no such overload"),
         ("device.attributes['gpu.nvidia.com'].productName", "could not be converted to bool"),
+        ("[].min() == 0", "min called on empty list"),
+        ("[].max() == 0", "max called on empty list"),
+        ("['a', 1].min() == 'a'", "no such overload: min"),  # cel-python's own min() macro would raise TypeError
     ],
 )
 def test_runtime_errors_are_errors_not_mismatches(expression, message, device, engine):

@@ -8,6 +8,7 @@ the shared :mod:`lib` functions.  See :mod:`fastpath` for why it is not the defa
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any, Callable
 
@@ -137,11 +138,29 @@ def error_message(error: CELEvalError) -> str:
     return message
 
 
+# cel-python evaluates ``list.min()`` as a built-in macro (Python's min): other messages than
+# Kubernetes ("min called on empty list") and a TypeError escaping for ['a', 1].min().  Calls are
+# renamed to this name, bound to the shared lib.f_min like every other function.
+_LIB_MIN = "kubectl_gpu_lib_min"
+FUNCTIONS[_LIB_MIN] = FUNCTIONS["min"]
+
+
+def _without_min_macro(tree: lark.Tree) -> lark.Tree:
+    renamed = copy.deepcopy(tree)  # the caller's tree stays as parsed
+    for node in renamed.iter_subtrees():
+        if node.data in {"member_dot_arg", "member_dot"}:
+            node.children = [
+                child.update(value=_LIB_MIN) if isinstance(child, lark.Token) and child == "min" else child
+                for child in node.children
+            ]
+    return renamed
+
+
 class CelpyProgram:
     """A compiled cel-python program for one selector."""
 
     def __init__(self, tree: lark.Tree) -> None:
-        self._runner = celpy.Environment().program(tree, functions=FUNCTIONS)
+        self._runner = celpy.Environment().program(_without_min_macro(tree), functions=FUNCTIONS)
 
     def evaluate(self, device: Device) -> Any:
         """The CEL value, with Python types; raises EvalError for a CEL error."""

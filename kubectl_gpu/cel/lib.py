@@ -11,7 +11,7 @@ type test goes through :func:`type_name`.
 
 from __future__ import annotations
 
-import math
+import operator
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -92,13 +92,12 @@ def compare(op: str, a: Any, b: Any) -> bool:
         x, y = bool(a), bool(b)
     else:
         raise no_overload(f"_{op}_", a, b)
-    if op == "<":
-        return x < y
-    if op == "<=":
-        return x <= y
-    if op == ">":
-        return x > y
-    return x >= y
+    return _ORDERINGS[op](x, y)
+
+
+_ORDERINGS: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
 
 
 def contains_in(item: Any, container: Any) -> bool:
@@ -333,26 +332,24 @@ def f_sum(*args: Any) -> Any:
     return _int_result(total) if isinstance(total, int) else total
 
 
-def f_min(*args: Any) -> Any:
-    items = _numbers("min", args)
+def _extreme(name: str, beats: str, args: tuple[Any, ...]) -> Any:
+    """The first item that no later item ``beats`` (CEL's "<" for min, ">" for max)."""
+    items = _numbers(name, args)
     if not items:
-        raise EvalError("min called on empty list")
+        raise EvalError(f"{name} called on empty list")
     best = items[0]
     for x in items[1:]:
-        if compare("<", x, best):
+        if compare(beats, x, best):
             best = x
     return best
+
+
+def f_min(*args: Any) -> Any:
+    return _extreme("min", "<", args)
 
 
 def f_max(*args: Any) -> Any:
-    items = _numbers("max", args)
-    if not items:
-        raise EvalError("max called on empty list")
-    best = items[0]
-    for x in items[1:]:
-        if compare(">", x, best):
-            best = x
-    return best
+    return _extreme("max", ">", args)
 
 
 # Quantity
