@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import http.client
+import io
 import json
+import logging
 import os
 import ssl
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -147,3 +151,28 @@ def admission_review(obj: dict[str, Any], *, operation: str = "CREATE", namespac
     if sub_resource:
         request["subResource"] = sub_resource
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def patch_of(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON Patch an AdmissionResponse carries ([] when it has none)."""
+    if "patch" not in response:
+        return []
+    assert response["patchType"] == "JSONPatch"
+    return json.loads(base64.b64decode(response["patch"]))
+
+
+@contextmanager
+def captured_logs() -> Iterator[io.StringIO]:
+    """The webhook's logging as ``serve`` configures it, written to a string; the root logger is
+    restored afterwards."""
+    from webhook import logs
+
+    stream = io.StringIO()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    logs.configure("info", stream=stream)
+    try:
+        yield stream
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)

@@ -3,7 +3,6 @@ and the AdmissionReviews in the admission corpus."""
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 from pathlib import Path
@@ -15,7 +14,7 @@ import yaml
 
 from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from kubectl_gpu.manifests.locate import find_pod_sites
-from tests.conftest import admission_review
+from tests.conftest import admission_review, patch_of
 from webhook import double_counting
 from webhook.config import load_config
 
@@ -85,8 +84,7 @@ def test_every_corpus_pod_is_admitted_as_the_core_rewrites_it(path, start_webhoo
     for pod in pods:
         response = hook.review("/mutate", admission_review(pod))
         assert response["allowed"] is True, response.get("status")
-        ops = json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
-        patched = jsonpatch.apply_patch(pod, ops)
+        patched = jsonpatch.apply_patch(pod, patch_of(response))
         assert patched == what_the_core_yields(pod)
         if valid_v1_pod(pod) is None:
             assert valid_v1_pod(patched) is None

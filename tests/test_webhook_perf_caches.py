@@ -7,8 +7,6 @@ which is the form whose parse the webhook reuses for the next pod of the same co
 from __future__ import annotations
 
 import asyncio
-import base64
-import io
 import json
 import logging
 from pathlib import Path
@@ -16,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kubectl_gpu.core import TranslateOptions, translate_pod_template
-from tests.conftest import admission_review
+from tests.conftest import admission_review, captured_logs, patch_of
 from webhook import logs
 from webhook.kubeapi import ApiError, AsyncKubeApi, KubeApi, Resource
 from webhook.labelcache import LabelCache
@@ -56,10 +54,6 @@ def as_api_server_sends(review: dict, uid: str) -> bytes:
 
 def uid(n: int) -> str:
     return f"00000000-0000-4000-8000-{n:012d}"
-
-
-def patch_of(response: dict) -> list:
-    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
 
 
 # --- over HTTPS ---------------------------------------------------------------------------------
@@ -104,17 +98,11 @@ def test_a_reused_parse_still_makes_sure_the_template_exists(start_webhook, k8s_
 
 
 def test_each_review_is_logged_with_its_own_uid(start_webhook):
-    stream = io.StringIO()
-    root = logging.getLogger()
-    saved = (root.handlers[:], root.level)
-    logs.configure("info", stream=stream)
-    try:
+    with captured_logs() as stream:
         hook = start_webhook()
         review = admission_review(replica_pod())
         for n in range(3):
             hook.review("/mutate", as_api_server_sends(review, uid(n)))
-    finally:
-        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
     entries = [json.loads(line) for line in stream.getvalue().splitlines()]
     assert [e["uid"] for e in entries if e.get("msg") == "review"] == [uid(n) for n in range(3)]
 
@@ -232,18 +220,12 @@ def test_encoded_responses_are_the_rendered_ones(verdict, review_uid):
 
 
 def test_the_fast_review_line_is_the_line_logging_writes():
-    stream = io.StringIO()
-    root = logging.getLogger()
-    saved = (root.handlers[:], root.level)
-    logs.configure("info", stream=stream)
     log = logging.getLogger("webhook.test")
     fields = {"uid": "u", "warnings": ["\u00e9", "b"], "ms": 0.25, "reason": None, "big": 10**30}
-    try:
+    with captured_logs() as stream:
         logs.emit(log, logging.INFO, "review", fields)
         log.info("review", extra=fields)
         logs.emit(log, logging.DEBUG, "hidden", fields)
-    finally:
-        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
     fast, slow = (json.loads(line) for line in stream.getvalue().splitlines())
     assert fast.pop("ts")[:19] == slow.pop("ts")[:19] and fast == slow
     assert stream.getvalue().isascii()
@@ -258,14 +240,9 @@ def test_other_handlers_still_receive_review_records():
         def emit(self, record: logging.LogRecord) -> None:
             self.records.append(record)
 
-    stream, collect = io.StringIO(), Collect()
-    root = logging.getLogger()
-    saved = (root.handlers[:], root.level)
-    logs.configure("info", stream=stream)
-    root.addHandler(collect)
-    try:
+    collect = Collect()
+    with captured_logs() as stream:
+        logging.getLogger().addHandler(collect)
         logs.emit(logging.getLogger("webhook.test"), logging.INFO, "review", {"uid": "u-2"})
-    finally:
-        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
     assert [r.uid for r in collect.records] == ["u-2"]  # type: ignore[attr-defined]
     assert json.loads(stream.getvalue())["uid"] == "u-2"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 
@@ -10,7 +9,7 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import admission_review
+from tests.conftest import admission_review, patch_of
 from webhook.certs import reissue_serving_cert
 
 PROPERTY_SETTINGS = settings(
@@ -43,10 +42,6 @@ def pods(draw) -> dict:
     if draw(st.booleans()):
         spec["nodeSelector"] = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": labels}, "spec": spec}
-
-
-def patch_of(response: dict) -> list:
-    return json.loads(base64.b64decode(response["patch"])) if "patch" in response else []
 
 
 json_values = st.recursive(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import base64
 import json
 
 import jsonpatch
 import pytest
 
-from tests.conftest import admission_review
+from tests.conftest import admission_review, captured_logs, patch_of
 
 MANAGED = {"app.kubernetes.io/managed-by": "kubectl-gpu"}
 
@@ -36,13 +35,6 @@ def deployment(amount: str = "0.5") -> dict:
             "template": {"metadata": {"labels": {"app": "infer"}}, "spec": pod["spec"]},
         },
     }
-
-
-def patch_of(response: dict) -> list[dict]:
-    if "patch" not in response:
-        return []
-    assert response["patchType"] == "JSONPatch"
-    return json.loads(base64.b64decode(response["patch"]))
 
 
 def claim_template_names(pod: dict) -> list[str]:
@@ -413,20 +405,9 @@ def test_node_status_guard_strips_legacy_gpus_from_dra_nodes(start_webhook):
 
 
 def test_reviews_are_logged_as_json_lines_with_the_review_uid(start_webhook):
-    import io
-    import logging
-
-    from webhook import logs
-
-    stream = io.StringIO()
-    root = logging.getLogger()
-    saved = (root.handlers[:], root.level)
-    logs.configure("info", stream=stream)
-    try:
+    with captured_logs() as stream:
         hook = start_webhook()
         response = hook.review("/mutate", admission_review(gpu_pod(), uid="log-me-1"))
-    finally:
-        root.handlers[:], _ = saved[0], root.setLevel(saved[1])
     assert response["allowed"] is True
     entries = [json.loads(line) for line in stream.getvalue().splitlines()]
     [entry] = [e for e in entries if e.get("uid") == "log-me-1"]
