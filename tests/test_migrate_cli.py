@@ -126,12 +126,40 @@ def test_api_version_selects_the_resource_api(tree: Path, version: str, request_
     assert (request_key in request) if request_key else ("deviceClassName" in request)
 
 
-def test_sharing_mps_shares_one_claim_per_workload() -> None:
-    result = migrate("--sharing", "mps", str(EXAMPLES / "fractional-gpu.yaml"))
+@pytest.mark.parametrize("sharing,strategy", [("mps", "MPS"), ("timeslicing", "TimeSlicing")])
+def test_sharing_mps_or_timeslicing_shares_one_claim_per_workload(sharing: str, strategy: str) -> None:
+    result = migrate("--sharing", sharing, str(EXAMPLES / "fractional-gpu.yaml"))
     claim, deployment = docs(result.stdout)
     assert claim["kind"] == "ResourceClaim"
+    assert claim["spec"]["devices"]["config"][0]["opaque"]["parameters"]["sharing"]["strategy"] == strategy
     spec = deployment["spec"]["template"]["spec"]
     assert spec["resourceClaims"][0]["resourceClaimName"] == claim["metadata"]["name"]
+
+
+def test_sharing_exclusive_gives_whole_gpus_even_when_the_gpu_memory_is_known() -> None:
+    # --gpu-memory alone turns 0.5 into a 40Gi share (tests/test_migrate_examples.py); exclusive overrides it.
+    result = migrate("--sharing", "exclusive", "--gpu-memory", "80Gi", str(EXAMPLES / "fractional-gpu.yaml"))
+    template, _ = docs(result.stdout)
+    request = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert request["count"] == 1 and "capacity" not in request
+    assert "gets 1 whole GPU(s) instead of 0.5" in result.stderr
+
+
+def test_integer_gpus_extended_resource_leaves_plain_gpu_counts_to_the_scheduler() -> None:
+    example = EXAMPLES / "nvidia-gpu-deployment.yaml"
+    result = migrate("--integer-gpus", "extended-resource", str(example))
+    assert result.exit_code == 0 and result.stdout == example.read_text()
+    assert "KEP-5004" in result.stderr and "0 DRA object(s) added" in result.stderr
+
+
+def test_json_files_in_a_directory_are_read_and_stay_json(tree: Path) -> None:
+    pod = docs(POD)[0]
+    (tree / "gpu" / "pod.yaml").unlink()
+    (tree / "gpu" / "pod.json").write_text(json.dumps(pod, indent=2))
+    result = migrate("--output-dir", str(tree.parent / "out"), str(tree))
+    assert result.exit_code == 0
+    value = json.loads((tree.parent / "out" / "gpu" / "pod.json").read_text())
+    assert [i["kind"] for i in value["items"]] == ["ResourceClaimTemplate", "Pod"]
 
 
 def test_namespace_option_places_claims_for_objects_without_one(tree: Path) -> None:
@@ -169,6 +197,26 @@ def test_invalid_legacy_value_exits_3_and_says_what_to_use(tmp_path: Path) -> No
 def test_usage_errors_exit_2_and_write_nothing(args: list[str], message: str) -> None:
     result = migrate(*args)
     assert result.exit_code == 2 and message in result.stderr and result.stdout == ""
+
+
+def test_a_container_mixing_two_gpu_plugins_exits_3_and_is_left_as_it_was(tmp_path: Path) -> None:
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text(POD.replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 1\n        aliyun.com/gpu-mem: 4"))
+    result = migrate(str(mixed))
+    assert result.exit_code == 3 and result.stdout == mixed.read_text()
+    assert "mixes resources of different GPU device plugins" in result.stderr
+
+
+def test_gpu_requests_migrate_cannot_reach_are_warnings_that_leave_the_exit_code(tmp_path: Path) -> None:
+    workflow = tmp_path / "workflow.yaml"
+    workflow.write_text("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n"
+                        "  templates:\n  - name: t\n    containerSet:\n      containers:\n      - name: c\n"
+                        "        image: x\n        resources: {limits: {nvidia.com/gpu: 1}}\n")
+    for args in ([], ["--check"]):
+        result = migrate(*args, str(workflow))
+        assert result.exit_code == 0, args
+        assert "warning:" in result.stderr and "outside any pod template" in result.stderr
+    assert workflow.read_text().endswith("nvidia.com/gpu: 1}}\n")
 
 
 def test_help_documents_the_exit_codes() -> None:

@@ -25,10 +25,13 @@ Exit codes:
   0  everything migrated (or nothing needed to change)
   1  --check: some manifest would change
   2  usage error (bad option, missing file); nothing was written
-  3  some input was not migrated (a document that does not parse, an invalid
-     legacy value, a GPU spec that cannot be rewritten safely); everything
-     else was still migrated and written, and the report on stderr says what
-     to fix
+  3  some input was not migrated (a document that does not parse or repeats
+     a key with different values, an invalid legacy value, one container
+     mixing two GPU plugins' resources); everything else was still migrated
+     and written, and the report on stderr says what to fix
+GPU requests migrate finds but cannot reach (inside strings, containers
+outside a pod template) are warnings in the report: they leave the exit
+code as it is, --check included.
 
 \b
 Examples:
@@ -92,7 +95,8 @@ def command(
     namespace: str | None,
 ) -> None:
     """Rewrite legacy GPU requests (nvidia.com/gpu, fractions, vcuda, MIG, HAMi, ACK gpushare,
-    TPU) in manifests into DRA ResourceClaimTemplates.
+    TPU) in manifests into DRA claims: ResourceClaimTemplates, or with --sharing timeslicing|mps
+    one ResourceClaim per workload.
 
     Reads files, directories (recursively: *.yaml, *.yml, *.json) and '-' (stdin). Comments,
     key order and every untouched document survive; the DRA objects the rewritten pods need
