@@ -7,6 +7,10 @@ import re
 import kubernetes_validate
 import pytest
 import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main as kubectl_gpu_main
+from kubectl_gpu.inspect.doctor.webhooks import is_kubectl_gpu_webhook
 
 from tests.test_chart_support import (
     CHART,
@@ -193,6 +197,46 @@ def test_notes_tell_how_to_verify_the_install():
     audit = helm("install", "gpu", str(CHART), "--namespace", NAMESPACE, "--dry-run=client",
                  "-f", str(VALUE_SETS_DIR / "audit.yaml"))
     assert "AUDIT" in audit and "Failure policy for GPU pods: Ignore" in audit
+
+
+README = CHART / "README.md"
+NOTES = CHART / "templates" / "NOTES.txt"
+
+
+def test_the_readme_install_commands_name_what_the_chart_creates():
+    block = re.search(r"```sh\n(.*?)```", README.read_text(), re.S).group(1)
+    install, rollout, doctor = (line.split() for line in block.strip().splitlines())
+    assert install[:2] == ["helm", "install"] and (REPO / install[3]).resolve() == CHART
+    release, namespace = install[2], install[install.index("-n") + 1]
+    docs = [d for d in yaml.safe_load_all(helm("template", release, str(CHART), "--namespace", namespace)) if d]
+    deployment = find(docs, "Deployment")["metadata"]["name"]
+    assert rollout == ["kubectl", "-n", namespace, "rollout", "status", f"deployment/{deployment}"]
+    # `kubectl gpu doctor` then checks this install: it must recognise the chart's webhooks.
+    assert doctor == ["kubectl", "gpu", "doctor"]
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert is_kubectl_gpu_webhook(find(docs, kind)), kind
+
+
+def test_every_kubectl_gpu_command_the_readme_and_notes_name_exists():
+    named = set(re.findall(r"kubectl gpu ([a-z-]+)", README.read_text() + NOTES.read_text()))
+    assert {"doctor", "describe"} <= named
+    for name in sorted(named):
+        outcome = CliRunner().invoke(kubectl_gpu_main, [name, "--help"])
+        assert outcome.exit_code == 0, f"kubectl gpu {name}: {outcome.output}"
+
+
+def test_every_value_the_readme_names_exists_and_is_accepted():
+    defaults = values_of(None)
+    named = re.findall(r"`([a-zA-Z]+(?:\.[a-zA-Z]+)+)(?::\s*([^`]+))?`", README.read_text())
+    paths = [(path, value) for path, value in named if not path.endswith((".yaml", ".json"))]
+    assert len(paths) >= 3, paths
+    for path, value in paths:
+        node = defaults
+        for key in path.split("."):
+            assert isinstance(node, dict) and key in node, f"README names {path}, values.yaml has no such key"
+            node = node[key]
+        if value:
+            helm("template", "gpu", str(CHART), "--namespace", NAMESPACE, "--set", f"{path}={value}")
 
 
 @pytest.mark.parametrize("version", ["1.32.0", "1.33.4", "1.34.1", "1.35.0"])
