@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from kubectl_gpu.inventory.errors import ExitCode, InventoryUnavailable
 from kubectl_gpu.inventory.readings import (
@@ -217,19 +217,30 @@ def _pcie_root(sysfs_root: Path, pci_bus_id: str | None) -> str | None:
     return relative.parts[0]
 
 
+def _supported_profiles(
+    nvml: ModuleType, name: str, count: int, arguments: Callable[[int], tuple[Any, ...]], uuid: str
+) -> Iterator[tuple[int, Any]]:
+    """(profile enum, info) for each profile enum NVML describes; the ones this GPU does not
+    support (NotSupported / InvalidArgument) are skipped, any other failure fails the device."""
+    function: Callable[..., Any] = getattr(nvml, name)
+    for profile_enum in range(count):
+        try:
+            info = function(*arguments(profile_enum))
+        except (nvml.NVMLError_NotSupported, nvml.NVMLError_InvalidArgument):
+            continue
+        except nvml.NVMLError as error:
+            raise _DeviceReadError(f"{name}({profile_enum}) failed: {error}", uuid) from None
+        yield profile_enum, info
+
+
 def _gpu_instance_profiles(nvml: ModuleType, handle: Any, uuid: str) -> dict[int, GpuInstanceProfile]:
     """Every GPU instance profile this GPU supports, by profile id (what a GI reports)."""
     profiles: dict[int, GpuInstanceProfile] = {}
     count = getattr(nvml, "NVML_GPU_INSTANCE_PROFILE_COUNT", _GPU_INSTANCE_PROFILE_COUNT_FALLBACK)
-    for profile_enum in range(count):
-        try:
-            info = nvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, profile_enum)
-        except (nvml.NVMLError_NotSupported, nvml.NVMLError_InvalidArgument):
-            continue
-        except nvml.NVMLError as error:
-            raise _DeviceReadError(
-                f"nvmlDeviceGetGpuInstanceProfileInfo({profile_enum}) failed: {error}", uuid
-            ) from None
+    infos = _supported_profiles(
+        nvml, "nvmlDeviceGetGpuInstanceProfileInfo", count, lambda e: (handle, e), uuid
+    )
+    for profile_enum, info in infos:
         profiles[int(info.id)] = GpuInstanceProfile(
             profile_enum=profile_enum,
             profile_id=int(info.id),
@@ -307,15 +318,10 @@ def _compute_slice_count(nvml: ModuleType, gpu_instance: Any, profile_id: int, u
         nvml, "NVML_COMPUTE_INSTANCE_PROFILE_COUNT", _COMPUTE_INSTANCE_PROFILE_COUNT_FALLBACK
     )
     shared = getattr(nvml, "NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED", 0)
-    for profile_enum in range(count):
-        try:
-            info = nvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(gpu_instance, profile_enum, shared)
-        except (nvml.NVMLError_NotSupported, nvml.NVMLError_InvalidArgument):
-            continue
-        except nvml.NVMLError as error:
-            raise _DeviceReadError(
-                f"nvmlGpuInstanceGetComputeInstanceProfileInfo({profile_enum}) failed: {error}", uuid
-            ) from None
+    infos = _supported_profiles(
+        nvml, "nvmlGpuInstanceGetComputeInstanceProfileInfo", count, lambda e: (gpu_instance, e, shared), uuid
+    )
+    for _profile_enum, info in infos:
         if int(info.id) == profile_id:
             return int(info.sliceCount)
     raise _DeviceReadError(
