@@ -46,6 +46,14 @@ def test_move_copy_and_test() -> None:
         apply_patch(doc, [{"op": "test", "path": "/c", "value": 2}])
 
 
+@pytest.mark.parametrize("wrap", [copy.deepcopy, to_round_trip])
+def test_a_copied_value_is_its_own_and_later_operations_on_it_leave_the_source_alone(wrap) -> None:
+    doc = wrap({"a": {"limits": {"cpu": 1}}})
+    apply_patch(doc, [{"op": "copy", "from": "/a", "path": "/b"},
+                      {"op": "add", "path": "/b/limits/memory", "value": "1Gi"}], wrap)
+    assert doc == {"a": {"limits": {"cpu": 1}}, "b": {"limits": {"cpu": 1, "memory": "1Gi"}}}
+
+
 @pytest.mark.parametrize("operation,message", [
     ({"op": "remove", "path": "/spec/missing"}, "no key 'missing'"),
     ({"op": "replace", "path": "/spec/list/5", "value": 1}, "out of range"),

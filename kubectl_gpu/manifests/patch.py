@@ -20,7 +20,6 @@ class PatchError(ValueError):
     """A patch operation does not fit the document it is applied to."""
 
 
-
 def split_pointer(pointer: str) -> list[str]:
     if pointer == "":
         return []
@@ -94,7 +93,7 @@ def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]], wrap: Wr
             _remove(document, operation["from"])
             _add(document, path, value)
         elif op == "copy":
-            _add(document, path, wrap(_plain_copy(resolve(document, operation["from"]))))
+            _add(document, path, wrap(resolve(document, operation["from"])))  # wrap makes the copy
         elif op == "test":
             if resolve(document, path) != operation["value"]:
                 raise PatchError(f"{path}: test failed")
@@ -177,7 +176,3 @@ def _keep_comment_of_removed_key(mapping: Any, key: str) -> None:
         slot[2] = token
     else:
         slot[2].value += following
-
-
-def _plain_copy(value: Any) -> Any:
-    return copy.deepcopy(value)

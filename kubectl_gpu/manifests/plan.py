@@ -90,10 +90,6 @@ class FilePlan:
     objects: list[ObjectRef] = field(default_factory=list)
 
     @property
-    def changed(self) -> bool:
-        return bool(self.emissions) or any(t.changed for t in self.templates)
-
-    @property
     def not_migrated(self) -> bool:
         """Something in this file could not be migrated (exit code 3)."""
         return any(i.severity is Severity.ERROR for i in self.issues) or any(t.failed for t in self.templates)
