@@ -244,12 +244,14 @@ def _console_script() -> str | None:
 
 @pytest.mark.skipif(_console_script() is None, reason="kubectl-gpu is not installed (run scripts/bootstrap)")
 def test_the_installed_console_script_migrates_the_examples() -> None:
+    # What the README's quick start (scripts/demo) runs after scripts/bootstrap.
     done = subprocess.run([_console_script(), "migrate", str(EXAMPLES)], capture_output=True, text=True,
                           timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 0, done.stderr
     kinds = [d["kind"] for d in docs(done.stdout)]
-    assert kinds.count("ResourceClaimTemplate") >= 7 and "Deployment" in kinds
-    assert "8 file(s), 8 changed" in done.stderr
+    assert kinds.count("ResourceClaimTemplate") == 8 and "Deployment" in kinds
+    assert "8 file(s), 8 changed" in done.stderr and "8 pod template(s) migrated" in done.stderr
+    assert "0 error(s)" in done.stderr
 
 
 def test_files_written_back_each_carry_the_claim_templates_their_pods_need(tmp_path: Path) -> None:
