@@ -46,20 +46,22 @@ class SliceDevice:
     def capacity_of(self, name: str) -> str | None:
         return self.capacity.get(name if "/" in name else f"{self.driver}/{name}")
 
+    def text(self, name: str) -> str | None:
+        """An attribute as text (versions and numbers too); None when absent."""
+        value = self.attribute(name)
+        return str(value) if value is not None else None
+
     @property
     def type(self) -> str | None:
-        value = self.attribute("type")
-        return str(value) if value is not None else None
+        return self.text("type")
 
     @property
     def product(self) -> str | None:
-        value = self.attribute("productName") or self.attribute("model")
-        return str(value) if value is not None else None
+        return self.text("productName") or self.text("model")
 
     @property
     def uuid(self) -> str | None:
-        value = self.attribute("uuid")
-        return str(value) if value is not None else None
+        return self.text("uuid")
 
     @property
     def memory(self) -> str | None:
@@ -67,8 +69,7 @@ class SliceDevice:
 
     @property
     def mig_profile(self) -> str | None:
-        value = self.attribute("profile")
-        return str(value) if value is not None else None
+        return self.text("profile")
 
     @property
     def is_gpu(self) -> bool:
@@ -121,26 +122,28 @@ def devices_of_slice(resource_slice: Mapping[str, Any]) -> list[SliceDevice]:
 
 
 def current_devices(resource_slices: Iterable[Mapping[str, Any]]) -> list[SliceDevice]:
-    """Devices of the newest generation of each pool.
+    """Devices of the newest generation of each pool (see current_slices)."""
+    return [device for s in current_slices(resource_slices) for device in devices_of_slice(s)]
+
+
+def current_slices(resource_slices: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The slices of the newest generation of each pool.
 
     A driver replacing a pool publishes slices with a higher pool.generation; the scheduler
-    ignores the older ones, so they must not be counted as devices.
+    ignores the older ones, so their devices must not be counted.
     """
-    slices = [s for s in resource_slices if isinstance(s, dict)]
+    pooled = [(s, *_pool_generation(s)) for s in resource_slices if isinstance(s, dict)]
     newest: dict[tuple[str, str], int] = {}
-    for s in slices:
-        spec = s.get("spec") or {}
-        pool = spec.get("pool") or {}
-        key = (str(spec.get("driver") or ""), str(pool.get("name") or ""))
-        newest[key] = max(newest.get(key, 0), _int(pool.get("generation")))
-    found: list[SliceDevice] = []
-    for s in slices:
-        spec = s.get("spec") or {}
-        pool = spec.get("pool") or {}
-        key = (str(spec.get("driver") or ""), str(pool.get("name") or ""))
-        if _int(pool.get("generation")) == newest[key]:
-            found.extend(devices_of_slice(s))
-    return found
+    for _, pool, generation in pooled:
+        newest[pool] = max(newest.get(pool, 0), generation)
+    return [s for s, pool, generation in pooled if generation == newest[pool]]
+
+
+def _pool_generation(resource_slice: Mapping[str, Any]) -> tuple[tuple[str, str], int]:
+    """((driver, pool name), pool generation) of a slice."""
+    spec = resource_slice.get("spec") or {}
+    pool = spec.get("pool") or {}
+    return (str(spec.get("driver") or ""), str(pool.get("name") or "")), _int(pool.get("generation"))
 
 
 def published_attribute_names(devices: Iterable[SliceDevice]) -> dict[str, int]:
