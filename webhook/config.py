@@ -7,6 +7,7 @@ and what would be accepted, so a bad rollout fails at start-up instead of at the
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 from dataclasses import dataclass, field, replace
@@ -154,16 +155,8 @@ def _deep_merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, An
         elif key in top:
             merged[key] = top[key]
         else:
-            merged[key] = _copy(base[key])
+            merged[key] = copy.deepcopy(base[key])
     return merged
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:

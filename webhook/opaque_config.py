@@ -99,17 +99,12 @@ def _api_version_message(api_version: Any) -> str:
 # --- GpuConfig / MigDeviceConfig -------------------------------------------------------
 
 
-def _check_gpu_config(params: Mapping[str, Any], path: str) -> list[Finding]:
-    findings = _unknown_fields(params, path, ("apiVersion", "kind", "sharing"), GPU_CONFIG)
+def _check_sharing_config(params: Mapping[str, Any], path: str) -> list[Finding]:
+    """GpuConfig and MigDeviceConfig have the same fields; MIG sharing has fewer options."""
+    kind = params["kind"]
+    findings = _unknown_fields(params, path, ("apiVersion", "kind", "sharing"), kind)
     if "sharing" in params:
-        findings += _check_sharing(params["sharing"], f"{path}.sharing", mig=False)
-    return findings
-
-
-def _check_mig_device_config(params: Mapping[str, Any], path: str) -> list[Finding]:
-    findings = _unknown_fields(params, path, ("apiVersion", "kind", "sharing"), MIG_DEVICE_CONFIG)
-    if "sharing" in params:
-        findings += _check_sharing(params["sharing"], f"{path}.sharing", mig=True)
+        findings += _check_sharing(params["sharing"], f"{path}.sharing", mig=kind == MIG_DEVICE_CONFIG)
     return findings
 
 
@@ -272,8 +267,8 @@ def _check_vfio_device_config(params: Mapping[str, Any], path: str) -> list[Find
 
 
 _KIND_CHECKERS: dict[str, Callable[[Mapping[str, Any], str], list[Finding]]] = {
-    GPU_CONFIG: _check_gpu_config,
-    MIG_DEVICE_CONFIG: _check_mig_device_config,
+    GPU_CONFIG: _check_sharing_config,
+    MIG_DEVICE_CONFIG: _check_sharing_config,
     VFIO_DEVICE_CONFIG: _check_vfio_device_config,
 }
 
