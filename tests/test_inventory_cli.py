@@ -119,7 +119,9 @@ def test_json_carries_the_mig_capacities_the_driver_publishes(monkeypatch: pytes
 def test_index_and_minor_are_never_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
     for node in ("h100-80gb-hbm3", "a100-sxm4-40gb-mig"):
         result, _ = run(monkeypatch, node, "-o", "json")
-        for device in json.loads(result.stdout)["spec"]["devices"]:
+        devices = json.loads(result.stdout)["spec"]["devices"]
+        assert devices and all("uuid" in device["attributes"] for device in devices)
+        for device in devices:
             assert not {"index", "minor"} & set(device["attributes"])
 
 

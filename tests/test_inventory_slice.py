@@ -103,7 +103,9 @@ def test_without_sysfs_there_is_no_pcie_root_rather_than_a_guess(
 
     inventory = local_inventory("gpu-node-1", sysfs_root=tmp_path)
 
-    assert "resource.kubernetes.io/pcieRoot" not in inventory.slices[0]["spec"]["devices"][0]["attributes"]
+    attributes = inventory.slices[0]["spec"]["devices"][0]["attributes"]
+    assert "resource.kubernetes.io/pcieRoot" not in attributes
+    assert attributes["resource.kubernetes.io/pciBusID"] == {"string": "0000:18:00.0"}  # NVML still says it
 
 
 def test_device_names_follow_the_minor_number_not_the_nvml_index() -> None:
