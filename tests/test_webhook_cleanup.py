@@ -97,3 +97,27 @@ def test_dry_run_command_reports_without_changing_anything(k8s_double):
     assert "would mark unused: ResourceClaimTemplate default/t" in result.output
     assert UNUSED_SINCE_ANNOTATION not in (k8s_double.get("ResourceClaimTemplate", "t")["metadata"].get("annotations") or {})
     assert k8s_double.count(verb="patch") == 0 and k8s_double.count(verb="delete") == 0
+
+
+def test_a_template_referenced_while_cleanup_runs_is_not_deleted(k8s_double):
+    k8s_double.seed(template("t"), template("u"), template("v"))
+    api = KubeApi(k8s_double.api_client(), 5)
+    run_cleanup(api, V1, now=NOW, grace_seconds=0)
+
+    class PodCreatedDuringCleanup(KubeApi):
+        """The API as cleanup sees it when a pod using "t" is admitted after its first look."""
+
+        def list(self, resource, namespace, label_selector=None, page_size=500):
+            items = super().list(resource, namespace, label_selector, page_size)
+            if resource.kind == "Pod" and namespace is None:
+                k8s_double.seed(pod_using("t"))
+            return items
+
+    k8s_double.reset_requests()
+    report = run_cleanup(PodCreatedDuringCleanup(k8s_double.api_client(), 5), V1,
+                         now=NOW + dt.timedelta(seconds=1), grace_seconds=0)
+    assert report.skipped == ["ResourceClaimTemplate default/t: referenced again"]
+    assert sorted(report.deleted) == ["ResourceClaimTemplate default/u", "ResourceClaimTemplate default/v"]
+    assert names(k8s_double) == {"t"}
+    # The fresh look lists the namespace once, not once per object deleted.
+    assert k8s_double.count(verb="list", resource="pods", namespace="default") == 1

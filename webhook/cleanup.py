@@ -128,10 +128,6 @@ def plan_cleanup(
     return plan
 
 
-def _object_resource(api_version: str, kind: str) -> Resource:
-    return Resource(api_version, kind)
-
-
 def _namespace_references(api: KubeApi, namespace: str | None) -> set[ObjectKey]:
     found: set[ObjectKey] = set()
     for resource in (Resource("v1", "Pod"), *WORKLOAD_RESOURCES):
@@ -161,7 +157,7 @@ def run_cleanup(
     report = CleanupReport(dry_run=dry_run)
     managed: list[dict[str, Any]] = []
     for kind in CLAIM_KINDS:
-        for item in api.list(_object_resource(dra_api_version, kind), namespace, label_selector=MANAGED_SELECTOR):
+        for item in api.list(Resource(dra_api_version, kind), namespace, label_selector=MANAGED_SELECTOR):
             item.setdefault("kind", kind)
             managed.append(item)
     if not managed:
@@ -175,16 +171,20 @@ def run_cleanup(
         report.unmarked.append(str(key))
         if not dry_run:
             _annotate(api, dra_api_version, key, None, report)
+    fresh: dict[str, set[ObjectKey]] = {}
     for key, version in plan.delete:
-        # Look again, just before deleting: a pod may have been created since the first listing.
-        if key in _namespace_references(api, key.namespace):
+        # Look again before deleting: a pod may have been created since the first listing.  Once
+        # per namespace, not per object: each look lists every pod and workload there.
+        if key.namespace not in fresh:
+            fresh[key.namespace] = _namespace_references(api, key.namespace)
+        if key in fresh[key.namespace]:
             report.skipped.append(f"{key}: referenced again")
             continue
         if dry_run:
             report.deleted.append(str(key))
             continue
         try:
-            api.delete(_object_resource(dra_api_version, key.kind), key.namespace, key.name, version or None)
+            api.delete(Resource(dra_api_version, key.kind), key.namespace, key.name, version or None)
             report.deleted.append(str(key))
         except ApiError as exc:
             if exc.not_found:
@@ -197,7 +197,7 @@ def run_cleanup(
 def _annotate(api: KubeApi, api_version: str, key: ObjectKey, value: str | None, report: CleanupReport) -> None:
     try:
         api.merge_patch(
-            _object_resource(api_version, key.kind), key.namespace, key.name,
+            Resource(api_version, key.kind), key.namespace, key.name,
             {"metadata": {"annotations": {UNUSED_SINCE_ANNOTATION: value}}},
         )
     except ApiError as exc:
