@@ -26,7 +26,7 @@ from kubectl_gpu.manifests import FileResult, MigrateOptions, Source, collect_so
 from kubectl_gpu.manifests.locate import find_pod_sites
 from kubectl_gpu.manifests.nodes import to_plain
 from kubectl_gpu.manifests.objects import iter_objects
-from kubectl_gpu.manifests.patch import resolve
+from kubectl_gpu.manifests.patch import join_pointer, resolve
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "legacy"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
@@ -113,10 +113,6 @@ def _validate(obj: Any, kube_versions: tuple[str, ...]) -> None:
         kubernetes_validate.validate(obj, kube, strict=True)
 
 
-def _pointer(path: Any) -> str:
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
-
-
 def _pod_specs(obj: Any) -> dict[str, Any]:
     return {site.spec_pointer: (site, resolve(obj, site.spec_pointer)) for site in find_pod_sites(obj)}
 
@@ -159,7 +155,7 @@ def test_corpus_output_is_valid_complete_and_stable(name: str, version: str) -> 
         except kubernetes_validate.ValidationError as err:
             assert name in UPSTREAM_INVALID and UPSTREAM_INVALID[name] in str(err), str(err)[:400]
             # ... and the offending field is the author's, untouched by migrate.
-            where = resolve(before, _pointer(err.absolute_path))
+            where = resolve(before, join_pointer(err.absolute_path))
             if err.validator == "additionalProperties":
                 assert all(key in where for key in re.findall(r"'([^']+)' was unexpected", str(err)))
             else:
