@@ -25,7 +25,15 @@ from kubectl_gpu.core.families import _EXACT as CORE_RESOURCE_NAMES
 from kubectl_gpu.core.families import family_of, has_legacy_gpu_request
 from kubectl_gpu.manifests.locate import find_pod_sites
 from kubectl_gpu.manifests.patch import resolve
-from tests.test_chart_support import REPO, VALUE_SETS, find, needs_helm, rendered, webhook_entries
+from tests.test_chart_support import (
+    NAMESPACE,
+    REPO,
+    VALUE_SETS,
+    config_file,
+    needs_helm,
+    rendered,
+    webhook_entries,
+)
 
 pytestmark = needs_helm
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -331,11 +339,14 @@ def _node(labels: dict[str, str] | None, capacity: dict[str, Any]) -> dict[str, 
             "status": {"capacity": dict(capacity), "allocatable": dict(capacity)}}
 
 
-def test_node_status_guard_only_sees_dra_nodes_that_report_legacy_gpus():
+def test_node_status_guard_only_sees_dra_nodes_that_report_legacy_gpus(tmp_path):
     double_counting = pytest.importorskip("webhook.double_counting", reason="the webhook's node guard is not there yet")
-    docs = rendered("node-status-guard.yaml")
+    webhook_config = pytest.importorskip("webhook.config", reason="webhook/config.py (the server's loader) is missing")
     expression = condition("node-status-guard.yaml", "MutatingWebhookConfiguration", "node-status.kubectl-gpu.io")
-    selectors = yaml.safe_load(find(docs, "ConfigMap")["data"]["config.yaml"])["draNodeSelectors"]
+    # The selectors as the server reads them from the rendered config file.
+    path = tmp_path / "config.yaml"
+    path.write_text(config_file(rendered("node-status-guard.yaml")))
+    selectors = webhook_config.load_config(str(path), {"POD_NAMESPACE": NAMESPACE}, {}).dra_node_selectors
     cases = [
         (_node({"ack.node.gpu.schedule": "disabled"}, {"cpu": "8", "nvidia.com/gpu": "8"}), True),
         (_node({"nvidia.com/dra.present": "anything"}, {"nvidia.com/mig-1g.5gb": "7"}), True),  # key only
