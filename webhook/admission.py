@@ -11,6 +11,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubectl_gpu.core.constants import DRA_GROUP
+
 from . import double_counting
 from .config import WebhookConfig
 from .dra_validation import validate_dra_object
@@ -167,7 +169,7 @@ class Admission:
     async def validate(self, request: AdmissionRequest) -> Verdict:
         if self.excluded(request) or request.obj is None or request.operation not in ("CREATE", "UPDATE"):
             return allow()
-        if request.group == "resource.k8s.io" and request.kind in DRA_KINDS and not request.sub_resource:
+        if request.group == DRA_GROUP and request.kind in DRA_KINDS and not request.sub_resource:
             return self._validate_dra(request)
         if request.group == "" and request.kind == "Pod" and not request.sub_resource and request.operation == "CREATE":
             return await self._validate_pod(request)

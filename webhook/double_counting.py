@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gpu.core.constants import TPU
+from kubectl_gpu.core.constants import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TPU
 from kubectl_gpu.core.families import ContainerRef, LegacyRequest, family_of, legacy_requests
 from kubectl_gpu.core.patch import escape as escape_pointer
 
@@ -40,7 +40,7 @@ _NODE_AFFINITY_PATH = f"{_AFFINITY_PATH}/nodeAffinity"
 _REQUIRED_PATH = f"{_NODE_AFFINITY_PATH}/{_REQUIRED}"
 _TERMS_PATH = f"{_REQUIRED_PATH}/nodeSelectorTerms"
 
-NVIDIA_GPU_DEVICE_CLASSES = ("gpu.nvidia.com", "mig.nvidia.com")
+NVIDIA_GPU_DEVICE_CLASSES = (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kubectl_gpu.cel import CelCompileError, compile_selector
-from kubectl_gpu.core.constants import NVIDIA_ATTRIBUTE_DOMAIN, REMOVED_NVIDIA_ATTRIBUTES
+from kubectl_gpu.core.constants import DRA_GROUP as RESOURCE_GROUP
+from kubectl_gpu.core.constants import (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, NVIDIA_ATTRIBUTE_DOMAIN,
+                                         REMOVED_NVIDIA_ATTRIBUTES)
 from webhook.opaque_config import (
     GPU_CONFIG,
     MIG_DEVICE_CONFIG,
@@ -28,7 +30,6 @@ from webhook.opaque_config import (
 
 __all__ = ["Finding", "ValidationResult", "validate_dra_object", "MAX_WARNING_LENGTH"]
 
-RESOURCE_GROUP = "resource.k8s.io"
 # Versions whose claim shape this module understands.  v1 (1.34) and v1beta2 (1.33) nest a
 # request's device fields under ``exactly``; v1beta1 (1.32) puts them on the request itself.
 NESTED_VERSIONS = ("v1", "v1beta2")
@@ -43,8 +44,6 @@ EXACT_REQUEST_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count
 
 MAX_WARNING_LENGTH = 120  # AdmissionReview warnings longer than this are truncated by clients
 
-GPU_DEVICE_CLASS = "gpu.nvidia.com"
-MIG_DEVICE_CLASS = "mig.nvidia.com"
 # A selector that reads an attribute the driver no longer publishes is a CEL runtime error:
 # the scheduler aborts allocation for the pod instead of skipping the device.
 _REMOVED = "|".join(REMOVED_NVIDIA_ATTRIBUTES)

@@ -24,7 +24,6 @@ from kubernetes.client.exceptions import ApiException
 
 T = TypeVar("T")
 
-RESOURCE_GROUP = "resource.k8s.io"
 # kind -> URL plural, for the objects the webhook reads or writes.
 PLURALS = {
     "ResourceClaimTemplate": "resourceclaimtemplates",

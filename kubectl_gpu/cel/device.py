@@ -9,15 +9,15 @@ driver's domain.  ``device.attributes["gpu.nvidia.com"].productName`` therefore 
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Union
+
+from kubectl_gpu.core.constants import DRA_GROUP
 
 from .values import InvalidValue, Quantity, Semver
 
 AttributeValue = Union[str, int, bool, Semver]
 
-DRA_GROUP = "resource.k8s.io"
 
 
 class InvalidResourceSlice(ValueError):

@@ -12,7 +12,13 @@ ORIGINAL_RESOURCES_ANNOTATION = "kubectl-gpu.io/original-resources"
 SUMMARY_ANNOTATION = "kubectl-gpu.io/summary"
 OPT_OUT_LABEL = "kubectl-gpu.io/opt-out"
 
+DRA_GROUP = "resource.k8s.io"
+
 NVIDIA_DRIVER = "gpu.nvidia.com"
+# DeviceClasses the NVIDIA DRA driver installs, and GKE's TPU class.
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+MIG_DEVICE_CLASS = "mig.nvidia.com"
+TPU_DEVICE_CLASS = "tpu.google.com"
 NVIDIA_ATTRIBUTE_DOMAIN = "gpu.nvidia.com"
 NVIDIA_CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
 

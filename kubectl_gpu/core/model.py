@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from .constants import DRA_GROUP, GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TPU_DEVICE_CLASS
+
 if TYPE_CHECKING:
     from .families import LegacyRequest
 
@@ -22,9 +24,9 @@ if TYPE_CHECKING:
 class ApiVersion(str, Enum):
     """The ``resource.k8s.io`` version to emit DRA objects in."""
 
-    V1 = "resource.k8s.io/v1"  # GA in Kubernetes 1.34
-    V1BETA2 = "resource.k8s.io/v1beta2"  # Kubernetes 1.33, same shape as v1
-    V1BETA1 = "resource.k8s.io/v1beta1"  # Kubernetes 1.32, flat request fields
+    V1 = f"{DRA_GROUP}/v1"  # GA in Kubernetes 1.34
+    V1BETA2 = f"{DRA_GROUP}/v1beta2"  # Kubernetes 1.33, same shape as v1
+    V1BETA1 = f"{DRA_GROUP}/v1beta1"  # Kubernetes 1.32, flat request fields
 
     @property
     def supports_consumable_capacity(self) -> bool:
@@ -33,7 +35,7 @@ class ApiVersion(str, Enum):
 
     @classmethod
     def parse(cls, text: str) -> "ApiVersion":
-        wanted = text if "/" in text else f"resource.k8s.io/{text}"
+        wanted = text if "/" in text else f"{DRA_GROUP}/{text}"
         for member in cls:
             if member.value == wanted:
                 return member
@@ -93,9 +95,9 @@ class TranslateOptions:
     gpu_memory: str | None = None
     # ACK's gpushare device plugin can be run with --memory-unit=MiB; GiB is its default.
     aliyun_memory_unit: str = "GiB"
-    gpu_device_class: str = "gpu.nvidia.com"
-    mig_device_class: str = "mig.nvidia.com"
-    tpu_device_class: str = "tpu.google.com"
+    gpu_device_class: str = GPU_DEVICE_CLASS
+    mig_device_class: str = MIG_DEVICE_CLASS
+    tpu_device_class: str = TPU_DEVICE_CLASS
     # Workload identity used to name a shared ResourceClaim (timeslicing/mps), e.g.
     # "Deployment/web". None: the pod has no workload, so nothing is shared across pods.
     sharing_group: str | None = None

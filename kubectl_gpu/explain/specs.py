@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.cel import InvalidValue, Quantity
 
-DRA_GROUP = "resource.k8s.io"
 WRAPPED_VERSIONS = {"v1", "v1beta2"}
 FLAT_VERSIONS = {"v1beta1", "v1alpha3"}
 CLAIM_KINDS = {"ResourceClaim", "ResourceClaimTemplate"}

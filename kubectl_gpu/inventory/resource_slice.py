@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from kubectl_gpu.core.constants import NVIDIA_DRIVER as DRIVER_NAME
 from kubectl_gpu.inventory.plan import InventoryPlan, PublishedDevice
 from kubectl_gpu.inventory.quantity import binary_si
 
-DRIVER_NAME = "gpu.nvidia.com"
 API_VERSION = "resource.k8s.io/v1"
 # Lists the devices NVML could not describe, so a reader of the preview knows it is partial.
 UNREADABLE_DEVICES_ANNOTATION = "kubectl-gpu.io/unreadable-devices"

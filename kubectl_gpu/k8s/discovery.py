@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from kubernetes import client
 
+from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.rest import get_json
 
-DRA_GROUP = "resource.k8s.io"
 # Newest first: the shapes kubectl-gpu reads (v1 GA in 1.34, v1beta2 in 1.33, v1beta1 in 1.32).
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
