@@ -16,6 +16,7 @@ from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from kubectl_gpu.core.constants import TPU
 from kubectl_gpu.core.families import LegacyRequest, is_plain_integer_gpu, legacy_requests
 from kubectl_gpu.core.model import ClaimObject, IntegerGpuMode, PodTranslation
+from kubectl_gpu.core.patch import prefix as prefix_patch
 
 from . import double_counting, patches
 from .config import WebhookConfig
@@ -140,7 +141,7 @@ def plan(
             ops += fence
             warnings.append(MESSAGE_PREFIX + "keeps device-plugin GPU requests; added node affinity that avoids DRA nodes")
     rewritten = sorted({r.family for r in before} - {r.family for r in after})
-    patch = patches.prefixed(ops, site.prefix)
+    patch = prefix_patch(ops, site.prefix)
     return MutationPlan(
         patch=patch,
         claims=translation.claims if translation is not None and translation.patch else (),

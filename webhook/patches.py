@@ -1,31 +1,15 @@
-"""RFC 6902 JSON Patch helpers the webhook needs at run time: moving a patch under a prefix, and
-applying one to a copy (to look at the pod as it will be after the rewrite)."""
+"""Applying an RFC 6902 JSON Patch to a copy, to look at the pod as it will be after the rewrite."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any, Iterable
 
-from kubectl_gpu.core.patch import escape, unescape as _unescape
+from kubectl_gpu.core.patch import escape, unescape as _unescape  # noqa: F401 (escape: re-exported)
 
 
 class PatchError(ValueError):
     pass
-
-
-
-def prefixed(ops: Iterable[dict[str, Any]], prefix: str) -> tuple[dict[str, Any], ...]:
-    """The same operations on a document that holds the patched one at ``prefix``."""
-    if not prefix:
-        return tuple(ops)
-    out = []
-    for op in ops:
-        moved = dict(op)
-        moved["path"] = prefix + op["path"]
-        if "from" in op:
-            moved["from"] = prefix + op["from"]
-        out.append(moved)
-    return tuple(out)
 
 
 def apply(doc: Any, ops: Iterable[dict[str, Any]]) -> Any:

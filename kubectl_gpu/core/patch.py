@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 
 def escape(token: str) -> str:
     """One JSON Pointer reference token: `nvidia.com/gpu` -> `nvidia.com~1gpu`."""
@@ -14,6 +17,14 @@ def unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
-def prefix(ops: tuple[dict, ...] | list[dict], path: str) -> list[dict]:
-    """The same patch applied to a pod template nested at `path` (e.g. "/spec/template")."""
-    return [{**op, "path": path + op["path"]} for op in ops]
+def prefix(ops: Iterable[dict[str, Any]], path: str) -> tuple[dict[str, Any], ...]:
+    """The same patch for a document that holds the patched one at `path` (e.g. "/spec/template")."""
+    if not path:
+        return tuple(ops)
+    out = []
+    for op in ops:
+        moved = {**op, "path": path + op["path"]}
+        if "from" in op:
+            moved["from"] = path + op["from"]
+        out.append(moved)
+    return tuple(out)
