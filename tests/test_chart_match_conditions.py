@@ -21,7 +21,7 @@ import yaml
 
 from kubectl_gpu.core.constants import FAMILIES
 # The core's table of exact legacy names (it has no public name yet; MIG names go by prefix).
-from kubectl_gpu.core.families import _EXACT as CORE_RESOURCE_NAMES
+from kubectl_gpu.core.families import LEGACY_RESOURCE_NAMES as CORE_RESOURCE_NAMES
 from kubectl_gpu.core.families import family_of, has_legacy_gpu_request
 from kubectl_gpu.manifests.locate import find_pod_sites
 from kubectl_gpu.manifests.patch import resolve

@@ -16,7 +16,8 @@ from . import constants as c
 from .model import Note, Severity
 from .quantity import QuantityError, parse_quantity
 
-_EXACT: dict[str, str] = {
+# Every legacy resource name with a fixed spelling (MIG names are a prefix, MIG_PREFIX), by family.
+LEGACY_RESOURCE_NAMES: dict[str, str] = {
     "nvidia.com/gpu": c.NVIDIA_GPU,
     "alpha.kubernetes.io/nvidia-gpu": c.NVIDIA_GPU,
     "nvidia.com/vcuda-core": c.VCUDA,
@@ -43,8 +44,8 @@ UNSUPPORTED_PREFIXES = ("cloud-tpus.google.com/",)
 def family_of(resource: str) -> str | None:
     """The legacy family a resource name belongs to, or None for anything else."""
     name = resource.strip()
-    if name in _EXACT:
-        return _EXACT[name]
+    if name in LEGACY_RESOURCE_NAMES:
+        return LEGACY_RESOURCE_NAMES[name]
     if name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX):
         return c.MIG
     return None
