@@ -21,6 +21,8 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from kubectl_gpu.manifests.locate import find_pod_sites
+from kubectl_gpu.manifests.patch import resolve
 from webhook.config import ConfigError, load_config
 from webhook.double_counting import (
     DEFAULT_DRA_NODE_SELECTORS,
@@ -59,17 +61,10 @@ def _documents(path: Path) -> Iterator[Mapping[str, Any]]:
 
 
 def _pod_specs(node: Any) -> Iterator[Mapping[str, Any]]:
-    """Every pod spec in a manifest: Pods, workload templates, CRDs embedding templates."""
-    if isinstance(node, Mapping):
-        containers = node.get("containers")
-        if isinstance(containers, list) and containers and all(isinstance(c, Mapping) for c in containers):
-            yield node
-            return
-        for value in node.values():
-            yield from _pod_specs(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _pod_specs(value)
+    """Every pod spec in a manifest (Pods, workload templates, CRDs embedding templates), found as
+    `kubectl gpu migrate` finds them."""
+    for site in find_pod_sites(node):
+        yield resolve(node, site.spec_pointer)
 
 
 def _pod(spec: Mapping[str, Any], name: str = "p") -> dict[str, Any]:
