@@ -268,3 +268,16 @@ def test_devices_from_slice_reads_the_synthetic_v1beta1_mig_slice():
     devices = devices_from_slice(load(DATA / "nvidia-a100-mig-v1beta1.yaml")[0])
     assert [d.attributes["gpu.nvidia.com"]["type"] for d in devices] == ["gpu"] + ["mig"] * 5
     assert devices[1].capacity["gpu.nvidia.com"]["multiprocessors"].value == 14
+
+
+def test_devices_of_an_older_pool_generation_are_not_counted_as_the_scheduler_ignores_them():
+    current = load(DATA / "nvidia-h100-node.yaml")
+    stale = json.loads(json.dumps(current))  # same pools, one generation behind, one device more
+    for s in stale:
+        s["metadata"]["name"] += "-old"
+        s["spec"]["pool"]["generation"] = s["spec"]["pool"].get("generation", 1) - 1
+        s["spec"]["devices"].append({**s["spec"]["devices"][0], "name": "gone-0"})
+    item = explain_one(claim([exactly()]), slices=[*stale, *current])
+    baseline = explain_one(claim([exactly()]), slices=current)
+    assert item.requests[0].alternatives[0].in_class == baseline.requests[0].alternatives[0].in_class
+    assert all(d.device != "gone-0" for d in item.requests[0].alternatives[0].device_results)

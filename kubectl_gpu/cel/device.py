@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Iterable, Mapping, Union
 
 from kubectl_gpu.core.constants import DRA_GROUP
 
@@ -86,6 +86,32 @@ def is_resource_slice(obj: Any) -> bool:
         and obj.get("kind") == "ResourceSlice"
         and str(obj.get("apiVersion", "")).startswith(f"{DRA_GROUP}/")
     )
+
+
+def current_slices(resource_slices: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The slices of the newest generation of each pool.
+
+    A driver replacing a pool publishes slices with a higher pool.generation; the scheduler
+    ignores the older ones, so their devices must not be counted.
+    """
+    pooled = [(s, *_pool_generation(s)) for s in resource_slices if isinstance(s, Mapping)]
+    newest: dict[tuple[str, str], int] = {}
+    for _, pool, generation in pooled:
+        newest[pool] = max(newest.get(pool, 0), generation)
+    return [s for s, pool, generation in pooled if generation == newest[pool]]
+
+
+def _pool_generation(resource_slice: Mapping[str, Any]) -> tuple[tuple[str, str], int]:
+    """((driver, pool name), pool generation) of a slice; malformed parts read as empty/0."""
+    spec = resource_slice.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    pool = spec.get("pool")
+    pool = pool if isinstance(pool, Mapping) else {}
+    try:
+        generation = int(pool.get("generation") or 0)
+    except (TypeError, ValueError):
+        generation = 0
+    return (str(spec.get("driver") or ""), str(pool.get("name") or "")), generation
 
 
 def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:

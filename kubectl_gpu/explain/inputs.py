@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
+from kubectl_gpu.cel.device import current_slices
 from kubectl_gpu.inspect.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
@@ -75,7 +76,7 @@ def explain_objects(
     (InvalidResourceSlice / InvalidClaim), since every answer would depend on them."""
     claims, slices, classes, allocated_claims = (flatten(x) for x in (claims, slices, classes, allocated_claims))
     all_devices = list(devices)
-    for slice_obj in slices:
+    for slice_obj in current_slices(slices):  # the scheduler ignores older pool generations
         all_devices.extend(devices_from_slice(slice_obj))
     class_specs: dict[str, DeviceClassSpec] = {}
     for obj in classes:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, NamedTuple
 
+from kubectl_gpu.cel.device import current_slices  # noqa: F401 (part of this module's API)
+
 # NVIDIA and the example driver both call their GPU memory capacity "memory".
 MEMORY_CAPACITY = "memory"
 GPU_TYPES = ("gpu", "mig", "vgpu")
@@ -124,26 +126,6 @@ def devices_of_slice(resource_slice: Mapping[str, Any]) -> list[SliceDevice]:
 def current_devices(resource_slices: Iterable[Mapping[str, Any]]) -> list[SliceDevice]:
     """Devices of the newest generation of each pool (see current_slices)."""
     return [device for s in current_slices(resource_slices) for device in devices_of_slice(s)]
-
-
-def current_slices(resource_slices: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The slices of the newest generation of each pool.
-
-    A driver replacing a pool publishes slices with a higher pool.generation; the scheduler
-    ignores the older ones, so their devices must not be counted.
-    """
-    pooled = [(s, *_pool_generation(s)) for s in resource_slices if isinstance(s, dict)]
-    newest: dict[tuple[str, str], int] = {}
-    for _, pool, generation in pooled:
-        newest[pool] = max(newest.get(pool, 0), generation)
-    return [s for s, pool, generation in pooled if generation == newest[pool]]
-
-
-def _pool_generation(resource_slice: Mapping[str, Any]) -> tuple[tuple[str, str], int]:
-    """((driver, pool name), pool generation) of a slice."""
-    spec = resource_slice.get("spec") or {}
-    pool = spec.get("pool") or {}
-    return (str(spec.get("driver") or ""), str(pool.get("name") or "")), _int(pool.get("generation"))
 
 
 def published_attribute_names(devices: Iterable[SliceDevice]) -> dict[str, int]:
