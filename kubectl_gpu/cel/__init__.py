@@ -8,11 +8,18 @@ Semantics follow Kubernetes (k8s.io/dynamic-resource-allocation/cel): attribute 
 names are mapped to ``domain -> name`` (unqualified names belong to the driver's domain), a
 missing domain is an empty map, a missing name is a runtime error that makes the scheduler abort
 allocation (never a silent non-match), ``&&``/``||`` absorb errors commutatively.
+
+Feature gates shape the environment (``device.allowMultipleAllocations`` needs
+DRAConsumableCapacity, list attributes and ``includes()`` need DRAListTypeAttributes):
+
+    compile_selector(expression, gates=default_gates("1.35"))        # a new object on 1.35
+    compile_selector(expression, gates=profile_gates, stored=True)    # as the scheduler compiles it
 """
 
 from .device import Device, InvalidResourceSlice, devices_from_slice, is_resource_slice, make_device
 from .errors import CelCompileError, CelRuntimeError
-from .selector import CELPY, FAST, CompiledSelector, compile_selector
+from .gates import DEFAULT_MINOR, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
+from .selector import CELPY, FAST, CompiledSelector, Gates, compile_selector, environment_for
 from .values import InvalidValue, Quantity, Semver
 
 __all__ = [
@@ -21,12 +28,19 @@ __all__ = [
     "CelCompileError",
     "CelRuntimeError",
     "CompiledSelector",
+    "DEFAULT_MINOR",
+    "DRA_GATES",
+    "Gates",
+    "SUPPORTED_MINORS",
     "Device",
     "InvalidResourceSlice",
     "InvalidValue",
     "Quantity",
     "Semver",
     "compile_selector",
+    "default_gates",
+    "environment_for",
+    "kubernetes_minor",
     "devices_from_slice",
     "is_resource_slice",
     "make_device",

@@ -10,14 +10,23 @@ at run time.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Union
 
 from .errors import CelCompileError
-from .syntax import Call, Ident, Index, ListLit, Lit, Macro, MapLit, Node, Position, Select
+from .syntax import Bind, Call, Ident, Index, ListLit, Lit, Macro, MapLit, Node, Position, Select
 
 Type = Union[str, tuple]  # "int" ... | ("list", T) | ("map", K, V)
 
 DYN = "dyn"
+
+
+class _AnyType(str):
+    """``google.protobuf.Any``, the attribute value type before DRAListTypeAttributes: it checks
+    like ``dyn`` (it equals DYN) except that a macro cannot range over it."""
+
+
+ANY = _AnyType(DYN)
 DEVICE = "kubernetes.DRADevice"
 QUANTITY = "kubernetes.Quantity"
 SEMVER = "kubernetes.Semver"
@@ -26,12 +35,34 @@ ANY_LIST = ("list", DYN)
 ANY_MAP = ("map", DYN, DYN)
 ELEMENT = "<element>"  # result placeholder: the element type of the receiver list
 
-DEVICE_FIELDS: dict[str, Type] = {
-    "driver": "string",
-    "allowMultipleAllocations": "bool",
-    "attributes": ("map", "string", ("map", "string", DYN)),
-    "capacity": ("map", "string", ("map", "string", QUANTITY)),
-}
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What the DRA CEL environment declares, from the enabled feature gates (see :mod:`gates`).
+
+    Kubernetes compiles a new expression (NewExpressions) with the device type the gates select,
+    and an expression already stored in the API with the newest one (StoredExpressions ignores
+    the gates), so a stored selector keeps working after a gate is turned off.
+    """
+
+    allow_multiple_allocations: bool  # DRAConsumableCapacity: device.allowMultipleAllocations
+    list_type_attributes: bool  # DRAListTypeAttributes: dyn attributes, includes()
+
+    @property
+    def device_fields(self) -> dict[str, Type]:
+        attribute = DYN if self.list_type_attributes else ANY
+        fields: dict[str, Type] = {
+            "driver": "string",
+            "attributes": ("map", "string", ("map", "string", attribute)),
+            "capacity": ("map", "string", ("map", "string", QUANTITY)),
+        }
+        if self.allow_multiple_allocations:
+            fields["allowMultipleAllocations"] = "bool"
+        return fields
+
+
+NEWEST = Environment(allow_multiple_allocations=True, list_type_attributes=True)
 
 # name -> overloads (argument types, receiver first for methods; result type)
 _S, _I, _B, _D = "string", "int", "bool", "double"
@@ -69,7 +100,10 @@ METHODS: dict[str, list[tuple[tuple[Type, ...], Type]]] = {
     "major": [((SEMVER,), _I)],
     "minor": [((SEMVER,), _I)],
     "patch": [((SEMVER,), _I)],
+    # DRAListTypeAttributes (Kubernetes 1.36): dra_includes_dyn_dyn, declared only with the gate.
+    "includes": [((DYN, DYN), _B)],
 }
+GATED_METHODS = {"includes": "list_type_attributes"}
 FUNCTIONS: dict[str, list[tuple[tuple[Type, ...], Type]]] = {
     "size": METHODS["size"],
     "matches": METHODS["matches"],
@@ -90,6 +124,8 @@ NUMERIC = ("int", "uint", "double")
 
 
 def type_text(t: Type) -> str:
+    if isinstance(t, _AnyType):
+        return "any"
     if isinstance(t, tuple):
         return f"{t[0]}({', '.join(type_text(x) for x in t[1:])})"
     return t
@@ -103,17 +139,19 @@ def assignable(actual: Type, expected: Type) -> bool:
     return actual == expected
 
 
-def check(ast: Node, expression: str) -> Type:
+def check(ast: Node, expression: str, environment: Environment = NEWEST) -> Type:
     """The static type of the selector; raises CelCompileError like the API server would."""
-    result = _Checker(expression).visit(ast, {"device": DEVICE})
+    result = _Checker(expression, environment).visit(ast, {"device": DEVICE})
     if result not in ("bool", DYN):
         raise CelCompileError(f"must evaluate to bool or the unknown type, not {type_text(result)}", None, expression)
     return result
 
 
 class _Checker:
-    def __init__(self, expression: str) -> None:
+    def __init__(self, expression: str, environment: Environment) -> None:
         self.expression = expression
+        self.environment = environment
+        self.device_fields = environment.device_fields
 
     def fail(self, message: str, pos: Position) -> CelCompileError:
         return CelCompileError(message, pos, self.expression)
@@ -138,6 +176,10 @@ class _Checker:
             return ("map", keys.pop()[1] if len(keys) == 1 else DYN, values.pop()[1] if len(values) == 1 else DYN)
         if isinstance(node, Macro):
             return self.macro(node, scope)
+        if isinstance(node, Bind):
+            inner = dict(scope)
+            inner[node.var] = self.visit(node.init, scope)
+            return self.visit(node.body, inner)
         return self.call(node, scope)
 
     @staticmethod
@@ -146,9 +188,9 @@ class _Checker:
 
     def select(self, target: Type, field: str, pos: Position) -> Type:
         if target == DEVICE:
-            if field not in DEVICE_FIELDS:
+            if field not in self.device_fields:
                 raise self.fail(f"undefined field '{field}'", pos)
-            return DEVICE_FIELDS[field]
+            return self.device_fields[field]
         if target == DYN:
             return DYN
         if isinstance(target, tuple) and target[0] == "map" and assignable("string", target[1]):
@@ -166,12 +208,21 @@ class _Checker:
 
     def macro(self, node: Macro, scope: dict[str, Type]) -> Type:
         target = self.visit(node.target, scope)
+        if isinstance(target, _AnyType):
+            raise self.fail(
+                "expression of type 'any' cannot be range of a comprehension (must be list, map, or dynamic)",
+                node.target.pos,
+            )
         if target == DYN:
             element: Type = DYN
         elif isinstance(target, tuple):
             element = target[1]
         else:
-            raise self.fail(f"expression of type '{type_text(target)}' cannot be the range of a comprehension", node.pos)
+            raise self.fail(
+                f"expression of type '{type_text(target)}' cannot be range of a comprehension "
+                "(must be list, map, or dynamic)",
+                node.target.pos,
+            )
         inner = dict(scope)
         inner[node.var] = element
         results = [self.visit(arg, inner) for arg in node.args]
@@ -227,6 +278,8 @@ class _Checker:
         if node.target is not None:
             receiver = self.visit(node.target, scope)
             overloads = METHODS.get(name)
+            if name in GATED_METHODS and not getattr(self.environment, GATED_METHODS[name]):
+                overloads = None
             if overloads is None:
                 raise self.fail(f"undeclared reference to '{name}' (in container '')", node.pos)
             return self.resolve(name, overloads, [receiver, *args], node.pos, member=True)

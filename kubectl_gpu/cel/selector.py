@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, Collection, Mapping
 
 from . import lib
 from .celpy_path import CelpyProgram
-from .checker import check
+from .checker import NEWEST, Environment, check
+from .gates import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, normalize_gates
 from .device import Device
 from .errors import CelCompileError, CelRuntimeError, EvalError
 from .fastpath import Unsupported, compile_fast
@@ -37,22 +38,45 @@ class CompiledSelector:
         raise CelRuntimeError(f"CEL result of type {lib.type_name(value)} could not be converted to bool")
 
 
-def compile_selector(expression: str, engine: str | None = None) -> CompiledSelector:
-    """Compile a DRA CEL selector.  ``engine`` forces FAST or CELPY (tests, benchmarks); by default
-    the fast path is used when it supports the expression."""
+Gates = Collection[str] | Mapping[str, bool] | None
+
+
+def environment_for(gates: Gates = None, *, stored: bool = False) -> Environment:
+    """The DRA CEL environment Kubernetes compiles in with these feature gates enabled.
+
+    ``stored=False`` is a new expression (create, or an update that changes it: NewExpressions,
+    shaped by the gates); ``stored=True`` an expression the API server already holds, as the
+    scheduler compiles it (StoredExpressions: the newest declarations whatever the gates).
+    ``gates=None`` means the defaults of :data:`gates.DEFAULT_MINOR`; see :func:`gates.default_gates`.
+    """
+    if stored:
+        return NEWEST
+    enabled = normalize_gates(gates)
+    return Environment(
+        allow_multiple_allocations=CONSUMABLE_CAPACITY in enabled,
+        list_type_attributes=LIST_TYPE_ATTRIBUTES in enabled,
+    )
+
+
+def compile_selector(
+    expression: str, engine: str | None = None, *, gates: Gates = None, stored: bool = False
+) -> CompiledSelector:
+    """Compile a DRA CEL selector as the API server would with ``gates`` enabled (see
+    :func:`environment_for` for ``gates`` and ``stored``).  ``engine`` forces FAST or CELPY
+    (tests, benchmarks); by default the fast path is used when it supports the expression."""
     if not isinstance(expression, str) or not expression.strip():
         raise CelCompileError("the expression is empty", None, expression if isinstance(expression, str) else "")
     try:
-        return _compile(expression, engine)
+        return _compile(expression, engine, environment_for(gates, stored=stored))
     except RecursionError:
         raise CelCompileError("expression is nested too deeply", None, expression) from None
 
 
 @lru_cache(maxsize=1024)
-def _compile(expression: str, engine: str | None) -> CompiledSelector:
+def _compile(expression: str, engine: str | None, environment: Environment) -> CompiledSelector:
     tree = parse(expression)
     ast = to_ast(tree, expression)
-    check(ast, expression)
+    check(ast, expression, environment)
     if engine in (None, FAST):
         try:
             return CompiledSelector(expression, FAST, compile_fast(ast))

@@ -80,7 +80,18 @@ class Macro:
     pos: Position
 
 
-Node = Union[Lit, Ident, Select, Index, Call, ListLit, MapLit, Macro]
+@dataclass(frozen=True)
+class Bind:
+    """``cel.bind(var, init, body)`` (cel-go ext.Bindings, which Kubernetes' DRA environment
+    enables): ``body`` evaluated with ``var`` bound to the value of ``init``."""
+
+    var: str
+    init: "Node"
+    body: "Node"
+    pos: Position
+
+
+Node = Union[Lit, Ident, Select, Index, Call, ListLit, MapLit, Macro, Bind]
 
 _RELATIONS = {
     "relation_lt": "_<_",
@@ -204,7 +215,18 @@ class _Builder:
         args = self._exprlist(tree.children[2]) if len(tree.children) > 2 else ()
         if str(name) in MACROS:
             return self._macro(str(name), self.build(target), tree.children[2] if len(tree.children) > 2 else None, name)
-        return Call(str(name), self.build(target), args, _pos(name))
+        receiver = self.build(target)
+        if str(name) == "bind" and isinstance(receiver, Ident) and receiver.name == "cel":
+            return self._bind(args, name)
+        return Call(str(name), receiver, args, _pos(name))
+
+    def _bind(self, args: tuple[Node, ...], token: Any) -> Node:
+        if len(args) != 3:
+            raise self.error("cel.bind() takes three arguments: cel.bind(name, value, expression)", token)
+        var, init, body = args
+        if not isinstance(var, Ident):
+            raise self.error("cel.bind() variable names must be simple identifiers", token)
+        return Bind(var.name, init, body, _pos(token))
 
     def _macro(self, name: str, target: Node, exprlist: Any, token: Any) -> Node:
         raw = list(exprlist.children) if exprlist is not None else []

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
-from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Device, Quantity, compile_selector
+from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Device, Gates, Quantity, compile_selector
 
 from .allocations import Allocations, Holder
 from .model import (
@@ -71,9 +71,13 @@ class _SelectorState:
         )
 
 
-def _compile(label: str, origin: str, expression: str) -> _SelectorState:
+def _compile(label: str, origin: str, expression: str, gates: Gates) -> _SelectorState:
+    """A claim's selector compiles as a new expression under the cluster's feature gates (what the
+    API server says when the claim is created); a DeviceClass's, already stored in the cluster,
+    as the scheduler compiles it (StoredExpressions, whatever the gates)."""
     try:
-        return _SelectorState(label, origin, expression, compile_selector(expression), None)
+        compiled = compile_selector(expression, gates=gates, stored=origin == "class")
+        return _SelectorState(label, origin, expression, compiled, None)
     except CelCompileError as err:
         return _SelectorState(label, origin, expression, None, str(err))
 
@@ -123,12 +127,14 @@ def explain_claim(
     classes: Mapping[str, DeviceClassSpec],
     allocations: Allocations | None = None,
     class_passes: ClassPasses | None = None,
+    gates: Gates = None,
 ) -> ClaimResult:
     """Explain one claim against these devices.  ``classes`` are the cluster's DeviceClasses; the
     NVIDIA driver's classes are assumed when missing (and the result says so).  ``allocations``
     maps device ids to the claims holding them; the claim's own allocation is ignored.
     ``class_passes`` (start with ``{}``) lets several claims over the SAME devices share each
-    class's selector evaluation."""
+    class's selector evaluation.  ``gates`` are the cluster's enabled DRA feature gates (see
+    :func:`kubectl_gpu.cel.default_gates`; None: that function's default release)."""
     passes: ClassPasses = {} if class_passes is None else class_passes
     own = {claim.ref}
     taken = {
@@ -136,7 +142,7 @@ def explain_claim(
         for device, holders in (allocations or {}).items()
     }
     notes: list[str] = []
-    requests = tuple(_explain_request(claim, request, devices, classes, taken, notes, passes) for request in claim.requests)
+    requests = tuple(_explain_request(claim, request, devices, classes, taken, notes, passes, gates) for request in claim.requests)
     if claim.allocated:
         notes.append(f"already allocated: {', '.join(claim.allocated)} (explained as if it were not)")
     allocatable, node, verdict = _claim_verdict(claim, requests, {d.id: d for d in devices})
@@ -161,9 +167,10 @@ def _explain_request(
     taken: Allocations,
     notes: list[str],
     passes: ClassPasses,
+    gates: Gates,
 ) -> RequestResult:
     alternatives = tuple(
-        _explain_alternative(claim, sub, devices, classes, taken, notes, passes) for sub in request.alternatives
+        _explain_alternative(claim, sub, devices, classes, taken, notes, passes, gates) for sub in request.alternatives
     )
     mode = "firstAvailable" if request.first_available else "exactly"
     if not request.first_available:
@@ -192,6 +199,7 @@ def _explain_alternative(
     taken: Allocations,
     notes: list[str],
     passes: ClassPasses,
+    gates: Gates,
 ) -> AlternativeResult:
     device_class = classes.get(sub.device_class)
     source = "given"
@@ -214,8 +222,8 @@ def _explain_alternative(
             len(devices), 0, 0, 0, None, 0, False, verdict, verdict, (), (),
         )
 
-    class_states = [_compile(f"class {device_class.name} #{i}", "class", e) for i, e in enumerate(device_class.selectors)]
-    request_states = [_compile(f"#{i}", "request", e) for i, e in enumerate(sub.selectors)]
+    class_states = [_compile(f"class {device_class.name} #{i}", "class", e, gates) for i, e in enumerate(device_class.selectors)]
+    request_states = [_compile(f"#{i}", "request", e, gates) for i, e in enumerate(sub.selectors)]
     compile_failures = [s for s in class_states + request_states if s.compiled is None]
     if compile_failures:
         failed = compile_failures[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
+from kubectl_gpu.cel import Device, Gates, devices_from_slice, is_resource_slice
 from kubectl_gpu.cel.device import current_slices
 from kubectl_gpu.inspect.collector import with_collector_paused
 
@@ -71,8 +71,10 @@ def explain_objects(
     classes: Sequence[Mapping[str, Any]] = (),
     allocated_claims: Sequence[Mapping[str, Any]] = (),
     devices: Sequence[Device] = (),
+    gates: Gates = None,
 ) -> Explanation:
-    """Explain each claim.  Invalid claims become ClaimError items; invalid slices and classes raise
+    """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
+    :data:`kubectl_gpu.cel.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
     (InvalidResourceSlice / InvalidClaim), since every answer would depend on them."""
     claims, slices, classes, allocated_claims = (flatten(x) for x in (claims, slices, classes, allocated_claims))
     all_devices = list(devices)
@@ -92,5 +94,5 @@ def explain_objects(
         except InvalidClaim as err:
             items.append(ClaimError(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name", "")), str(err)))
             continue
-        items.append(explain_claim(spec, all_devices, class_specs, allocations, class_passes))
+        items.append(explain_claim(spec, all_devices, class_specs, allocations, class_passes, gates))
     return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))
