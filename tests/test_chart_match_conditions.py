@@ -51,9 +51,13 @@ def _program(expression: str):
     return env.program(env.compile(expression))
 
 
-def evaluate(expression: str, obj: dict[str, Any]) -> bool:
+def evaluate(expression: str, obj: dict[str, Any], operation: str = "CREATE", old: dict[str, Any] | None = None) -> bool:
+    """As the API server evaluates matchConditions: ``object``, ``oldObject`` (null on CREATE)
+    and ``request`` (the AdmissionRequest) are bound."""
+    activation = {"object": celpy.json_to_cel(obj), "oldObject": celpy.json_to_cel(old),
+                  "request": celpy.json_to_cel({"operation": operation})}
     try:
-        result = _program(expression).evaluate({"object": celpy.json_to_cel(obj)})
+        result = _program(expression).evaluate(activation)
     except celpy.CELEvalError as err:  # would reject the request under failurePolicy Fail
         raise AssertionError(f"matchCondition raised {err} on {json.dumps(obj)[:300]}") from None
     assert isinstance(result, celpy.celtypes.BoolType), result
@@ -61,9 +65,9 @@ def evaluate(expression: str, obj: dict[str, Any]) -> bool:
 
 
 def condition(value_set: str | None, kind: str, webhook: str) -> str:
+    """The entry's matchConditions as one expression (the API server ANDs them)."""
     entry = webhook_entries(rendered(value_set), kind)[webhook]
-    (match,) = entry["matchConditions"]
-    return match["expression"]
+    return " && ".join(f"({match['expression']})" for match in entry["matchConditions"])
 
 
 def pod_condition(value_set: str | None = None) -> str:
@@ -124,7 +128,7 @@ def corpus_workloads() -> list[tuple[str, dict[str, Any]]]:
 
 def expected(spec: dict[str, Any]) -> bool:
     """The webhook's own test (the translation core), independent of the CEL."""
-    return has_legacy_gpu_request({"spec": spec}) or bool(spec.get("resourceClaims"))
+    return has_legacy_gpu_request({"spec": spec})
 
 
 def _stringify_quantities(spec: dict[str, Any]) -> dict[str, Any]:
@@ -211,14 +215,15 @@ class TestAgainstTheCorpus:
         assert any(t.get("key") == "nvidia.com/gpu" for t in plugin["spec"]["template"]["spec"]["tolerations"])
         assert evaluate(workload, plugin) is False
 
-    def test_dra_pods_reach_the_webhook(self):
+    def test_dra_pods_never_reach_the_webhook(self):
+        """An outage of this webhook (failurePolicy Fail) must not block other drivers' DRA pods."""
         expression = pod_condition()
         pods = [spec for path in sorted((CORPUS / "dra").glob("*.yaml")) for doc in _documents(path)
                 if isinstance(doc, dict) and doc.get("kind") == "Pod"
                 for spec in [_as_json(doc)["spec"]]]
-        claiming = [s for s in pods if s.get("resourceClaims")]
+        claiming = [s for s in pods if s.get("resourceClaims") and not has_legacy_gpu_request({"spec": s})]
         assert len(claiming) >= 5
-        assert all(evaluate(expression, _pod(s)) for s in claiming)
+        assert not any(evaluate(expression, _pod(s)) for s in claiming)
 
     def test_plain_pods_of_real_admission_reviews_do_not_match(self):
         expression = pod_condition()
@@ -280,10 +285,61 @@ def test_ordinary_pods_never_reach_the_webhook(pod):
         assert evaluate(pod_condition(value_set), pod) is False
 
 
-def test_a_pod_with_a_dra_claim_reaches_the_webhook():
+def test_a_pod_whose_only_accelerator_is_a_dra_claim_never_reaches_a_fail_webhook():
     pod = _pod({"containers": [{"name": "c", "image": "cuda", "resources": {"claims": [{"name": "gpu"}]}}],
                 "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]})
-    assert evaluate(pod_condition(), pod)
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        assert evaluate(condition(None, kind, "pods.kubectl-gpu.io"), pod) is False
+    # ... while a legacy GPU beside a claim still does (the double-counting check needs it).
+    pod["spec"]["containers"][0]["resources"]["limits"] = {"nvidia.com/gpu": "1"}
+    assert evaluate(pod_condition(), pod) is True
+
+
+# --- workloads: controllers and UPDATEs -------------------------------------------------------
+
+
+def _deployment(image: str = "cuda:12.4", replicas: int = 1, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": "infer", "namespace": "ml"}
+    if owner is not None:
+        metadata["ownerReferences"] = [owner]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata,
+            "spec": {"replicas": replicas, "template": {"metadata": {"labels": {"app": "infer"}}, "spec": {
+                "containers": [{"name": "c", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
+
+
+def test_a_workload_a_controller_owns_never_reaches_the_webhook():
+    """ownerReferences as metav1.NewControllerRef sets them (kubernetes pkg/controller/deployment/sync.go)."""
+    workload = condition(None, "MutatingWebhookConfiguration", "workloads.kubectl-gpu.io")
+    replica_set = _deployment(owner={"apiVersion": "apps/v1", "kind": "Deployment", "name": "infer", "uid": "u",
+                                     "controller": True, "blockOwnerDeletion": True})
+    replica_set["kind"] = "ReplicaSet"
+    assert evaluate(workload, replica_set) is False
+    assert evaluate(workload, replica_set, "UPDATE", replica_set) is False
+    # A non-controller owner (garbage collection only) does not hand the template to a controller.
+    replica_set["metadata"]["ownerReferences"][0]["controller"] = False
+    assert evaluate(workload, replica_set) is True
+    assert evaluate(workload, _deployment()) is True
+
+
+def test_a_workload_update_reaches_the_webhook_only_when_it_changes_the_pod_template():
+    workload = condition(None, "MutatingWebhookConfiguration", "workloads.kubectl-gpu.io")
+    old = _deployment()
+    assert evaluate(workload, _deployment(replicas=5), "UPDATE", old) is False
+    assert evaluate(workload, _deployment(image="cuda:12.6"), "UPDATE", old) is True
+    cronjob = condition(None, "MutatingWebhookConfiguration", "cronjobs.kubectl-gpu.io")
+    old_cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "n"},
+                "spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": old["spec"]["template"]}}}}
+    suspended = json.loads(json.dumps(old_cron))
+    suspended["spec"]["suspend"] = True
+    assert evaluate(cronjob, suspended, "UPDATE", old_cron) is False
+    assert evaluate(cronjob, old_cron, "CREATE") is True
+
+
+def test_jobs_are_sent_at_create_only():
+    """A Job's pod template is immutable (kubernetes pkg/apis/batch/validation ValidateJobSpecUpdate)."""
+    entry = webhook_entries(rendered(None), "MutatingWebhookConfiguration")["workloads.kubectl-gpu.io"]
+    (jobs,) = [rule for rule in entry["rules"] if "jobs" in rule["resources"]]
+    assert jobs["operations"] == ["CREATE"]
 
 
 def test_the_resource_names_are_exactly_the_core_families():

@@ -63,6 +63,14 @@ def test_the_server_can_only_get_and_create_what_admission_needs():
         ("resource.k8s.io", "resourceclaims", "patch"),
         ("", "namespaces", "get"),
         ("", "nodes", "get"),
+        # the owners of pods, for the opt-out label on a workload (webhook/admission.py)
+        ("", "replicationcontrollers", "get"),
+        ("apps", "deployments", "get"),
+        ("apps", "statefulsets", "get"),
+        ("apps", "daemonsets", "get"),
+        ("apps", "replicasets", "get"),
+        ("batch", "jobs", "get"),
+        ("batch", "cronjobs", "get"),
     }
     assert not any(verb in ("delete", "deletecollection", "update", "escalate", "bind", "impersonate")
                    for _, _, verb in rules)

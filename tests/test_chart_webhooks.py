@@ -59,10 +59,11 @@ def test_default_registration():
     (dra_rule,) = validating["dra-objects.kubectl-gpu.io"]["rules"]
     assert dra_rule["apiGroups"] == ["resource.k8s.io"]
     assert set(dra_rule["apiVersions"]) == {"v1", "v1beta2", "v1beta1"}  # 1.32 serves only v1beta1
-    # Pods are rewritten once, at CREATE; workloads on every change of their template.
+    # Pods are rewritten once, at CREATE; Jobs too (their template is immutable); other workloads
+    # on every change of their template.
     assert mutating["pods.kubectl-gpu.io"]["rules"][0]["operations"] == ["CREATE"]
     for rule in mutating["workloads.kubectl-gpu.io"]["rules"]:
-        assert rule["operations"] == ["CREATE", "UPDATE"]
+        assert rule["operations"] == (["CREATE"] if rule["resources"] == ["jobs"] else ["CREATE", "UPDATE"])
 
 
 def test_workload_webhooks_follow_rewrite_workloads():

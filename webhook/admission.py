@@ -8,7 +8,7 @@ which things are checked.  HTTP, logs and metrics are the server's business.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubectl_gpu.core.constants import DRA_GROUP
@@ -24,6 +24,7 @@ from .mutation import (
     MutationPlan,
     TemplateSite,
     audit_warnings,
+    controller_reference,
     device_plugin_view,
     find_site,
     opted_out,
@@ -34,6 +35,8 @@ from .review import AdmissionRequest, Verdict, allow, deny, encode_json
 from .templates import TemplateConflict, TemplateStore, TemplateUnavailable
 
 DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
+# Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob: two workloads at most above a pod.
+MAX_OWNER_DEPTH = 2
 RETRY_HINT = "the Kubernetes API did not answer in time; the request was not admitted, retry it"
 
 
@@ -85,6 +88,8 @@ class Admission:
     namespaces: LabelCache
     nodes: LabelCache
     metrics: Metrics
+    # kind -> labels and owners of the workloads that own pods (opt-out on a Deployment).
+    owners: dict[str, LabelCache] = field(default_factory=dict)
     plans: PlanCache = field(default_factory=PlanCache)
 
     def excluded(self, request: AdmissionRequest) -> bool:
@@ -102,24 +107,27 @@ class Admission:
         site: TemplateSite | None = derived["site"]
         if site is None or self.excluded(request):
             return allow()
-        if site.kind == "Pod":
-            if request.operation != "CREATE":
-                return allow()  # a pod's spec is fixed once created; it was handled at CREATE
-        elif not self.config.rewrite_workloads or request.operation not in ("CREATE", "UPDATE"):
-            return allow()
+        left_alone = self._left_alone(request, site)
+        if left_alone is not None:
+            return left_alone
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
         skip = site_opted_out(site, self.config)
         mutation = self._plan(request, site, skip)
-        if not mutation.patch and not mutation.claims:
+        if not mutation.patch and not mutation.claims and not mutation.errors:
             # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
             return allow(audit_warnings(mutation) if self.config.audit else mutation.warnings)
-        if not skip and (mutation.patch or mutation.claims):
+        if not skip:
             try:
-                ns_labels = await self.namespaces.labels(namespace)
+                opted = opted_out(await self.namespaces.labels(namespace), self.config)
+                if not opted and site.kind == "Pod":
+                    opted = await self._owner_opted_out(request.obj, namespace)
             except ApiError as exc:
-                return deny(f"kubectl-gpu: cannot read namespace {namespace} ({exc.status or exc.reason}): {RETRY_HINT}", 503)
-            if opted_out(ns_labels, self.config):
+                return deny(f"kubectl-gpu: cannot read the labels of namespace {namespace} or of the pod's "
+                            f"owner ({exc.status or exc.reason}): {RETRY_HINT}", 503)
+            if opted:
                 mutation = self._plan(request, site, True)
+        if mutation.errors:
+            return self._refuse(request, site, mutation)
         self._count(mutation)
         if self.config.audit:
             return allow(audit_warnings(mutation))
@@ -135,6 +143,71 @@ class Admission:
         # A lenient body's patch is encoded by the standard library, as its response is.
         return Verdict(allowed=True, patch=mutation.patch, warnings=mutation.warnings)
 
+    def _left_alone(self, request: AdmissionRequest, site: TemplateSite) -> Verdict | None:
+        """The answer for an object this webhook must not rewrite, or None to go on.
+
+        What real controllers need (kubernetes#57167 is the loop a rewriting webhook causes):
+        * a workload a controller owns (a Deployment's ReplicaSet, a CronJob's Job) is never
+          rewritten: its owner's template is, and the controller compares the two;
+        * a Job's pod template is immutable (batch/v1 validation), so Jobs are rewritten at CREATE
+          only, and any other workload at UPDATE only when that update changes its pod template
+          (a label, a scale or a finalizer change must not start a rollout);
+        * a pod that names its node (spec.nodeName) never meets the scheduler, so a claim would
+          never be allocated: it keeps its device-plugin request, and /validate denies it on a
+          DRA node.
+        """
+        obj = request.obj or {}
+        if site.kind == "Pod":
+            if request.operation != "CREATE":
+                return allow()  # a pod's spec is fixed once created; it was handled at CREATE
+            node_name = obj.get("spec", {}).get("nodeName")
+            if isinstance(node_name, str) and node_name:
+                return allow(self._bound_pod_warning(site))
+            return None
+        if not self.config.rewrite_workloads or request.operation not in ("CREATE", "UPDATE"):
+            return allow()
+        if controller_reference(_metadata(obj)) is not None:
+            return allow()
+        if request.operation == "UPDATE":
+            if request.kind == "Job":
+                return allow()
+            old_site = find_site(replace(request, obj=request.old_obj)) if request.old_obj is not None else None
+            if old_site is not None and old_site.template == site.template:
+                return allow()
+        return None
+
+    def _bound_pod_warning(self, site: TemplateSite) -> tuple[str, ...]:
+        mutation = self._plan_site(site, True)
+        if not mutation.has_legacy:
+            return ()
+        return (f"{MESSAGE_PREFIX}spec.nodeName is set, so the scheduler never sees this pod and could not "
+                "allocate a DRA claim: its GPU request is left to the device plugin",)
+
+    def _refuse(self, request: AdmissionRequest, site: TemplateSite, mutation: MutationPlan) -> Verdict:
+        """Deny what the core could not translate, with every reason (a controller's pods show no
+        warnings, so a denial event is the only place a person will read it)."""
+        name = request.name or _metadata(request.obj).get("name") or _metadata(request.obj).get("generateName") or ""
+        where = f"{request.kind} {name}".strip()
+        message = (f"kubectl-gpu: {where}: cannot be moved to DRA: " + "; ".join(mutation.errors)
+                   + f" (to keep it on the device plugin, label it {self.config.opt_out_label}=true)")
+        if self.config.audit:
+            return allow(audit_warnings(mutation))
+        return deny(message, 422)
+
+    async def _owner_opted_out(self, pod: dict[str, Any] | None, namespace: str) -> bool:
+        """True when a workload above the pod (its ReplicaSet, that ReplicaSet's Deployment...)
+        carries the opt-out label: the label on a Deployment is not copied to its pods."""
+        metadata = _metadata(pod)
+        for _ in range(MAX_OWNER_DEPTH):
+            ref = controller_reference(metadata)
+            owners = self.owners.get(str(ref.get("kind"))) if ref is not None else None
+            if ref is None or owners is None or str(ref.get("apiVersion")) != owners.resource.api_version:
+                return False
+            metadata = await owners.metadata(str(ref["name"]), namespace)
+            if opted_out(metadata.get("labels") or {}, self.config):
+                return True
+        return False
+
     def _plan(self, request: AdmissionRequest, site: TemplateSite, skip: bool) -> MutationPlan:
         # A plan is a pure function of the template and this configuration.
         key = ("plan", id(self), skip)
@@ -143,6 +216,9 @@ class Admission:
             mutation = self.plans.get_or_plan(site, self.config, skip, request.strict_json)
             request.derived[key] = mutation
         return mutation
+
+    def _plan_site(self, site: TemplateSite, skip: bool) -> MutationPlan:
+        return self.plans.get_or_plan(site, self.config, skip, False)
 
     def _count(self, mutation: MutationPlan) -> None:
         metrics = self.metrics

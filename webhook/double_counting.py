@@ -217,7 +217,11 @@ def pinned_to_dra_node(
         labels = node_labels_by_name.get(node_name)
         matched = _matching(labels, wanted)
         if matched:
-            reasons.append(f"spec.nodeName {node_name!r} is a DRA node ({matched}): {consequence}; {fix}")
+            reasons.append(
+                f"spec.nodeName {node_name!r} is a DRA node ({matched}): {consequence}; a pod that names its "
+                "node bypasses the scheduler, which is what allocates ResourceClaims, so it cannot be moved to "
+                "DRA as it is: target a non-DRA node, or drop spec.nodeName (select the node with nodeSelector "
+                "kubernetes.io/hostname) and move the GPU request to a ResourceClaim (kubectl gpu migrate)")
 
     node_selector = spec.get("nodeSelector")
     if isinstance(node_selector, Mapping):

@@ -75,12 +75,20 @@ def find_site(request: AdmissionRequest) -> TemplateSite | None:
     return TemplateSite(request.kind, POD_TEMPLATE_PREFIXES[(request.group, request.kind)], node, labels, group)
 
 
+def controller_reference(metadata: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ownerReference with ``controller: true`` (at most one exists: the API server rejects
+    a second), as controllers set it: apiVersion, kind, name, uid, controller, blockOwnerDeletion."""
+    owners = metadata.get("ownerReferences")
+    for ref in owners if isinstance(owners, list) else []:
+        if isinstance(ref, dict) and ref.get("controller") is True and ref.get("kind") and ref.get("name"):
+            return ref
+    return None
+
+
 def _controller_of(metadata: Mapping[str, Any]) -> str | None:
     # Pods of one controller share a workload-wide claim (timeslicing/mps sharing).
-    for ref in metadata.get("ownerReferences") or []:
-        if isinstance(ref, dict) and ref.get("controller") and ref.get("kind") and ref.get("name"):
-            return f"{ref['kind']}/{ref['name']}"
-    return None
+    ref = controller_reference(metadata)
+    return f"{ref['kind']}/{ref['name']}" if ref is not None else None
 
 
 def opted_out(labels: Mapping[str, Any], config: WebhookConfig) -> bool:
@@ -101,7 +109,10 @@ class MutationPlan:
     rewritten_families: tuple[str, ...]
     fenced: bool
     has_legacy: bool  # the template asks for a legacy GPU resource at all
-    encoded_patch: str = ""  # encode_patch(patch): a cached plan is answered without encoding again
+    encoded_patch: str = ""
+    # What the core refused to translate (vcuda-core 150, two plugins in one container...): the
+    # same input makes `kubectl gpu migrate` exit 3, so admission denies it with the whole reason.
+    errors: tuple[str, ...] = ()  # encode_patch(patch): a cached plan is answered without encoding again
 
     @cached_property
     def verdict(self) -> Verdict:
@@ -150,6 +161,7 @@ def plan(
         fenced=fenced,
         has_legacy=bool(before),
         encoded_patch=encode_patch(patch) if patch else "",
+        errors=tuple(n.render() for n in translation.errors) if translation is not None else (),
     )
 
 

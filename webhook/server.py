@@ -21,7 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from . import logs
 from .admission import Admission
 from .config import WebhookConfig
-from .kubeapi import AsyncKubeApi, Resource
+from .kubeapi import WORKLOAD_RESOURCES, AsyncKubeApi, Resource
 from .labelcache import LabelCache
 from .metrics import Metrics
 from .review import (
@@ -92,6 +92,10 @@ class WebhookServer:
             ),
             namespaces=LabelCache(api, Resource("v1", "Namespace"), self.timings.label_ttl, on_api_error=on_error),
             nodes=LabelCache(api, Resource("v1", "Node"), self.timings.label_ttl, on_api_error=on_error),
+            owners={
+                resource.kind: LabelCache(api, resource, self.timings.label_ttl, on_api_error=on_error)
+                for resource in WORKLOAD_RESOURCES
+            },
             metrics=self.metrics,
         )
 

@@ -199,13 +199,27 @@ nvidia[.]com/(gpu|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucor
 {{- printf "(has(%s) && %s.exists(r, r.matches('%s') && string(%s[r]).matches('%s')))" .m .m $re .m $nz -}}
 {{- end }}
 
-{{- /* true when the pod spec at path .spec asks for a legacy GPU or a DRA claim */}}
+{{- /* true when the pod spec at path .spec asks for a legacy GPU.  A pod whose only accelerator is
+a DRA claim never reaches this webhook: every check here is about a legacy request (the double
+counting ones too), and an outage of this webhook must not block other drivers' DRA pods. */}}
 {{- define "kubectl-gpu-webhook.cel.podSpec" -}}
 {{- $s := .spec -}}
 {{- $container := include "kubectl-gpu-webhook.cel.container" .root -}}
-(has({{ $s }}.resourceClaims) && size({{ $s }}.resourceClaims) > 0)
-  || (has({{ $s }}.containers) && {{ $s }}.containers.exists(c, {{ $container }}))
+(has({{ $s }}.containers) && {{ $s }}.containers.exists(c, {{ $container }}))
   || (has({{ $s }}.initContainers) && {{ $s }}.initContainers.exists(c, {{ $container }}))
+{{- end }}
+
+{{- /* A workload a controller owns (a Deployment's ReplicaSet, a CronJob's Job) is left to its
+owner: the owner's template is rewritten, and the controller compares the two (kubernetes#57167).
+ownerReferences as metav1.NewControllerRef sets them: controller: true. */}}
+{{- define "kubectl-gpu-webhook.cel.notControllerOwned" -}}
+!(has(object.metadata) && has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller))
+{{- end }}
+
+{{- /* An UPDATE matters only when it changes the pod template (.t: its path under spec); a label,
+scale or finalizer change must not start a rollout.  oldObject is null on CREATE. */}}
+{{- define "kubectl-gpu-webhook.cel.templateChangedOnUpdate" -}}
+request.operation != 'UPDATE' || oldObject == null || !has(oldObject.spec) || !has(oldObject.spec.{{ .t }}) || !has(object.spec.{{ .t }}) || object.spec.{{ .t }} != oldObject.spec.{{ .t }}
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.cel.pod" -}}
