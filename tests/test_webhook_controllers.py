@@ -286,3 +286,64 @@ def test_the_denial_and_migrate_agree(start_webhook, tmp_path):
     result = CliRunner().invoke(main, ["migrate", str(source)])
     assert result.exit_code == 3
     assert "100 is one GPU" in denied["status"]["message"] and "100 is one GPU" in result.output
+
+
+# --- pins to a DRA node ---------------------------------------------------------------------
+
+
+def daemonset_pin(node: str) -> dict:
+    """The affinity the DaemonSet controller gives each of its pods: required, one term, matchFields
+    metadata.name In [node] (kubernetes pkg/controller/daemon/util/daemonset_util.go,
+    ReplaceDaemonSetPodNodeNameNodeAffinity)."""
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+
+
+@pytest.mark.parametrize("pin", [
+    {"affinity": daemonset_pin("gpu-3")},
+    {"nodeSelector": {"kubernetes.io/hostname": "gpu-3"}},
+    {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["gpu-3"]}]}]}}}},
+])
+def test_a_legacy_pod_pinned_to_a_dra_node_by_name_is_denied_however_it_names_it(start_webhook, k8s_double, pin):
+    k8s_double.seed({"apiVersion": "v1", "kind": "Node",
+                     "metadata": {"name": "gpu-3", "labels": {**DRA_NODE_LABELS, "kubernetes.io/hostname": "gpu-3"}}},
+                    {"apiVersion": "v1", "kind": "Node",
+                     "metadata": {"name": "cpu-1", "labels": {"kubernetes.io/hostname": "cpu-1"}}})
+    hook = start_webhook()
+    pod = controller_pod("DaemonSet", "exporter", "ds-1", **pin)
+    response = hook.review("/validate", admission_review(pod))
+    assert response["allowed"] is False and "gpu-3" in response["status"]["message"]
+    elsewhere = json.loads(json.dumps(pod).replace("gpu-3", "cpu-1"))
+    assert hook.review("/validate", admission_review(elsewhere))["allowed"] is True
+
+
+# --- a legacy GPU and a GPU claim in one container ------------------------------------------
+
+
+def gpu_claim_template(name: str, device_class: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": device_class}}]}}}}
+
+
+def test_a_container_asking_for_a_legacy_gpu_and_a_gpu_claim_is_denied_not_given_two_claims(start_webhook, k8s_double):
+    """Rewriting the legacy request would add a second GPU claim to the container; /validate
+    denies the same container when it arrives unrewritten (opted out), so /mutate says the same."""
+    k8s_double.seed(gpu_claim_template("one-gpu", "gpu.nvidia.com"))
+    pod = controller_pod(resourceClaims=[{"name": "g", "resourceClaimTemplateName": "one-gpu"}])
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "g"}]
+    hook = start_webhook()
+    mutated = hook.review("/mutate", admission_review(pod))
+    assert mutated["allowed"] is False and mutated["status"]["code"] == 403
+    validated = hook.review("/validate", admission_review(pod))
+    assert validated["status"]["message"] == mutated["status"]["message"]
+    assert "asks for GPUs twice" in mutated["status"]["message"]
+
+
+def test_a_legacy_gpu_beside_an_imex_channel_claim_is_still_rewritten(start_webhook, k8s_double):
+    k8s_double.seed(gpu_claim_template("imex", "compute-domain-default-channel.nvidia.com"))
+    pod = controller_pod(resourceClaims=[{"name": "ch", "resourceClaimTemplateName": "imex"}])
+    pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "ch"}]
+    patched = jsonpatch.apply_patch(pod, patch_of(start_webhook().review("/mutate", admission_review(pod))))
+    assert len(patched["spec"]["resourceClaims"]) == 2

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Mapping
 
 from kubectl_gpu.core.constants import DRA_GROUP
 
@@ -128,6 +128,18 @@ class Admission:
                 mutation = self._plan(request, site, True)
         if mutation.errors:
             return self._refuse(request, site, mutation)
+        if mutation.claims and double_counting.same_gpus_twice(site.template):
+            # Rewriting would silently give the container a second GPU claim: deny it as /validate
+            # does for the same container (only claims that allocate GPUs count).
+            try:
+                twice = double_counting.same_gpus_twice(site.template, await self._gpu_claims(site.template, namespace))
+            except ApiError as exc:
+                return deny(f"kubectl-gpu: cannot read this object's ResourceClaims ({exc.status or exc.reason}): "
+                            f"{RETRY_HINT}", 503)
+            if twice:
+                self.metrics.double_counting.labels(finding="same_gpus_twice").inc()
+                if not self.config.audit:
+                    return deny("kubectl-gpu: " + "; ".join(twice), 403)
         self._count(mutation)
         if self.config.audit:
             return allow(audit_warnings(mutation))
@@ -271,12 +283,11 @@ class Admission:
         selectors = self.config.dra_node_selectors
         findings: dict[str, list[str]] = {}
         spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
-        node_name = spec.get("nodeName")
         try:
             if selectors:
                 node_labels: dict[str, dict[str, str]] = {}
-                if isinstance(node_name, str) and node_name:
-                    node_labels[node_name] = await self.nodes.labels(node_name)
+                for name in double_counting.pinned_node_names(pod):
+                    node_labels[name] = await self.nodes.labels(name)
                 findings["pinned"] = double_counting.pinned_to_dra_node(pod, selectors, node_labels)
             twice = double_counting.same_gpus_twice(pod)
             if twice:
@@ -296,7 +307,7 @@ class Admission:
             return allow(tuple(f"{MESSAGE_PREFIX}audit: {r}" for r in reasons))
         return deny("kubectl-gpu: " + "; ".join(reasons), 403)
 
-    async def _gpu_claims(self, pod: dict[str, Any], namespace: str) -> set[str]:
+    async def _gpu_claims(self, pod: Mapping[str, Any], namespace: str) -> set[str]:
         version = self.config.translate_options.api_version.value
         names = set()
         for entry in (pod.get("spec") or {}).get("resourceClaims") or []:

@@ -28,6 +28,7 @@ __all__ = [
     "legacy_gpu_resources",
     "fence_legacy_pod",
     "pinned_to_dra_node",
+    "pinned_node_names",
     "same_gpus_twice",
     "claim_spec_requests_gpus",
     "strip_legacy_capacity",
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 _AFFINITY_PATH = "/spec/affinity"
 _NODE_AFFINITY_PATH = f"{_AFFINITY_PATH}/nodeAffinity"
 _REQUIRED_PATH = f"{_NODE_AFFINITY_PATH}/{_REQUIRED}"
@@ -197,9 +199,10 @@ def pinned_to_dra_node(
 ) -> list[str]:
     """Why a pod with legacy GPU requests can only run on a DRA node (empty: it is not).
 
-    Looks at spec.nodeName (needs the node's labels in ``node_labels_by_name``; without
-    them nodeName is not judged), spec.nodeSelector, and required node affinity (pinned
-    only when every term can match DRA nodes alone, since terms are ORed).
+    Looks at spec.nodeName and the other names of :func:`pinned_node_names` (needs those nodes'
+    labels in ``node_labels_by_name``; without them names are not judged), spec.nodeSelector,
+    and required node affinity (pinned only when every term can match DRA nodes alone, since
+    terms are ORed).
     """
     wanted = tuple(selectors)
     spec = pod.get("spec")
@@ -224,6 +227,12 @@ def pinned_to_dra_node(
                 "kubernetes.io/hostname) and move the GPU request to a ResourceClaim (kubectl gpu migrate)")
 
     node_selector = spec.get("nodeSelector")
+    hostname = node_selector.get(HOSTNAME_LABEL) if isinstance(node_selector, Mapping) else None
+    if isinstance(hostname, str) and node_labels_by_name is not None:
+        matched = _matching(_host_labels(hostname, node_labels_by_name), wanted)
+        if matched:
+            reasons.append(f"spec.nodeSelector {HOSTNAME_LABEL}={hostname} selects a DRA node ({matched}): "
+                           f"{consequence}; {fix}")
     if isinstance(node_selector, Mapping):
         for selector in wanted:
             if selector.key in node_selector and (
@@ -236,10 +245,44 @@ def pinned_to_dra_node(
     terms = _required_terms(spec)
     live_terms = [t for t in terms if _term_selects_anything(t)]
     if live_terms and all(_term_only_dra(t, wanted, node_labels_by_name) for t in live_terms):
+        named = [n for n, labels in (node_labels_by_name or {}).items() if _matching(labels, wanted)]
+        which = f"DRA nodes {', '.join(repr(n) for n in named)}" if named else "DRA nodes"
         reasons.append(
-            f"required node affinity matches only DRA nodes ({', '.join(s.render() for s in wanted)}): "
+            f"required node affinity matches only {which} ({', '.join(s.render() for s in wanted)}): "
             f"{consequence}; {fix}")
     return reasons
+
+
+def pinned_node_names(pod: Mapping[str, Any], limit: int = 16) -> list[str]:
+    """The nodes a pod names (spec.nodeName, nodeSelector kubernetes.io/hostname, required affinity
+    on ``metadata.name`` as the DaemonSet controller pins its pods, or on the hostname label):
+    whose labels :func:`pinned_to_dra_node` needs.  At most ``limit``: each is an API read."""
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    names: list[Any] = [spec.get("nodeName")]
+    node_selector = spec.get("nodeSelector")
+    if isinstance(node_selector, Mapping):
+        names.append(node_selector.get(HOSTNAME_LABEL))
+    for term in _required_terms(spec):
+        if not isinstance(term, Mapping):
+            continue
+        for part, key in (("matchFields", "metadata.name"), ("matchExpressions", HOSTNAME_LABEL)):
+            for requirement in term.get(part) or []:
+                if (isinstance(requirement, Mapping) and requirement.get("key") == key
+                        and requirement.get("operator") == "In" and isinstance(requirement.get("values"), list)):
+                    names.extend(requirement["values"])
+    found = [n for n in dict.fromkeys(n for n in names if isinstance(n, str) and n)]
+    return found[:limit]
+
+
+def _host_labels(hostname: str, node_labels_by_name: Mapping[str, Mapping[str, str]]) -> Mapping[str, str] | None:
+    """The labels of the node whose kubernetes.io/hostname is ``hostname``: the node of that name,
+    which is how the kubelet sets the label unless --hostname-override differs from the node name."""
+    labels = node_labels_by_name.get(hostname)
+    if labels and labels.get(HOSTNAME_LABEL, hostname) == hostname:
+        return labels
+    return None
 
 
 def _matching(labels: Mapping[str, str] | None, selectors: tuple[DraNodeSelector, ...]) -> str | None:
@@ -273,6 +316,9 @@ def _term_only_dra(term: Mapping[str, Any], selectors: tuple[DraNodeSelector, ..
         if key in any_value_keys and operator in ("In", "Exists", "Gt", "Lt"):
             return True  # each of these requires the label to be present
         if operator == "In" and values and all(v in dra_values.get(key, ()) for v in values):
+            return True
+        if (key == HOSTNAME_LABEL and operator == "In" and values and node_labels_by_name is not None
+                and all(_matching(_host_labels(str(v), node_labels_by_name), selectors) for v in values)):
             return True
     if node_labels_by_name is not None:
         for field in term.get("matchFields") or []:
