@@ -10,12 +10,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+import yaml
+
 from . import discovery, errors
 from .conversion import convert
 from .errors import ApiError
+from .eviction import evict
 from .faults import RecordedRequest
+from .managed import check_manager, default_manager, record_update, server_side_apply
 from .kinds import Registry, ResourceKind
-from .patching import apply_patch
+from .patching import APPLY, apply_patch
 from .selectors import SelectorError, make_matcher
 from .store import Entry, Store
 from .validation import metadata_causes, schema_causes
@@ -76,11 +80,19 @@ def _success_status(kind: ResourceKind, entry: Entry) -> dict[str, Any]:
 
 
 class Api:
-    def __init__(self, registry: Registry, store: Store, options: ApiOptions, stopping: threading.Event):
+    def __init__(self, registry: Registry, store: Store, options: ApiOptions, stopping: threading.Event,
+                 after_write=None):
         self.registry = registry
         self.store = store
         self.options = options
         self.stopping = stopping
+        self.after_write = after_write  # the simulated controllers, when on
+
+    def execute(self, req: ResourceRequest, headers: dict[str, str], body: bytes) -> Response | Stream:
+        result = self._execute(req, headers, body)
+        if self.after_write is not None and req.verb not in ("get", "list", "watch"):
+            self.after_write()
+        return result
 
     # -------------------------------------------------------------- routing
 
@@ -128,8 +140,12 @@ class Api:
             raise ApiError(404, f"the server could not find the requested resource ({kind.plural}/{subresource})")
         if kind.namespaced and not namespace and name:
             raise ApiError(404, "the server could not find the requested resource")
-        verb = self._verb(method, name, query)
-        if subresource and verb not in ("get", "update", "patch"):
+        verb = "create" if (method, subresource) == ("POST", "eviction") else self._verb(method, name, query)
+        if subresource == "eviction":
+            if verb != "create":
+                raise ApiError(405, f"{verb} is not supported on {kind.plural}/eviction: POST an Eviction",
+                               "MethodNotAllowed")
+        elif subresource and verb not in ("get", "update", "patch"):
             raise ApiError(405, f"{verb} is not supported on {kind.plural}/{subresource}", "MethodNotAllowed")
         return ResourceRequest(verb, kind, version, namespace, name, subresource, query)
 
@@ -148,7 +164,7 @@ class Api:
 
     # ---------------------------------------------------------------- verbs
 
-    def execute(self, req: ResourceRequest, headers: dict[str, str], body: bytes) -> Response | Stream:
+    def _execute(self, req: ResourceRequest, headers: dict[str, str], body: bytes) -> Response | Stream:
         dry_run = self._dry_run(req.query)
         as_table = "as=Table" in headers.get("accept", "")
         if req.verb == "get":
@@ -161,12 +177,23 @@ class Api:
             return self._list(req, as_table)
         if req.verb == "watch":
             return self._watch(req, as_table)
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        apply = req.verb == "patch" and content_type == APPLY
+        manager = check_manager(req.query.get("fieldManager"), apply) or default_manager(headers.get("user-agent", ""))
+        force = req.query.get("force")
+        if force not in (None, "", "false") and not apply:
+            raise ApiError(422, "force: Forbidden: may not be specified for non-apply patch", "Invalid")
+        if req.subresource == "eviction":
+            status = evict(self.registry, self.store, req.namespace, req.name, self._body(headers, body), dry_run)
+            return _json(status, 201)
         if req.verb == "create":
-            return self._create(req, self._body(headers, body), dry_run)
+            return self._create(req, self._body(headers, body), dry_run, manager)
         if req.verb == "update":
-            return self._update(req, self._body(headers, body), dry_run)
+            return self._update(req, self._body(headers, body), dry_run, manager)
+        if apply:
+            return self._apply(req, body, dry_run, manager, force in ("true", "1"))
         if req.verb == "patch":
-            return self._patch(req, headers.get("content-type", ""), self._decode(body), dry_run)
+            return self._patch(req, content_type, self._decode(body), dry_run, manager)
         if req.verb == "delete":
             return self._delete(req, self._decode(body) if body.strip() else {}, dry_run)
         return self._delete_collection(req, dry_run)
@@ -256,7 +283,7 @@ class Api:
     def _to_hub(self, req: ResourceRequest, obj: dict) -> dict:
         return convert(obj, req.kind, req.version, req.kind.storage_version)
 
-    def _create(self, req: ResourceRequest, obj: dict, dry_run: bool) -> Response:
+    def _create(self, req: ResourceRequest, obj: dict, dry_run: bool, manager: str) -> Response:
         if req.name:
             raise ApiError(405, "POST is not allowed on a named object", "MethodNotAllowed")
         self._check_type(req, obj)
@@ -264,20 +291,28 @@ class Api:
         if obj["metadata"].get("resourceVersion"):
             raise ApiError(400, "resourceVersion should not be set on objects to be created")
         self._validate(req, obj)
-        entry = self.store.create(req.kind, self._to_hub(req, obj), dry_run=dry_run)
+        hub = self._to_hub(req, obj)
+        hub["metadata"].pop("managedFields", None)
+        record_update(None, hub, manager, req.kind.api_version(req.version))
+        entry = self.store.create(req.kind, hub, dry_run=dry_run)
         return Response(201, entry.encoded(req.version))
 
-    def _update(self, req: ResourceRequest, obj: dict, dry_run: bool) -> Response:
+    def _update(self, req: ResourceRequest, obj: dict, dry_run: bool, manager: str) -> Response:
         self._check_type(req, obj)
         self._check_namespace(req, obj)
         if obj["metadata"].get("name") != req.name:
             raise ApiError(400, f"the name of the object ({obj['metadata'].get('name')!r}) does not match the name "
                                 f"on the URL ({req.name!r})")
         self._validate(req, obj)
-        entry = self.store.update(req.kind, self._to_hub(req, obj), req.subresource, dry_run=dry_run)
+        with self.store.cond:
+            hub = self._to_hub(req, obj)
+            current = self.store.get(req.kind, req.namespace, req.name)
+            record_update(current.obj if current else None, hub, manager, req.kind.api_version(req.version),
+                          req.subresource)
+            entry = self.store.update(req.kind, hub, req.subresource, dry_run=dry_run)
         return Response(200, entry.encoded(req.version))
 
-    def _patch(self, req: ResourceRequest, content_type: str, patch: Any, dry_run: bool) -> Response:
+    def _patch(self, req: ResourceRequest, content_type: str, patch: Any, dry_run: bool, manager: str) -> Response:
         with self.store.cond:  # read-patch-write is atomic, as in the API server's guaranteed update
             current = self.store.require(req.kind, req.namespace, req.name)
             patched = apply_patch(current.at(req.version), content_type, patch)
@@ -288,7 +323,44 @@ class Api:
             if patched["metadata"].get("name") != req.name:
                 raise ApiError(422, "metadata.name cannot be changed by a patch", "Invalid")
             self._validate(req, patched)
-            entry = self.store.update(req.kind, self._to_hub(req, patched), req.subresource, dry_run=dry_run)
+            hub = self._to_hub(req, patched)
+            record_update(current.obj, hub, manager, req.kind.api_version(req.version), req.subresource)
+            entry = self.store.update(req.kind, hub, req.subresource, dry_run=dry_run)
+        return Response(200, entry.encoded(req.version))
+
+    def _apply(self, req: ResourceRequest, body: bytes, dry_run: bool, manager: str, force: bool) -> Response:
+        """Server-side apply (managed.py): creates the object when absent (201), else merges (200)."""
+        if req.subresource:
+            raise ApiError(415, "the double serves server-side apply on main resources only")
+        try:
+            config = yaml.safe_load(body.decode())
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise ApiError(400, f"the apply configuration is not valid YAML or JSON: {e}")
+        if not isinstance(config, dict):
+            raise ApiError(400, "the apply configuration must be an object")
+        if not config.get("apiVersion") or not config.get("kind"):
+            raise ApiError(400, "apiVersion and kind must be set in an apply configuration")
+        self._check_type(req, config)
+        self._check_namespace(req, config)
+        meta = config["metadata"]
+        if meta.get("name") != req.name:
+            raise ApiError(400, "the name of the object does not match the name on the URL")
+        if meta.get("managedFields"):
+            raise ApiError(400, "metadata.managedFields must be nil in an apply configuration")
+        with self.store.cond:
+            current = self.store.get(req.kind, req.namespace, req.name)
+            live = current.at(req.version) if current else None
+            wanted_rv = meta.pop("resourceVersion", None)
+            if current and wanted_rv and wanted_rv != current.obj["metadata"]["resourceVersion"]:
+                raise errors.conflict(req.kind, req.name)
+            result = server_side_apply(live, config, manager, force, req.kind.api_version(req.version))
+            self._validate(req, result)
+            hub = self._to_hub(req, result)
+            if current is None:
+                entry = self.store.create(req.kind, hub, dry_run=dry_run)
+                return Response(201, entry.encoded(req.version))
+            hub["metadata"]["resourceVersion"] = current.obj["metadata"]["resourceVersion"]
+            entry = self.store.update(req.kind, hub, dry_run=dry_run)
         return Response(200, entry.encoded(req.version))
 
     def _delete(self, req: ResourceRequest, options: Any, dry_run: bool) -> Response:
@@ -348,6 +420,13 @@ class Api:
             for entry in current:
                 if matches(entry.obj):
                     yield self._encode_event(req, "ADDED", entry, as_table)
+            if req.query.get("sendInitialEvents") == "true":
+                # Streaming lists (KEP-3157, kubectl >= 1.35's WatchListClient) wait for this
+                # bookmark to know the initial state is complete.
+                marker = {"kind": req.kind.kind, "apiVersion": req.kind.api_version(req.version),
+                          "metadata": {"resourceVersion": str(since),
+                                       "annotations": {"k8s.io/initial-events-end": "true"}}}
+                yield b'{"type":"BOOKMARK","object":' + json.dumps(marker).encode() + b"}\n"
         while not self.stopping.is_set():
             try:
                 events = self.store.events_after(since)

@@ -6,7 +6,7 @@ import base64
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from .kinds import ALL_VERBS, SUBRESOURCE_VERBS, Registry, ResourceKind
+from .kinds import ALL_VERBS, SPECIAL_SUBRESOURCES, SUBRESOURCE_VERBS, Registry, ResourceKind
 from .store import Entry
 
 
@@ -56,8 +56,12 @@ def api_resource_list(registry: Registry, group: str, version: str) -> dict[str,
             entry["categories"] = list(kind.categories)
         resources.append(entry)
         for sub in kind.subresources:
-            resources.append({"name": f"{kind.plural}/{sub}", "singularName": "", "namespaced": kind.namespaced,
-                              "kind": kind.kind, "verbs": list(SUBRESOURCE_VERBS)})
+            sub_entry = {"name": f"{kind.plural}/{sub}", "singularName": "", "namespaced": kind.namespaced,
+                         "kind": kind.kind, "verbs": list(SUBRESOURCE_VERBS)}
+            if sub in SPECIAL_SUBRESOURCES:
+                sub_group, sub_version, sub_kind, verbs = SPECIAL_SUBRESOURCES[sub]
+                sub_entry.update(group=sub_group, version=sub_version, kind=sub_kind, verbs=list(verbs))
+            resources.append(sub_entry)
     return {"kind": "APIResourceList", "apiVersion": "v1",
             "groupVersion": f"{group}/{version}" if group else version, "resources": resources}
 

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from .api import Api, ApiOptions
+from .controllers import Controllers
 from .conversion import clone, convert
 from .faults import TIMEOUT, Fault, FaultPlan, RecordedRequest
 from .kinds import KINDS, Registry, ResourceKind, UnknownResource
@@ -34,9 +35,10 @@ class K8sDouble:
     def __init__(self, *, kubernetes_version: str = "1.34", validate: bool = True,
                  disabled_group_versions: Iterable[str] = (), default_namespaces: Iterable[str] = DEFAULT_NAMESPACES,
                  max_watch_seconds: float = 30.0, token: str | None = None, random_seed: int | None = None,
-                 event_log_size: int = 100_000):
+                 event_log_size: int = 100_000, controllers: bool = False):
         self.registry = Registry(KINDS, disabled_group_versions)
         self.store = Store(random.Random(random_seed), event_log_size=event_log_size)
+        self.controllers = Controllers(self.registry, self.store) if controllers else None
         self.token = token
         self._stopping = threading.Event()
         self._options = ApiOptions(kubernetes_version, validate, max_watch_seconds)
@@ -52,7 +54,8 @@ class K8sDouble:
     def start(self) -> K8sDouble:
         if self._server is not None:
             return self
-        api = Api(self.registry, self.store, self._options, self._stopping)
+        api = Api(self.registry, self.store, self._options, self._stopping,
+                  self.controllers.reconcile if self.controllers else None)
         self._server = DoubleHTTPServer(api, self._plan, self._stopping, lambda: self.token)
         self._options.address = f"127.0.0.1:{self.port}"
         for name in self._default_namespaces:
@@ -202,6 +205,8 @@ class K8sDouble:
             else:
                 entry = self.store.create(kind, obj, keep_identity=True)
             stored.append(entry.obj)
+        if self.controllers is not None:
+            self.controllers.reconcile()
         return stored
 
     def seed_yaml(self, text: str, replace: bool = False) -> list[dict]:
@@ -232,6 +237,20 @@ class K8sDouble:
         self._plan.reset_requests()
         for name in self._default_namespaces:
             self.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def reconcile(self) -> None:
+        """Run the simulated disruption and rollout controllers now (needs ``controllers=True``)."""
+        if self.controllers is None:
+            raise RuntimeError("start the double with K8sDouble(controllers=True) to simulate controllers")
+        self.controllers.reconcile()
+
+    def stall(self, kind: str, name: str, namespace: str = "default", stalled: bool = True) -> None:
+        """Hold (or release) a workload's rollout: its status stays unready, as when pods crash-loop."""
+        if self.controllers is None:
+            raise RuntimeError("start the double with K8sDouble(controllers=True) to simulate rollouts")
+        key = (self.registry.resolve(kind).kind, namespace, name)
+        (self.controllers.stalled.add if stalled else self.controllers.stalled.discard)(key)
+        self.controllers.reconcile()
 
     @property
     def resource_version(self) -> int:

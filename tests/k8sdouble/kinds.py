@@ -12,6 +12,9 @@ from typing import Any, Iterable, Mapping
 COMMON_FIELD_LABELS = ("metadata.name", "metadata.namespace")
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 SUBRESOURCE_VERBS = ("get", "patch", "update")
+# Subresources that are not a view of the object itself: (group, version, kind, verbs) as discovery
+# lists them. pods/eviction takes a policy/v1 Eviction by POST (create) only.
+SPECIAL_SUBRESOURCES = {"eviction": ("policy", "v1", "Eviction", ("create",))}
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ def _r(group: str, versions: str | tuple[str, ...], plural: str, kind: str, name
 
 
 KINDS: tuple[ResourceKind, ...] = (
-    _r("", "v1", "pods", "Pod", NS, short_names=("po",), subresources=("status",), field_labels=POD_FIELDS,
+    _r("", "v1", "pods", "Pod", NS, short_names=("po",), subresources=("status", "eviction"), field_labels=POD_FIELDS,
        create_defaults={"status": {"phase": "Pending"}}, delete_returns_object=True, categories=("all",)),
     _r("", "v1", "nodes", "Node", CLUSTER, short_names=("no",), subresources=("status",),
        field_labels=("spec.unschedulable",)),
@@ -92,6 +95,8 @@ KINDS: tuple[ResourceKind, ...] = (
     _r("apps", "v1", "daemonsets", "DaemonSet", NS, short_names=("ds",), **WORKLOAD),
     _r("batch", "v1", "jobs", "Job", NS, **WORKLOAD),
     _r("batch", "v1", "cronjobs", "CronJob", NS, short_names=("cj",), **WORKLOAD),
+    _r("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", NS, short_names=("pdb",),
+       subresources=("status",)),
     _r("resource.k8s.io", RESOURCE_VERSIONS, "deviceclasses", "DeviceClass", CLUSTER),
     _r("resource.k8s.io", RESOURCE_VERSIONS, "resourceclaims", "ResourceClaim", NS, subresources=("status",)),
     _r("resource.k8s.io", RESOURCE_VERSIONS, "resourceclaimtemplates", "ResourceClaimTemplate", NS),

@@ -92,8 +92,5 @@ def apply_patch(obj: dict, content_type: str, patch: Any) -> dict:
             return jsonpatch.apply_patch(obj, patch)
         except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError) as e:
             raise ApiError(422, f"the server rejected our request due to an error in our request: {e}")
-    if media == APPLY:
-        raise ApiError(415, "server-side apply is not supported by the test double; "
-                            "use a merge, strategic-merge or json patch")
     raise ApiError(415, f"the body of the request was in an unknown format - accepted media types include: "
                         f"{JSON_PATCH}, {MERGE}, {STRATEGIC}")

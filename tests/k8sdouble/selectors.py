@@ -125,3 +125,24 @@ def make_matcher(label_selector: str | None, field_selector: str | None, allowed
             all((field_value(obj, path) == value) == equal for path, equal, value in fields)
 
     return matches
+
+
+def label_selector_matches(selector: dict, obj: dict) -> bool:
+    """A metav1.LabelSelector object (matchLabels + matchExpressions) against ``obj``'s labels.
+
+    As in Kubernetes (metav1.LabelSelectorAsSelector), an empty selector matches everything.
+    """
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
