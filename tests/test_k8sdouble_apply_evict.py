@@ -354,3 +354,14 @@ def test_kubectl_drain_evicts_through_the_budget(cluster):
     assert cluster.get("pods", "a") is None and cluster.get("pods", "b") is not None
     assert cluster.get("nodes", "gpu-1")["spec"]["unschedulable"] is True
     assert cluster.count(verb="create", resource="pods/eviction") == 1
+
+
+def test_a_list_item_the_applier_leaves_out_goes_whole(k8s_double):
+    apps = client.AppsV1Api(k8s_double.api_client())
+    claims = [{"name": "gpu", "resourceClaimTemplateName": "gpu-1"}, {"name": "nic", "resourceClaimTemplateName": "nic"}]
+    apply(apps, deployment(claims=claims), "kubectl-gpu")
+    apply(apps, deployment(claims=claims[1:]), "kubectl-gpu")
+    spec = k8s_double.get("deployments", "web")["spec"]["template"]["spec"]
+    assert spec["resourceClaims"] == [{"name": "nic", "resourceClaimTemplateName": "nic"}]
+    apply(apps, deployment(), "kubectl-gpu")
+    assert "resourceClaims" not in k8s_double.get("deployments", "web")["spec"]["template"]["spec"]

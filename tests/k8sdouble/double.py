@@ -35,8 +35,9 @@ class K8sDouble:
     def __init__(self, *, kubernetes_version: str = "1.34", validate: bool = True,
                  disabled_group_versions: Iterable[str] = (), default_namespaces: Iterable[str] = DEFAULT_NAMESPACES,
                  max_watch_seconds: float = 30.0, token: str | None = None, random_seed: int | None = None,
-                 event_log_size: int = 100_000, controllers: bool = False):
-        self.registry = Registry(KINDS, disabled_group_versions)
+                 event_log_size: int = 100_000, controllers: bool = False,
+                 extra_kinds: Iterable[ResourceKind] = ()):
+        self.registry = Registry((*KINDS, *extra_kinds), disabled_group_versions)
         self.store = Store(random.Random(random_seed), event_log_size=event_log_size)
         self.controllers = Controllers(self.registry, self.store) if controllers else None
         self.token = token

@@ -314,14 +314,23 @@ def server_side_apply(live: dict | None, config: dict, manager: str, force: bool
     result = _merge(live, config)
     still_owned = {p for k, paths in managers.entries.items() if k[:2] != key[:2] for p in paths}
     kept = still_owned | applied
-    for path in sorted(previous - applied, key=len, reverse=True):
-        stem = path[:-1] if path[-1] == "." else path
-        if not any(p[:len(stem)] == stem for p in kept):
-            _remove(result, path)
-            _prune_empty(result, path, kept)
+    gone = [path for path in previous - applied
+            if not any(p[:len(_stem(path))] == _stem(path) for p in kept)]
+    # A list item that goes takes its fields along: remove it whole, not field by field (its key
+    # field first would leave an item that can no longer be found).
+    items = {_stem(p) for p in gone if p[-1] == "."}
+    for path in sorted(gone, key=len, reverse=True):
+        if any(len(item) < len(path) and path[:len(item)] == item for item in items if item != _stem(path)):
+            continue
+        _remove(result, path)
+        _prune_empty(result, path, kept)
     managers.set(key, applied)
     result.setdefault("metadata", {})["managedFields"] = managers.encode()
     return result
+
+
+def _stem(path: Path) -> Path:
+    return path[:-1] if path and path[-1] == "." else path
 
 
 def _conflict_error(conflicts: list[tuple[Path, tuple[str, str, str, str]]]) -> ApiError:
