@@ -126,10 +126,10 @@ def test_older_cluster_without_dra_v1(k8s_double):
         assert "--api-version v1beta2" in data["findings"][0]["fix"]
 
 
-def test_unreachable_cluster_exits_two(k8s_double, tmp_path):
+def test_unreachable_cluster_exits_four(k8s_double, tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(Path(k8s_double.kubeconfig_path()).read_text())
     k8s_double.stop()
     result = CliRunner().invoke(main, ["doctor", "--kubeconfig", str(kubeconfig)])
-    assert result.exit_code == 2
+    assert result.exit_code == 4
     assert "cannot reach the API server" in result.output

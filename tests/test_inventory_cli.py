@@ -128,7 +128,7 @@ def test_index_and_minor_are_never_attributes(monkeypatch: pytest.MonkeyPatch) -
 def test_an_nvml_error_on_one_gpu_does_not_hide_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
     result, fake = run(monkeypatch, "h100-gpu-lost")
 
-    assert result.exit_code == 6
+    assert result.exit_code == 3
     assert result.stderr == (
         f"error: GPU index 0 ({H100_UUID}): nvmlDeviceGetMemoryInfo failed: GPU is lost\n"
     )
@@ -142,7 +142,7 @@ def test_an_nvml_error_on_one_gpu_does_not_hide_the_next(monkeypatch: pytest.Mon
 def test_the_partial_document_names_the_unreadable_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     result, _ = run(monkeypatch, "h100-gpu-lost", "-o", "yaml")
 
-    assert result.exit_code == 6
+    assert result.exit_code == 3
     document = yaml.safe_load(result.stdout)
     assert [device["name"] for device in document["spec"]["devices"]] == ["gpu-1"]
     unreadable = json.loads(document["metadata"]["annotations"]["kubectl-gpu.io/unreadable-devices"])
@@ -158,7 +158,7 @@ def test_an_nvml_error_on_one_mig_device_keeps_the_others(monkeypatch: pytest.Mo
 
     result = CliRunner().invoke(command, ["--node-name", NODE, "-o", "json"])
 
-    assert result.exit_code == 6
+    assert result.exit_code == 3
     assert result.stderr == (
         "error: GPU index 0 MIG slot 0 (MIG-632cb79b-c5c0-5f38-889a-0390f8f7eed3): "
         "nvmlDeviceGetGpuInstanceId failed: Unknown Error\n"
@@ -178,7 +178,7 @@ def test_a_mig_device_the_driver_cannot_handle_is_reported_not_invented(
 
     result = CliRunner().invoke(command, ["--node-name", NODE])
 
-    assert result.exit_code == 6
+    assert result.exit_code == 3
     assert result.stderr.startswith(
         "error: GPU index 0 MIG slot 1 (MIG-d26a9f99-9288-507b-96a4-c1a785ffc541): "
         "its compute instance uses 1 of 3 slices of its GPU instance"
@@ -209,22 +209,22 @@ def test_mig_mode_without_mig_devices_warns_that_nothing_is_published(
     [
         (
             "no-library",
-            3,
+            6,
             "error: no NVIDIA driver here: libnvidia-ml.so.1 was not found (run on a GPU node, "
             "or in a pod with the NVIDIA container runtime)\n",
         ),
         (
             "driver-not-loaded",
-            4,
+            7,
             "error: no usable GPU: the NVIDIA kernel driver is not loaded (NVML: Driver Not Loaded)\n",
         ),
         (
             "no-permission",
-            4,
+            7,
             "error: no usable GPU: NVML was denied access to the GPUs (run as root, or as a user "
             "that can open /dev/nvidiactl and /dev/nvidia*)\n",
         ),
-        ("no-gpu", 4, "error: no usable GPU: the NVIDIA driver is loaded but NVML lists 0 GPUs\n"),
+        ("no-gpu", 7, "error: no usable GPU: the NVIDIA driver is loaded but NVML lists 0 GPUs\n"),
     ],
 )
 @pytest.mark.parametrize("output", ["table", "yaml", "json"])
@@ -251,7 +251,7 @@ def test_nvml_is_shut_down_even_when_a_system_query_fails(monkeypatch: pytest.Mo
     monkeypatch.setattr("pynvml.nvmlSystemGetDriverVersion", broken)
     result = CliRunner().invoke(command, ["--node-name", NODE])
 
-    assert result.exit_code == 5
+    assert result.exit_code == 8
     assert result.stderr == "error: NVML failed before listing GPUs: Unknown Error\n"
     assert fake.inits == 1 and fake.balanced
 
@@ -287,9 +287,9 @@ def test_help_documents_every_exit_code() -> None:
     text = " ".join(result.output.split())
     for line in (
         "0 every GPU was read",
-        "3 no NVIDIA driver library (libnvidia-ml.so.1)",
-        "4 no usable GPU",
-        "5 NVML failed",
-        "6 some devices could not be read",
+        "6 no NVIDIA driver library (libnvidia-ml.so.1)",
+        "7 no usable GPU",
+        "8 NVML failed",
+        "3 some devices could not be read",
     ):
         assert line in text

@@ -51,7 +51,7 @@ def run(entry: list[str], *args: str, fake_node: str | None = None, tmp_path: Pa
 def test_without_nvidia_driver_the_command_says_so_in_one_line(entry: list[str]) -> None:
     result = run(entry, "-o", "yaml")
 
-    assert result.returncode == 3
+    assert result.returncode == 6
     assert result.stderr.startswith("error: no NVIDIA driver here: libnvidia-ml.so.1 was not found")
     assert result.stderr.count("\n") == 1
     assert "Traceback" not in result.stderr
@@ -76,7 +76,7 @@ def test_a_gpu_node_prints_its_resource_slice(entry: list[str], tmp_path: Path) 
 def test_piped_table_rows_are_not_wrapped(entry: list[str], tmp_path: Path) -> None:
     result = run(entry, "--node-name", "gpu-node-1", fake_node="h100-gpu-lost", tmp_path=tmp_path)
 
-    assert result.returncode == 6
+    assert result.returncode == 3
     rows = [line.split() for line in result.stdout.splitlines() if line.strip()]
     assert ["gpu-1", "gpu", "NVIDIA", "H100", "80GB", "HBM3", "81559Mi", "-",
             "GPU-b5d7ebb4-d438-1294-b4f0-69dbc8c05805"] in rows

@@ -96,8 +96,10 @@ def test_output_dir_mirrors_the_input_paths(tree: Path, tmp_path: Path) -> None:
 
 
 def test_diff_shows_what_would_change_and_writes_nothing(tree: Path) -> None:
+    """Like `kubectl diff` ("Exit status: 0 No differences were found. 1 Differences were found."),
+    --diff exits 1 when something would change and 0 once nothing does."""
     result = migrate("--diff", str(tree))
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     assert result.stdout.startswith(f"--- {tree}/gpu/pod.yaml\n+++ {tree}/gpu/pod.yaml (migrated)\n")
     assert "-        nvidia.com/gpu: 1\n" in result.stdout and "svc.yml" not in result.stdout
     assert (tree / "gpu" / "pod.yaml").read_text() == POD
@@ -221,7 +223,7 @@ def test_gpu_requests_migrate_cannot_reach_are_warnings_that_leave_the_exit_code
 
 def test_help_documents_the_exit_codes() -> None:
     result = migrate("--help")
-    for line in ("0  everything migrated", "1  --check", "2  usage error", "3  some input was not migrated"):
+    for line in ("0  everything migrated", "1  --check or --diff", "2  usage error", "3  some input was not migrated"):
         assert line in result.stdout
 
 

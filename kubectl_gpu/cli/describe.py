@@ -1,5 +1,5 @@
 """`kubectl gpu describe [node|pod|claim [NAME]]`: which GPUs exist, who holds them, and why a
-pod is Pending.  Exit status: 0, or 1 when the cluster cannot be read or the object is missing."""
+pod is Pending.  Exit codes: kubectl_gpu/cli/exits.py."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import click
 
+from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 DRA_NODE_LABEL_HELP = ("Label marking nodes that run the DRA driver instead of the device plugin "
@@ -65,16 +66,13 @@ def emit_reports(options: ClusterOptions, reports: list[Any], render_one: Callab
     emit(options, as_list([r.to_dict() for r in reports]), tables)
 
 
-def fail_on_errors(action: Callable[[], None]) -> None:
-    """Run `action`; turn the errors a person can fix into `error: ...` and exit status 1."""
-    from kubectl_gpu.inspect.live import NotFound, NothingToExplain
-    from kubectl_gpu.k8s import ApiError, KubeconfigError
+fail_on_errors = exits.run_reporting_errors
 
-    try:
-        action()
-    except (KubeconfigError, ApiError, NotFound, NothingToExplain) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+
+def warn_unreadable(unreadable: Any) -> None:
+    """kubectl prints warnings on stderr: what RBAC hid from this report, and what would show it."""
+    for item in unreadable:
+        click.echo(f"warning: {item}", err=True)
 
 
 class _Settings:
@@ -86,11 +84,10 @@ class _Settings:
 
 
 def _connect(options: ClusterOptions):
-    from kubectl_gpu.k8s import connect
-    return connect(options.kubeconfig, options.context)
+    return options.connect()
 
 
-@click.group("describe", invoke_without_command=True)
+@click.group("describe", invoke_without_command=True, epilog=exits.TABLE)
 @cluster_options
 @dra_node_label_option
 @click.pass_context
@@ -123,12 +120,14 @@ def _describe_cluster(settings: _Settings) -> None:
 
     connection = _connect(settings.options)
     dra = discover_dra(connection.api)
-    objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector)
+    objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector,
+                            namespace=settings.options.namespace or connection.namespace)
     report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels)
+    warn_unreadable(objects.unreadable)
     emit(settings.options, report.to_dict(), lambda: render.cluster(report, settings.options.output == "wide"))
 
 
-@command.command("node")
+@command.command("node", epilog=exits.TABLE)
 @click.argument("name", required=False)
 @cluster_options
 @dra_node_label_option
@@ -147,7 +146,13 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
 
         connection = _connect(settings.options)
         dra = discover_dra(connection.api)
-        objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector, node_name=name)
+        objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector, node_name=name,
+                                namespace=settings.options.namespace or connection.namespace)
+        if name and not objects.nodes:
+            from kubectl_gpu.k8s import ApiError
+            raise ApiError(403, "/api/v1/nodes", f'forbidden to get node "{name}"; a ClusterRole granting '
+                           "get/list on nodes would show it", "Forbidden")
+        warn_unreadable(objects.unreadable)
         reports, _ = build_node_reports(objects.nodes, current_devices(objects.slices), objects.claims,
                                         objects.pods, settings.dra_labels, only_gpu_nodes=name is None)
         wide = settings.options.output == "wide"
@@ -160,7 +165,7 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
     fail_on_errors(run)
 
 
-@command.command("pod")
+@command.command("pod", epilog=exits.TABLE)
 @click.argument("name", required=False)
 @cluster_options
 @click.pass_context
@@ -182,7 +187,8 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
         connection = _connect(options)
         namespace = options.namespace or connection.namespace
         dra = discover_dra(connection.api)
-        dra_objects = fetch_dra(connection.api, dra)
+        dra_objects = fetch_dra(connection.api, dra, namespace)
+        warn_unreadable(dra_objects.unreadable)
         devices = current_devices(dra_objects.slices)
         wide = options.output == "wide"
         if name:
@@ -205,7 +211,7 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     fail_on_errors(run)
 
 
-@command.command("claim")
+@command.command("claim", epilog=exits.TABLE)
 @click.argument("name", required=False)
 @cluster_options
 @click.pass_context
@@ -227,7 +233,8 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
         connection = _connect(options)
         namespace = options.namespace or connection.namespace
         dra = discover_dra(connection.api)
-        dra_objects = fetch_dra(connection.api, dra)
+        dra_objects = fetch_dra(connection.api, dra, namespace)
+        warn_unreadable(dra_objects.unreadable)
         devices = current_devices(dra_objects.slices)
         wide = options.output == "wide"
         if name:

@@ -1,7 +1,7 @@
 """`kubectl gpu doctor`: check a cluster for double counting and migration problems.
 
-Exit status: 0 no problems, 1 problems found (each says how to fix it), 2 the cluster could not be
-read at all.  Information-only findings never fail."""
+Exit codes (kubectl_gpu/cli/exits.py): 0 no problems, 1 problems found (each says how to fix it),
+4/5 the cluster could not be read at all.  Information-only findings never fail."""
 
 from __future__ import annotations
 
@@ -10,14 +10,12 @@ from typing import Any
 
 import click
 
+from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
-EXIT_FINDINGS = 1
-EXIT_UNREACHABLE = 2
 
-
-@click.command("doctor")
+@click.command("doctor", epilog=exits.TABLE)
 @cluster_options
 @dra_node_label_option
 def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
@@ -36,17 +34,16 @@ def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
     from kubectl_gpu.inspect import render
     from kubectl_gpu.inspect.doctor import run_doctor
     from kubectl_gpu.inspect.live import fetch_doctor_inputs
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
 
     options = ClusterOptions(**values)
     labels = parse_dra_labels(dra_node_labels)
     try:
-        connection = connect(options.kubeconfig, options.context)
+        connection = options.connect()
         namespace = None if options.all_namespaces else options.namespace
         inputs = fetch_doctor_inputs(connection.api, namespace, labels, node_selector=options.selector)
     except (KubeconfigError, ApiError) as exc:
-        click.echo(f"error: {exc}", err=True)
-        sys.exit(EXIT_UNREACHABLE)
+        exits.fail(exc)
     report = run_doctor(inputs)
     emit(options, report.to_dict(), lambda: render.doctor(report))
-    sys.exit(0 if report.healthy else EXIT_FINDINGS)
+    sys.exit(exits.OK if report.healthy else exits.FINDINGS)

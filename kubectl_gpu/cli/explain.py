@@ -2,8 +2,8 @@
 
 Offline: everything comes from files (or, with --local, from this machine's GPUs through NVML).
 Files may hold several documents and `kind: List` objects mixing claims, templates, DeviceClasses,
-ResourceSlices and allocated ResourceClaims.  Exit status: 0 when every claim can be allocated,
-1 when one cannot (or is invalid), 2 for bad usage or unreadable input.
+ResourceSlices and allocated ResourceClaims.  Exit codes (kubectl_gpu/cli/exits.py): 0 when every
+claim can be allocated, 1 when one cannot (or is invalid), 2 for bad usage or unreadable input.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import click
 import yaml
 
 from kubectl_gpu.cel import InvalidResourceSlice
+from kubectl_gpu.cli import exits
 from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
 from kubectl_gpu.explain.render import render_table, to_dict
+from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 
 class InputError(click.ClickException):
@@ -51,11 +53,9 @@ def _local_slices() -> list[dict[str, Any]]:
         raise InputError(f"--local: cannot read this machine's GPUs: {err}") from None
 
 
-@click.command(name="explain")
+@click.command(name="explain", epilog=exits.TABLE)
 @click.argument("pod", required=False)
-@click.option("--kubeconfig", default=None, help="POD: path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config).")
-@click.option("--context", "kube_context", default=None, help="POD: the kubeconfig context to use.")
-@click.option("-n", "--namespace", default=None, help="POD: its namespace (default: the context's namespace).")
+@cluster_options
 @click.option("-f", "--filename", "files", multiple=True, metavar="FILE",
               help="ResourceClaim/ResourceClaimTemplate manifests (may also hold slices and classes; - for stdin).")
 @click.option("--slices", "slice_files", multiple=True, metavar="FILE",
@@ -65,10 +65,8 @@ def _local_slices() -> list[dict[str, Any]]:
 @click.option("--allocations", "allocation_files", multiple=True, metavar="FILE",
               help="Allocated ResourceClaims (`kubectl get resourceclaims -A -o yaml`) to tell free devices from taken.")
 @click.option("--local", is_flag=True, help="Also use this machine's GPUs, as the NVIDIA DRA driver would publish them.")
-@click.option("-o", "--output", type=click.Choice(["table", "wide", "json", "yaml"]), default="table", show_default=True)
-def command(pod: str | None, kubeconfig: str | None, kube_context: str | None, namespace: str | None,
-            files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
-            allocation_files: tuple[str, ...], local: bool, output: str) -> None:
+def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
+            allocation_files: tuple[str, ...], local: bool, **values: Any) -> None:
     """Explain how each device request of a claim meets the devices in ResourceSlices.
 
     For every request: devices in the DeviceClass, how many each selector matches and rejects,
@@ -76,8 +74,10 @@ def command(pod: str | None, kubeconfig: str | None, kube_context: str | None, n
     aborts scheduling; it is not a non-match).  Without a DeviceClass for gpu.nvidia.com or
     mig.nvidia.com the NVIDIA driver's definitions are used, and the output says so.
     """
+    options = ClusterOptions(**values)
+    output = options.output
     if pod:
-        explanation = _explain_pod_live(pod, kubeconfig, kube_context, namespace)
+        explanation = _explain_pod_live(pod, options)
     elif not files:
         raise InputError("pass a POD (live cluster) or -f FILE (claims or templates)")
     else:
@@ -95,17 +95,18 @@ def command(pod: str | None, kubeconfig: str | None, kube_context: str | None, n
     sys.exit(0 if explanation.allocatable else 1)
 
 
-def _explain_pod_live(pod: str, kubeconfig: str | None, kube_context: str | None, namespace: str | None) -> Any:
+def _explain_pod_live(pod: str, options: ClusterOptions) -> Any:
     """`explain POD`: the pod's claims (or templates) against the cluster's slices, classes and
     allocations, fetched through kubectl_gpu.inspect.live."""
-    from kubectl_gpu.inspect.live import NotFound, NothingToExplain, explain_pod_live
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.inspect.live import explain_pod_live
 
     try:
-        connection = connect(kubeconfig, kube_context)
-        return explain_pod_live(connection.api, namespace or connection.namespace, pod)
-    except (KubeconfigError, ApiError, NotFound, NothingToExplain, InvalidResourceSlice, InvalidClaim) as err:
+        connection = options.connect()
+        return explain_pod_live(connection.api, options.namespace or connection.namespace, pod)
+    except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
+    except exits.cluster_errors() as err:
+        exits.fail(err)
 
 
 def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],

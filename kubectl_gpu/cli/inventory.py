@@ -12,6 +12,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from kubectl_gpu.cli import exits
 from kubectl_gpu.inventory import (
     ExitCode,
     Inventory,
@@ -25,16 +26,16 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 # Wide enough that a row (UUIDs are 40 characters) never wraps when output is piped.
 _PIPED_WIDTH = 200
 
-EXIT_CODES = f"""\b
-Exit codes:
+EXIT_CODES = exits.epilog(f"""\b
+What inventory's exit codes mean (table below):
   {ExitCode.OK:d}  every GPU was read
   {ExitCode.USAGE:d}  bad option
+  {ExitCode.PARTIAL:d}  some devices could not be read: they are named on stderr (and in the
+     table, or in the kubectl-gpu.io/unreadable-devices annotation); the rest is printed
   {ExitCode.NO_NVML_LIBRARY:d}  no NVIDIA driver library (libnvidia-ml.so.1) on this machine
   {ExitCode.NO_GPU:d}  no usable GPU: kernel driver not loaded, no permission, or 0 GPUs
   {ExitCode.NVML_FAILED:d}  NVML failed before it could list the GPUs
-  {ExitCode.PARTIAL:d}  some devices could not be read: they are named on stderr (and in the
-     table, or in the kubectl-gpu.io/unreadable-devices annotation); the rest is printed
-"""
+""")
 
 
 @click.command(name="inventory", epilog=EXIT_CODES)

@@ -8,8 +8,17 @@ Kubernetes client.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+from typing import Any
 
 import click
+
+from kubectl_gpu.cli import exits
+
+# kubectl runs plugins by their file name (kubectl-gpu); people type `kubectl gpu`, so usage lines
+# and examples say that (kubectl's own plugin docs: "kubectl foo" runs "kubectl-foo").
+PLUGIN_NAME = "kubectl gpu"
 
 SUBCOMMANDS: dict[str, str] = {
     "migrate": "Rewrite legacy GPU requests in manifests into DRA ResourceClaimTemplates.",
@@ -30,17 +39,53 @@ class LazyGroup(click.Group):
         module = importlib.import_module(f"kubectl_gpu.cli.{name}")
         return module.command
 
+    def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
+        # `kubectl gpu`, whether kubectl ran us or the user typed kubectl-gpu or python -m.
+        prog_name = prog_name or PLUGIN_NAME
+        return super().main(args, prog_name, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # click turns Ctrl-C into "Aborted!" and exit 1, which scripts read as "findings"; a shell
+        # reports an interrupted command as 128 + SIGINT.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("", err=True)
+            ctx.exit(exits.INTERRUPTED)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Help must not import every subcommand (and its dependencies) just to list them.
         with formatter.section("Commands"):
             formatter.write_dl([(name, SUBCOMMANDS[name]) for name in sorted(SUBCOMMANDS)])
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, epilog=exits.TABLE, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kubectl-gpu")
 def main() -> None:
     """Move GPU workloads from device plugins to Kubernetes DRA, safely."""
 
 
+def run() -> None:
+    """The `kubectl-gpu` executable.  On Ctrl-C, exit at once with 130: a request still waiting on
+    a worker thread (up to --request-timeout) must not hold the terminal."""
+    try:
+        main()
+    except KeyboardInterrupt:  # before click took over (while importing)
+        _exit_now(exits.INTERRUPTED)
+    except SystemExit as exc:
+        if exc.code == exits.INTERRUPTED:
+            _exit_now(exits.INTERRUPTED)
+        raise
+
+
+def _exit_now(code: int) -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    run()

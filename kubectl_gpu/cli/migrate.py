@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from kubectl_gpu.cli import exits
 from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
 from kubectl_gpu.core.quantity import QuantityError, parse_quantity
 from kubectl_gpu.manifests import (Format, InputError, MigrateOptions, MigrationResult, collect_sources,
@@ -15,15 +16,15 @@ from kubectl_gpu.manifests import (Format, InputError, MigrateOptions, Migration
 from kubectl_gpu.manifests.output import OutputError, join_stream, output_paths, write_file
 from kubectl_gpu.manifests.report import print_report
 
-EXIT_OK = 0
-EXIT_CHANGES = 1  # --check: something would change
-EXIT_USAGE = 2  # click's own code for usage errors
-EXIT_NOT_MIGRATED = 3  # some input could not be migrated; everything else was still written
+EXIT_OK = exits.OK
+EXIT_CHANGES = exits.FINDINGS  # --check/--diff: something would change (kubectl diff exits 1 too)
+EXIT_USAGE = exits.USAGE
+EXIT_NOT_MIGRATED = exits.NOT_MIGRATED  # some input could not be migrated; the rest was still written
 
 EPILOG = """\b
-Exit codes:
+What migrate's exit codes mean (table below):
   0  everything migrated (or nothing needed to change)
-  1  --check: some manifest would change
+  1  --check or --diff: some manifest would change (like kubectl diff)
   2  usage error (bad option, missing file); nothing was written
   3  some input was not migrated (a document that does not parse or repeats
      a key with different values, an invalid legacy value, one container
@@ -31,7 +32,7 @@ Exit codes:
      and written, and the report on stderr says what to fix
 GPU requests migrate finds but cannot reach (inside strings, containers
 outside a pod template) are warnings in the report: they leave the exit
-code as it is, --check included.
+code as it is, --check and --diff included.
 
 \b
 Examples:
@@ -54,7 +55,7 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
     return value
 
 
-@click.command(name="migrate", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(name="migrate", epilog=exits.epilog(EPILOG), context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("inputs", nargs=-1, required=True, metavar="FILE|DIR|-...")
 @click.option("--in-place", is_flag=True, help="Rewrite the input files that change.")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
@@ -142,12 +143,12 @@ def command(
         click.echo("".join(unified_diff(f) for f in rendered if f.changed), nl=False)
 
     print_report(result, Console(stderr=True, highlight=False, soft_wrap=True))
-    sys.exit(_exit_code(result, check))
+    sys.exit(_exit_code(result, check or show_diff))
 
 
-def _exit_code(result: MigrationResult, check: bool) -> int:
+def _exit_code(result: MigrationResult, report_changes: bool) -> int:
     if result.not_migrated:
         return EXIT_NOT_MIGRATED
-    if check and result.changed:
+    if report_changes and result.changed:
         return EXIT_CHANGES
     return EXIT_OK

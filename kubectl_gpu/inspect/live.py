@@ -53,12 +53,78 @@ def discover_dra(api: client.ApiClient) -> DraApi:
     return DraApi(served, preferred_dra_version(served))
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A list RBAC refused (HTTP 403): what was not seen, and which permission would show it.
+
+    A user with only namespaced rights still gets the report of what they can read (as doctor
+    skips the checks it cannot run), with one warning per refused list."""
+
+    resource: str  # "resourceslices.resource.k8s.io", "pods"
+    namespace: str | None  # None: the list was cluster-wide (cluster-scoped, or all namespaces)
+    shows: str  # what the list would have added to the report
+    fallback: str = ""  # what was read instead, e.g. the pods of one namespace
+
+    def __str__(self) -> str:
+        where = f'in namespace "{self.namespace}"' if self.namespace else "across the cluster"
+        grant = (f"a Role granting list on {self.resource} in {self.namespace}" if self.namespace
+                 else f"a ClusterRole granting list on {self.resource}")
+        instead = f"; {self.fallback}" if self.fallback else ""
+        return (f"forbidden to list {self.resource} {where} (HTTP 403), so this report lacks "
+                f"{self.shows}{instead}; {grant} would show it")
+
+
+# What each list adds to a report, for the warning when RBAC refuses it.
+_SHOWS = {
+    "nodes": "the GPU nodes and their device-plugin resources",
+    "pods": "the pods holding GPUs",
+    "resourceslices": "the DRA devices (GPUs, MIG devices) drivers publish",
+    "resourceclaims": "which DRA devices are allocated, and to whom",
+    "deviceclasses": "the cluster's DeviceClasses",
+}
+
+
+def _qualified(plural: str) -> str:
+    return plural if plural in ("nodes", "pods") else f"{plural}.{DRA_GROUP}"
+
+
+def _readable(plural: str, call: Callable[[], Objects], unreadable: list[Unreadable],
+              namespace: str | None = None, fallback: Callable[[], Objects] | None = None,
+              fallback_namespace: str | None = None) -> Callable[[], Objects]:
+    """`call`, or on HTTP 403 what `fallback` (a narrower list) returns, or nothing; the refusal is
+    recorded in `unreadable` either way."""
+    def run() -> Objects:
+        try:
+            return call()
+        except ApiError as exc:
+            if exc.status != 403:
+                raise
+        got: Objects = []
+        note = ""
+        if fallback is not None:
+            try:
+                got = fallback()
+                note = f'only namespace "{fallback_namespace}" was read'
+            except ApiError as exc:
+                if exc.status != 403:
+                    raise
+                unreadable.append(Unreadable(_qualified(plural), fallback_namespace, _SHOWS[plural]))
+        unreadable.append(Unreadable(_qualified(plural), namespace, _SHOWS[plural], note))
+        return got
+    return run
+
+
 def _parallel(calls: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
     # Independent lists overlap their network waits; results keep their keys.  Their JSON is
     # decoded with the cycle collector paused (see collector.py): 3x faster for 10,000 claims.
-    with collector_paused(), ThreadPoolExecutor(max_workers=_WORKERS) as pool:
-        futures = {key: pool.submit(call) for key, call in calls.items()}
-        return {key: future.result() for key, future in futures.items()}
+    with collector_paused():
+        pool = ThreadPoolExecutor(max_workers=_WORKERS)
+        try:
+            futures = {key: pool.submit(call) for key, call in calls.items()}
+            return {key: future.result() for key, future in futures.items()}
+        finally:
+            # On an error or Ctrl-C, do not wait for the other lists (up to --request-timeout each).
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 # ------------------------------------------------------------------ describe
@@ -70,26 +136,37 @@ class ClusterObjects:
     slices: Objects
     claims: Objects
     pods: Objects
+    unreadable: tuple[Unreadable, ...] = ()
 
 
 def fetch_cluster(api: client.ApiClient, dra: DraApi, *, node_selector: str | None = None,
-                  node_name: str | None = None) -> ClusterObjects:
+                  node_name: str | None = None, namespace: str | None = None) -> ClusterObjects:
     """Nodes (all, or those matching -l, or one), every ResourceSlice and ResourceClaim, and the
-    pods still running (on `node_name` only, when given)."""
+    pods still running (on `node_name` only, when given).  A list RBAC refuses is left empty and
+    named in `unreadable`; pods and claims then fall back to `namespace` (the context's)."""
     node_fields = f"metadata.name={node_name}" if node_name else None
     pod_fields = ACTIVE_PODS + (f",spec.nodeName={node_name}" if node_name else "")
     slice_fields = f"spec.nodeName={node_name}" if node_name else None
+    unreadable: list[Unreadable] = []
+
+    def pods(where: str | None) -> Callable[[], Objects]:
+        return lambda: list_objects(api, collection_path("", "v1", "pods", where), field_selector=pod_fields)
+
     calls: dict[str, Callable[[], Any]] = {
-        "nodes": lambda: list_objects(api, "/api/v1/nodes", label_selector=node_selector,
-                                      field_selector=node_fields),
-        "pods": lambda: list_objects(api, "/api/v1/pods", field_selector=pod_fields),
-        "claims": lambda: _dra_list(api, dra, "resourceclaims"),
-        "slices": lambda: _dra_list(api, dra, "resourceslices", field_selector=slice_fields),
+        "nodes": _readable("nodes", lambda: list_objects(api, "/api/v1/nodes", label_selector=node_selector,
+                                                         field_selector=node_fields), unreadable),
+        "pods": _readable("pods", pods(None), unreadable, fallback=pods(namespace) if namespace else None,
+                          fallback_namespace=namespace),
+        "claims": _readable("resourceclaims", lambda: _dra_list(api, dra, "resourceclaims"), unreadable,
+                            fallback=(lambda: _dra_list(api, dra, "resourceclaims", namespace)) if namespace
+                            else None, fallback_namespace=namespace),
+        "slices": _readable("resourceslices",
+                            lambda: _dra_list(api, dra, "resourceslices", field_selector=slice_fields), unreadable),
     }
     got = _parallel(calls)
-    if node_name and not got["nodes"]:
+    if node_name and not got["nodes"] and not any(u.resource == "nodes" for u in unreadable):
         raise NotFound(f'node "{node_name}" not found')
-    return ClusterObjects(got["nodes"], got["slices"], got["claims"], got["pods"])
+    return ClusterObjects(got["nodes"], got["slices"], got["claims"], got["pods"], tuple(unreadable))
 
 
 def _dra_list(api: client.ApiClient, dra: DraApi, plural: str, namespace: str | None = None,
@@ -124,15 +201,21 @@ class DraObjects:
     slices: Objects
     classes: Objects
     claims: Objects  # every ResourceClaim in the cluster: allocations decide which devices are free
+    unreadable: tuple[Unreadable, ...] = ()
 
 
-def fetch_dra(api: client.ApiClient, dra: DraApi) -> DraObjects:
+def fetch_dra(api: client.ApiClient, dra: DraApi, namespace: str | None = None) -> DraObjects:
+    """Every ResourceSlice, DeviceClass and ResourceClaim.  A list RBAC refuses is left empty and
+    named in `unreadable`; claims then fall back to `namespace`."""
+    unreadable: list[Unreadable] = []
     got = _parallel({
-        "slices": lambda: _dra_list(api, dra, "resourceslices"),
-        "classes": lambda: _dra_list(api, dra, "deviceclasses"),
-        "claims": lambda: _dra_list(api, dra, "resourceclaims"),
+        "slices": _readable("resourceslices", lambda: _dra_list(api, dra, "resourceslices"), unreadable),
+        "classes": _readable("deviceclasses", lambda: _dra_list(api, dra, "deviceclasses"), unreadable),
+        "claims": _readable("resourceclaims", lambda: _dra_list(api, dra, "resourceclaims"), unreadable,
+                            fallback=(lambda: _dra_list(api, dra, "resourceclaims", namespace)) if namespace
+                            else None, fallback_namespace=namespace),
     })
-    return DraObjects(got["slices"], got["classes"], got["claims"])
+    return DraObjects(got["slices"], got["classes"], got["claims"], tuple(unreadable))
 
 
 # ------------------------------------------------------------------- explain
@@ -301,6 +384,6 @@ def fetch_doctor_inputs(api: client.ApiClient, namespace: str | None = None,
     )
 
 
-__all__ = ["ClusterObjects", "DraApi", "DraObjects", "NotFound", "NothingToExplain", "discover_dra",
+__all__ = ["ClusterObjects", "DraApi", "DraObjects", "NotFound", "NothingToExplain", "Unreadable", "discover_dra",
            "explain_claims", "explain_pod_live", "fetch_claim", "fetch_cluster", "fetch_doctor_inputs", "fetch_dra",
            "fetch_pod", "list_pods", "pod_claim_objects", "referenced_claim_names"]

@@ -6,12 +6,14 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
+    # Numbered to fit the one exit-code table of every kubectl gpu command (kubectl_gpu/cli/exits.py):
+    # 3 is "some input could not be processed, the rest was", as for migrate; 6-8 are inventory's own.
     OK = 0
     USAGE = 2  # click's own code for bad options
-    NO_NVML_LIBRARY = 3  # libnvidia-ml.so.1 (the NVIDIA driver's user-space library) is missing
-    NO_GPU = 4  # NVML works but sees no usable GPU: driver not loaded, no permission, zero GPUs
-    NVML_FAILED = 5  # any other NVML failure before devices could be listed
-    PARTIAL = 6  # some devices could not be read; the others were printed
+    PARTIAL = 3  # some devices could not be read; the others were printed
+    NO_NVML_LIBRARY = 6  # libnvidia-ml.so.1 (the NVIDIA driver's user-space library) is missing
+    NO_GPU = 7  # NVML works but sees no usable GPU: driver not loaded, no permission, zero GPUs
+    NVML_FAILED = 8  # any other NVML failure before devices could be listed
 
 
 class InventoryUnavailable(Exception):

@@ -32,13 +32,17 @@ class ApiError(Exception):
         return self.status in (401, 403)
 
     @property
+    def unreachable(self) -> bool:
+        return self.status == 0
+
+    @property
     def expired(self) -> bool:
         # A continue token older than the server's compaction window: the list must restart.
         return self.status == 410 or self.reason == "Expired"
 
     def _describe(self) -> str:
         if self.status == 0:
-            return f"cannot reach the API server for {self.path}: {self.message}"
+            return self.message  # names the server and what to do (kubectl_gpu.k8s.rest)
         hint = ""
         if self.forbidden:
             hint = " (check your credentials and RBAC: the user needs get/list on this resource)"

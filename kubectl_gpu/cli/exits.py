@@ -1,0 +1,81 @@
+"""One exit-code table for every `kubectl gpu` command, and the one place that turns the errors a
+person can fix into `error: ...` on stderr and that code.
+
+kubectl itself exits 1 for any error; scripts around GPU migrations need to tell "the cluster said
+no" from "the cluster was not there", so the codes below keep kubectl's 0/1 meaning (1: the answer
+is no, like `kubectl diff` with differences) and give usage, reachability and RBAC their own.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, NoReturn
+
+import click
+
+OK = 0
+FINDINGS = 1  # the answer is no: problems found, not allocatable, differences, object not found
+USAGE = 2  # click's own code for usage errors
+NOT_MIGRATED = 3  # some input could not be processed (migrated, read by inventory); the rest was
+UNREACHABLE = 4
+FORBIDDEN = 5
+NO_NVML_LIBRARY, NO_GPU, NVML_FAILED = 6, 7, 8  # inventory's own: kubectl_gpu.inventory.errors.ExitCode
+INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+
+TABLE = f"""\b
+Exit codes (the same for every kubectl gpu command):
+  0    success, nothing to report
+  1    the answer is no: doctor found problems, explain found a claim that
+       cannot be allocated, migrate --check/--diff found changes, or the
+       named object does not exist
+  2    usage: a bad flag or argument, an unreadable input file or kubeconfig
+  3    some input could not be processed, the rest was: migrate could not
+       migrate a document, inventory could not read a GPU (stderr says which)
+  4    the API server could not be reached, did not answer in time
+       (--request-timeout) or failed the request
+  5    forbidden: the credentials were rejected, or RBAC refuses a read the
+       command cannot do without
+  {NO_NVML_LIBRARY}    inventory: no NVIDIA driver library (libnvidia-ml.so.1) here
+  {NO_GPU}    inventory: no usable GPU (driver not loaded, no permission, 0 GPUs)
+  {NVML_FAILED}    inventory: NVML failed before it could list the GPUs
+  130  interrupted (Ctrl-C)"""
+
+
+def epilog(extra: str = "") -> str:
+    """The exit-code table, after a command's own notes and examples."""
+    return f"{extra.rstrip()}\n\n{TABLE}" if extra else TABLE
+
+
+def code_for(exc: BaseException) -> int:
+    """The exit code of an error from the cluster side (kubeconfig, API, lookups)."""
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
+
+    if isinstance(exc, KubeconfigError):
+        return USAGE
+    if isinstance(exc, ApiError):
+        if exc.unreachable:
+            return UNREACHABLE
+        if exc.forbidden:
+            return FORBIDDEN
+        return FINDINGS if exc.not_found else UNREACHABLE
+    return FINDINGS
+
+
+def fail(exc: BaseException) -> NoReturn:
+    click.echo(f"error: {exc}", err=True)
+    sys.exit(code_for(exc))
+
+
+def cluster_errors() -> tuple[type[BaseException], ...]:
+    from kubectl_gpu.inspect.live import NotFound, NothingToExplain
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
+
+    return (KubeconfigError, ApiError, NotFound, NothingToExplain)
+
+
+def run_reporting_errors(action: Callable[[], None]) -> None:
+    """Run `action`; errors a person can fix become one `error:` line and their exit code."""
+    try:
+        action()
+    except cluster_errors() as exc:
+        fail(exc)
