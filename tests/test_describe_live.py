@@ -59,7 +59,7 @@ def test_cluster_summary_counts_gpus_holders_and_flags_double_counting(gpu_clust
     summary = as_json(run(gpu_cluster, "describe", "-o", "json"))
     assert summary["kind"] == "GpuClusterSummary"
     assert summary["totals"] == {"nodes": 4, "draNodes": 3, "gpus": 24, "allocated": 1, "shared": 0,
-                                 "free": 23, "legacyGpuPods": 2}
+                                 "free": 23, "migDevices": 0, "migDevicesInUse": 0, "legacyGpuPods": 2}
     nodes = {n["name"]: n for n in summary["nodes"]}
     assert "cpu-1" not in nodes
     assert nodes["dra-a"]["allocated"] == 1 and nodes["dra-a"]["products"] == ["NVIDIA H100 80GB HBM3"]
@@ -96,7 +96,8 @@ def test_describe_node_lists_every_device_with_its_holder(gpu_cluster):
                                 "consumedCapacity": {}, "shareID": None, "adminAccess": False}]
     assert node["findings"] == []
     table = run(gpu_cluster, "describe", "node", "dra-a").output
-    assert "ml/train-0-gpu-7x2kq" in table and b.gpu_uuid("dra-a", 5) in table
+    assert "ml/train-0-gpu-7x2kq" in table and b.gpu_uuid("dra-a", 5) not in table  # UUIDs are for -o wide
+    assert b.gpu_uuid("dra-a", 5) in run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
 
 
 def test_describe_node_with_a_custom_dra_label(gpu_cluster):

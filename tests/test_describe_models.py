@@ -38,7 +38,7 @@ def test_node_lists_each_gpu_with_product_memory_uuid_and_who_holds_it():
     assert [r.device.name for r in node.devices] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
     assert node.findings == ()
     assert report.totals() == {"nodes": 1, "draNodes": 1, "gpus": 4, "allocated": 1, "shared": 0,
-                               "free": 3, "legacyGpuPods": 0}
+                               "free": 3, "migDevices": 0, "migDevicesInUse": 0, "legacyGpuPods": 0}
 
 
 def test_consumable_capacity_shows_as_shared_with_summed_consumption():
@@ -59,6 +59,21 @@ def test_mig_devices_show_their_profile():
     (node,) = _report([b.dra_node("a100")], [b.gpu_slice("a100", devices=devices)]).nodes
     assert {r.device.mig_profile for r in node.devices} == {"1g.10gb"}
     assert all(r.device.memory == "9984Mi" for r in node.devices)
+
+
+def test_mig_devices_are_slices_of_a_gpu_not_gpus():
+    """The NVIDIA driver publishes a MIG-enabled GPU as its MIG devices (type mig, parentUUID the
+    GPU's uuid): a node with 2 GPUs, one split into 7 MIG devices, has 2 GPUs and 7 MIG devices."""
+    whole = b.gpu_device("a100", 0, product="NVIDIA A100-SXM4-80GB")
+    migs = [b.mig_device("a100", 1, slot) for slot in range(7)]
+    report = _report([b.dra_node("a100")], [b.gpu_slice("a100", devices=[whole, *migs])],
+                     [b.claim("c", allocated=[("gpu", migs[0]["name"])], node_name="a100")])
+    (node,) = report.nodes
+    assert (node.gpu_count, len(node.mig_rows), node.mig_used) == (2, 7, 1)
+    totals = report.totals()
+    assert (totals["gpus"], totals["free"], totals["migDevices"], totals["migDevicesInUse"]) == (2, 1, 7, 1)
+    assert report.by_product() == [{"product": "NVIDIA A100-SXM4-80GB", "gpus": 2, "allocated": 0, "shared": 0,
+                                    "free": 1, "migDevices": 7, "migDevicesInUse": 1}]
 
 
 def test_dra_labelled_node_still_advertising_device_plugin_gpus_is_double_counting():

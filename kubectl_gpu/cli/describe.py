@@ -4,7 +4,6 @@ pod is Pending.  Exit codes: kubectl_gpu/cli/exits.py."""
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any, Callable
 
 import click
@@ -40,11 +39,8 @@ def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], A
         import yaml
         click.echo(yaml.safe_dump(payload, sort_keys=False, default_flow_style=False), nl=False)
     else:
-        from rich.console import Console
-        # Not a terminal: print full lines (like kubectl) instead of wrapping at 80 columns.
-        console = Console(width=None if sys.stdout.isatty() else 240, soft_wrap=False,
-                          force_terminal=None, highlight=False)
-        console.print(table())
+        from kubectl_gpu.cli.console import console
+        console().print(table())
 
 
 def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:

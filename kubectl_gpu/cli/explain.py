@@ -89,9 +89,9 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
         else:
             click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     else:
-        from rich.console import Console
+        from kubectl_gpu.cli.console import console
 
-        render_table(explanation, Console(soft_wrap=False), wide=output == "wide")
+        render_table(explanation, console(), wide=output == "wide")
     sys.exit(0 if explanation.allocatable else 1)
 
 

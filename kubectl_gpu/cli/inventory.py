@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 
 import click
 import yaml
-from rich import box
-from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.console import console
+from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inventory import (
     ExitCode,
     Inventory,
@@ -23,8 +22,6 @@ from kubectl_gpu.inventory import (
 from kubectl_gpu.inventory.table import COLUMNS, table_rows
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-# Wide enough that a row (UUIDs are 40 characters) never wraps when output is piped.
-_PIPED_WIDTH = 200
 
 EXIT_CODES = exits.epilog(f"""\b
 What inventory's exit codes mean (table below):
@@ -92,18 +89,15 @@ def command(ctx: click.Context, output: str, node_name: str | None) -> None:
 
 
 def _print_table(inventory: Inventory) -> None:
-    stdout = sys.stdout
-    console = Console(file=stdout, width=None if stdout.isatty() else _PIPED_WIDTH)
+    out = console()
     plan = inventory.plan
-    console.print(
+    out.print(Text(
         f"node {inventory.node_name}  driverVersion {plan.driver_version} "
-        f"(NVML: {plan.nvml_driver_version})  cudaDriverVersion {plan.cuda_driver_version}",
-        highlight=False,
-    )
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for column in COLUMNS:
-        table.add_column(column, overflow="fold")
+        f"(NVML: {plan.nvml_driver_version})  cudaDriverVersion {plan.cuda_driver_version}"))
+    # Device names and UUIDs are what people copy from here: never elided.
+    table = KubeTable(*COLUMNS, wide=True)
     for row in table_rows(plan):
-        table.add_row(*row.cells(), style="red" if row.is_error else None)
-    console.print(table)
+        style = "red" if row.is_error else ""
+        table.add_row(*(Text(cell, style=style) for cell in row.cells()))
+    out.print(table)
 

@@ -1,4 +1,4 @@
-"""Render an Explanation: a rich table for people, a stable dict (JSON/YAML) for scripts."""
+"""Render an Explanation: kubectl-style tables for people, a stable dict (JSON/YAML) for scripts."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import dataclasses
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
+
+from kubectl_gpu.kubetable import KubeTable
 
 from .inputs import Explanation
 from .model import ERROR, ClaimError, ClaimResult
@@ -64,9 +65,7 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
     console.print(Text(f"  {claim.verdict}", style=style))
     for note in claim.notes:
         console.print(Text(f"  note: {note}"))
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for column in ("REQUEST", "CLASS", "NEEDS", "IN CLASS", "MATCH", "FREE", "BEST NODE", "RESULT"):
-        table.add_column(column, overflow="fold")
+    table = KubeTable("REQUEST", "CLASS", "NEEDS", "IN CLASS", "MATCH", "FREE", "BEST NODE", "RESULT", wide=wide)
     for request in claim.requests:
         for alternative in request.alternatives:
             marker = " *" if request.mode == "firstAvailable" and alternative.name == request.chosen else ""
@@ -88,9 +87,8 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
         for alternative in request.alternatives:
             style = "green" if alternative.allocatable else "red"
             console.print(Text(f"  {alternative.name}: {alternative.verdict}", style=style))
-    selectors = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for column in ("REQUEST", "SELECTOR", "EXPRESSION", "MATCHED", "REJECTED", "ERRORS", "ENGINE"):
-        selectors.add_column(column, overflow="fold")
+    # Which CEL engine evaluated a selector is an implementation detail: JSON keeps it, people don't need it.
+    selectors = KubeTable("REQUEST", "SELECTOR", "EXPRESSION", "MATCHED", "REJECTED", "ERRORS", wide=wide)
     rows = 0
     for request in claim.requests:
         for alternative in request.alternatives:
@@ -102,8 +100,8 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
                     Text(" ".join(selector.expression.split())),
                     str(selector.matched),
                     str(selector.rejected),
-                    Text(str(selector.errors), style="red" if selector.errors or selector.compile_error else ""),
-                    selector.engine or "does not compile",
+                    Text(str(selector.errors) if not selector.compile_error else "does not compile",
+                         style="red" if selector.errors or selector.compile_error else ""),
                 )
     if rows:
         console.print(selectors)

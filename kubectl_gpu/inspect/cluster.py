@@ -24,22 +24,48 @@ class ClusterReport:
     findings: tuple[Finding, ...]
 
     def totals(self) -> dict[str, int]:
+        """GPUs are physical GPUs; allocated/shared/free count whole GPUs, MIG devices are apart."""
         counts: Counter[str] = Counter()
         for node in self.nodes:
             counts["nodes"] += 1
             counts["draNodes"] += node.dra_label is not None
+            counts["gpus"] += node.gpu_count
             for row in node.gpu_rows:
-                counts["gpus"] += 1
                 counts[row.state] += 1
+            counts["mig"] += len(node.mig_rows)
+            counts["migUsed"] += node.mig_used
             counts["legacyPods"] += len(node.legacy_pods)
         return {"nodes": counts["nodes"], "draNodes": counts["draNodes"], "gpus": counts["gpus"],
                 "allocated": counts[ALLOCATED], "shared": counts[SHARED], "free": counts[FREE],
+                "migDevices": counts["mig"], "migDevicesInUse": counts["migUsed"],
                 "legacyGpuPods": counts["legacyPods"]}
+
+    def by_product(self) -> list[dict[str, Any]]:
+        """Totals per product (productName), as people buy and plan GPUs."""
+        products: dict[str, Counter[str]] = {}
+        for node in self.nodes:
+            parents_seen: set[str] = {r.device.uuid or "" for r in node.gpu_rows}
+            for row in node.gpu_rows:
+                counts = products.setdefault(row.device.product or "unknown", Counter())
+                counts["gpus"] += 1
+                counts[row.state] += 1
+            for row in node.mig_rows:
+                counts = products.setdefault(row.device.product or "unknown", Counter())
+                parent = row.device.parent_uuid or row.device.name
+                if parent not in parents_seen:
+                    parents_seen.add(parent)
+                    counts["gpus"] += 1
+                counts["mig"] += 1
+                counts["migUsed"] += row.state != FREE
+        return [{"product": name, "gpus": c["gpus"], "allocated": c[ALLOCATED], "shared": c[SHARED],
+                 "free": c[FREE], "migDevices": c["mig"], "migDevicesInUse": c["migUsed"]}
+                for name, c in sorted(products.items())]
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "GpuClusterSummary",
             "totals": self.totals(),
+            "byProduct": self.by_product(),
             "nodes": [_node_summary(n) for n in self.nodes],
             "sharedPools": [{"pool": pool, "devices": len(rows),
                              "allocated": sum(1 for r in rows if r.state != FREE)}
@@ -96,11 +122,13 @@ def _node_summary(node: NodeReport) -> dict[str, Any]:
     return {
         "name": node.name,
         "draNode": node.dra_label is not None,
-        "gpus": len(gpus),
+        "gpus": node.gpu_count,
         "allocated": node.count(ALLOCATED),
         "shared": node.count(SHARED),
         "free": node.count(FREE),
-        "products": sorted({r.device.product for r in gpus if r.device.product}),
+        "migDevices": len(node.mig_rows),
+        "migDevicesInUse": node.mig_used,
+        "products": sorted({r.device.product for r in (*gpus, *node.mig_rows) if r.device.product}),
         "memory": sorted({r.device.memory for r in gpus if r.device.memory}),
         "legacyResources": [r.to_dict() for r in node.legacy_resources],
         "legacyGpuPods": len(node.legacy_pods),

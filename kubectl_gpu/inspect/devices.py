@@ -74,6 +74,15 @@ class SliceDevice:
         return self.text("profile")
 
     @property
+    def parent_uuid(self) -> str | None:
+        """A MIG device's GPU (the NVIDIA driver's parentUUID attribute)."""
+        return self.text("parentUUID")
+
+    @property
+    def is_mig(self) -> bool:
+        return self.type == "mig"
+
+    @property
     def is_gpu(self) -> bool:
         """A GPU or a slice of one (MIG, vGPU); not an IMEX channel or a NIC."""
         kind = self.type

@@ -74,14 +74,33 @@ class NodeReport:
     # Cached: the summary table, its JSON and the totals each read them for 1,000 nodes.
     @cached_property
     def gpu_rows(self) -> tuple[DeviceRow, ...]:
-        return tuple(r for r in self.devices if r.device.is_gpu)
+        """Whole GPUs (and vGPUs) as published; a MIG-partitioned GPU is published as its MIG
+        devices instead (NVIDIA driver), so it is not among these."""
+        return tuple(r for r in self.devices if r.device.is_gpu and not r.device.is_mig)
+
+    @cached_property
+    def mig_rows(self) -> tuple[DeviceRow, ...]:
+        return tuple(r for r in self.devices if r.device.is_mig)
+
+    @cached_property
+    def gpu_count(self) -> int:
+        """Physical GPUs: MIG devices are slices of one, never GPUs themselves (2 GPUs, one split
+        into 7 MIG devices, are 2 GPUs and 7 MIG devices)."""
+        uuids = {r.device.uuid for r in self.gpu_rows}
+        parents = {r.device.parent_uuid or r.device.name for r in self.mig_rows} - uuids
+        return len(self.gpu_rows) + len(parents)
 
     @cached_property
     def _state_counts(self) -> Counter[str]:
         return Counter(r.state for r in self.gpu_rows)
 
     def count(self, state: str) -> int:
+        """Whole GPUs in `state`."""
         return self._state_counts[state]
+
+    @cached_property
+    def mig_used(self) -> int:
+        return sum(1 for r in self.mig_rows if r.state != FREE)
 
     @property
     def has_gpus(self) -> bool:

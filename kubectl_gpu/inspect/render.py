@@ -1,4 +1,5 @@
-"""Tables for people (rich).  Pure: reports in, renderables out; the CLI prints them."""
+"""Tables for people (kubectl's look, kubectl_gpu/kubetable.py).  Pure: reports in, renderables
+out; the CLI prints them."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from kubectl_gpu.inspect.claims import ClaimReport
 from kubectl_gpu.inspect.cluster import ClusterReport
 from kubectl_gpu.inspect.doctor import DoctorReport
 from kubectl_gpu.inspect.findings import Finding, Severity
-from kubectl_gpu.inspect.plain_table import PlainTable
+from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
 from kubectl_gpu.inspect.pods import AllocatedDeviceRow, PodReport
 
@@ -20,13 +21,8 @@ _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO:
 _STATE_STYLE = {FREE: "green", ALLOCATED: "", SHARED: "magenta"}
 
 
-def _table(*columns: str, title: str | None = None) -> PlainTable:
-    # kubectl's look: no borders, upper-case headers, left-aligned.
-    table = PlainTable(box=None, pad_edge=False, show_edge=False, title=title, title_justify="left",
-                  title_style="bold", header_style="bold")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
+def _table(*columns: str, title: str | None = None, wide: bool = False) -> KubeTable:
+    return KubeTable(*columns, title=title, wide=wide)
 
 
 def _dash(value: Any) -> str:
@@ -34,28 +30,35 @@ def _dash(value: Any) -> str:
 
 
 def findings(items: Iterable[Finding], title: str = "Findings") -> RenderableType:
-    items = list(items)
+    """Each finding once, as lines: a message and a fix are sentences, and a suggested command must
+    be printed whole so it can be copied (a table cell would elide or wrap it)."""
+    items = list(dict.fromkeys(items))
     if not items:
         return Text(f"{title}: none", style="green")
-    table = _table("SEVERITY", "SUBJECT", "FINDING", "FIX", title=title)
+    parts: list[RenderableType] = [Text(f"{title}:", style="bold")]
     for f in items:
-        table.add_row(Text(f.severity.value.upper(), style=_STYLE[f.severity]), f.subject, f.message, f.fix)
-    return table
+        parts.append(Text.assemble("  ", (f.severity.value.upper(), _STYLE[f.severity]),
+                                   f" {f.subject} ({f.code}): {f.message}"))
+        parts.append(Text(f"    fix: {f.fix}"))
+    return Group(*parts)
 
 
 def cluster(report: ClusterReport, wide: bool = False) -> RenderableType:
-    columns = ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE", "LEGACY (ALLOCATABLE)", "LEGACY PODS"]
+    columns = ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "LEGACY (ALLOCATABLE)",
+               "LEGACY PODS"]
     if wide:
         columns += ["PRODUCT", "MEMORY"]
     columns.append("FINDINGS")
-    table = _table(*columns)
+    table = _table(*columns, wide=wide)
     for node in report.nodes:
         gpus = node.gpu_rows
         legacy = ", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)
-        row = [node.name, "yes" if node.dra_label else "no", str(len(gpus)), str(node.count(ALLOCATED)),
-               str(node.count(SHARED)), str(node.count(FREE)), _dash(legacy), str(len(node.legacy_pods))]
+        mig = f"{len(node.mig_rows)} ({node.mig_used})" if node.mig_rows else "-"
+        row = [node.name, "yes" if node.dra_label else "no", str(node.gpu_count), str(node.count(ALLOCATED)),
+               str(node.count(SHARED)), str(node.count(FREE)), mig, _dash(legacy), str(len(node.legacy_pods))]
         if wide:
-            row += [_dash(", ".join(sorted({r.device.product for r in gpus if r.device.product}))),
+            products = {r.device.product for r in (*gpus, *node.mig_rows) if r.device.product}
+            row += [_dash(", ".join(sorted(products))),
                     _dash(", ".join(sorted({r.device.memory for r in gpus if r.device.memory})))]
         row.append(Text(", ".join(f.code for f in node.findings), style="bold red") if node.findings else Text("-"))
         table.add_row(*row)
@@ -65,9 +68,17 @@ def cluster(report: ClusterReport, wide: bool = False) -> RenderableType:
         for pool, rows in report.shared_pools:
             pools.add_row(pool, str(len(rows)), str(sum(1 for r in rows if r.state != FREE)))
         parts += [Text(""), pools]
+    products = report.by_product()
+    if products:
+        by_product = _table("PRODUCT", "GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", wide=wide)
+        for p in products:
+            mig = f"{p['migDevices']} ({p['migDevicesInUse']})" if p["migDevices"] else "-"
+            by_product.add_row(p["product"], str(p["gpus"]), str(p["allocated"]), str(p["shared"]), str(p["free"]), mig)
+        parts += [Text(""), by_product]
     t = report.totals()
+    mig = f", {t['migDevices']} MIG device(s) ({t['migDevicesInUse']} in use)" if t["migDevices"] else ""
     parts += [Text(""), Text(f"{t['nodes']} GPU node(s) ({t['draNodes']} DRA), {t['gpus']} DRA GPU(s): "
-                             f"{t['allocated']} allocated, {t['shared']} shared, {t['free']} free; "
+                             f"{t['allocated']} allocated, {t['shared']} shared, {t['free']} free{mig}; "
                              f"{t['legacyGpuPods']} pod(s) holding legacy GPUs")]
     if report.findings:
         parts += [Text(""), findings(report.findings)]
@@ -77,18 +88,20 @@ def cluster(report: ClusterReport, wide: bool = False) -> RenderableType:
 def node(report: NodeReport, wide: bool = False) -> RenderableType:
     label = f"yes ({report.dra_label})" if report.dra_label else "no"
     parts: list[RenderableType] = [Text.assemble(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]
-    columns = ["DEVICE", "TYPE", "PRODUCT", "MEMORY", "MIG PROFILE", "UUID", "STATE", "CLAIM", "PODS", "CONSUMED"]
+    # UUIDs (40 characters) and the driver's pool names are for -o wide.
+    columns = ["DEVICE", "TYPE", "PRODUCT", "MEMORY", "MIG PROFILE", "STATE", "CLAIM", "PODS", "CONSUMED"]
     if wide:
-        columns += ["DRIVER", "POOL", "SHARE ID"]
-    table = _table(*columns, title="DRA devices (ResourceSlices)")
+        columns += ["UUID", "DRIVER", "POOL", "SHARE ID"]
+    table = _table(*columns, title="DRA devices (ResourceSlices)", wide=wide)
     for row in report.devices:
         d = row.device
         claims = ", ".join(dict.fromkeys(f"{h.claim}" + (f" [{h.request}]" if wide else "") for h in row.holders))
-        values = [d.name, _dash(d.type), _dash(d.product), _dash(d.memory), _dash(d.mig_profile), _dash(d.uuid),
+        values = [d.name, _dash(d.type), _dash(d.product), _dash(d.memory), _dash(d.mig_profile),
                   Text(row.state, style=_STATE_STYLE[row.state]), _dash(claims), _dash(", ".join(row.pods)),
                   _dash(", ".join(f"{k} {v}" for k, v in row.consumed.items()))]
         if wide:
-            values += [d.driver, d.pool, _dash(", ".join(h.share_id for h in row.holders if h.share_id))]
+            values += [_dash(d.uuid), d.driver, d.pool,
+                       _dash(", ".join(h.share_id for h in row.holders if h.share_id))]
         table.add_row(*values)
     parts += [Text(""), table if report.devices else Text("DRA devices: none published for this node")]
     if report.legacy_resources:
@@ -108,19 +121,19 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
     return Group(*parts)
 
 
-def _device_rows(rows: Iterable[AllocatedDeviceRow], wide: bool) -> PlainTable:
-    columns = ["REQUEST", "DEVICE", "NODE", "PRODUCT", "MEMORY", "MIG PROFILE", "UUID", "CONSUMED"]
+def _device_rows(rows: Iterable[AllocatedDeviceRow], wide: bool) -> KubeTable:
+    columns = ["REQUEST", "DEVICE", "NODE", "PRODUCT", "MEMORY", "MIG PROFILE", "CONSUMED"]
     if wide:
-        columns += ["DRIVER", "POOL", "SHARE ID", "ATTRIBUTES"]
-    table = _table(*columns)
+        columns += ["UUID", "DRIVER", "POOL", "SHARE ID", "ATTRIBUTES"]
+    table = _table(*columns, wide=wide)
     for r in rows:
         d = r.detail
         values = [r.request, r.device, _dash(r.node), _dash(d.product if d else "(not published)"),
-                  _dash(d.memory if d else None), _dash(d.mig_profile if d else None), _dash(d.uuid if d else None),
+                  _dash(d.memory if d else None), _dash(d.mig_profile if d else None),
                   _dash(", ".join(f"{k} {v}" for k, v in r.consumed_capacity.items()))]
         if wide:
             attrs = ", ".join(f"{k.rsplit('/', 1)[-1]}={v}" for k, v in (d.attributes.items() if d else ()))
-            values += [r.driver, r.pool, _dash(r.share_id), _dash(attrs)]
+            values += [_dash(d.uuid if d else None), r.driver, r.pool, _dash(r.share_id), _dash(attrs)]
         table.add_row(*values)
     return table
 

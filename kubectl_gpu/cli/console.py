@@ -1,0 +1,35 @@
+"""The consoles every command prints through: one colour and width policy.
+
+- Colour only when the stream is a terminal, and never with NO_COLOR set to anything non-empty
+  (https://no-color.org) or TERM=dumb: not even bold, so the output is exactly the text.
+- Nothing is wrapped or cropped to the terminal's width, piped or not: tables lay themselves out
+  (kubectl_gpu/kubetable.py) and a terminal narrower than a line wraps it, as for kubectl.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from rich.console import Console
+
+
+def colour_allowed(stream: TextIO) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def console(stream: TextIO | None = None) -> Console:
+    stream = stream or sys.stdout
+    colour = colour_allowed(stream)
+    return Console(file=stream, color_system="auto" if colour else None, force_terminal=colour or None,
+                   soft_wrap=True, highlight=False, markup=False, emoji=False)
+
+
+def stderr_console() -> Console:
+    return console(sys.stderr)

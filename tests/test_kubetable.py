@@ -1,0 +1,85 @@
+"""Every table of every command prints the kubectl way (k8s.io/cli-runtime/pkg/printers/
+tabwriter.go: text/tabwriter, minimum cell width 6, padding 3, no trailing padding): one line per
+row however long its cells and however narrow the terminal, no trailing spaces, the same text piped
+or on a terminal, colour only on a terminal and never with NO_COLOR."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.text import Text
+
+from kubectl_gpu.cli.console import console
+from kubectl_gpu.kubetable import MAX_CELL, KubeTable
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def printed(table: KubeTable, stream: io.StringIO, width: int = 80) -> str:
+    out = console(stream)
+    out.width = width
+    out.print(table)
+    return stream.getvalue()
+
+
+def test_kubectl_column_layout():
+    table = KubeTable("NAME", "GPUS", "PRODUCT")
+    table.add_row("a", "8", "NVIDIA H100 80GB HBM3")
+    table.add_row("node-long-name", "16", "-")
+    assert printed(table, io.StringIO()).splitlines() == [
+        "NAME             GPUS   PRODUCT",
+        "a                8      NVIDIA H100 80GB HBM3",
+        "node-long-name   16     -",
+    ]
+
+
+cells = st.one_of(st.text(max_size=70), st.builds(lambda t: Text(t, style="bold red"), st.text(max_size=70)))
+
+
+@settings(max_examples=40)
+@given(rows=st.lists(st.lists(cells, min_size=3, max_size=3), max_size=6), wide=st.booleans())
+def test_one_line_per_row_no_trailing_spaces_same_text_piped_or_on_a_narrow_terminal(rows, wide):
+    table = KubeTable("A", "B", "C", wide=wide)
+    for row in rows:
+        table.add_row(*row)
+    piped = printed(table, io.StringIO(), width=80)
+    on_terminal = printed(table, Terminal(), width=20)
+    assert ANSI.sub("", on_terminal) == piped
+    lines = piped.split("\n")
+    assert lines[-1] == "" and len(lines) == len(rows) + 2  # header, rows, final newline
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_long_values_are_elided_unless_wide():
+    uuid_and_more = "GPU-e6cfffe7-8e08-5ec0-b2fb-76519f0b2986 and a long CEL expression"
+    narrow, wide = KubeTable("VALUE"), KubeTable("VALUE", wide=True)
+    narrow.add_row(uuid_and_more)
+    wide.add_row(uuid_and_more)
+    (cell,) = narrow.plain_lines()[1:]
+    assert len(cell) == MAX_CELL and cell.endswith("…") and uuid_and_more.startswith(cell[:-1])
+    assert wide.plain_lines()[1] == uuid_and_more
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch):
+    table = KubeTable("STATE")
+    table.add_row(Text("free", style="green"))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    assert "\x1b[" in printed(table, Terminal())
+    assert "\x1b[" not in printed(table, io.StringIO())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert printed(table, Terminal()) == "STATE\nfree\n"  # not even bold headers
+
+
+def test_no_headers():
+    table = KubeTable("NAME", "GPUS", show_header=False)
+    table.add_row("a", "8")
+    assert table.plain_lines() == ["a     8"]  # widths from the rows alone, as kubectl --no-headers
