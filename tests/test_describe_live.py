@@ -153,14 +153,22 @@ def test_describe_unallocated_claim_says_why_against_everyone_elses_allocations(
     assert "Why (explain):" in table and "at most 8 free on one node" in table
 
 
-def test_describe_lists_print_one_table_per_object_or_say_none_was_found(gpu_cluster):
-    claims = run(gpu_cluster, "describe", "claim", "-n", "ml").output
-    assert "ResourceClaim: ml/train-0-gpu-7x2kq" in claims
+def test_describe_lists_print_one_line_per_pod_or_claim_and_a_table_per_node(gpu_cluster):
+    claims = run(gpu_cluster, "describe", "claim", "-n", "ml").output.splitlines()
+    assert [line.split() for line in claims] == [
+        ["NAME", "STATE", "NODE", "DEVICES", "RESERVED", "FOR"],
+        ["train-0-gpu-7x2kq", "allocated", "dra-a", "gpu-5", "train-0"]]
     nodes = run(gpu_cluster, "describe", "node").output
     assert all(f"Node: {n}" in nodes for n in ("dra-a", "dra-b", "dra-bad", "legacy-1"))
     assert "cpu-1" not in nodes
-    pods = run(gpu_cluster, "describe", "pod", "-n", "ml").output
-    assert "ml/train-0" in pods and "ml/old-job" in pods
+    pods = run(gpu_cluster, "describe", "pod", "-A", "--no-headers").output.splitlines()
+    assert [line.split()[:3] for line in pods] == [["default", "done", "Succeeded"], ["default", "sneaky", "Running"],
+                                                   ["ml", "old-job", "Running"], ["ml", "train-0", "Running"]]
+    assert run(gpu_cluster, "describe", "pod", "-n", "ml", "-o", "name").output == "pod/old-job\npod/train-0\n"
+    assert run(gpu_cluster, "describe", "claim", "-n", "ml", "-o", "name").output == \
+        "resourceclaim.resource.k8s.io/train-0-gpu-7x2kq\n"
+    assert run(gpu_cluster, "describe", "-o", "name").output.split() == [
+        "node/dra-a", "node/dra-b", "node/dra-bad", "node/legacy-1"]
     assert run(gpu_cluster, "describe", "claim", "-n", "default").output.strip() == "No ResourceClaims found."
     assert run(gpu_cluster, "describe", "node", "-l", "app=none").output.strip() == "No GPU nodes found."
     assert run(gpu_cluster, "describe", "pod", "-l", "app=none").output.strip() == "No pods using GPUs found."

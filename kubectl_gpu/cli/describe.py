@@ -11,6 +11,7 @@ import click
 from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
+CLAIM_KIND = "resourceclaim.resource.k8s.io"  # as kubectl -o name spells it
 DRA_NODE_LABEL_HELP = ("Label marking nodes that run the DRA driver instead of the device plugin "
                        "(KEY=VALUE, repeatable; default ack.node.gpu.schedule=disabled).")
 
@@ -31,9 +32,15 @@ def parse_dra_labels(values: tuple[str, ...], parent: tuple | None = None) -> tu
         raise click.BadParameter(str(exc), param_hint="--dra-node-label") from exc
 
 
-def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], Any]) -> None:
-    """Print `payload` as JSON/YAML for scripts, or the rich table for people."""
-    if options.output == "json":
+def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], Any],
+         names: Callable[[], list[str]] | None = None) -> None:
+    """Print `payload` as JSON/YAML for scripts, KIND/NAME lines for -o name, or tables for people."""
+    if options.output == "name":
+        if names is None:
+            raise click.UsageError("-o name needs objects to name: use it with describe node|pod|claim")
+        for name in names():
+            click.echo(name)
+    elif options.output == "json":
         click.echo(json.dumps(payload, indent=2))
     elif options.output == "yaml":
         import yaml
@@ -48,8 +55,9 @@ def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def emit_reports(options: ClusterOptions, reports: list[Any], render_one: Callable[[Any, bool], Any],
-                 empty: str) -> None:
-    """Several reports: a `kind: List` for scripts, or each table followed by a blank line."""
+                 empty: str, kind: str, one_line: Callable[..., Any] | None = None) -> None:
+    """Several reports: a `kind: List` for scripts, KIND/NAME for -o name, and for people one line
+    per object (`one_line`, as kubectl get) or each report followed by a blank line."""
     def tables() -> Any:
         from rich.console import Group
         from rich.text import Text
@@ -57,9 +65,13 @@ def emit_reports(options: ClusterOptions, reports: list[Any], render_one: Callab
         if not reports:
             return Text(empty)
         wide = options.output == "wide"
+        if one_line is not None:
+            return one_line(reports, wide=wide, headers=not options.no_headers,
+                            namespaces=options.all_namespaces)
         return Group(*[part for r in reports for part in (render_one(r, wide), Text(""))])
 
-    emit(options, as_list([r.to_dict() for r in reports]), tables)
+    emit(options, as_list([r.to_dict() for r in reports]), tables,
+         lambda: [f"{kind}/{r.name}" for r in reports])
 
 
 fail_on_errors = exits.run_reporting_errors
@@ -120,7 +132,9 @@ def _describe_cluster(settings: _Settings) -> None:
                             namespace=settings.options.namespace or connection.namespace)
     report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels)
     warn_unreadable(objects.unreadable)
-    emit(settings.options, report.to_dict(), lambda: render.cluster(report, settings.options.output == "wide"))
+    emit(settings.options, report.to_dict(),
+         lambda: render.cluster(report, settings.options.output == "wide", headers=not settings.options.no_headers),
+         lambda: [f"node/{n.name}" for n in report.nodes])
 
 
 @command.command("node", epilog=exits.TABLE)
@@ -154,9 +168,9 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
         wide = settings.options.output == "wide"
         if name:
             (report,) = reports
-            emit(settings.options, report.to_dict(), lambda: render.node(report, wide))
+            emit(settings.options, report.to_dict(), lambda: render.node(report, wide), lambda: [f"node/{name}"])
             return
-        emit_reports(settings.options, reports, render.node, "No GPU nodes found.")
+        emit_reports(settings.options, reports, render.node, "No GPU nodes found.", "node")
 
     fail_on_errors(run)
 
@@ -198,11 +212,11 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
                 except (NotFound, NothingToExplain):
                     explanation = None  # the claim rows already say what is missing
                 report = pod_report(pod, dra_objects.claims, devices, explanation)
-            emit(options, report.to_dict(), lambda: render.pod(report, wide))
+            emit(options, report.to_dict(), lambda: render.pod(report, wide), lambda: [f"pod/{name}"])
             return
         pods = list_pods(connection.api, None if options.all_namespaces else namespace, options.selector)
         reports = [r for r in pod_reports(pods, dra_objects.claims, devices) if r.claims or r.legacy_requests]
-        emit_reports(options, reports, render.pod, "No pods using GPUs found.")
+        emit_reports(options, reports, render.pod, "No pods using GPUs found.", "pod", render.pod_list)
 
     fail_on_errors(run)
 
@@ -238,11 +252,12 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
             report = claim_report(claim, devices)
             if not report.devices:
                 report = claim_report(claim, devices, explain_claims([claim], dra_objects))
-            emit(options, report.to_dict(), lambda: render.claim(report, wide))
+            emit(options, report.to_dict(), lambda: render.claim(report, wide),
+                 lambda: [f"{CLAIM_KIND}/{name}"])
             return
         path = dra.path("resourceclaims", None if options.all_namespaces else namespace)
         claims = list_objects(connection.api, path, label_selector=options.selector)
         reports = claim_reports(claims, devices)
-        emit_reports(options, reports, render.claim, "No ResourceClaims found.")
+        emit_reports(options, reports, render.claim, "No ResourceClaims found.", CLAIM_KIND, render.claim_list)
 
     fail_on_errors(run)

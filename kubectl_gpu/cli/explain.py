@@ -76,6 +76,8 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     """
     options = ClusterOptions(**values)
     output = options.output
+    if output == "name":
+        raise click.UsageError("explain prints explanations, not objects: use -o table, wide, json or yaml")
     if pod:
         explanation = _explain_pod_live(pod, options)
     elif not files:

@@ -43,13 +43,13 @@ def findings(items: Iterable[Finding], title: str = "Findings") -> RenderableTyp
     return Group(*parts)
 
 
-def cluster(report: ClusterReport, wide: bool = False) -> RenderableType:
+def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> RenderableType:
     columns = ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "LEGACY (ALLOCATABLE)",
                "LEGACY PODS"]
     if wide:
         columns += ["PRODUCT", "MEMORY"]
     columns.append("FINDINGS")
-    table = _table(*columns, wide=wide)
+    table = KubeTable(*columns, wide=wide, show_header=headers)
     for node in report.nodes:
         gpus = node.gpu_rows
         legacy = ", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)
@@ -170,6 +170,32 @@ def pod(report: PodReport, wide: bool = False) -> RenderableType:
     if report.explanation is not None:
         parts += [Text(""), explanation(report.explanation)]
     return Group(*parts)
+
+
+def pod_list(reports: Iterable[PodReport], wide: bool = False, headers: bool = True,
+             namespaces: bool = False) -> KubeTable:
+    """`describe pod` without a name: one line per pod, as kubectl get."""
+    columns = ["NAME", "PHASE", "NODE", "LEGACY GPU REQUESTS", "CLAIMS", "DEVICES"]
+    table = KubeTable(*(["NAMESPACE"] if namespaces else []), *columns, wide=wide, show_header=headers)
+    for r in reports:
+        legacy = ", ".join(f"{q.resource}={q.amount}" for q in r.legacy_requests)
+        claims = ", ".join(f"{c.name} ({c.state})" for c in r.claims)
+        devices = ", ".join(dict.fromkeys(d.device for c in r.claims for d in c.devices))
+        row = [r.name, r.phase, _dash(r.node), _dash(legacy), _dash(claims), _dash(devices)]
+        table.add_row(*([r.namespace] if namespaces else []), *row)
+    return table
+
+
+def claim_list(reports: Iterable[ClaimReport], wide: bool = False, headers: bool = True,
+               namespaces: bool = False) -> KubeTable:
+    """`describe claim` without a name: one line per ResourceClaim, as kubectl get."""
+    columns = ["NAME", "STATE", "NODE", "DEVICES", "RESERVED FOR"]
+    table = KubeTable(*(["NAMESPACE"] if namespaces else []), *columns, wide=wide, show_header=headers)
+    for r in reports:
+        devices = ", ".join(dict.fromkeys(d.device for d in r.devices))
+        row = [r.name, r.state, _dash(r.node), _dash(devices), _dash(", ".join(r.reserved_for))]
+        table.add_row(*([r.namespace] if namespaces else []), *row)
+    return table
 
 
 def claim(report: ClaimReport, wide: bool = False) -> RenderableType:

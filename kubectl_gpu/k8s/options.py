@@ -17,7 +17,7 @@ import click
 
 from kubectl_gpu.k8s.rest import REQUEST_TIMEOUT_SECONDS
 
-OUTPUT_FORMATS = ("table", "wide", "json", "yaml")
+OUTPUT_FORMATS = ("table", "wide", "json", "yaml", "name")
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,7 @@ class ClusterOptions:
     all_namespaces: bool = False
     selector: str | None = None
     output: str = "table"
+    no_headers: bool = False
 
     def merged(self, override: "ClusterOptions") -> "ClusterOptions":
         changes = {k: v for k, v in override.__dict__.items() if v not in (None, False, "table")}
@@ -87,7 +88,10 @@ def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("-l", "--selector", default=None,
                      help="Label selector, e.g. -l app=web or -l 'pool in (a100,h100)'."),
         click.option("-o", "--output", type=click.Choice(OUTPUT_FORMATS), default="table",
-                     show_default=True, help="table/wide for people; json/yaml (stable keys) for scripts."),
+                     show_default=True, help="table/wide for people; json/yaml (stable keys) for scripts; "
+                                             "name: KIND/NAME per object, as kubectl -o name."),
+        click.option("--no-headers", is_flag=True, default=False,
+                     help="Tables without their header line (as kubectl --no-headers)."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
