@@ -9,6 +9,7 @@ from typing import Any, Callable
 import click
 
 from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 CLAIM_KIND = "resourceclaim.resource.k8s.io"  # as kubectl -o name spells it
@@ -138,7 +139,7 @@ def _describe_cluster(settings: _Settings) -> None:
 
 
 @command.command("node", epilog=exits.TABLE)
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=names_from_cluster("nodes"))
 @cluster_options
 @dra_node_label_option
 @click.pass_context
@@ -176,7 +177,7 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
 
 
 @command.command("pod", epilog=exits.TABLE)
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=names_from_cluster("pods"))
 @cluster_options
 @click.pass_context
 def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
@@ -222,7 +223,7 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
 
 
 @command.command("claim", epilog=exits.TABLE)
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=names_from_cluster("resourceclaims"))
 @cluster_options
 @click.pass_context
 def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:

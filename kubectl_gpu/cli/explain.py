@@ -18,6 +18,7 @@ import yaml
 
 from kubectl_gpu.cel import InvalidResourceSlice
 from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
 from kubectl_gpu.explain.render import render_table, to_dict
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
@@ -54,7 +55,7 @@ def _local_slices() -> list[dict[str, Any]]:
 
 
 @click.command(name="explain", epilog=exits.TABLE)
-@click.argument("pod", required=False)
+@click.argument("pod", required=False, shell_complete=names_from_cluster("pods"))
 @cluster_options
 @click.option("-f", "--filename", "files", multiple=True, metavar="FILE",
               help="ResourceClaim/ResourceClaimTemplate manifests (may also hold slices and classes; - for stdin).")

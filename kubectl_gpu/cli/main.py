@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {
     "explain": "Explain how each device request of a claim or pod matches the cluster's devices.",
     "doctor": "Check a cluster for double counting and migration problems.",
     "inventory": "Show this node's GPUs as the NVIDIA DRA driver will publish them.",
+    "completion": "Print the shell completion script (bash, zsh, fish).",
 }
 
 
@@ -42,6 +43,7 @@ class LazyGroup(click.Group):
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
         # `kubectl gpu`, whether kubectl ran us or the user typed kubectl-gpu or python -m.
         prog_name = prog_name or PLUGIN_NAME
+        extra.setdefault("complete_var", "_KUBECTL_GPU_COMPLETE")  # kubectl_gpu.cli.completion.COMPLETE_VAR
         return super().main(args, prog_name, **extra)
 
     def invoke(self, ctx: click.Context) -> Any:
