@@ -347,3 +347,16 @@ def test_a_legacy_gpu_beside_an_imex_channel_claim_is_still_rewritten(start_webh
     pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "ch"}]
     patched = jsonpatch.apply_patch(pod, patch_of(start_webhook().review("/mutate", admission_review(pod))))
     assert len(patched["spec"]["resourceClaims"]) == 2
+
+
+def test_the_opt_out_hint_names_the_configured_label(start_webhook, k8s_double):
+    from kubectl_gpu.core import TranslateOptions, translate_pod_template
+
+    [claim] = translate_pod_template(controller_pod(), TranslateOptions()).claims
+    foreign = claim.manifest("default")
+    foreign["metadata"].pop("labels", None)
+    k8s_double.seed(foreign)
+    response = start_webhook(optOutLabel="example.com/no-dra").review("/mutate", admission_review(controller_pod()))
+    assert response["allowed"] is False
+    assert "example.com/no-dra=true" in response["status"]["message"]
+    assert "kubectl-gpu.io/opt-out" not in response["status"]["message"]

@@ -51,9 +51,68 @@ json_values = st.recursive(
 )
 
 
+def _workload(kind: str, pod: dict) -> dict:
+    api_version = "batch/v1" if kind == "Job" else "apps/v1"
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": "w", "namespace": "default"},
+            "spec": {"template": {"metadata": pod["metadata"], "spec": pod["spec"]}}}
+
+
+OWNERS = st.lists(st.fixed_dictionaries({
+    "apiVersion": st.sampled_from(["apps/v1", "batch/v1", "v1", "example.com/v1"]),
+    "kind": st.sampled_from(["ReplicaSet", "Deployment", "Job", "CronJob", "StatefulSet", "RayCluster"]),
+    "name": st.sampled_from(["w", "w-7c9f", "missing"]),
+    "uid": st.just("u-1"),
+    "controller": st.sampled_from([True, False, None, "yes"]),
+}), max_size=2)
+
+
+def _nested_json(depth: int) -> bytes:
+    """A JSON value nested ``depth`` arrays deep (written as text: json.dumps itself recurses)."""
+    return b"[" * depth + b'"x"' + b"]" * depth
+
+
+@st.composite
+def update_reviews(draw) -> dict:
+    """What the API server sends on UPDATE: the object and its oldObject, owned or not."""
+    kind = draw(st.sampled_from(["Deployment", "ReplicaSet", "StatefulSet", "Job", "Pod"]))
+    new_pod, old_pod = draw(pods()), draw(pods())
+    if draw(st.booleans()):
+        old_pod = json.loads(json.dumps(new_pod))  # an update that leaves the template alone
+    new = new_pod if kind == "Pod" else _workload(kind, new_pod)
+    old = old_pod if kind == "Pod" else _workload(kind, old_pod)
+    owners = draw(OWNERS)
+    if owners:
+        new["metadata"]["ownerReferences"] = owners
+    return admission_review(new, operation="UPDATE", old=old if draw(st.booleans()) else draw(json_values))
+
+
 @st.composite
 def malformed_reviews(draw) -> bytes:
-    choice = draw(st.integers(0, 4))
+    choice = draw(st.integers(0, 8))
+    if choice == 5:
+        return json.dumps(draw(update_reviews())).encode()
+    if choice == 6:  # a controller's pod, with whatever owner chain
+        pod = draw(pods())
+        pod["metadata"]["ownerReferences"] = draw(OWNERS)
+        return json.dumps(admission_review(pod)).encode()
+    if choice == 7:  # lone surrogates where the webhook reads text (json.dumps escapes them: valid JSON)
+        review = admission_review(draw(pods()))
+        surrogate = draw(st.sampled_from([chr(0xD800), chr(0xDFFF), "Pod" + chr(0xDC80)]))
+        for field in draw(st.lists(st.sampled_from(["kind", "operation", "name", "namespace", "label"]), min_size=1)):
+            if field == "kind":
+                review["request"]["kind"]["kind"] = surrogate
+            elif field == "label":
+                review["request"]["object"]["metadata"]["labels"] = {"app": surrogate}
+            else:
+                review["request"][field] = surrogate
+        return json.dumps(review).encode()
+    if choice == 8:  # deep nesting, inside the object or as the whole body
+        depth = draw(st.sampled_from([50, 255, 300, 2_000, 200_000]))
+        if draw(st.booleans()):
+            return b"[" * depth
+        review = admission_review(draw(pods()))
+        review["request"]["object"]["spec"]["containers"][0]["env"] = "NESTED"
+        return json.dumps(review).encode().replace(b'"NESTED"', _nested_json(depth))
     if choice == 0:
         return draw(st.binary(max_size=200))
     if choice == 1:
@@ -86,6 +145,7 @@ def test_random_and_malformed_reviews_never_get_a_5xx(start_webhook, body, endpo
         assert answer["response"]["uid"] == json.loads(body)["request"]["uid"]
     else:
         assert 400 <= status < 500 and json.loads(data)["error"]
+    assert hook.request("GET", "/metrics")[0] == 200  # nothing a review says can break /metrics
 
 
 def _shared(start_webhook, **settings_):
@@ -97,8 +157,54 @@ def _shared(start_webhook, **settings_):
 
 def test_oversized_body_is_refused_with_413(start_webhook):
     hook = start_webhook()
-    status, data = hook.request("POST", "/mutate", b"{" + b" " * (4 * 1024 * 1024) + b"}")
-    assert status == 413 and b"3 MiB" in data
+    status, data = hook.request("POST", "/mutate", b"{" + b" " * (8 * 1024 * 1024) + b"}")
+    assert status == 413 and b"3 MiB each" in data
+
+
+def test_an_update_carrying_a_large_workload_twice_is_answered(start_webhook):
+    """object and oldObject can each be 3 MiB (the API server's limit on an object); together they
+    fit the 7 MB controller-runtime allows (pkg/webhook/admission/http.go, maxRequestSize)."""
+    hook = start_webhook()
+    big = _workload("Deployment", {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [
+        {"name": "c", "image": "img", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+    big["metadata"]["annotations"] = {"example.com/blob": "x" * (3 * 1024 * 1024 - 4096)}
+    old = json.loads(json.dumps(big))
+    old["spec"]["template"]["spec"]["containers"][0]["image"] = "img:old"
+    body = json.dumps(admission_review(big, operation="UPDATE", old=old)).encode()
+    assert len(body) > 6_000_000  # twice what the old 3 MiB limit allowed
+    response = hook.review("/mutate", body)
+    assert response["allowed"] is True and patch_of(response)
+
+
+@given(depth=st.sampled_from([257, 2_000, 200_000]), whole=st.booleans())
+@PROPERTY_SETTINGS
+def test_deep_nesting_is_a_400_saying_so(start_webhook, depth, whole):
+    hook = _shared(start_webhook)
+    if whole:
+        body = b"[" * depth
+    else:
+        review = admission_review({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                                   "spec": {"containers": [{"name": "c", "image": "i", "args": "NESTED"}]}})
+        body = json.dumps(review).encode().replace(b'"NESTED"', _nested_json(depth))
+    status, data = hook.request("POST", "/mutate", body)
+    assert status == 400 and b"deeper than" in data
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(start_webhook):
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"a": "[" * 5000}},
+           "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    assert patch_of(start_webhook().review("/mutate", admission_review(pod)))
+
+
+def test_a_lone_surrogate_in_the_kind_never_breaks_metrics(start_webhook):
+    """The text format is UTF-8: one such label value made every later scrape a 500."""
+    hook = start_webhook()
+    review = admission_review({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}})
+    review["request"]["kind"]["kind"] = chr(0xD800)
+    review["request"]["operation"] = chr(0xDFFF)
+    hook.review("/mutate", json.dumps(review).encode())
+    text = hook.metrics_text()
+    assert 'kind="other",operation="other"' in text
 
 
 @PROPERTY_SETTINGS

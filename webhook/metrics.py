@@ -10,9 +10,28 @@ from prometheus_client.metrics import MetricWrapperBase
 
 # Admission latency budget is milliseconds; the API server's timeout is 10 s by default.
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-# Label sets whose series are looked up once and kept (kinds and operations come from requests,
-# so the memo is bounded; past it, lookups go through the metric as before).
+# Label sets whose series are looked up once and kept (bounded all the same; past it, lookups go
+# through the metric as before).
 _MAX_REMEMBERED_SERIES = 4096
+
+
+# Label values come from closed sets, never from request text: a lone surrogate or a million
+# made-up kinds must not break /metrics (the text format is UTF-8) or grow it without bound.
+KIND_LABELS = frozenset({
+    "Pod", "ReplicationController", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob",
+    "Node", "ResourceClaim", "ResourceClaimTemplate",
+})
+OPERATION_LABELS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+OTHER = "other"
+
+
+def kind_label(kind: str) -> str:
+    """``kind`` when it is one this webhook is registered for, else "other" ("" when absent)."""
+    return kind if kind in KIND_LABELS or not kind else OTHER
+
+
+def operation_label(operation: str) -> str:
+    return operation if operation in OPERATION_LABELS or not operation else OTHER
 
 
 @dataclass

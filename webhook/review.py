@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,7 +18,13 @@ from typing import Any
 import orjson
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
-MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own limit on an object is 3 MiB
+# An UPDATE carries the object twice (object and oldObject), each up to the API server's 3 MiB
+# limit, plus under 1 MiB of the rest: 7 MiB, as controller-runtime's webhook server allows
+# (sigs.k8s.io/controller-runtime pkg/webhook/admission/http.go, maxRequestSize).
+MAX_BODY_BYTES = 7 * 1024 * 1024
+# Nesting deeper than any Pod, workload or DRA object is refused before parsing (a body of
+# 200,000 "[" must be a 400, not a RecursionError in the JSON parser or in a walker later).
+MAX_JSON_DEPTH = 256
 MAX_WARNING_CHARS = 120
 MAX_WARNINGS = 10
 
@@ -90,13 +97,38 @@ class AdmissionRequest:
         return copy
 
 
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+
+
+def nesting_exceeds(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON in ``body`` nests arrays and objects deeper than ``limit``.
+
+    No parse: fewer brackets than the limit cannot nest deeper (one count, the common case);
+    otherwise brackets inside strings are dropped and the rest is walked, stopping at the limit.
+    """
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    depth = 0
+    for char in _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
+        depth += 1 if char in (0x5B, 0x7B) else -1
+        if depth > limit:
+            return True
+    return False
+
+
 def parse_review(body: bytes) -> AdmissionRequest:
     if len(body) > MAX_BODY_BYTES:
         raise BadReview(f"body is {len(body)} bytes; an AdmissionReview is at most {MAX_BODY_BYTES}")
+    if nesting_exceeds(body):
+        raise BadReview(f"body nests JSON deeper than {MAX_JSON_DEPTH} levels; no Kubernetes object this "
+                        "webhook reviews comes near that")
     try:
         data, strict = decode_json(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadReview(f"body is not JSON: {exc}") from None
+    except RecursionError:
+        raise BadReview(f"body nests JSON deeper than the parser allows (at most {MAX_JSON_DEPTH} levels)") from None
     if not isinstance(data, dict):
         raise BadReview("body must be a JSON object (an AdmissionReview)")
     if data.get("kind") != "AdmissionReview":

@@ -1,7 +1,7 @@
 """The HTTPS server: endpoints, per-review logging and metrics, readiness, TLS reloading.
 
 Every request gets an answer the API server can use: a body that is not an AdmissionReview is a
-400 with a message, a body over 3 MiB a 413, and an unexpected failure while deciding is a
+400 with a message (nesting deeper than 256 levels too), a body over 7 MiB a 413, and an unexpected failure while deciding is a
 well-formed denial that says so, never an HTTP 500 or a dropped connection.
 """
 
@@ -23,7 +23,7 @@ from .admission import Admission
 from .config import WebhookConfig
 from .kubeapi import WORKLOAD_RESOURCES, AsyncKubeApi, Resource
 from .labelcache import LabelCache
-from .metrics import Metrics
+from .metrics import Metrics, kind_label, operation_label
 from .review import (
     MAX_BODY_BYTES,
     AdmissionRequest,
@@ -87,6 +87,7 @@ class WebhookServer:
             templates=TemplateStore(
                 api,
                 ttl_seconds=self.timings.template_ttl,
+                opt_out_label=config.opt_out_label,
                 on_created=lambda kind: self.metrics.series(self.metrics.templates_created, kind).inc(),
                 on_api_error=on_error,
             ),
@@ -102,7 +103,7 @@ class WebhookServer:
     # --- app ------------------------------------------------------------------------------
 
     def app(self) -> web.Application:
-        # A little above 3 MiB so the JSON envelope around a maximal object still fits.
+        # A little above the limit: parse_review answers a body just over it with a 400 that says so.
         application = web.Application(client_max_size=MAX_BODY_BYTES + 64 * 1024)
         application.add_routes(
             [
@@ -159,7 +160,8 @@ class WebhookServer:
             body = await http.read()
         except web.HTTPRequestEntityTooLarge:
             metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
-            return _error(413, f"body larger than {MAX_BODY_BYTES} bytes; an AdmissionReview is at most 3 MiB")
+            return _error(413, f"body larger than {MAX_BODY_BYTES} bytes: an AdmissionReview (an object and its "
+                               "oldObject of at most 3 MiB each) is never that large")
         try:
             review = self._parser.parse(body)
         except BadReview as exc:
@@ -172,12 +174,12 @@ class WebhookServer:
             log.exception("review failed", extra={"uid": review.uid, "endpoint": endpoint})
             verdict = deny(
                 f"kubectl-gpu: internal error while reviewing this {review.kind or 'object'} (see webhook logs, "
-                f"uid {review.uid}); retry, or label it kubectl-gpu.io/opt-out=true",
+                f"uid {review.uid}); retry, or label it {self.config.opt_out_label}=true",
                 500,
             )
         payload = encode_response(review.uid, verdict, review.strict_json)
         result = "denied" if not verdict.allowed else "patched" if verdict.patch else "warned" if verdict.warnings else "allowed"
-        metrics.series(metrics.reviews, endpoint, review.kind, review.operation, result).inc()
+        metrics.series(metrics.reviews, endpoint, kind_label(review.kind), operation_label(review.operation), result).inc()
         elapsed = time.perf_counter() - started
         metrics.series(metrics.latency, endpoint).observe(elapsed)
         if result != "allowed" or log.isEnabledFor(logging.DEBUG):

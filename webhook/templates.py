@@ -15,7 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE, OPT_OUT_LABEL
 from kubectl_gpu.core.model import ClaimObject
 
 from .kubeapi import ApiError, AsyncKubeApi, Resource
@@ -59,6 +59,7 @@ class TemplateStore:
         ttl_seconds: float = 60.0,
         max_entries: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
+        opt_out_label: str = OPT_OUT_LABEL,
         on_created: Callable[[str], None] = lambda kind: None,
         on_api_error: Callable[[str], None] = lambda operation: None,
     ) -> None:
@@ -66,6 +67,7 @@ class TemplateStore:
         self.ttl = ttl_seconds
         self.max_entries = max_entries
         self.clock = clock
+        self.opt_out_label = opt_out_label
         self.on_created = on_created
         self.on_api_error = on_api_error
         self._known: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
@@ -169,7 +171,7 @@ class TemplateStore:
         if labels.get(MANAGED_BY_LABEL) != MANAGED_BY_VALUE:
             raise TemplateConflict(
                 f"{where} exists but is not managed by kubectl-gpu ({MANAGED_BY_LABEL}={MANAGED_BY_VALUE} "
-                f"missing): rename or delete it, or opt the pod out with label kubectl-gpu.io/opt-out=true"
+                f"missing): rename or delete it, or opt the pod out with label {self.opt_out_label}=true"
             )
         if not contains(_spec_of(existing), _spec_of(wanted)):
             raise TemplateConflict(
