@@ -25,6 +25,7 @@ from kubectl_gpu.core.families import LEGACY_RESOURCE_NAMES as CORE_RESOURCE_NAM
 from kubectl_gpu.core.families import family_of, has_legacy_gpu_request
 from kubectl_gpu.manifests.locate import find_pod_sites
 from kubectl_gpu.manifests.patch import resolve
+from tests.corpus import SHARED_CORPUS, requires_corpus
 from tests.test_chart_support import (
     NAMESPACE,
     REPO,
@@ -36,7 +37,7 @@ from tests.test_chart_support import (
 )
 
 pytestmark = needs_helm
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = SHARED_CORPUS
 LEGACY = CORPUS / "legacy"
 TEMPLATE_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job"}
 BUILTIN_GROUPS = {"apps", "batch", "extensions"}
@@ -148,7 +149,7 @@ def _pod(spec: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": spec}
 
 
-@pytest.mark.skipif(not LEGACY.is_dir(), reason="the shared corpus is not checked out beside the repo")
+@requires_corpus
 class TestAgainstTheCorpus:
     def test_the_corpus_holds_enough_pods_to_mean_something(self):
         specs = corpus_pod_specs()
@@ -420,9 +421,9 @@ def test_node_status_guard_only_sees_dra_nodes_that_report_legacy_gpus(tmp_path)
         # The server would strip exactly what the condition lets through (non-zero amounts).
         if matches:
             assert double_counting.strip_legacy_capacity(node, selectors)
-    run_ai_node = next(d for d in _documents(LEGACY / "run-ai__fake-gpu-operator__design_samples_lt2.9_mig_node_3_instances.yaml")
+    mig_node = next(d for d in _documents(REPO / "tests" / "data" / "manifests" / "mig-node.yaml")
                        if isinstance(d, dict) and d.get("kind") == "Node")
-    node = _as_json(run_ai_node)
+    node = _as_json(mig_node)
     assert evaluate(expression, node) is False  # a device-plugin node
     node["metadata"]["labels"]["ack.node.gpu.schedule"] = "disabled"
     assert evaluate(expression, node) is True

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -27,9 +26,10 @@ from kubectl_gpu.manifests.locate import find_pod_sites
 from kubectl_gpu.manifests.nodes import to_plain
 from kubectl_gpu.manifests.objects import iter_objects
 from kubectl_gpu.manifests.patch import join_pointer, resolve
+from tests.corpus import corpus_dir, requires_corpus
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "legacy"
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
+CORPUS = corpus_dir("legacy")
+pytestmark = requires_corpus
 
 # DRA API version -> Kubernetes versions whose schemas must accept the output.
 VERSIONS = {"v1": ("1.34", "1.35"), "v1beta2": ("1.33",), "v1beta1": ("1.32",)}

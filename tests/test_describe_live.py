@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.k8s import DEFAULT_PAGE_SIZE
 from tests import builders as b
+from tests.corpus import corpus_file
 from tests.k8sdouble import K8sDouble
 
-CORPUS = Path("/work/shared/corpus/dra")
 
 
 def run(double, *args: str, kubeconfig: str | None = None):
@@ -30,7 +30,7 @@ def as_json(result) -> dict:
 
 
 def corpus(name: str) -> list[dict]:
-    return [d for d in yaml.safe_load_all((CORPUS / name).read_text()) if d]
+    return [d for d in yaml.safe_load_all(corpus_file("dra", name).read_text()) if d]
 
 
 @pytest.fixture
@@ -215,7 +215,7 @@ def test_describe_claim_with_consumable_capacity_from_the_corpus(k8s_double):
 
 
 def test_example_driver_slices_from_the_corpus(k8s_double):
-    listing = yaml.safe_load((CORPUS / "kubernetes-sigs__dra-example-driver__README.md__L189-L320.yaml").read_text())
+    listing = yaml.safe_load(corpus_file("dra", "kubernetes-sigs__dra-example-driver__README.md__L189-L320.yaml").read_text())
     k8s_double.seed(listing, b.node("dra-example-driver-cluster-worker"))
     node = as_json(run(k8s_double, "describe", "node", "dra-example-driver-cluster-worker", "-o", "json"))
     assert [d["product"] for d in node["devices"]] == ["LATEST-GPU-MODEL"] * 8

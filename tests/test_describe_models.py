@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import yaml
 
@@ -13,8 +12,8 @@ from kubectl_gpu.inspect.devices import current_devices, devices_of_slice
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import ALLOCATED, NOT_CREATED, pod_report
 from tests import builders as b
+from tests.corpus import corpus_file
 
-CORPUS = Path("/work/shared/corpus/dra")
 
 
 def _report(nodes, slices=(), claims=(), pods=(), labels=DEFAULT_DRA_NODE_LABELS):
@@ -151,7 +150,7 @@ def test_v1beta1_slices_are_read_through_basic():
 
 
 def test_example_driver_slice_from_the_corpus():
-    listing = yaml.safe_load((CORPUS / "kubernetes-sigs__dra-example-driver__README.md__L189-L320.yaml").read_text())
+    listing = yaml.safe_load(corpus_file("dra", "kubernetes-sigs__dra-example-driver__README.md__L189-L320.yaml").read_text())
     devices = current_devices(listing["items"])
     assert len(devices) == 8
     assert {d.node for d in devices} == {"dra-example-driver-cluster-worker"}
@@ -160,7 +159,7 @@ def test_example_driver_slice_from_the_corpus():
 
 
 def test_imex_channels_in_the_corpus_are_not_counted_as_gpus():
-    docs = [d for d in yaml.safe_load_all((CORPUS / "kubernetes-sigs__dra-driver-nvidia-gpu__demo_clusters_kind_scripts_imex-resourceslice.yaml").read_text()) if d]
+    docs = [d for d in yaml.safe_load_all(corpus_file("dra", "kubernetes-sigs__dra-driver-nvidia-gpu__demo_clusters_kind_scripts_imex-resourceslice.yaml").read_text()) if d]
     devices = current_devices(docs)
     assert len(devices) == 20 and not any(d.is_gpu for d in devices)
     assert all(d.node is None for d in devices)  # selected by node labels: a shared pool

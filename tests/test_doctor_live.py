@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
 from tests import builders as b
+from tests.corpus import claim_fixture, corpus_file
 
-CORPUS = Path("/work/shared/corpus/dra")
 
 
 def doctor(double, *args: str):
@@ -28,8 +28,12 @@ def codes(data: dict) -> set[tuple[str, str]]:
     return {(f["code"], f["subject"]) for f in data["findings"] if f["severity"] != "info"}
 
 
+def fixture(name: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all(claim_fixture(name).read_text()) if d]
+
+
 def corpus(name: str) -> list[dict]:
-    return [d for d in yaml.safe_load_all((CORPUS / name).read_text()) if d]
+    return [d for d in yaml.safe_load_all(corpus_file("dra", name).read_text()) if d]
 
 
 def healthy_cluster(double, dra_version: str = "v1") -> None:
@@ -61,7 +65,7 @@ def test_healthy_cluster_exits_zero(k8s_double):
 def test_every_problem_is_found_with_a_fix_and_exits_one(k8s_double):
     healthy_cluster(k8s_double)
     k8s_double.delete("endpoints", "kubectl-gpu-webhook", "kubectl-gpu")
-    mig_class = [d for d in corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_extended-resources_mig-1g-12gb.yaml")
+    mig_class = [d for d in fixture("mig-1g-12gb-extended-resource")
                  if d["kind"] in ("DeviceClass", "Namespace")]
     k8s_double.seed(
         *mig_class,
@@ -87,7 +91,7 @@ def test_every_problem_is_found_with_a_fix_and_exits_one(k8s_double):
 
 
 def test_corpus_example_driver_templates_against_its_slices(k8s_double):
-    listing = yaml.safe_load((CORPUS / "kubernetes-sigs__dra-example-driver__README.md__L189-L320.yaml").read_text())
+    listing = yaml.safe_load(corpus_file("dra", "kubernetes-sigs__dra-example-driver__README.md__L189-L320.yaml").read_text())
     k8s_double.seed(listing, corpus("kubernetes-sigs__dra-example-driver__demo_examples_cel-selector_cel-selector.yaml"),
                     b.device_class("gpu.example.com", "device.driver == 'gpu.example.com'"))
     status, data = report(k8s_double)

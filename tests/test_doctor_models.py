@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import yaml
 
 from kubectl_gpu.inspect.doctor import DoctorInputs, run_doctor
 from kubectl_gpu.inspect.doctor.selectors import attribute_references
 from tests import builders as b
+from tests.corpus import claim_fixture, corpus_file
 
-CORPUS = Path("/work/shared/corpus/dra")
 ALL_VERSIONS = ("v1", "v1beta2", "v1beta1")
 
 
+def _fixture(name: str) -> list[dict]:
+    return [d for d in yaml.safe_load_all(claim_fixture(name).read_text()) if d]
+
+
 def _corpus(name: str) -> list[dict]:
-    return [d for d in yaml.safe_load_all((CORPUS / name).read_text()) if d]
+    return [d for d in yaml.safe_load_all(corpus_file("dra", name).read_text()) if d]
 
 
 def _doctor(**objects):
@@ -75,7 +78,7 @@ def test_guarded_attribute_references_are_not_errors():
 
 
 def test_corpus_mig_selectors_match_published_mig_profiles():
-    docs = _corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test4.yaml")
+    docs = _fixture("gpu-test4-mig-devices")
     templates = [d for d in docs if d["kind"] == "ResourceClaimTemplate"]
     slices = [b.gpu_slice("a100", devices=[b.mig_device("a100", 0, 0, "1g.5gb")])]
     report = _doctor(resource_slices=slices, resource_claim_templates=templates,
@@ -92,7 +95,7 @@ def test_request_for_a_device_class_that_does_not_exist():
 
 
 def test_corpus_extended_resource_class_overlapping_a_device_plugin_resource():
-    docs = _corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_extended-resources_mig-1g-12gb.yaml")
+    docs = _fixture("mig-1g-12gb-extended-resource")
     classes = [d for d in docs if d["kind"] == "DeviceClass"]
     plugin_node = b.node("gh200-1", legacy={"nvidia.com/mig-1g.12gb": "7"})
     report = _doctor(device_classes=classes, nodes=[plugin_node])
@@ -180,7 +183,7 @@ def test_a_check_that_cannot_read_its_objects_is_skipped_and_fails():
 
 def test_missing_attribute_behind_a_false_condition_is_not_an_error():
     # CEL's && absorbs the error when the left side is false: GPUs are never asked for `profile`.
-    docs = _corpus("kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_extended-resources_mig-1g-12gb.yaml")
+    docs = _fixture("mig-1g-12gb-extended-resource")
     classes = [d for d in docs if d["kind"] == "DeviceClass"]
     report = _doctor(resource_slices=[b.gpu_slice("dra-1")], device_classes=classes)
     assert _codes(report) == []

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from kubectl_gpu.manifests.locate import find_pod_sites
 from kubectl_gpu.manifests.patch import resolve
+from tests.corpus import corpus_files, corpus_params, requires_corpus
 from webhook.config import ConfigError, load_config
 from webhook.double_counting import (
     DEFAULT_DRA_NODE_SELECTORS,
@@ -37,13 +38,12 @@ from webhook.double_counting import (
     strip_legacy_capacity,
 )
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-LEGACY = CORPUS / "legacy"
 DRA_KEY, DRA_VALUE = "ack.node.gpu.schedule", "disabled"
 ACK = (DraNodeSelector(DRA_KEY, DRA_VALUE),)
 DRA_LABELS = {DRA_KEY: DRA_VALUE}
-A4X_JOBSET = LEGACY / "GoogleCloudPlatform__container-engine-accelerators__gpudirect-rdma_nccl-test-a4x-max-jobset.yaml"
-MIG_NODE = LEGACY / "run-ai__fake-gpu-operator__design_samples_lt2.9_mig_node_3_instances.yaml"
+DATA = Path(__file__).parent / "data" / "manifests"
+A4X_JOBSET = DATA / "gpu-beside-dra-claims-jobset.yaml"
+MIG_NODE = DATA / "mig-node.yaml"
 
 
 # --- helpers: corpus pods and Kubernetes' node-affinity semantics ---------------------------
@@ -73,7 +73,7 @@ def _pod(spec: Mapping[str, Any], name: str = "p") -> dict[str, Any]:
 
 def _corpus_gpu_pods() -> list[Any]:
     pods = []
-    for path in sorted(LEGACY.iterdir()):
+    for path in corpus_files("legacy"):
         for doc_index, document in enumerate(_documents(path)):
             for spec_index, spec in enumerate(_pod_specs(document)):
                 pod = _pod(spec)
@@ -164,11 +164,12 @@ def _gpu_pod(**spec: Any) -> dict[str, Any]:
 # --- fencing -------------------------------------------------------------------------------
 
 
+@requires_corpus
 def test_the_corpus_has_real_gpu_pods_to_fence() -> None:
     assert len(CORPUS_GPU_PODS) >= 50
 
 
-@pytest.mark.parametrize("pod", CORPUS_GPU_PODS)
+@pytest.mark.parametrize("pod", corpus_params(CORPUS_GPU_PODS))
 def test_every_corpus_gpu_pod_is_fenced_off_dra_nodes_and_stays_a_valid_pod(pod: dict[str, Any]) -> None:
     ops = fence_legacy_pod(pod, ACK)
     assert ops, "a pod with legacy GPU requests must be fenced"
@@ -408,7 +409,7 @@ def test_a_zero_legacy_quantity_is_not_a_second_request() -> None:
 
 
 def test_a_legacy_gpu_beside_non_gpu_claims_passes_once_the_claims_are_resolved() -> None:
-    """The GKE A4X JobSet asks for 4 nvidia.com/gpu plus an IMEX channel and RDMA NICs by DRA."""
+    """A GKE A4X-style JobSet asks for 4 nvidia.com/gpu plus an IMEX channel and RDMA NICs by DRA."""
     documents = list(_documents(A4X_JOBSET))
     [jobset] = [d for d in documents if d.get("kind") == "JobSet"]
     [template] = [d for d in documents if d.get("kind") == "ResourceClaimTemplate"]

@@ -19,9 +19,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.corpus import claim_fixture, corpus_files, corpus_params, requires_corpus
 from webhook.dra_validation import MAX_WARNING_LENGTH, ValidationResult, validate_dra_object
 
-CORPUS_DRA = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dra"
 NVIDIA_DEMO = "kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_"
 CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 SUPPORTED = ("resource.k8s.io/v1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1")
@@ -35,7 +35,7 @@ def _documents(path: Path) -> Iterator[Mapping[str, Any]]:
 
 def _corpus_claims(api_versions: tuple[str, ...]) -> list[Any]:
     found = []
-    for path in sorted(CORPUS_DRA.iterdir()):
+    for path in corpus_files("dra"):
         for document in _documents(path):
             if document.get("kind") in CLAIM_KINDS and document.get("apiVersion") in api_versions:
                 name = f"{path.stem[:70]}:{document['kind']}/{document['metadata']['name']}"
@@ -43,8 +43,8 @@ def _corpus_claims(api_versions: tuple[str, ...]) -> list[Any]:
     return found
 
 
-def _corpus_object(file_suffix: str, name: str) -> dict[str, Any]:
-    [path] = [p for p in CORPUS_DRA.iterdir() if p.name.endswith(file_suffix)]
+def _fixture_object(fixture: str, name: str) -> dict[str, Any]:
+    path = claim_fixture(fixture)
     [document] = [d for d in _documents(path) if d.get("kind") in CLAIM_KINDS and d["metadata"]["name"] == name]
     return copy.deepcopy(dict(document))
 
@@ -60,11 +60,11 @@ def _api_server_accepts(obj: Mapping[str, Any]) -> bool:
 
 def two_gpus_template() -> dict[str, Any]:
     """v1 ResourceClaimTemplate with a TimeSlicing request 'ts-gpu' and an MPS request 'mps-gpu'."""
-    return _corpus_object("quickstart_v1_gpu-test5.yaml", "multiple-gpus")
+    return _fixture_object("gpu-test5-multiple-gpus", "multiple-gpus")
 
 
 def v1beta1_template() -> dict[str, Any]:
-    return _corpus_object("quickstart_gpu-test8.yaml", "double-gpu")
+    return _fixture_object("gpu-test8-double-gpu-v1beta1", "double-gpu")
 
 
 TS = "spec.spec.devices.config[0].opaque.parameters"
@@ -94,7 +94,7 @@ def _denied_at(obj: dict[str, Any], path: str) -> str:
 # --- the real manifests --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("obj", _corpus_claims(SUPPORTED))
+@pytest.mark.parametrize("obj", corpus_params(_corpus_claims(SUPPORTED)))
 def test_every_served_claim_and_template_in_the_corpus_is_allowed(obj: dict[str, Any]) -> None:
     assert _api_server_accepts(obj)
     result = validate_dra_object(obj)
@@ -102,12 +102,13 @@ def test_every_served_claim_and_template_in_the_corpus_is_allowed(obj: dict[str,
     assert all(len(w) <= MAX_WARNING_LENGTH for w in result.warnings)
 
 
+@requires_corpus
 def test_the_corpus_covers_the_nvidia_opaque_configs() -> None:
     nvidia = [p for p in _corpus_claims(SUPPORTED) if "nvidia.com/v1beta1" in repr(p.values[0])]
     assert len(nvidia) >= 3
 
 
-@pytest.mark.parametrize("obj", _corpus_claims(("resource.k8s.io/v1alpha2", "resource.k8s.io/v1alpha3")))
+@pytest.mark.parametrize("obj", corpus_params(_corpus_claims(("resource.k8s.io/v1alpha2", "resource.k8s.io/v1alpha3"))))
 def test_retired_alpha_claims_are_denied_as_unsupported_api_versions(obj: dict[str, Any]) -> None:
     message = _denied_at(obj, "apiVersion")
     assert message.startswith("unsupported apiVersion resource.k8s.io/v1alpha")
@@ -130,7 +131,7 @@ def test_v1beta2_has_the_v1_shape_and_is_validated_the_same_way() -> None:
 
 
 def test_a_claim_using_a_removed_nvidia_attribute_is_allowed_with_a_warning() -> None:
-    template = _corpus_object("quickstart_v1_gpu-test6.yaml", "a100")  # selects on ...index == 0
+    template = _fixture_object("gpu-test6-a100-index", "a100")  # selects on ...index == 0
     result = validate_dra_object(template)
     assert result.allowed
     [warning] = [w for w in result.warnings if "'index'" in w]
@@ -314,13 +315,13 @@ def test_a_config_naming_a_missing_request_is_denied_with_the_valid_names() -> N
 
 
 def test_a_constraint_naming_a_missing_request_is_denied() -> None:
-    template = _corpus_object("quickstart_v1_gpu-test4.yaml", "mig-devices")
+    template = _fixture_object("gpu-test4-mig-devices", "mig-devices")
     template["spec"]["spec"]["devices"]["constraints"][0]["requests"] = ["mig-1g-5gb-0", "mig-4g-20gb"]
     _denied_at(template, "spec.spec.devices.constraints[0].requests[1]")
 
 
 def test_configs_may_name_a_first_available_alternative() -> None:
-    template = _corpus_object("prioritized-alternatives.yaml", "prioritized-gpu")
+    template = _fixture_object("prioritized-gpu", "prioritized-gpu")
     request = template["spec"]["spec"]["devices"]["requests"][0]
     alternative = request["firstAvailable"][0]["name"]
     config = {"requests": [f"{request['name']}/{alternative}"], "opaque": {"driver": "gpu.nvidia.com", "parameters": {
@@ -398,7 +399,7 @@ def test_v1beta1_and_first_available_selectors_are_compiled_too() -> None:
     template["spec"]["spec"]["devices"]["requests"][0]["selectors"] = [{"cel": {"expression": "device.driver =="}}]
     _denied_at(template, "spec.spec.devices.requests[0].selectors[0].cel.expression")
 
-    template = _corpus_object("prioritized-alternatives.yaml", "prioritized-gpu")
+    template = _fixture_object("prioritized-gpu", "prioritized-gpu")
     template["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"][1]["selectors"] = [
         {"cel": {"expression": "device.nope"}}]
     _denied_at(template, "spec.spec.devices.requests[0].firstAvailable[1].selectors[0].cel.expression")

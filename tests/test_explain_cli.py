@@ -8,11 +8,11 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
+from tests.corpus import claim_fixture
 
 DATA = Path(__file__).parent / "data" / "slices"
-CORPUS = Path("/work/shared/corpus/dra")
-TEST6 = str(next(CORPUS.glob("*quickstart_v1_gpu-test6*")))
-TEST1 = str(next(CORPUS.glob("*quickstart_v1_gpu-test1*")))
+TEST6 = str(claim_fixture("gpu-test6-a100-index"))
+TEST1 = str(claim_fixture("gpu-test1-single-gpu"))
 H100 = str(DATA / "nvidia-h100-node.yaml")
 A100 = str(DATA / "nvidia-a100-mig-v1beta1.yaml")
 

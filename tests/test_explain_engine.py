@@ -9,10 +9,8 @@ import yaml
 from kubectl_gpu.cel import devices_from_slice
 from kubectl_gpu.explain import ClaimError, ClaimResult, explain_objects, sort_objects
 from kubectl_gpu.explain.render import to_dict
+from tests.corpus import claim_fixture, corpus_file, corpus_files, requires_corpus
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dra"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus/dra")
 DATA = Path(__file__).parent / "data" / "slices"
 
 
@@ -20,9 +18,12 @@ def load(path: Path) -> list:
     return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
 
 
+def fixture(name: str) -> list:
+    return load(claim_fixture(name))
+
+
 def corpus(name: str) -> list:
-    (path,) = CORPUS.glob(f"*{name}*")
-    return load(path)
+    return load(corpus_file("dra", name))
 
 
 def nvidia_slices() -> list:
@@ -49,8 +50,9 @@ def explain_one(claim_obj, slices=None, classes=(), allocations=()):
     return item
 
 
+@requires_corpus
 def test_every_corpus_claim_is_explained_against_the_corpus_slices():
-    docs = [d for path in sorted(CORPUS.glob("*.yaml")) for d in load(path)]
+    docs = [d for path in corpus_files("dra", "*.yaml") for d in load(path)]
     inputs = sort_objects(docs)
     assert len(inputs.claims) >= 20 and len(inputs.slices) == 3
     classes = [*inputs.classes, *load(DATA / "example-driver-class.yaml")]
@@ -84,7 +86,7 @@ def test_prioritized_alternatives_pick_the_first_that_fits():
 
 
 def test_imex_channels_are_not_gpus_for_the_nvidia_gpu_class():
-    item = explain_one(corpus("quickstart_v1_gpu-test1")[1], corpus("imex-resourceslice"))
+    item = explain_one(fixture("gpu-test1-single-gpu")[1], corpus("imex-resourceslice"))
     alternative = item.requests[0].alternatives[0]
     assert alternative.devices == 20 and alternative.in_class == 0
     assert "no device is in class gpu.nvidia.com" in item.verdict
@@ -93,7 +95,7 @@ def test_imex_channels_are_not_gpus_for_the_nvidia_gpu_class():
 
 def test_removed_index_attribute_is_reported_as_the_scheduler_error():
     """gpu-test6 selects on `index`, which NVIDIA driver v25.12 no longer publishes."""
-    template = corpus("quickstart_v1_gpu-test6")[1]
+    template = fixture("gpu-test6-a100-index")[1]
     slices = load(DATA / "nvidia-a100-mig-v1beta1.yaml")
     item = explain_one(template, slices)
     alternative = item.requests[0].alternatives[0]
@@ -154,7 +156,7 @@ def test_capacity_requests_round_up_to_the_request_policy_step():
 
 
 def test_mig_requests_with_match_attribute_need_distinct_devices_on_one_parent():
-    template = corpus("quickstart_v1_gpu-test4")[1]  # 2x 1g.5gb + 2g.10gb + 3g.20gb, same parentUUID
+    template = fixture("gpu-test4-mig-devices")[1]  # 2x 1g.5gb + 2g.10gb + 3g.20gb, same parentUUID
     item = explain_one(template)
     assert item.allocatable and item.node == "a100-node-1"
     too_many = claim([exactly(f"m{i}", "mig.nvidia.com", ["device.attributes['gpu.nvidia.com'].profile == '1g.5gb'"]) for i in range(4)],
@@ -173,7 +175,7 @@ def test_allocation_mode_all_needs_every_matching_device_free():
 
 
 def test_count_larger_than_a_node_cannot_fit():
-    item = explain_one(corpus("gpu-test8")[1], load(DATA / "nvidia-a100-mig-v1beta1.yaml"))
+    item = explain_one(fixture("gpu-test8-double-gpu-v1beta1")[1], load(DATA / "nvidia-a100-mig-v1beta1.yaml"))
     assert "needs 2 devices, 1 matches" in item.verdict
 
 
@@ -227,7 +229,7 @@ def test_explaining_8000_devices_returns_every_device_result():
     for node in range(1000):
         h100 = {**template, "spec": {**template["spec"], "nodeName": f"node-{node}", "pool": {"name": f"node-{node}"}}}
         slices.append(h100)
-    item = explain_one(corpus("quickstart_v1_gpu-test1")[1], slices)
+    item = explain_one(fixture("gpu-test1-single-gpu")[1], slices)
     alternative = item.requests[0].alternatives[0]
     assert len(alternative.device_results) == 8000 and alternative.free == 8000 and item.allocatable
 

@@ -5,7 +5,6 @@ import json
 import shutil
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import urllib3
@@ -14,10 +13,11 @@ from kubernetes import client, watch
 from kubernetes import config as kubernetes_config
 from kubernetes.client.rest import ApiException
 
+from tests.corpus import corpus_dir, requires_corpus
 from tests.k8sdouble import TIMEOUT, K8sDouble, UnknownResource
 from tests.k8sdouble.fixtures import k8s_double  # noqa: F401 - the fixture under test
 
-DRA_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dra"
+DRA_CORPUS = corpus_dir("dra")
 needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 
 
@@ -595,7 +595,7 @@ def _corpus_documents() -> list[tuple[str, dict]]:
     return docs
 
 
-@pytest.mark.skipif(not DRA_CORPUS.is_dir(), reason="the shared DRA corpus is not present")
+@requires_corpus
 def test_every_served_dra_corpus_document_seeds_and_reads_back(k8s_double):
     dynamic_client = k8s_double.dynamic_client()
     served = [(f, d) for f, d in _corpus_documents() if k8s_double.serves(d)]
@@ -726,7 +726,7 @@ def test_kubectl_gets_nodes_as_json(k8s_double):
 
 
 @needs_kubectl
-@pytest.mark.skipif(not DRA_CORPUS.is_dir(), reason="the shared DRA corpus is not present")
+@requires_corpus
 def test_kubectl_creates_a_dra_corpus_manifest_and_reads_the_claims(k8s_double):
     manifest = DRA_CORPUS / "kubernetes-sigs__dra-driver-nvidia-gpu__demo_specs_quickstart_v1_gpu-test1.yaml"
     created = k8s_double.kubectl("create", "--validate=false", "-f", str(manifest))

@@ -13,10 +13,11 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
+from tests.corpus import corpus_dir, requires_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
-CORPUS = REPO.parent / "shared" / "corpus" / "legacy"
+CORPUS = corpus_dir("legacy")
 
 POD = """\
 # keep this comment
@@ -227,7 +228,7 @@ def test_help_documents_the_exit_codes() -> None:
         assert line in result.stdout
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not available")
+@requires_corpus
 def test_corpus_files_through_the_command_line(tmp_path: Path) -> None:
     names = ["NVIDIA__deepops__workloads_examples_k8s_gpu-usage_mig-mixed-with-selector.yml",
              "Project-HAMi__HAMi__examples_nvidia_use_sharing_card.yaml",

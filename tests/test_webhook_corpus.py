@@ -15,12 +15,12 @@ import yaml
 from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from kubectl_gpu.manifests.locate import find_pod_sites
 from tests.conftest import admission_review, patch_of
+from tests.corpus import corpus_files, corpus_params, requires_corpus
 from webhook import double_counting
 from webhook.config import load_config
 
-CORPUS = Path("/work/shared/corpus")
-LEGACY = sorted((CORPUS / "legacy").glob("*.y*ml"))
-ADMISSION = sorted((CORPUS / "admission").glob("*.json"))
+LEGACY = corpus_files("legacy", "*.y*ml")
+ADMISSION = corpus_files("admission", "*.json")
 DRA_NODES = load_config(None, {}, {}).dra_node_selectors
 
 
@@ -70,12 +70,13 @@ def what_the_core_yields(pod: dict) -> dict:
     return jsonpatch.apply_patch(expected, double_counting.fence_legacy_pod(expected, DRA_NODES))
 
 
+@requires_corpus
 def test_the_corpus_has_gpu_pods():
     gpu_files = [p for p in LEGACY if any(double_counting.legacy_gpu_resources(pod) for pod in corpus_pods(p))]
     assert len(gpu_files) >= 40
 
 
-@pytest.mark.parametrize("path", LEGACY, ids=[p.name[:80] for p in LEGACY])
+@pytest.mark.parametrize("path", corpus_params(pytest.param(p, id=p.name[:80]) for p in LEGACY))
 def test_every_corpus_pod_is_admitted_as_the_core_rewrites_it(path, start_webhook, k8s_double):
     pods = corpus_pods(path)
     if not pods:
@@ -106,7 +107,7 @@ def test_every_corpus_pod_is_admitted_as_the_core_rewrites_it(path, start_webhoo
         assert "patch" not in again, "mutation is not idempotent"
 
 
-@pytest.mark.parametrize("path", ADMISSION, ids=[p.name[:60] for p in ADMISSION])
+@pytest.mark.parametrize("path", corpus_params(pytest.param(p, id=p.name[:60]) for p in ADMISSION))
 @pytest.mark.parametrize("endpoint", ["/mutate", "/validate"])
 def test_corpus_admission_reviews_get_a_well_formed_answer(path, endpoint, start_webhook):
     hook = start_webhook()

@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from pathlib import Path
 
 import pytest
 
 from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from tests.conftest import admission_review, captured_logs, patch_of
+from tests.corpus import SHARED_CORPUS, corpus_files
 from webhook import logs
 from webhook.kubeapi import ApiError, AsyncKubeApi, KubeApi, Resource
 from webhook.labelcache import LabelCache
@@ -31,7 +31,6 @@ from webhook.review import (
 )
 from webhook.templates import TemplateStore
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
 def replica_pod(amount: str = "1") -> dict:
@@ -112,14 +111,16 @@ def test_admission_never_modifies_the_objects_it_reviews(start_webhook):
     """Reused parses share their objects between reviews: reviewing must leave them as parsed."""
     hook = start_webhook()
     reviews = [admission_review(replica_pod(a)) for a in ("1", "0.5", "3")]
-    for path in sorted((CORPUS / "admission").glob("*.json")):
+    real = []  # real AdmissionReviews from the shared corpus, when it is checked out
+    for path in corpus_files("admission", "*.json"):
         try:
             document = json.loads(path.read_text())
         except ValueError:
             continue
         if isinstance(document.get("request"), dict):
-            reviews.append(document)
-    assert len(reviews) > 3
+            real.append(document)
+    assert real or not SHARED_CORPUS.is_dir()
+    reviews.extend(real)
     for review in reviews:
         body = as_api_server_sends(review, uid(7))
         for endpoint in ("mutate", "validate"):
