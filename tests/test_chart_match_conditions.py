@@ -396,7 +396,6 @@ def _node(labels: dict[str, str] | None, capacity: dict[str, Any]) -> dict[str, 
             "status": {"capacity": dict(capacity), "allocatable": dict(capacity)}}
 
 
-@pytest.mark.skipif(not LEGACY.is_dir(), reason="the shared corpus is not checked out beside the repo")
 def test_node_status_guard_only_sees_dra_nodes_that_report_legacy_gpus(tmp_path):
     double_counting = pytest.importorskip("webhook.double_counting", reason="the webhook's node guard is not there yet")
     webhook_config = pytest.importorskip("webhook.config", reason="webhook/config.py (the server's loader) is missing")

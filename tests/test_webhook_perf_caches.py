@@ -106,7 +106,6 @@ def test_each_review_is_logged_with_its_own_uid(start_webhook):
     assert [e["uid"] for e in entries if e.get("msg") == "review"] == [uid(n) for n in range(3)]
 
 
-@pytest.mark.skipif(not (CORPUS / "admission").is_dir(), reason="the shared corpus is not checked out beside the repo")
 def test_admission_never_modifies_the_objects_it_reviews(start_webhook):
     """Reused parses share their objects between reviews: reviewing must leave them as parsed."""
     hook = start_webhook()
