@@ -18,7 +18,8 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY kubectl_gpu ./kubectl_gpu
 COPY webhook ./webhook
-RUN python -m pip wheel --wheel-dir /wheels .
+# The webhook's server stack is the [webhook] extra (the kubectl plugin does not need it).
+RUN python -m pip wheel --wheel-dir /wheels ".[webhook]"
 
 FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="kubectl-gpu-webhook" \
@@ -27,7 +28,7 @@ LABEL org.opencontainers.image.title="kubectl-gpu-webhook" \
       org.opencontainers.image.licenses="Apache-2.0"
 # The wheels are mounted for this one step, never copied into a layer; pip removes itself last.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    python -m pip install --no-cache-dir --no-index --find-links=/wheels kubectl-gpu \
+    python -m pip install --no-cache-dir --no-index --find-links=/wheels "kubectl-gpu[webhook]" \
     && python -m pip uninstall --yes pip \
     && rm -rf /root/.cache
 # Bytecode was compiled at install time; the root filesystem is read-only at run time.
