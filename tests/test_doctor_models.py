@@ -119,6 +119,19 @@ def test_webhook_not_installed_is_information_not_failure():
     assert [f.code for f in report.findings] == ["webhook-not-installed"]
 
 
+def test_suggested_helm_commands_name_the_chart_as_users_install_it():
+    """Not a path inside this repository: a user reading doctor's output has no checkout."""
+    (finding,) = _doctor().findings
+    assert ("helm install kubectl-gpu oci://ghcr.io/kubectl-gpu/charts/kubectl-gpu-webhook --namespace "
+            "kubectl-gpu --create-namespace") in finding.fix
+    no_ca = _healthy_webhook() | {"mutating_webhooks": [
+        b.webhook_configuration("MutatingWebhookConfiguration", ca_bundle="")]}
+    (ca,) = [f for f in _doctor(**no_ca).findings if f.code == "webhook-ca-bundle-empty"]
+    assert ca.fix.endswith("helm upgrade --install kubectl-gpu oci://ghcr.io/kubectl-gpu/charts/"
+                           "kubectl-gpu-webhook --namespace kubectl-gpu --reuse-values")
+    assert " charts/" not in finding.fix + ca.fix
+
+
 def test_webhook_without_ready_endpoints_rejects_pods():
     plumbing = _healthy_webhook()
     plumbing["endpoints"] = [b.endpoints(ready=0, not_ready=2)]

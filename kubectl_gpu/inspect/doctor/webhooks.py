@@ -18,6 +18,10 @@ NAME = "webhook"
 TITLE = "kubectl-gpu admission webhook configuration and service"
 WEBHOOK_NAME_SUFFIX = "kubectl-gpu.io"
 CHART_NAME = "kubectl-gpu-webhook"
+# The chart as a user installs it (an OCI reference next to the image, ghcr.io/kubectl-gpu), never
+# a path inside this repository: suggested commands must work where they are read.
+CHART_REFERENCE = f"oci://ghcr.io/kubectl-gpu/charts/{CHART_NAME}"
+RELEASE_NAMESPACE = "kubectl-gpu"
 CERT_MANAGER_ANNOTATION = "cert-manager.io/inject-ca-from"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
@@ -57,8 +61,8 @@ def check_webhooks(inputs: DoctorInputs) -> CheckResult:
             "webhook-not-installed", Severity.INFO, "webhook/kubectl-gpu",
             "no kubectl-gpu admission webhook is installed: new pods asking for legacy GPUs are "
             "not converted to DRA claims",
-            f"install the chart (helm install kubectl-gpu charts/{CHART_NAME} -n kubectl-gpu "
-            "--create-namespace) or convert manifests with `kubectl gpu migrate`"),))
+            f"install the webhook: helm install kubectl-gpu {CHART_REFERENCE} --namespace "
+            f"{RELEASE_NAMESPACE} --create-namespace (or convert manifests with: kubectl gpu migrate FILE)"),))
     findings: list[Finding] = []
     targets: dict[tuple, _Target] = {}
     for kind, config in configs:
@@ -68,7 +72,8 @@ def check_webhooks(inputs: DoctorInputs) -> CheckResult:
             client = webhook.get("clientConfig") or {}
             fails_closed = webhook.get("failurePolicy", "Fail") == "Fail"
             if not client.get("caBundle"):
-                findings.append(_empty_ca_bundle(kind, name, webhook, annotations))
+                findings.append(_empty_ca_bundle(kind, name, webhook, annotations,
+                                                 (client.get("service") or {}).get("namespace")))
             service = client.get("service")
             if not service:
                 findings.append(Finding(
@@ -93,13 +98,14 @@ def check_webhooks(inputs: DoctorInputs) -> CheckResult:
 
 
 def _empty_ca_bundle(kind: str, name: str, webhook: Mapping[str, Any],
-                     annotations: Mapping[str, str]) -> Finding:
+                     annotations: Mapping[str, str], namespace: str | None) -> Finding:
     if CERT_MANAGER_ANNOTATION in annotations:
         fix = (f"check that cert-manager runs and that Certificate {annotations[CERT_MANAGER_ANNOTATION]} "
                "is Ready; its CA injector fills caBundle")
     else:
-        fix = (f"reinstall the chart (helm upgrade --install ... charts/{CHART_NAME}) so it renders the "
-               "caBundle, or use certificates.mode=cert-manager")
+        fix = ("reinstall the chart so it renders the caBundle (or set certificates.mode=cert-manager): "
+               f"helm upgrade --install kubectl-gpu {CHART_REFERENCE} --namespace "
+               f"{namespace or RELEASE_NAMESPACE} --reuse-values")
     return Finding(
         "webhook-ca-bundle-empty", Severity.ERROR, f"{kind.lower()}/{name}",
         f"webhook {webhook.get('name')} has an empty caBundle: the API server cannot verify the "
