@@ -19,6 +19,7 @@ from typing import Sequence
 from rich.cells import cell_len, set_cell_size
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 
 MIN_CELL = 6  # kubectl's tabwriter minwidth: a column with its padding is at least this wide
@@ -27,6 +28,7 @@ MAX_CELL = 48  # longest value in a narrow table; "-o wide" shows every value wh
 ELLIPSIS = "…"
 
 Cell = str | Text
+_Plain = tuple[str, "str | Style | None"]  # a cell's text and its style
 
 
 class KubeTable:
@@ -39,48 +41,68 @@ class KubeTable:
         self.wide = wide
         self.max_width = max_width
         self.show_header = show_header
-        self.rows: list[tuple[Text, ...]] = []
+        self.rows: list[tuple[_Plain, ...]] = []
 
     def add_row(self, *cells: Cell) -> None:
         if len(cells) != len(self.headers):
             raise ValueError(f"a row of {len(self.headers)} columns got {len(cells)} cells")
         self.rows.append(tuple(self._cell(c) for c in cells))
 
-    def _cell(self, cell: Cell) -> Text:
-        text = cell.copy() if isinstance(cell, Text) else Text(str(cell))
+    def _cell(self, cell: Cell) -> _Plain:
+        if isinstance(cell, Text):
+            text, style = cell.plain, cell.style or None
+        else:
+            text, style = str(cell), None
         # One line per cell: newlines and tabs would break the columns.
-        if not text.plain.isprintable():
-            text = Text(" ".join(text.plain.split()), style=text.style)
-        if not self.wide and cell_len(text.plain) > self.max_width:
-            text = Text(set_cell_size(text.plain, self.max_width - 1) + ELLIPSIS, style=text.style)
-        return text
+        if not text.isprintable():
+            text = " ".join(text.split())
+        if not self.wide and len(text) > self.max_width // 2 and cell_len(text) > self.max_width:
+            text = set_cell_size(text, self.max_width - 1) + ELLIPSIS
+        return text, style
 
-    def lines(self) -> list[Text]:
-        """The table's lines, styles attached; no line ends in a space."""
-        rows: list[Sequence[Text]] = list(self.rows)
+    def _layout(self) -> list[list[tuple[str, "str | Style | None"]]]:
+        """Each line as (text, style) pieces: cells and the spaces between them; no line ends in
+        a space."""
+        rows: list[Sequence[_Plain]] = list(self.rows)
         if self.show_header:
-            rows.insert(0, [Text(h, style="bold") for h in self.headers])
+            rows.insert(0, [(h, "bold") for h in self.headers])
         if not rows:
             return []
-        widths = [max(cell_len(r[i].plain) for r in rows) for i in range(len(self.headers))]
-        out = [Text(self.title, style="bold")] if self.title else []
+        widths = [max(_width(r[i][0]) for r in rows) for i in range(len(self.headers))]
+        pads = [max(w + PADDING, MIN_CELL) for w in widths]
+        out = [[(self.title, "bold")]] if self.title else []
         last = len(self.headers) - 1
         for row in rows:
-            line = Text()
-            for i, cell in enumerate(row):
-                line.append_text(cell)
+            pieces: list[tuple[str, "str | Style | None"]] = []
+            for i, (text, style) in enumerate(row):
+                pieces.append((text, style))
                 if i < last:
-                    line.append(" " * (max(widths[i] + PADDING, MIN_CELL) - cell_len(cell.plain)))
-            line.rstrip()
-            out.append(line)
+                    pieces.append((" " * (pads[i] - _width(text)), None))
+            while pieces and not pieces[-1][0].strip():
+                pieces.pop()
+            if pieces:
+                text, style = pieces[-1]
+                pieces[-1] = (text.rstrip(), style)
+            out.append(pieces)
         return out
 
     def plain_lines(self) -> list[str]:
-        return [line.plain for line in self.lines()]
+        return ["".join(text for text, _ in pieces) for pieces in self._layout()]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        # Segments straight from each line's spans: printing the Text itself would wrap it.
+        # Segments, not Text: printing a Text would wrap it to the console's width.
         new_line = Segment.line()
-        for line in self.lines():
-            yield from line.render(console, end="")
+        if console.color_system is None:
+            for line in self.plain_lines():
+                yield Segment(line)
+                yield new_line
+            return
+        for pieces in self._layout():
+            for text, style in pieces:
+                yield Segment(text, console.get_style(style) if isinstance(style, str) else style)
             yield new_line
+
+
+def _width(text: str) -> int:
+    # Cells are mostly ASCII names and numbers: len() is their width, and much cheaper.
+    return len(text) if text.isascii() else cell_len(text)
