@@ -1,0 +1,69 @@
+"""describe and doctor in a real terminal (tmux) 80 and 160 columns wide: what a person sees is
+exactly what a pipe gets (no cell wrapped or folded to fit the terminal, no line cropped); the
+terminal itself wraps lines longer than its width, as it does for kubectl, and tmux joins them back."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests import builders as b
+
+REPO = Path(__file__).resolve().parent.parent
+TMUX = shutil.which("tmux")
+pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (scripts/bootstrap installs it "
+                                                     "with apt-get where it can)")
+
+
+@pytest.fixture
+def wide_cluster(k8s_double):
+    long_product = "NVIDIA H100 80GB HBM3 with a product name long enough to pass 80 columns"
+    k8s_double.seed(*b.nvidia_device_classes(),
+                    b.dra_node("dra-a", legacy={"nvidia.com/gpu": "8"}), b.gpu_slice("dra-a", 2, product=long_product),
+                    b.dra_node("dra-b"), b.gpu_slice("dra-b", 2),
+                    b.node("legacy-1", legacy={"nvidia.com/gpu": "4", "nvidia.com/gpumem": "40960"}),
+                    b.pod("old-job", node_name="legacy-1", limits={"nvidia.com/gpu": 2}))
+    return k8s_double
+
+
+def run_in_terminal(columns: int, args: list[str], env: dict[str, str]) -> str:
+    socket = f"kubectl-gpu-test-{uuid.uuid4().hex[:8]}"
+    marker = f"END-{uuid.uuid4().hex[:8]}"
+    command = " ".join([sys.executable, "-m", "kubectl_gpu.cli.main", *args])
+    tmux = [TMUX, "-L", socket, "-f", os.devnull]
+    subprocess.run([*tmux, "new-session", "-d", "-x", str(columns), "-y", "200", "-e", f"KUBECONFIG={env['KUBECONFIG']}",
+                    "-e", f"PYTHONPATH={REPO}", "-e", "TERM=xterm-256color", "-e", "NO_COLOR=",
+                    f"{command}; echo {marker}; sleep 60"], check=True, env=env)
+    try:
+        for _ in range(600):  # waiting for the command, not timing it
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-J", "-S", "-"], capture_output=True,
+                                    text=True, check=True).stdout
+            if marker in screen:
+                return screen[:screen.index(marker)]
+            time.sleep(0.1)
+        raise AssertionError(f"the command did not finish in the terminal:\n{screen}")
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+@pytest.mark.parametrize("args", [["describe", "-o", "wide"], ["describe", "node", "dra-a"], ["doctor"]],
+                         ids=" ".join)
+def test_the_terminal_shows_what_a_pipe_gets_whatever_its_width(wide_cluster, columns, args):
+    env = {**os.environ, "KUBECONFIG": wide_cluster.kubeconfig_path(), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", *args], capture_output=True, text=True,
+                           env=env, timeout=120).stdout
+    screen = run_in_terminal(columns, args, env)
+    shown = [line.rstrip() for line in screen.splitlines()]
+    while shown and not shown[-1]:
+        shown.pop()
+    assert shown == piped.rstrip("\n").splitlines()
+    assert any(len(line) > 80 for line in shown) or columns == 160  # the 80-column case did wrap lines
