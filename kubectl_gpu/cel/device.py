@@ -16,7 +16,8 @@ from kubectl_gpu.core.constants import DRA_GROUP
 
 from .values import InvalidValue, Quantity, Semver
 
-AttributeValue = Union[str, int, bool, Semver]
+# A list value comes from the list-typed attributes of Kubernetes 1.36 (DRAListTypeAttributes).
+AttributeValue = Union[str, int, bool, Semver, list]
 
 
 
@@ -184,10 +185,20 @@ _parse_quantity = functools.lru_cache(maxsize=4096)(Quantity.parse)
 _parse_version = functools.lru_cache(maxsize=1024)(Semver.parse)
 
 
+_LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
+
+
 def _attribute_value(typed: Any, where: str) -> AttributeValue:
     if not isinstance(typed, Mapping) or len(typed) != 1:
-        raise InvalidResourceSlice(f"{where}: must have exactly one of int, bool, string, version")
+        raise InvalidResourceSlice(
+            f"{where}: must have exactly one of int, bool, string, version (or, with the "
+            "DRAListTypeAttributes feature gate, ints, bools, strings, versions)"
+        )
     (kind, value), = typed.items()
+    if kind in _LIST_KINDS:
+        if not isinstance(value, list) or not value:
+            raise InvalidResourceSlice(f"{where}: {kind} must be a non-empty list")
+        return [_attribute_value({_LIST_KINDS[kind]: item}, f"{where}.{kind}[{i}]") for i, item in enumerate(value)]
     if kind == "string" and isinstance(value, str):
         return value
     if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
@@ -199,7 +210,10 @@ def _attribute_value(typed: Any, where: str) -> AttributeValue:
             return _parse_version(value)
         except InvalidValue as err:
             raise InvalidResourceSlice(f"{where}: version {value!r} is not semantic versioning 2.0: {err}") from None
-    raise InvalidResourceSlice(f"{where}: {kind}: {value!r} is not a valid attribute value (int, bool, string, version)")
+    raise InvalidResourceSlice(
+        f"{where}: {kind}: {value!r} is not a valid attribute value "
+        "(int, bool, string, version, or a non-empty list as ints, bools, strings, versions)"
+    )
 
 
 def _capacity(raw: Mapping[str, Any], driver: str, where: str) -> dict[str, dict[str, Quantity]]:

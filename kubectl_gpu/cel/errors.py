@@ -10,8 +10,12 @@ class CelCompileError(Exception):
     expression (for instance its result type).
     """
 
-    def __init__(self, message: str, position: tuple[int, int] | None = None, expression: str = "") -> None:
+    def __init__(
+        self, message: str, position: tuple[int, int] | None = None, expression: str = "",
+        prefix: str = "compilation failed: ",
+    ) -> None:
         self.message = message
+        self.prefix = prefix
         # The parser gives some synthesized nodes no line/column; such an error is about the
         # expression as a whole rather than a made-up place in it.
         self.position = position if position is not None and None not in position else None
@@ -20,12 +24,12 @@ class CelCompileError(Exception):
 
     def render(self) -> str:
         if self.position is None:
-            return f"compilation failed: {self.message}"
+            return f"{self.prefix}{self.message}"
         line, column = self.position
         lines = self.expression.splitlines() or [""]
         source = lines[line - 1] if 0 < line <= len(lines) else ""
         pointer = "." * (column - 1) + "^"
-        return f"compilation failed: ERROR: <input>:{line}:{column}: {self.message}\n | {source}\n | {pointer}"
+        return f"{self.prefix}ERROR: <input>:{line}:{column}: {self.message}\n | {source}\n | {pointer}"
 
 
 class CelRuntimeError(Exception):

@@ -1,46 +1,69 @@
 """The fast path: selectors compiled to Python closures over :class:`Device` objects.
 
-Why it exists (measured on this machine, 2 shared cores, cel-python 0.5.0, one NVIDIA-class
-selector ``device.driver == ... && device.attributes[...].type == ...`` over 8,000 devices):
-
-* cel-python InterpretedRunner: ~335 us per evaluation -> ~2.7 s per selector over 8,000 devices,
-  plus ~20 us per device to build its activation.
-* cel-python CompiledRunner (transpiler): ~54 us -> ~0.43 s per selector, before activations;
-  a claim evaluates a class selector and its own selectors, so > 0.5 s.  It also reads maps with
-  ``.get()`` in places, which would turn a missing attribute into null instead of an error.
-* closures (this module): ~2-6 us per evaluation.
-
-``scripts/bench_explain.py`` (8,000 devices, class selector + 2 request selectors) measured:
-floor (plain Python loop) 0.005 s, fast path 0.081 s, whole explain 0.138 s, or 0.284 s including
-building the devices from ResourceSlices (target 0.5 s), cel-python ~5.6-6.2 s.  Calls on
-literals (``quantity('40Gi')``) are evaluated once at compile time (see ``_fold``).
-
-The fast path covers what DRA selectors are made of: literals, ``device.*`` access, map
+Every expression the DRA environment admits compiles here: literals, ``device.*`` access, map
 selection/indexing, comparisons, ``in``, ``&&``/``||``/``!``/``?:`` with CEL's commutative error
-semantics, list literals, and every function of :mod:`kubectl_gpu.cel.lib` (strings, regex, lists,
-quantity, semver).  Anything else (macros, ``has()``, arithmetic, conversions, map literals, uint)
-raises :class:`Unsupported` at compile time and the selector runs on cel-python instead.  Both paths
-share :mod:`lib`, and tests evaluate the same expressions on both and require equal results.
+semantics, arithmetic, conversions, list/map literals, ``has()``, the macros (``all``, ``exists``,
+``exists_one``, ``map``, ``filter``) with cel-go's comprehension semantics, ``cel.bind`` and every
+function of :mod:`kubectl_gpu.cel.lib`.  cel-python (:mod:`celpy_path`) stays as the reference
+engine: tests and a differential property test evaluate the same expressions on both and require
+equal results.
+
+Why closures and not cel-python or a compiled CEL engine (measured on this machine, 2 shared
+cores; ``scripts/bench_explain.py`` prints the current figures next to a floor):
+
+* cel-python's interpreter: ~300 us per evaluation, ~2.3 ms with a macro, plus ~20 us per device
+  to build its activation; 8,000 devices x 3 selectors take seconds.
+* the Rust-backed ``common-expression-language`` and Google's ``cel-expr-python`` are fast on
+  their own values, but Kubernetes' DRA environment is more than CEL: Quantity and Semver types
+  with their methods, attribute maps whose missing domain reads as an empty map, "no such key"
+  errors, the ext.Strings/lists/regex libraries and cost limits.  Each device would be converted
+  into the engine's values (~10-20 us alone, the whole budget) and every Kubernetes function
+  called back into Python; neither carries the environment faithfully.
+* closures: 0.3-3 us per evaluation for the selectors real claims use, macros included.
+
+Calls on literals (``quantity('40Gi')``) are evaluated once at compile time (see ``_fold``).
+Macros are charged their run-time cost (see :mod:`cost`) and abort with Kubernetes' "actual cost
+limit exceeded" once it passes the limit.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from . import lib
+from . import comprehension, lib
+from .checker import NEWEST, Environment
+from .cost import ACTUAL_COST_EXCEEDED, MAX_COST, iteration_charge
 from .device import Device
 from .errors import EvalError
-from .syntax import Call, Ident, Index, ListLit, Lit, Node, Select
+from .syntax import Bind, Call, Ident, Index, ListLit, Lit, Macro, MapLit, Node, Select
 from .values import Quantity, Semver
-
-Compiled = Callable[[Device], Any]
 
 _MISSING = object()
 _EMPTY: dict = {}
 
 
 class Unsupported(Exception):
-    """This expression shape is left to cel-python."""
+    """This expression shape is left to cel-python (none is, today; kept for the engine seam)."""
+
+
+class CostLimitExceeded(EvalError):
+    """Kubernetes aborts the whole evaluation: no ``&&``/``||`` absorbs it."""
+
+    def __init__(self) -> None:
+        super().__init__(ACTUAL_COST_EXCEEDED)
+
+
+class Frame:
+    """One evaluation's variables (macro and cel.bind names, by slot) and run-time cost."""
+
+    __slots__ = ("slots", "cost")
+
+    def __init__(self, size: int) -> None:
+        self.slots: list[Any] = [None] * size
+        self.cost = 0
+
+
+Compiled = Callable[[Device, Any], Any]  # (device, Frame or None) -> value
 
 
 class DomainMap:
@@ -53,74 +76,323 @@ class DomainMap:
         self.domains = domains
 
 
-def compile_fast(node: Node) -> Compiled:
-    return _compile(node)
+def _plain(value: Any) -> Any:
+    """A DomainMap handed to a generic function is the map it wraps."""
+    return dict(value.domains) if isinstance(value, DomainMap) else value
 
 
-def _compile(node: Node) -> Compiled:
-    if isinstance(node, Lit):
-        if node.type == "uint":
-            raise Unsupported("uint literal")
-        value = node.value
-        return lambda d: value
-    if isinstance(node, Ident):
-        if node.name != "device":
-            raise Unsupported(f"identifier {node.name}")
-        return lambda d: d
-    if isinstance(node, Select):
-        return _select(node)
-    if isinstance(node, Index):
-        return _index(node)
-    if isinstance(node, ListLit):
-        items = [_compile(i) for i in node.items]
-        return lambda d: [item(d) for item in items]
-    if isinstance(node, Call):
-        return _call(node)
-    raise Unsupported(type(node).__name__)
+def compile_fast(node: Node, environment: Environment = NEWEST, cost_limit: int = MAX_COST) -> Callable[[Device], Any]:
+    compiler = _Compiler(environment, cost_limit)
+    root = compiler.compile(node, {})
+    slots = compiler.slots
+    if not slots:
+        return lambda d: root(d, None)
+    return lambda d: root(d, Frame(slots))
 
 
-def _is_device(node: Node) -> bool:
-    return isinstance(node, Ident) and node.name == "device"
+class _Compiler:
+    def __init__(self, environment: Environment, cost_limit: int) -> None:
+        self.environment = environment
+        self.cost_limit = cost_limit
+        self.slots = 0
+        self.bound: set[int] = set()  # cel.bind slots, which may hold an error
 
+    def slot(self) -> int:
+        self.slots += 1
+        return self.slots - 1
 
-def _domain_lookup(node: Node) -> Compiled | None:
-    """``device.attributes[<string literal>]`` (or ``.capacity``): the hot path, no wrapper."""
-    if isinstance(node, Index) and isinstance(node.target, Select) and _is_device(node.target.target):
-        key = node.key
-        field = node.target.field
-        if field in {"attributes", "capacity"} and isinstance(key, Lit) and key.type == "string":
-            domain = key.value
+    def compile(self, node: Node, scope: dict[str, int]) -> Compiled:
+        if isinstance(node, Lit):
+            value = lib.FUNCTIONS["uint"](node.value) if node.type == "uint" else node.value
+            return lambda d, f: value
+        if isinstance(node, Ident):
+            if node.name in scope:
+                index = scope[node.name]
+                if index in self.bound:
+
+                    def variable(d: Device, f: Any) -> Any:
+                        value = f.slots[index]
+                        if isinstance(value, EvalError):
+                            raise value
+                        return value
+
+                    return variable
+                return lambda d, f: f.slots[index]
+            if node.name != "device":
+                raise Unsupported(f"identifier {node.name}")
+            return lambda d, f: d
+        if isinstance(node, Select):
+            return self.select(node, scope)
+        if isinstance(node, Index):
+            return self.index(node, scope)
+        if isinstance(node, ListLit):
+            items = [self.compile(i, scope) for i in node.items]
+            return lambda d, f: [_plain(item(d, f)) for item in items]
+        if isinstance(node, MapLit):
+            return self.map_literal(node, scope)
+        if isinstance(node, Macro):
+            return self.macro(node, scope)
+        if isinstance(node, Bind):
+            return self.bind(node, scope)
+        return self.call(node, scope)
+
+    # -- access ---------------------------------------------------------------------------------
+    def _domain_lookup(self, node: Node, scope: dict[str, int]) -> Callable[[Device], Any] | None:
+        """``device.attributes[<string literal>]`` (or ``.capacity``): the hot path, no wrapper."""
+        if isinstance(node, Index) and isinstance(node.target, Select) and _is_device(node.target.target, scope):
+            key = node.key
+            field = node.target.field
+            if field in {"attributes", "capacity"} and isinstance(key, Lit) and key.type == "string":
+                domain = key.value
+                if field == "attributes":
+                    return lambda d: d.attributes.get(domain, _EMPTY)
+                return lambda d: d.capacity.get(domain, _EMPTY)
+        return None
+
+    def select(self, node: Select, scope: dict[str, int]) -> Compiled:
+        field = node.field
+        if _is_device(node.target, scope):
+            if field == "driver":
+                return lambda d, f: d.driver
+            if field == "allowMultipleAllocations":
+                return lambda d, f: d.allow_multiple_allocations
             if field == "attributes":
-                return lambda d: d.attributes.get(domain, _EMPTY)
-            return lambda d: d.capacity.get(domain, _EMPTY)
-    return None
+                return lambda d, f: DomainMap(d.attributes)
+            if field == "capacity":
+                return lambda d, f: DomainMap(d.capacity)
+            raise Unsupported(f"device.{field}")
+        domain = self._domain_lookup(node.target, scope)
+        if domain is not None:
+            message = f"no such key: {field}"
+
+            def attribute(d: Device, f: Any) -> Any:
+                value = domain(d).get(field, _MISSING)
+                if value is _MISSING:
+                    raise EvalError(message)
+                return value
+
+            return attribute
+        target = self.compile(node.target, scope)
+        return lambda d, f: _select_value(target(d, f), field)
+
+    def index(self, node: Index, scope: dict[str, int]) -> Compiled:
+        domain = self._domain_lookup(node, scope)
+        if domain is not None:
+            return lambda d, f: domain(d)
+        target, key = self.compile(node.target, scope), self.compile(node.key, scope)
+
+        def index(d: Device, f: Any) -> Any:
+            container = target(d, f)
+            k = key(d, f)
+            if isinstance(container, DomainMap):
+                if lib.type_name(k) != "string":
+                    raise lib.no_overload("_[_]", container.domains, k)
+                return container.domains.get(k, _EMPTY)
+            return lib.index(container, k)
+
+        return index
+
+    def map_literal(self, node: MapLit, scope: dict[str, int]) -> Compiled:
+        entries = [(self.compile(k, scope), self.compile(v, scope)) for k, v in node.entries]
+
+        def build(d: Device, f: Any) -> dict:
+            result: dict = {}
+            for key, value in entries:
+                k = key(d, f)
+                if lib.type_name(k) not in {"string", "int", "uint", "bool"}:
+                    raise EvalError(f"unsupported key type: {lib.type_name(k)}")
+                if any(lib.equals(k, existing) for existing in result):
+                    raise EvalError(f"Failed with repeated key: {k}")
+                result[k] = _plain(value(d, f))
+            return result
+
+        return build
+
+    def has(self, node: Select, scope: dict[str, int]) -> Compiled:
+        field = node.field
+        if _is_device(node.target, scope):
+            present = field in self.environment.device_fields
+            return lambda d, f: present
+        domain = self._domain_lookup(node.target, scope)
+        if domain is not None:
+            return lambda d, f: field in domain(d)
+        target = self.compile(node.target, scope)
+
+        def has(d: Device, f: Any) -> bool:
+            value = target(d, f)
+            if isinstance(value, DomainMap):
+                return True  # the DRA mapper finds every domain (an empty map when missing)
+            if isinstance(value, dict):
+                return field in value
+            raise EvalError(f"type '{lib.type_name(value)}' does not support field selection")
+
+        return has
+
+    # -- variables ------------------------------------------------------------------------------
+    def bind(self, node: Bind, scope: dict[str, int]) -> Compiled:
+        init = self.compile(node.init, scope)
+        index = self.slot()
+        self.bound.add(index)
+        body = self.compile(node.body, {**scope, node.var: index})
+
+        def bound(d: Device, f: Any) -> Any:
+            slots = f.slots
+            saved = slots[index]
+            try:
+                slots[index] = init(d, f)
+            except CostLimitExceeded:
+                raise
+            except EvalError as err:
+                slots[index] = err  # an error only where the body reads the name (cel-go binds lazily)
+            try:
+                return body(d, f)
+            finally:
+                slots[index] = saved
+
+        return bound
+
+    def macro(self, node: Macro, scope: dict[str, int]) -> Compiled:
+        source = self.compile(node.target, scope)
+        index = self.slot()
+        inner = {**scope, node.var: index}
+        args = [self.compile(a, inner) for a in node.args]
+        charge = iteration_charge(node, self.environment)
+        limit = self.cost_limit
+        kind, arity = node.name, len(node.args)
+
+        def run(d: Device, f: Any) -> Any:
+            items = lib.iteration_items(_plain(source(d, f)))
+            slots = f.slots
+            saved = slots[index]
+
+            def body(arg: int, item: Any) -> Any:
+                slots[index] = item
+                try:
+                    return _plain(args[arg](d, f))
+                except CostLimitExceeded:
+                    raise
+                except EvalError as err:
+                    return err
+
+            def tick() -> None:
+                f.cost += charge
+                if f.cost > limit:
+                    raise CostLimitExceeded()
+
+            try:
+                return comprehension.run(kind, items, arity, body, tick)
+            finally:
+                slots[index] = saved
+
+        return run
+
+    # -- calls ----------------------------------------------------------------------------------
+    def call(self, node: Call, scope: dict[str, int]) -> Compiled:
+        name = node.name
+        if name == "has" and node.target is None:
+            return self.has(node.args[0], scope)  # type: ignore[arg-type]
+        if name in {"_&&_", "_||_"}:
+            return _logic(name, *(self.compile(a, scope) for a in node.args))
+        if name == "!_":
+            operand = self.compile(node.args[0], scope)
+
+            def negate(d: Device, f: Any) -> bool:
+                value = operand(d, f)
+                if value is True or value is False:
+                    return not value
+                raise lib.no_overload("!_", value)
+
+            return negate
+        if name == "_?_:_":
+            cond, yes, no = (self.compile(a, scope) for a in node.args)
+
+            def choose(d: Device, f: Any) -> Any:
+                flag = cond(d, f)
+                if flag is True:
+                    return yes(d, f)
+                if flag is False:
+                    return no(d, f)
+                raise lib.no_overload("_?_:_", flag)
+
+            return choose
+        if name in {"_==_", "_!=_"}:
+            return self.equality(node, scope)
+        if name in {"_<_", "_<=_", "_>_", "_>=_"}:
+            op = name[1:-1]
+            left, right = (self.compile(a, scope) for a in node.args)
+            return lambda d, f: lib.compare(op, left(d, f), right(d, f))
+        if name == "@in":
+            item, container = (self.compile(a, scope) for a in node.args)
+
+            def member(d: Device, f: Any) -> bool:
+                value, holder = item(d, f), container(d, f)
+                if isinstance(holder, DomainMap):
+                    return isinstance(value, str) and value in holder.domains
+                return lib.contains_in(value, holder)
+
+            return member
+        if name in {"_+_", "_-_", "_*_", "_/_", "_%_"}:
+            left, right = (self.compile(a, scope) for a in node.args)
+            return lambda d, f: lib.arithmetic(name, left(d, f), right(d, f))
+        if name == "-_":
+            operand = self.compile(node.args[0], scope)
+            return lambda d, f: lib.negate(operand(d, f))
+        function = lib.FUNCTIONS.get(name)
+        if function is None:
+            raise Unsupported(name)
+        parts = ([node.target] if node.target is not None else []) + list(node.args)
+        compiled = [self.compile(p, scope) for p in parts]
+        wrapped = any(_may_be_domain_map(p, scope) for p in parts)
+        if not wrapped and all(_is_constant(p) for p in parts):
+            folded = _fold(function, compiled)
+            if folded is not None:
+                return folded
+        if wrapped:
+            return lambda d, f: function(*[_plain(c(d, f)) for c in compiled])
+        if len(compiled) == 1:
+            (only,) = compiled
+            return lambda d, f: function(only(d, f))
+        if len(compiled) == 2:
+            first, second = compiled
+            return lambda d, f: function(first(d, f), second(d, f))
+        return lambda d, f: function(*[c(d, f) for c in compiled])
+
+    def equality(self, node: Call, scope: dict[str, int]) -> Compiled:
+        left_node, right_node = node.args
+        left, right = self.compile(left_node, scope), self.compile(right_node, scope)
+        negate = node.name == "_!=_"
+        if _may_be_domain_map(left_node, scope) or _may_be_domain_map(right_node, scope):
+
+            def equal_maps(d: Device, f: Any) -> bool:
+                same = lib.equals(_plain(left(d, f)), _plain(right(d, f)))
+                return not same if negate else same
+
+            return equal_maps
+        if isinstance(right_node, Lit) and right_node.type == "string":
+            constant = right_node.value
+
+            def equal_string(d: Device, f: Any) -> bool:
+                value = left(d, f)
+                same = value == constant if value.__class__ is str else lib.equals(value, constant)
+                return not same if negate else same
+
+            return equal_string
+
+        def equal(d: Device, f: Any) -> bool:
+            same = lib.equals(left(d, f), right(d, f))
+            return not same if negate else same
+
+        return equal
 
 
-def _select(node: Select) -> Compiled:
-    field = node.field
-    if _is_device(node.target):
-        if field == "driver":
-            return lambda d: d.driver
-        if field == "allowMultipleAllocations":
-            return lambda d: d.allow_multiple_allocations
-        if field == "attributes":
-            return lambda d: DomainMap(d.attributes)
-        if field == "capacity":
-            return lambda d: DomainMap(d.capacity)
-        raise Unsupported(f"device.{field}")
-    domain = _domain_lookup(node.target)
-    if domain is not None:
-        message = f"no such key: {field}"
+def _is_device(node: Node, scope: dict[str, int]) -> bool:
+    return isinstance(node, Ident) and node.name == "device" and "device" not in scope
 
-        def attribute(d: Device) -> Any:
-            value = domain(d).get(field, _MISSING)
-            if value is _MISSING:
-                raise EvalError(message)
-            return value
 
-        return attribute
-    target = _compile(node.target)
-    return lambda d: _select_value(target(d), field)
+def _may_be_domain_map(node: Node, scope: dict[str, int]) -> bool:
+    if isinstance(node, Ident):
+        return node.name in scope  # a variable may hold device.attributes (cel.bind)
+    return isinstance(node, Select) and _is_device(node.target, scope) and node.field in {"attributes", "capacity"}
 
 
 def _select_value(value: Any, field: str) -> Any:
@@ -131,22 +403,31 @@ def _select_value(value: Any, field: str) -> Any:
     raise EvalError(f"type '{lib.type_name(value)}' does not support field selection")
 
 
-def _index(node: Index) -> Compiled:
-    domain = _domain_lookup(node)
-    if domain is not None:
-        return domain
-    target, key = _compile(node.target), _compile(node.key)
+def _logic(name: str, left: Compiled, right: Compiled) -> Compiled:
+    stop = name == "_||_"  # the absorbing value: true for ||, false for &&
 
-    def index(d: Device) -> Any:
-        container = target(d)
-        k = key(d)
-        if isinstance(container, DomainMap):
-            if lib.type_name(k) != "string":
-                raise lib.no_overload("_[_]", container.domains, k)
-            return container.domains.get(k, _EMPTY)
-        return lib.index(container, k)
+    def logic(d: Device, f: Any) -> Any:
+        try:
+            a = left(d, f)
+        except CostLimitExceeded:
+            raise
+        except EvalError as err:
+            a = err
+        if a is stop:
+            return stop
+        try:
+            b = right(d, f)
+        except CostLimitExceeded:
+            raise
+        except EvalError as err:
+            b = err
+        if b is stop:
+            return stop
+        if (a is True or a is False) and (b is True or b is False):
+            return not stop
+        raise _bool_operand_error(name, a, b)
 
-    return index
+    return logic
 
 
 def _bool_operand_error(name: str, a: Any, b: Any) -> EvalError:
@@ -157,86 +438,7 @@ def _bool_operand_error(name: str, a: Any, b: Any) -> EvalError:
     return lib.no_overload(name, b if a is True or a is False else a)
 
 
-def _call(node: Call) -> Compiled:
-    name = node.name
-    if name in {"_&&_", "_||_"}:
-        left, right = (_compile(a) for a in node.args)
-        stop = name == "_||_"  # the absorbing value: true for ||, false for &&
-
-        def logic(d: Device) -> Any:
-            try:
-                a = left(d)
-            except EvalError as err:
-                a = err
-            if a is stop:
-                return stop
-            try:
-                b = right(d)
-            except EvalError as err:
-                b = err
-            if b is stop:
-                return stop
-            if (a is True or a is False) and (b is True or b is False):
-                return not stop
-            raise _bool_operand_error(name, a, b)
-
-        return logic
-    if name == "!_":
-        operand = _compile(node.args[0])
-
-        def negate(d: Device) -> bool:
-            value = operand(d)
-            if value is True or value is False:
-                return not value
-            raise lib.no_overload("!_", value)
-
-        return negate
-    if name == "_?_:_":
-        cond, yes, no = (_compile(a) for a in node.args)
-
-        def choose(d: Device) -> Any:
-            flag = cond(d)
-            if flag is True:
-                return yes(d)
-            if flag is False:
-                return no(d)
-            raise lib.no_overload("_?_:_", flag)
-
-        return choose
-    if name in {"_==_", "_!=_"}:
-        return _equality(node)
-    if name in {"_<_", "_<=_", "_>_", "_>=_"}:
-        op = name[1:-1]
-        left, right = (_compile(a) for a in node.args)
-        return lambda d: lib.compare(op, left(d), right(d))
-    if name == "@in":
-        item, container = (_compile(a) for a in node.args)
-
-        def member(d: Device) -> bool:
-            value, holder = item(d), container(d)
-            if isinstance(holder, DomainMap):
-                return isinstance(value, str) and value in holder.domains
-            return lib.contains_in(value, holder)
-
-        return member
-    function = lib.FUNCTIONS.get(name)
-    if function is None or name == "size" and node.target is None and len(node.args) != 1:
-        raise Unsupported(name)
-    parts = ([node.target] if node.target is not None else []) + list(node.args)
-    compiled = [_compile(p) for p in parts]
-    if any(_may_be_domain_map(p) for p in parts):
-        raise Unsupported(f"{name} on device.attributes/capacity as a whole")
-    if all(_is_constant(p) for p in parts):
-        folded = _fold(function, compiled)
-        if folded is not None:
-            return folded
-    if len(compiled) == 1:
-        (only,) = compiled
-        return lambda d: function(only(d))
-    if len(compiled) == 2:
-        first, second = compiled
-        return lambda d: function(first(d), second(d))
-    return lambda d: function(*[c(d) for c in compiled])
+# -- constant folding -----------------------------------------------------------------------------
 
 
 def _is_constant(node: Node) -> bool:
@@ -258,38 +460,9 @@ def _fold(function: Callable[..., Any], compiled: list[Compiled]) -> Compiled | 
     parsed again for each of 8,000 devices.  A call that fails, or whose value is mutable, is left
     to run per device, so its error is still raised where the scheduler would raise it."""
     try:
-        value = function(*[c(None) for c in compiled])  # constants ignore the device
+        value = function(*[c(None, None) for c in compiled])  # constants ignore the device
     except Exception:  # noqa: BLE001 - any failure is reported at evaluation time, as before
         return None
-    if type(value) not in _IMMUTABLE:
+    if not isinstance(value, _IMMUTABLE):
         return None
-    return lambda d: value
-
-
-def _may_be_domain_map(node: Node) -> bool:
-    return isinstance(node, Select) and _is_device(node.target) and node.field in {"attributes", "capacity"}
-
-
-def _equality(node: Call) -> Compiled:
-    left_node, right_node = node.args
-    if _may_be_domain_map(left_node) or _may_be_domain_map(right_node):
-        raise Unsupported("comparing device.attributes/capacity as a whole")
-    left, right = _compile(left_node), _compile(right_node)
-    negate = node.name == "_!=_"
-    if isinstance(right_node, Lit) and right_node.type == "string":
-        constant = right_node.value
-
-        def equal_string(d: Device) -> bool:
-            value = left(d)
-            same = value == constant if value.__class__ is str else lib.equals(value, constant)
-            return not same if negate else same
-
-        return equal_string
-
-    def equal(d: Device) -> bool:
-        a = left(d)
-        b = right(d)
-        same = lib.equals(a, b)
-        return not same if negate else same
-
-    return equal
+    return lambda d, f: value

@@ -11,6 +11,7 @@ type test goes through :func:`type_name`.
 
 from __future__ import annotations
 
+import math
 import operator
 from functools import lru_cache
 from typing import Any, Callable
@@ -504,3 +505,234 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "patch": f_patch,
 }
 
+
+
+# --- arithmetic, conversions, includes (both paths) -------------------------------------------
+
+UINT64_MAX = 2**64 - 1
+
+
+def _uint(value: int) -> Any:
+    if not 0 <= value <= UINT64_MAX:
+        raise EvalError("unsigned integer overflow")
+    return celtypes.UintType(value)
+
+
+def _go_div(a: int, b: int) -> int:
+    quotient = abs(a) // abs(b)
+    return quotient if (a >= 0) == (b >= 0) else -quotient
+
+
+def arithmetic(name: str, a: Any, b: Any) -> Any:
+    """``_+_ _-_ _*_ _/_ _%_`` as cel-go: no mixed numeric types, int64/uint64 overflow and
+    division by zero are errors, division truncates toward zero, doubles follow IEEE 754."""
+    ta, tb = type_name(a), type_name(b)
+    if name == "_+_" and ta == tb and ta in {"string", "bytes", "list"}:
+        return list(a) + list(b) if ta == "list" else a + b
+    if ta != tb or ta not in NUMERIC or (ta == "double" and name == "_%_"):
+        raise no_overload(name, a, b)
+    if ta == "double":
+        x, y = float(a), float(b)
+        if name == "_/_":
+            if y == 0.0:
+                return math.copysign(math.inf, x) * math.copysign(1.0, y) if x != 0.0 and x == x else math.nan
+            return x / y
+        return {"_+_": x + y, "_-_": x - y, "_*_": x * y}[name]
+    x, y = int(a), int(b)
+    if name in {"_/_", "_%_"} and y == 0:
+        raise EvalError("division by zero" if name == "_/_" else "modulus by zero")
+    if name == "_+_":
+        result = x + y
+    elif name == "_-_":
+        result = x - y
+    elif name == "_*_":
+        result = x * y
+    elif name == "_/_":
+        result = _go_div(x, y)
+    else:
+        result = x - y * _go_div(x, y)
+    return _uint(result) if ta == "uint" else _int_result(result)
+
+
+def negate(value: Any) -> Any:
+    kind = type_name(value)
+    if kind == "int":
+        return _int_result(-int(value))
+    if kind == "double":
+        return -float(value)
+    raise no_overload("-_", value)
+
+
+_GO_TYPES = {"string": "types.String", "int": "types.Int", "uint": "types.Uint", "double": "types.Double",
+             "bool": "types.Bool", "bytes": "types.Bytes", "null_type": "types.Null",
+             "Quantity": "cel.Quantity", "Semver": "cel.Semver"}
+
+
+def not_iterable(value: Any) -> EvalError:
+    """cel-go's evalFold on a range that is neither a list nor a map (a scalar attribute)."""
+    kind = type_name(value)
+    return EvalError(f"got '{_GO_TYPES.get(kind, kind)}', expected iterable type")
+
+
+def iteration_items(value: Any) -> list[Any]:
+    """A macro's range: a list's elements or a map's keys."""
+    kind = type_name(value)
+    if kind == "list":
+        return list(value)
+    if kind == "map":
+        return list(value.keys())
+    raise not_iterable(value)
+
+
+def _go_float(value: float) -> str:
+    """strconv.FormatFloat(f, 'g', -1, 64), as cel-go's string(double)."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    shortest = repr(value)
+    digits = shortest.lstrip("-").replace(".", "").split("e")[0].lstrip("0").rstrip("0") or "0"
+    exp = int(f"{abs(value):e}".split("e")[1])
+    # repr gives the shortest round-trip digits; Go's %g prints them with %e when the exponent
+    # is below -4 or at least 6 (the precision it uses for that choice when printing shortest).
+    if exp < -4 or exp >= 6:
+        head = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        sign = "-" if value < 0 else ""
+        return f"{sign}{head}e{'-' if exp < 0 else '+'}{abs(exp):02d}"
+    text = format(value, "f") if "e" in shortest else shortest
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def f_int(*args: Any) -> int:
+    (value,) = args
+    kind = type_name(value)
+    if kind in {"int", "uint"}:
+        return _int_result(int(value))
+    if kind == "double":
+        if math.isnan(value) or math.isinf(value) or not -(2.0**63) <= value < 2.0**63:
+            raise EvalError("integer overflow")
+        return int(value)
+    if kind == "string":
+        try:
+            return _int_result(int(value, 10)) if value.strip() == value and value else _bad_int(value)
+        except ValueError:
+            _bad_int(value)
+    raise no_overload("int", value)
+
+
+def _bad_int(value: str) -> int:
+    raise EvalError(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+
+
+def f_uint(*args: Any) -> Any:
+    (value,) = args
+    kind = type_name(value)
+    if kind in {"int", "uint"}:
+        return _uint(int(value))
+    if kind == "double":
+        if math.isnan(value) or math.isinf(value) or not 0 <= value < 2.0**64:
+            raise EvalError("unsigned integer overflow")
+        return _uint(int(value))
+    if kind == "string":
+        if value.isdigit() and value.isascii():
+            return _uint(int(value))
+        raise EvalError(f'strconv.ParseUint: parsing "{value}": invalid syntax')
+    raise no_overload("uint", value)
+
+
+def f_double(*args: Any) -> float:
+    (value,) = args
+    kind = type_name(value)
+    if kind in {"int", "uint", "double"}:
+        return float(value)
+    if kind == "string":
+        try:
+            return float(value)
+        except ValueError:
+            raise EvalError(f'strconv.ParseFloat: parsing "{value}": invalid syntax') from None
+    raise no_overload("double", value)
+
+
+def f_string(*args: Any) -> str:
+    (value,) = args
+    kind = type_name(value)
+    if kind == "string":
+        return str(value)
+    if kind in {"int", "uint"}:
+        return str(int(value))
+    if kind == "double":
+        return _go_float(float(value))
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "bytes":
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            raise EvalError("invalid UTF-8 in bytes, cannot convert to string") from None
+    raise no_overload("string", value)
+
+
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def f_bool(*args: Any) -> bool:
+    (value,) = args
+    kind = type_name(value)
+    if kind == "bool":
+        return bool(value)
+    if kind == "string":
+        if value in _TRUE:
+            return True
+        if value in _FALSE:
+            return False
+        raise EvalError(f'strconv.ParseBool: parsing "{value}": invalid syntax')
+    raise no_overload("bool", value)
+
+
+def f_bytes(*args: Any) -> bytes:
+    (value,) = args
+    kind = type_name(value)
+    if kind == "bytes":
+        return bytes(value)
+    if kind == "string":
+        return str(value).encode("utf-8")
+    raise no_overload("bytes", value)
+
+
+def f_dyn(*args: Any) -> Any:
+    (value,) = args
+    return value
+
+
+INCLUDES_MAX = 64  # resourceapi.ResourceSliceMaxAttributeValuesPerDevice
+
+
+def f_includes(*args: Any) -> bool:
+    """``<attribute>.includes(<value>)`` (DRAListTypeAttributes, compile.go includesFunc): a list
+    attribute contains the value, or a single-valued attribute equals it."""
+    target, item = args
+    if type_name(target) == "list":
+        for position, element in enumerate(target):
+            if position >= INCLUDES_MAX:
+                raise EvalError(f"'includes' function cannot be applied to lists longer than {INCLUDES_MAX} values")
+            if equals(element, item):
+                return True
+        return False
+    return equals(target, item)
+
+
+FUNCTIONS.update({
+    "int": f_int,
+    "uint": f_uint,
+    "double": f_double,
+    "string": f_string,
+    "bool": f_bool,
+    "bytes": f_bytes,
+    "dyn": f_dyn,
+    "includes": f_includes,
+})

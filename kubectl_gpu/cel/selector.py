@@ -9,6 +9,7 @@ from typing import Any, Callable, Collection, Mapping
 from . import lib
 from .celpy_path import CelpyProgram
 from .checker import NEWEST, Environment, check
+from .cost import MAX_COST, MAX_LENGTH, TOO_COMPLEX, estimate
 from .gates import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, normalize_gates
 from .device import Device
 from .errors import CelCompileError, CelRuntimeError, EvalError
@@ -24,6 +25,8 @@ class CompiledSelector:
     expression: str
     engine: str  # FAST or CELPY
     _evaluate: Callable[[Device], Any]
+    # cel-go's worst-case cost estimate (CompilationResult.MaxCost), 2**64-1 when unbounded
+    max_cost: int = 0
 
     def matches(self, device: Device) -> bool:
         """True/False as Kubernetes decides; CelRuntimeError where the scheduler would fail."""
@@ -59,29 +62,42 @@ def environment_for(gates: Gates = None, *, stored: bool = False) -> Environment
 
 
 def compile_selector(
-    expression: str, engine: str | None = None, *, gates: Gates = None, stored: bool = False
+    expression: str, engine: str | None = None, *, gates: Gates = None, stored: bool = False,
+    cost_limit: int = MAX_COST,
 ) -> CompiledSelector:
     """Compile a DRA CEL selector as the API server would with ``gates`` enabled (see
     :func:`environment_for` for ``gates`` and ``stored``).  ``engine`` forces FAST or CELPY
-    (tests, benchmarks); by default the fast path is used when it supports the expression."""
+    (tests, benchmarks); by default the fast path is used when it supports the expression.
+    ``cost_limit`` is the run-time limit (Kubernetes' Options.CostLimit; default
+    CELSelectorExpressionMaxCost); the compile-time check always uses Kubernetes' limit."""
     if not isinstance(expression, str) or not expression.strip():
         raise CelCompileError("the expression is empty", None, expression if isinstance(expression, str) else "")
     try:
-        return _compile(expression, engine, environment_for(gates, stored=stored))
+        return _compile(expression, engine, environment_for(gates, stored=stored), stored, cost_limit)
     except RecursionError:
         raise CelCompileError("expression is nested too deeply", None, expression) from None
 
 
 @lru_cache(maxsize=1024)
-def _compile(expression: str, engine: str | None, environment: Environment) -> CompiledSelector:
+def _compile(
+    expression: str, engine: str | None, environment: Environment, stored: bool, cost_limit: int
+) -> CompiledSelector:
+    if not stored and len(expression.encode()) > MAX_LENGTH:
+        # validateCELSelector: field.TooLong, and the expression is not compiled at all.
+        raise CelCompileError(f"Too long: may not be more than {MAX_LENGTH} bytes", None, expression, prefix="")
     tree = parse(expression)
     ast = to_ast(tree, expression)
-    check(ast, expression, environment)
+    types: dict[int, Any] = {}
+    check(ast, expression, environment, types)
+    cost = estimate(ast, environment, types)
+    if not stored and cost > MAX_COST:
+        # validateCELSelector rejects a new selector whose worst case exceeds the runtime limit.
+        raise CelCompileError(TOO_COMPLEX, None, expression, prefix="")
     if engine in (None, FAST):
         try:
-            return CompiledSelector(expression, FAST, compile_fast(ast))
+            return CompiledSelector(expression, FAST, compile_fast(ast, environment, cost_limit), cost)
         except Unsupported:
             if engine == FAST:
                 raise
-    program = CelpyProgram(tree)
-    return CompiledSelector(expression, CELPY, program.evaluate)
+    program = CelpyProgram(tree, expression, environment, cost_limit)
+    return CompiledSelector(expression, CELPY, program.evaluate, cost)
