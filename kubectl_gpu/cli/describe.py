@@ -22,6 +22,11 @@ def dra_node_label_option(func: Callable[..., Any]) -> Callable[..., Any]:
                         help=DRA_NODE_LABEL_HELP)(func)
 
 
+def tree_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--tree", is_flag=True, default=False,
+                        help="Show node -> GPU (MIG devices inside their GPU) -> pod, one line each.")(func)
+
+
 def parse_dra_labels(values: tuple[str, ...], parent: tuple | None = None) -> tuple:
     from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 
@@ -87,9 +92,10 @@ def warn_unreadable(unreadable: Any) -> None:
 class _Settings:
     """Options of the `describe` group, handed to its subcommands."""
 
-    def __init__(self, options: ClusterOptions, dra_labels: tuple) -> None:
+    def __init__(self, options: ClusterOptions, dra_labels: tuple, tree: bool = False) -> None:
         self.options = options
         self.dra_labels = dra_labels
+        self.tree = tree
 
 
 def _connect(options: ClusterOptions):
@@ -99,27 +105,32 @@ def _connect(options: ClusterOptions):
 @click.group("describe", invoke_without_command=True, epilog=exits.TABLE)
 @cluster_options
 @dra_node_label_option
+@tree_option
 @click.pass_context
-def command(ctx: click.Context, dra_node_labels: tuple[str, ...], **values: Any) -> None:
+def command(ctx: click.Context, dra_node_labels: tuple[str, ...], tree: bool, **values: Any) -> None:
     """Show GPUs, who holds them, and why a pod is pending.
 
     \b
-    kubectl gpu describe                  every GPU node: DRA devices, holders, legacy GPUs
+    kubectl gpu describe                  every GPU node: DRA devices, holders, legacy GPUs,
+                                          and a bar of GPUs in use (MIG devices in brackets)
+    kubectl gpu describe --tree           node -> GPU -> pod
     kubectl gpu describe node NAME        each device with product, memory, UUID, claim and pod
     kubectl gpu describe pod NAME         legacy requests vs DRA claims; for a Pending pod, why
     kubectl gpu describe claim NAME       requests, allocated devices, consumers
     """
-    settings = _settings(ctx, values, dra_node_labels)
+    settings = _settings(ctx, values, dra_node_labels, tree)
     ctx.obj = settings
     if ctx.invoked_subcommand is None:
         fail_on_errors(lambda: _describe_cluster(settings))
 
 
-def _settings(ctx: click.Context, values: dict[str, Any], dra_node_labels: tuple[str, ...]) -> _Settings:
+def _settings(ctx: click.Context, values: dict[str, Any], dra_node_labels: tuple[str, ...],
+              tree: bool = False) -> _Settings:
     parent: _Settings | None = ctx.find_object(_Settings)
     base = parent.options if parent else ClusterOptions()
     mine = ClusterOptions(**{k: values[k] for k in ClusterOptions.__dataclass_fields__})
-    return _Settings(base.merged(mine), parse_dra_labels(dra_node_labels, parent.dra_labels if parent else None))
+    return _Settings(base.merged(mine), parse_dra_labels(dra_node_labels, parent.dra_labels if parent else None),
+                     tree or bool(parent and parent.tree))
 
 
 def _describe_cluster(settings: _Settings) -> None:
@@ -133,8 +144,9 @@ def _describe_cluster(settings: _Settings) -> None:
                             namespace=settings.options.namespace or connection.namespace)
     report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels)
     warn_unreadable(objects.unreadable)
-    emit(settings.options, report.to_dict(),
-         lambda: render.cluster(report, settings.options.output == "wide", headers=not settings.options.no_headers),
+    people = (lambda: render.tree(report.nodes)) if settings.tree else (
+        lambda: render.cluster(report, settings.options.output == "wide", headers=not settings.options.no_headers))
+    emit(settings.options, report.to_dict(), people,
          lambda: [f"node/{n.name}" for n in report.nodes])
 
 
@@ -142,12 +154,14 @@ def _describe_cluster(settings: _Settings) -> None:
 @click.argument("name", required=False, shell_complete=names_from_cluster("nodes"))
 @cluster_options
 @dra_node_label_option
+@tree_option
 @click.pass_context
-def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[str, ...], **values: Any) -> None:
+def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[str, ...], tree: bool,
+                 **values: Any) -> None:
     """A node's GPUs: DRA devices and who holds them, device-plugin resources, double counting.
 
     Without NAME: every GPU node (narrow with -l)."""
-    settings = _settings(ctx, values, dra_node_labels)
+    settings = _settings(ctx, values, dra_node_labels, tree)
 
     def run() -> None:
         from kubectl_gpu.inspect import render
@@ -167,6 +181,10 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
         reports, _ = build_node_reports(objects.nodes, current_devices(objects.slices), objects.claims,
                                         objects.pods, settings.dra_labels, only_gpu_nodes=name is None)
         wide = settings.options.output == "wide"
+        if settings.tree:
+            emit(settings.options, as_list([r.to_dict() for r in reports]), lambda: render.tree(reports),
+                 lambda: [f"node/{r.name}" for r in reports])
+            return
         if name:
             (report,) = reports
             emit(settings.options, report.to_dict(), lambda: render.node(report, wide), lambda: [f"node/{name}"])

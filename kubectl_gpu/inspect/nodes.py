@@ -61,6 +61,23 @@ class DeviceRow:
         return out
 
 
+LEGACY_WHOLE_GPU = "nvidia.com/gpu"  # the device plugin's whole-GPU resource (0.5 arrives as 500m)
+
+
+@dataclass(frozen=True)
+class GpuSlot:
+    """One physical GPU of a node, for the allocation picture: its state, and the states of its
+    MIG devices when it is partitioned (MIG slices are drawn inside their GPU)."""
+
+    state: str
+    mig: tuple[str, ...] = ()
+    legacy: bool = False  # counted from the device plugin's resources and its pods, not DRA
+
+    @property
+    def used(self) -> bool:
+        return self.state != FREE
+
+
 @dataclass(frozen=True)
 class NodeReport:
     name: str
@@ -101,6 +118,44 @@ class NodeReport:
     @cached_property
     def mig_used(self) -> int:
         return sum(1 for r in self.mig_rows if r.state != FREE)
+
+    @cached_property
+    def slots(self) -> tuple[GpuSlot, ...]:
+        """The node's GPUs as the allocation picture shows them: DRA GPUs with their state, MIG
+        devices grouped inside their GPU, and on a device-plugin node its nvidia.com/gpu GPUs,
+        as many used as its pods hold (whole GPUs allocated, a fraction shared)."""
+        slots = [GpuSlot(r.state) for r in self.gpu_rows]
+        by_parent: dict[str, list[str]] = {}
+        for row in self.mig_rows:
+            by_parent.setdefault(row.device.parent_uuid or row.device.name, []).append(row.state)
+        for states in by_parent.values():
+            used = [st for st in states if st != FREE]
+            slots.append(GpuSlot(SHARED if used else FREE, tuple(states)))
+        if not slots:
+            slots = list(self._legacy_slots())
+        return tuple(slots)
+
+    def _legacy_slots(self) -> Iterable[GpuSlot]:
+        offered = next((r for r in self.legacy_resources if r.name == LEGACY_WHOLE_GPU), None)
+        held = Fraction(0)
+        for pod in self.legacy_pods:
+            if not pod.holds_device_plugin_gpus:
+                continue
+            for request in pod.requests:
+                if request.resource == LEGACY_WHOLE_GPU:
+                    try:
+                        held += parse_quantity(request.amount)
+                    except QuantityError:
+                        continue
+        try:
+            total = int(parse_quantity(offered.allocatable)) if offered else 0
+        except QuantityError:
+            total = 0
+        whole, fraction = int(held), held - int(held)
+        total = max(total, whole + (1 if fraction else 0))
+        for i in range(total):
+            state = ALLOCATED if i < whole else SHARED if i == whole and fraction else FREE
+            yield GpuSlot(state, legacy=True)
 
     @property
     def has_gpus(self) -> bool:

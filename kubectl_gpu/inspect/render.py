@@ -44,8 +44,8 @@ def findings(items: Iterable[Finding], title: str = "Findings") -> RenderableTyp
 
 
 def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> RenderableType:
-    columns = ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "LEGACY (ALLOCATABLE)",
-               "LEGACY PODS"]
+    columns = ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "GPU USE",
+               "LEGACY (ALLOCATABLE)", "LEGACY PODS"]
     if wide:
         columns += ["PRODUCT", "MEMORY"]
     columns.append("FINDINGS")
@@ -55,7 +55,8 @@ def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> 
         legacy = ", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)
         mig = f"{len(node.mig_rows)} ({node.mig_used})" if node.mig_rows else "-"
         row = [node.name, "yes" if node.dra_label else "no", str(node.gpu_count), str(node.count(ALLOCATED)),
-               str(node.count(SHARED)), str(node.count(FREE)), mig, _dash(legacy), str(len(node.legacy_pods))]
+               str(node.count(SHARED)), str(node.count(FREE)), mig, bar(node), _dash(legacy),
+               str(len(node.legacy_pods))]
         if wide:
             products = {r.device.product for r in (*gpus, *node.mig_rows) if r.device.product}
             row += [_dash(", ".join(sorted(products))),
@@ -83,6 +84,80 @@ def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> 
     if report.findings:
         parts += [Text(""), findings(report.findings)]
     return Group(*parts)
+
+
+# The allocation picture: one mark per GPU, MIG devices inside their GPU's brackets.
+BAR_MARKS = {ALLOCATED: "█", SHARED: "▓", FREE: "░"}
+MIG_MARKS = {ALLOCATED: "■", SHARED: "■", FREE: "□"}
+DOUBLE_COUNTED = "!"
+
+
+def bar(report: NodeReport) -> Text:
+    """GPUs used/free at a glance: `██░░░░░░ 2/8`; `█[■■□□□□□] 2/2` for a GPU split into 7 MIG
+    devices (2 in use); a device-plugin node shows the GPUs its pods hold; `!` marks a node whose
+    GPUs are counted twice (device plugin and DRA driver)."""
+    slots = report.slots
+    if not slots:
+        return Text("-")
+    marks = "".join(f"[{''.join(MIG_MARKS[m] for m in slot.mig)}]" if slot.mig else BAR_MARKS[slot.state]
+                    for slot in slots)
+    used = sum(1 for slot in slots if slot.used)
+    double = any(f.code == "double-counting" for f in report.findings)
+    text = f"{marks} {used}/{len(slots)}" + (f" {DOUBLE_COUNTED}" if double else "")
+    return Text(text, style="bold red" if double else "")
+
+
+Branch = tuple[str, list["Branch"]]  # a line and the lines under it
+
+
+def tree(reports: Iterable[NodeReport]) -> RenderableType:
+    """node -> GPU -> pod, MIG devices under their GPU: who holds what, one line each (--tree)."""
+    lines: list[RenderableType] = []
+    for report in reports:
+        kind = f"DRA ({report.dra_label})" if report.dra_label else "device plugin"
+        lines.append(Text.assemble((report.name, "bold"), f"  {kind}  ", bar(report)))
+        branches: list[Branch] = [(_device_line(row), _holders(row)) for row in report.gpu_rows]
+        migs: dict[str, list[Any]] = {}
+        for row in report.mig_rows:
+            migs.setdefault(row.device.parent_uuid or row.device.name, []).append(row)
+        for parent, rows in migs.items():
+            product = next((r.device.product for r in rows if r.device.product), None)
+            branches.append((f"GPU {parent}  {_dash(product)}  MIG: {len(rows)} device(s)",
+                             [(_device_line(row), _holders(row)) for row in rows]))
+        if not report.devices:
+            branches += [(f"{r.name}: {r.allocatable} allocatable (device plugin)", [])
+                         for r in report.legacy_resources]
+        for pod in report.legacy_pods:
+            requests = ", ".join(f"{r.resource}={r.amount}" for r in pod.requests)
+            branches.append((f"pod {pod.ref}  {requests} (device plugin)", []))
+        lines += [Text(line) for line in _tree_lines(branches, "")]
+        lines.append(Text(""))
+    if not lines:
+        return Text("No GPU nodes found.")
+    return Group(*lines)
+
+
+def _tree_lines(branches: list[Branch], prefix: str) -> list[str]:
+    out = []
+    for i, (label, children) in enumerate(branches):
+        last = i == len(branches) - 1
+        out.append(prefix + ("└── " if last else "├── ") + label)
+        out += _tree_lines(children, prefix + ("    " if last else "│   "))
+    return out
+
+
+def _device_line(row: Any) -> str:
+    d = row.device
+    details = [x for x in (d.product, d.mig_profile, d.memory) if x]
+    return f"{d.name}  {'  '.join(details)}  {row.state}"
+
+
+def _holders(row: Any) -> list[Branch]:
+    out: list[Branch] = []
+    for h in row.holders:
+        pods = ", ".join(h.pods) if h.pods else "no pod yet"
+        out.append((f"pod {pods}  (claim {h.claim}, request {h.request})", []))
+    return out
 
 
 def node(report: NodeReport, wide: bool = False) -> RenderableType:
