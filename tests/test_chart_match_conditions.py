@@ -276,7 +276,7 @@ def test_a_request_counts_when_there_is_no_limit_and_the_limit_wins_when_there_i
           "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
           "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}),
     _pod({"containers": [{"name": "c", "image": "nginx", "resources": {"limits": {"example.com/gpu": "1",
-                                                                                  "nvidia.com/gpu.shared": "1",
+                                                                                  "nvidia.com/total-vgpu-cores": "1",
                                                                                   "cloud-tpus.google.com/v2": "8"}}}]}),
     _pod({"containers": [{"name": "c", "image": "nginx"}], "ephemeralContainers": [{"name": "debug", "image": "busybox"}],
           "initContainers": [{"name": "init", "image": "busybox", "resources": {"limits": {"cpu": "1"}}}]}),
@@ -351,9 +351,10 @@ def test_the_resource_names_are_exactly_the_core_families():
         "tencent.com/vcuda-core", "tencent.com/vcuda-memory", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage",
         "nvidia.com/gpucores", "aliyun.com/gpu-mem", "aliyun.com/gpu-count", "aliyun.com/gpu-core.percentage",
         "nvidia.com/vgpu-number", "nvidia.com/vgpu-cores", "nvidia.com/vgpu-memory", "google.com/tpu",
+        "nvidia.com/gpu.shared", "volcano.sh/vgpu-number", "volcano.sh/vgpu-cores", "volcano.sh/vgpu-memory",
         "nvidia.com/mig-1g.5gb", "nvidia.com/mig-3g.40gb", "nvidia.com/mig-7g.80gb",
         # not legacy GPU requests:
-        "nvidia.com/gpu.shared", "nvidia.com/mig-", "nvidia.com/gpu.product", "nvidia.com/total-vgpu-cores",
+        "nvidia.com/mig-", "nvidia.com/gpu.product", "nvidia.com/total-vgpu-cores",
         "cloud-tpus.google.com/v2", "example.com/gpu", "amd.com/gpu", "gpu", "cpu", "memory", "nvidia.com/gpuX",
         "xnvidia.com/gpu", "nvidia.com/gpu/x", "tencent.com/vcuda-core-limit",
     }

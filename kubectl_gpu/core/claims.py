@@ -16,6 +16,8 @@ from fractions import Fraction
 from typing import Any
 
 from . import constants as c
+from .facts import attr, guarded_attr, literal
+from .driver_config import MPS, TIME_SLICING, gpu_sharing_config
 from .demand import Demand
 from .model import ApiVersion, ClaimObject, Note, Severity, Sharing, TranslateOptions
 from .quantity import QuantityError, format_bytes, parse_quantity
@@ -40,8 +42,7 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
         summary = f"{demand.count} TPU chip(s)"
         return _finish(demand, options, request, None, summary, f"tpu-{demand.count}", False), notes
     if demand.kind == "mig":
-        profile_sel = (f'("profile" in device.attributes["{c.NVIDIA_ATTRIBUTE_DOMAIN}"] && '
-                       f'device.attributes["{c.NVIDIA_ATTRIBUTE_DOMAIN}"].profile == {json.dumps(demand.profile)})')
+        profile_sel = guarded_attr("profile", f'{attr("profile")} == {literal(demand.profile or "")}')
         request = _request("mig", options.mig_device_class, demand.count, [profile_sel, *selectors], None)
         summary = f"{demand.count} MIG device(s) of profile {demand.profile}"
         return _finish(demand, options, request, None, summary,
@@ -69,6 +70,9 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
         if not options.api_version.supports_consumable_capacity:
             return exclusive(f"consumable capacity needs {ApiVersion.V1.value} (Kubernetes 1.34+)")
         memory = share.memory
+        if memory is None and share.fraction is None:
+            return exclusive("the request states no size (a time-sliced replica), so there is no memory to "
+                             "request; --sharing timeslicing shares one claim across the workload instead")
         if memory is None:
             gpu_memory = _gpu_memory(options)
             if gpu_memory is None or share.fraction is None:
@@ -115,18 +119,12 @@ def _gpu_memory(options: TranslateOptions) -> Fraction | None:
 
 def _sharing_config(strategy: Sharing, share: Any) -> dict[str, Any]:
     if strategy is Sharing.TIMESLICING:
-        sharing: dict[str, Any] = {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": "Default"}}
-    else:
-        mps: dict[str, Any] = {}
-        percent = share.compute_percent
-        if percent is None and share.fraction is not None:
-            percent = max(1, min(100, round(share.fraction * 100)))
-        if percent is not None:
-            mps["defaultActiveThreadPercentage"] = int(percent)
-        if share.memory is not None:
-            mps["defaultPinnedDeviceMemoryLimit"] = format_bytes(share.memory)
-        sharing = {"strategy": "MPS", "mpsConfig": mps} if mps else {"strategy": "MPS"}
-    return {"apiVersion": c.NVIDIA_CONFIG_API_VERSION, "kind": "GpuConfig", "sharing": sharing}
+        return gpu_sharing_config(TIME_SLICING)
+    percent = share.compute_percent
+    if percent is None and share.fraction is not None:
+        percent = max(1, min(100, round(share.fraction * 100)))
+    limit = format_bytes(share.memory) if share.memory is not None else None
+    return gpu_sharing_config(MPS, thread_percentage=percent, pinned_memory_limit=limit)
 
 
 def _request(name: str, device_class: str, count: int, selectors: list[str],

@@ -1,26 +1,19 @@
-"""Names shared by every face of kubectl-gpu (labels, annotations, legacy families)."""
+"""Names shared by every face of kubectl-gpu: the driver's and DRA's come from `facts`, the one
+table of them; the legacy family names are the core's own vocabulary."""
 
 from __future__ import annotations
 
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-MANAGED_BY_VALUE = "kubectl-gpu"
+from .facts import (DRA_GROUP, GPU_DEVICE_CLASS, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIG_DEVICE_CLASS,
+                    NVIDIA_ATTRIBUTE_DOMAIN, NVIDIA_CONFIG_API_VERSION, NVIDIA_DRIVER, OPT_OUT_LABEL,
+                    ORIGINAL_RESOURCES_ANNOTATION, REMOVED_NVIDIA_ATTRIBUTES, SUMMARY_ANNOTATION,
+                    TPU_DEVICE_CLASS)
 
-# JSON of the legacy requests and node constraints a rewrite replaced: makes every
-# rewrite traceable and reversible.
-ORIGINAL_RESOURCES_ANNOTATION = "kubectl-gpu.io/original-resources"
-# On generated claim objects: a one-line description of what the claim asks for.
-SUMMARY_ANNOTATION = "kubectl-gpu.io/summary"
-OPT_OUT_LABEL = "kubectl-gpu.io/opt-out"
-
-DRA_GROUP = "resource.k8s.io"
-
-NVIDIA_DRIVER = "gpu.nvidia.com"
-# DeviceClasses the NVIDIA DRA driver installs, and GKE's TPU class.
-GPU_DEVICE_CLASS = "gpu.nvidia.com"
-MIG_DEVICE_CLASS = "mig.nvidia.com"
-TPU_DEVICE_CLASS = "tpu.google.com"
-NVIDIA_ATTRIBUTE_DOMAIN = "gpu.nvidia.com"
-NVIDIA_CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
+__all__ = [
+    "DRA_GROUP", "GPU_DEVICE_CLASS", "MANAGED_BY_LABEL", "MANAGED_BY_VALUE", "MIG_DEVICE_CLASS",
+    "NVIDIA_ATTRIBUTE_DOMAIN", "NVIDIA_CONFIG_API_VERSION", "NVIDIA_DRIVER", "OPT_OUT_LABEL",
+    "ORIGINAL_RESOURCES_ANNOTATION", "REMOVED_NVIDIA_ATTRIBUTES", "SUMMARY_ANNOTATION", "TPU_DEVICE_CLASS",
+    "NVIDIA_GPU", "VCUDA", "MIG", "HAMI", "ALIYUN", "VGPU_MANAGER", "VOLCANO", "TPU", "FAMILIES",
+]
 
 # Legacy families, by the names configuration uses.
 NVIDIA_GPU = "nvidia-gpu"
@@ -29,9 +22,6 @@ MIG = "mig"
 HAMI = "hami"
 ALIYUN = "aliyun"
 VGPU_MANAGER = "vgpu-manager"
+VOLCANO = "volcano"
 TPU = "tpu"
-FAMILIES = (NVIDIA_GPU, VCUDA, MIG, HAMI, ALIYUN, VGPU_MANAGER, TPU)
-
-# Attributes the NVIDIA DRA driver stopped publishing in v25.12: a selector on them is a
-# runtime error for every device, which aborts scheduling of the pod.
-REMOVED_NVIDIA_ATTRIBUTES = ("index", "minor")
+FAMILIES = (NVIDIA_GPU, VCUDA, MIG, HAMI, ALIYUN, VGPU_MANAGER, VOLCANO, TPU)

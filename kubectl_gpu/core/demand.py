@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from . import constants as c
-from .families import ContainerRef, LegacyRequest, MIG_PREFIX
+from .families import TIME_SLICED_GPU, ContainerRef, LegacyRequest, mig_profile_of
 from .model import Note, Severity, TranslateOptions
 from .quantity import format_bytes, format_plain
 
 MIB = 2**20
 GIB = 2**30
-GPU_GROUP = (c.NVIDIA_GPU, c.VCUDA, c.HAMI, c.ALIYUN, c.VGPU_MANAGER)
+GPU_GROUP = (c.NVIDIA_GPU, c.VCUDA, c.HAMI, c.ALIYUN, c.VGPU_MANAGER, c.VOLCANO)
 # Above this, a GiB figure is surely a MiB figure (no GPU has 1 TiB of memory).
 _IMPLAUSIBLE_GIB = 1024
 
@@ -89,7 +89,7 @@ def container_demands(ref: ContainerRef, requests: list[LegacyRequest], annotati
     demands: list[Demand] = []
     for r in live:
         if r.family == c.MIG:
-            demands.extend(_whole_devices(ref, r, "mig", notes, profile=r.name[len(MIG_PREFIX):]))
+            demands.extend(_whole_devices(ref, r, "mig", notes, profile=mig_profile_of(r.name)))
         elif r.family == c.TPU:
             demands.extend(_whole_devices(ref, r, "tpu", notes))
     gpu_group = [r for r in live if r.family in GPU_GROUP]
@@ -118,8 +118,21 @@ def _whole_devices(ref: ContainerRef, r: LegacyRequest, kind: str, notes: list[N
 
 def _nvidia_gpu(ref: ContainerRef, found: dict[str, LegacyRequest], annotations: Mapping[str, object],
                 options: TranslateOptions, notes: list[Note]) -> Demand | None:
-    r = found.get("nvidia.com/gpu") or found["alpha.kubernetes.io/nvidia-gpu"]
     requests = tuple(found.values())
+    if TIME_SLICED_GPU in found:
+        if len(found) > 1:
+            notes.append(Note(Severity.ERROR, f"{TIME_SLICED_GPU} beside {', '.join(k for k in found if k != TIME_SLICED_GPU)}"
+                                              ": a container asks for time-sliced replicas or whole GPUs, not both; "
+                                              "keep one", ref.name))
+            return None
+        shared = found[TIME_SLICED_GPU]
+        if shared.amount.denominator != 1:
+            notes.append(Note(Severity.ERROR, f"{shared.name}: {shared.text} must be a whole number of replicas",
+                              ref.name, shared.name))
+            return None
+        # A replica is an unsized slot on a shared GPU: a share whose size nobody stated.
+        return Demand("gpu", int(shared.amount), c.NVIDIA_GPU, requests, share=Share())
+    r = found.get("nvidia.com/gpu") or found["alpha.kubernetes.io/nvidia-gpu"]
     if r.amount.denominator == 1:
         return Demand("gpu", int(r.amount), c.NVIDIA_GPU, requests)
     if r.amount < 1:
@@ -262,5 +275,7 @@ _BUILDERS = {
                         "nvidia.com/gpumem-percentage"),
     c.VGPU_MANAGER: _vgpu_style(c.VGPU_MANAGER, "nvidia.com/vgpu-number", "nvidia.com/vgpu-memory",
                                 "nvidia.com/vgpu-cores", None),
+    c.VOLCANO: _vgpu_style(c.VOLCANO, "volcano.sh/vgpu-number", "volcano.sh/vgpu-memory",
+                           "volcano.sh/vgpu-cores", None),
     c.ALIYUN: _aliyun,
 }

@@ -7,15 +7,18 @@ assumed in a note instead of failing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from . import constants as c
+from .facts import driver_mig_profile
 from .model import Note, Severity
 from .quantity import QuantityError, parse_quantity
 
+TIME_SLICED_GPU = "nvidia.com/gpu.shared"
 # Every legacy resource name with a fixed spelling (MIG names are a prefix, MIG_PREFIX), by family.
 LEGACY_RESOURCE_NAMES: dict[str, str] = {
     "nvidia.com/gpu": c.NVIDIA_GPU,
@@ -33,12 +36,28 @@ LEGACY_RESOURCE_NAMES: dict[str, str] = {
     "nvidia.com/vgpu-number": c.VGPU_MANAGER,
     "nvidia.com/vgpu-cores": c.VGPU_MANAGER,
     "nvidia.com/vgpu-memory": c.VGPU_MANAGER,
+    # Volcano's vGPU device plugin (HAMi-core inside): count, MiB and % per vGPU, as vgpu-manager.
+    "volcano.sh/vgpu-number": c.VOLCANO,
+    "volcano.sh/vgpu-memory": c.VOLCANO,
+    "volcano.sh/vgpu-cores": c.VOLCANO,
+    # The device plugin's time-slicing with `renameByDefault: true` advertises replicas under this name.
+    TIME_SLICED_GPU: c.NVIDIA_GPU,
     "google.com/tpu": c.TPU,
 }
 MIG_PREFIX = "nvidia.com/mig-"
 OBSOLETE = {"alpha.kubernetes.io/nvidia-gpu": "nvidia.com/gpu"}
-# Accelerator resources with no DRA driver to move to: reported, never rewritten.
-UNSUPPORTED_PREFIXES = ("cloud-tpus.google.com/",)
+# Accelerator resources kubectl-gpu does not translate: reported by name, never rewritten, never
+# silently passed.  (prefix, what to tell the person)
+UNTRANSLATED_ACCELERATORS: tuple[tuple[str, str], ...] = (
+    ("cloud-tpus.google.com/", "Cloud TPU (legacy) has no DRA driver"),
+    ("hygon.com/", "Hygon DCU has no DRA driver"),
+    ("huawei.com/Ascend", "Huawei Ascend has no DRA driver kubectl-gpu can target"),
+    ("amd.com/gpu", "AMD's DRA driver (gpu.amd.com) exists, but kubectl-gpu does not translate to it yet"),
+    ("gpu.intel.com/", "Intel's DRA driver (gpu.intel.com) exists, but kubectl-gpu does not translate to it yet"),
+)
+# NVIDIA resource names that look like GPUs but that no family knows (a renamed device-plugin
+# resource, a new vGPU product): warned about rather than passed over.
+_NVIDIA_GPU_LIKE = re.compile(r"^nvidia\.com/(?:.*gpu.*|mig.*|vcuda.*)$", re.IGNORECASE)
 
 
 def family_of(resource: str) -> str | None:
@@ -51,8 +70,26 @@ def family_of(resource: str) -> str | None:
     return None
 
 
+def untranslated_accelerator(resource: str) -> str | None:
+    """Why a GPU-like resource is left alone (None: it is not one, or the core translates it)."""
+    name = resource.strip()
+    for prefix, why in UNTRANSLATED_ACCELERATORS:
+        if name.startswith(prefix):
+            return why
+    if family_of(name) is None and _NVIDIA_GPU_LIKE.match(name):
+        return "kubectl-gpu knows no NVIDIA GPU resource of this name"
+    return None
+
+
 def is_unsupported_accelerator(resource: str) -> bool:
-    return resource.strip().startswith(UNSUPPORTED_PREFIXES)
+    return untranslated_accelerator(resource) is not None
+
+
+def mig_profile_of(resource: str) -> str | None:
+    """The driver's `profile` for a device-plugin MIG resource (`nvidia.com/mig-1g.10gb.me` ->
+    `1g.10gb+me`), None when the name spells no MIG profile."""
+    name = resource.strip()
+    return driver_mig_profile(name[len(MIG_PREFIX):]) if name.startswith(MIG_PREFIX) else None
 
 
 @dataclass(frozen=True)
@@ -124,8 +161,9 @@ def read_container(ref: ContainerRef, container: Mapping[str, Any]) -> tuple[lis
     keys = list(dict.fromkeys([*limits.keys(), *requests.keys()]))
     for key in keys:
         name = str(key).strip()
-        if is_unsupported_accelerator(name):
-            notes.append(Note(Severity.WARNING, f"{name} has no DRA driver to move to; left unchanged",
+        why = untranslated_accelerator(name)
+        if why is not None:
+            notes.append(Note(Severity.WARNING, f"{name}: {why}; it stays with its device plugin (not rewritten)",
                               ref.name, name))
             continue
         family = family_of(name)
@@ -147,6 +185,17 @@ def read_container(ref: ContainerRef, container: Mapping[str, Any]) -> tuple[lis
             notes.append(Note(Severity.WARNING,
                               f"{name} is set in requests without limits, which the API server rejects "
                               "for extended resources; translated from the request", ref.name, name))
+        if name == TIME_SLICED_GPU:
+            notes.append(Note(Severity.WARNING,
+                              f"{name} is the device plugin's time-slicing replica of a GPU; read as a share "
+                              "of nvidia.com/gpu (no size: a whole GPU unless --sharing timeslicing or mps "
+                              "shares one claim across the workload)", ref.name, name))
+        if family == c.MIG and mig_profile_of(name) is None:
+            notes.append(Note(Severity.ERROR,
+                              f"{name} names no MIG profile the NVIDIA driver publishes (e.g. "
+                              "nvidia.com/mig-1g.10gb or nvidia.com/mig-1g.10gb.me); correct the resource name",
+                              ref.name, name))
+            continue
         if name in OBSOLETE:
             notes.append(Note(Severity.WARNING,
                               f"{name} is obsolete (removed in Kubernetes 1.10); read as {OBSOLETE[name]}",

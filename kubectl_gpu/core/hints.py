@@ -3,16 +3,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 
-from .constants import NVIDIA_ATTRIBUTE_DOMAIN
+from .facts import attr, guarded_attr, literal
 from .model import Note, Severity
 
-_ATTRS = f'device.attributes["{NVIDIA_ATTRIBUTE_DOMAIN}"]'
 # Scheduler-specific annotations that ask for a GPU with no resource request at all.
 ANNOTATION_ONLY_KEYS = ("gpu-fraction", "gpu-memory", "gpu-fraction-num-devices", "runai-gpu-fraction")
 _MIG_ANNOTATION_PREFIX = "nvidia.com/mig-"
+# HAMi's card choice: (annotation, attribute, excludes, matched as a case-insensitive substring).
+HAMI_CARD_ANNOTATIONS = (
+    ("nvidia.com/use-gputype", "productName", False, True),
+    ("nvidia.com/nouse-gputype", "productName", True, True),
+    ("nvidia.com/use-gpuuuid", "uuid", False, False),
+    ("nvidia.com/nouse-gpuuuid", "uuid", True, False),
+)
 
 
 def _values(raw: object) -> list[str]:
@@ -20,28 +25,27 @@ def _values(raw: object) -> list[str]:
 
 
 def hami_selectors(annotations: Mapping[str, object]) -> tuple[list[str], list[Note]]:
-    """HAMi's `nvidia.com/use-gputype` & co. become device selectors."""
+    """HAMi's `nvidia.com/use-gputype` & co. become device selectors.  An annotation with no value
+    in it (`""`, `","`) is an ERROR: dropping it would let the pod have any GPU (fail closed)."""
     selectors: list[str] = []
     notes: list[Note] = []
-    for key, attr, negate, upper in (
-        ("nvidia.com/use-gputype", "productName", False, True),
-        ("nvidia.com/nouse-gputype", "productName", True, True),
-        ("nvidia.com/use-gpuuuid", "uuid", False, False),
-        ("nvidia.com/nouse-gpuuuid", "uuid", True, False),
-    ):
+    for key, name, negate, substring in HAMI_CARD_ANNOTATIONS:
         if key not in annotations:
             continue
         values = _values(annotations[key])
         if not values:
+            what = "card types (e.g. A100,H100)" if substring else "GPU UUIDs (GPU-...)"
+            notes.append(Note(Severity.ERROR, f"annotation {key}={annotations[key]!r} is empty: it names no "
+                                              f"{what}; list them comma-separated, or remove the annotation"))
             continue
-        if upper:  # HAMi matches card types as case-insensitive substrings of the product name
-            parts = [f"{_ATTRS}.productName.upperAscii().contains({json.dumps(v.upper())})" for v in values]
+        if substring:  # HAMi matches card types as case-insensitive substrings of the product name
+            parts = [f"{attr(name)}.upperAscii().contains({literal(v.upper())})" for v in values]
         else:
-            parts = [f"{_ATTRS}.uuid == {json.dumps(v)}" for v in values]
-        condition = parts[0] if len(parts) == 1 else "(" + " || ".join(parts) + ")"
+            parts = [f"{attr(name)} == {literal(v)}" for v in values]
+        condition = "(" + " || ".join(parts) + ")" if len(parts) > 1 or negate else parts[0]
         if negate:
             condition = f"!{condition}"
-        selectors.append(f'("{attr}" in {_ATTRS} && {condition})')
+        selectors.append(guarded_attr(name, condition))
         notes.append(Note(Severity.INFO, f"annotation {key}={annotations[key]} became a device selector"))
     return selectors, notes
 

@@ -13,13 +13,13 @@ evaluation ERROR that aborts scheduling of the pod, not a non-match.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .constants import NVIDIA_ATTRIBUTE_DOMAIN
+from .facts import architecture_of_gfd_family, attr, cap, driver_mig_profile, guarded_attr
+from .facts import guarded_cap, literal
 from .model import Note, Severity
 from .patch import escape
 
@@ -31,13 +31,18 @@ MOVED_KEYS = (PRODUCT, MEMORY, FAMILY)
 # GFD labels that describe GPUs but have no attribute to move to.
 _GFD_PREFIXES = ("nvidia.com/gpu.", "nvidia.com/mig.", "nvidia.com/cuda.", "nvidia.com/mig-")
 _KEPT_SILENTLY = ("nvidia.com/gpu.present", "nvidia.com/gpu.deploy.")
-_MIG_SUFFIX = re.compile(r"^(?P<product>.+)-MIG-(?P<profile>\d+g\.\d+gb(?:\+\w+)*)$")
+# GFD's product label with the MIG "single" strategy: "<model>-MIG-<profile with '+' dropped>", or
+# "<model>-MIG-INVALID" when the GPUs' profiles differ (k8s-device-plugin internal/lm/mig-strategy.go).
+_MIG_SUFFIX = re.compile(r"^(?P<product>.+)-MIG-(?P<profile>.+)$")
 _PLACEHOLDER = re.compile(r"\$\{|\{\{|<[^>]+>")
 
-_ATTRS = f'device.attributes["{NVIDIA_ATTRIBUTE_DOMAIN}"]'
-_CAPS = f'device.capacity["{NVIDIA_ATTRIBUTE_DOMAIN}"]'
 # NVML says "NVIDIA A100-SXM4-40GB"; GFD says "NVIDIA-A100-SXM4-40GB", older GFD "A100-SXM4-40GB".
-_PRODUCT_KEY = f'{_ATTRS}.productName.replace(" ", "-").replace("NVIDIA-", "")'
+_PRODUCT_KEY = f'{attr("productName")}.replace(" ", "-").replace("NVIDIA-", "")'
+# A GFD memory label (NVML's total, floored to MiB) against what the driver publishes: the exact
+# bytes (up to 1 MiB more), the largest MIG profile's memory under DynamicMIG (97-99% of the GPU on
+# A100/H100), or whole MiB rounded down with consumable shares.  So: a window from 95% of the label
+# to just under label + 1 MiB.  GPU sizes sold side by side differ by far more (40/48/80/94/141 GB).
+MEMORY_TOLERANCE_PERCENT = 5
 
 # GKE accelerator names -> NVML product names (words that must / must not appear).
 _GKE_PRODUCTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -60,25 +65,28 @@ _GKE_PRODUCTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
-def _lit(value: str) -> str:
-    return json.dumps(value)
-
-
-def _guard_attr(name: str, expr: str) -> str:
-    return f'("{name}" in {_ATTRS} && {expr})'
-
-
 def _product_condition(value: str) -> str:
     normalized = value[len("NVIDIA-"):] if value.startswith("NVIDIA-") else value
-    return _guard_attr("productName", f"{_PRODUCT_KEY} == {_lit(normalized)}")
+    return guarded_attr("productName", f"{_PRODUCT_KEY} == {literal(normalized)}")
 
 
 def _memory_condition(mib: str, op: str) -> str:
-    return f'("memory" in {_CAPS} && {_CAPS}.memory.compareTo(quantity({_lit(mib + "Mi")})) {op} 0)'
+    return guarded_cap("memory", f'{cap("memory")}.compareTo(quantity({literal(mib + "Mi")})) {op} 0')
 
 
-def _family_condition(value: str) -> str:
-    return _guard_attr("architecture", f"{_ATTRS}.architecture.lowerAscii() == {_lit(value.lower())}")
+def _memory_about(mib: str) -> str:
+    """The GPU whose memory GFD labelled `mib` (see MEMORY_TOLERANCE_PERCENT), never exact equality."""
+    low = int(mib) * (100 - MEMORY_TOLERANCE_PERCENT) // 100
+    memory = cap("memory")
+    return guarded_cap("memory", f'{memory}.compareTo(quantity({literal(f"{low}Mi")})) >= 0 && '
+                                 f'{memory}.compareTo(quantity({literal(f"{int(mib) + 1}Mi")})) < 0')
+
+
+def _family_condition(value: str) -> str | None:
+    architecture = architecture_of_gfd_family(value)
+    if architecture is None:
+        return None
+    return guarded_attr("architecture", f"{attr('architecture')} == {literal(architecture)}")
 
 
 def _gke_condition(value: str) -> str | None:
@@ -86,9 +94,10 @@ def _gke_condition(value: str) -> str | None:
     if words is None:
         return None
     must, must_not = words
-    parts = [f"{_ATTRS}.productName.contains({_lit(w)})" for w in must]
-    parts += [f"!{_ATTRS}.productName.contains({_lit(w)})" for w in must_not]
-    return _guard_attr("productName", " && ".join(parts))
+    product = attr("productName")
+    parts = [f"{product}.contains({literal(w)})" for w in must]
+    parts += [f"!{product}.contains({literal(w)})" for w in must_not]
+    return guarded_attr("productName", " && ".join(parts))
 
 
 @dataclass
@@ -115,14 +124,24 @@ def _translate_value(key: str, value: str) -> _Translation | Note:
                                           "GPU unless you choose a --sharing strategy for it")
         mig = _MIG_SUFFIX.match(value)
         if mig:
-            return _Translation(_product_condition(mig["product"]), mig["profile"], note)
+            profile = driver_mig_profile(mig["profile"])
+            if profile is None:
+                return Note(Severity.WARNING,
+                            f"{PRODUCT}={value} names MIG devices of no profile the NVIDIA driver publishes "
+                            "(MIG-INVALID: the node's GPUs had different profiles); constraint kept on the node "
+                            "and no device selector made: request nvidia.com/mig-<profile> instead")
+            return _Translation(_product_condition(mig["product"]), profile, note)
         return _Translation(_product_condition(value), None, note)
     if key == MEMORY:
         if not value.isdigit():
             return Note(Severity.WARNING, f"{MEMORY}={value} is not a MiB figure; constraint kept on the node")
-        return _Translation(_memory_condition(value, "=="))
+        return _Translation(_memory_about(value))
     if key == FAMILY:
-        return _Translation(_family_condition(value))
+        condition = _family_condition(value)
+        if condition is None:
+            return Note(Severity.WARNING, f"{FAMILY}={value} is no architecture the NVIDIA DRA driver publishes; "
+                                          "constraint kept on the node")
+        return _Translation(condition)
     if key == GKE_ACCELERATOR:
         condition = _gke_condition(value)
         if condition is None:

@@ -55,6 +55,8 @@ def translate_pod_template(template: Mapping[str, Any],
     gpu_demands = [d for cd, _ in containers for d in cd.demands if d.kind in ("gpu", "mig")]
     constraints = translate_node_constraints(spec) if gpu_demands else NodeConstraints()
     extra_selectors, hint_notes = hami_selectors(annotations) if gpu_demands else ([], [])
+    if any(n.severity is Severity.ERROR for n in hint_notes):
+        return replace(unchanged, notes=tuple([*notes, *hint_notes]))
     selectors = [*constraints.selectors, *extra_selectors]
 
     leave_integer = options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE

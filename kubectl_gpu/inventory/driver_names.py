@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 import re
 
+from kubectl_gpu.core import facts
+
 # NVML_BRAND_* -> go-nvlib GetBrandAsString.  Values NVML defines but go-nvlib does not
 # (e.g. 18 NVIDIA_VGAMEDEV) make the driver fail to enumerate the GPU.
 BRANDS: dict[int, str] = {
@@ -40,42 +42,10 @@ BRANDS: dict[int, str] = {
     16: "TitanRTX",
 }
 
-# NVML_DEVICE_ARCH_* -> go-nvlib GetArchitectureAsString.
-ARCHITECTURES: dict[int, str] = {
-    2: "Kepler",
-    3: "Maxwell",
-    4: "Pascal",
-    5: "Volta",
-    6: "Turing",
-    7: "Ampere",
-    8: "Ada Lovelace",
-    9: "Hopper",
-    10: "Blackwell",
-    0xFFFFFFFF: "Unknown",
-}
-
-# NVML_GPU_INSTANCE_PROFILE_* -> (GPU slices, profile-name attribute suffix).  go-nvlib
-# NewMigProfile: REV1 profiles carry media extensions (+me), ALL_ME every media engine
-# (+me.all), GFX graphics (+gfx), NO_ME none (-me).
-_GPU_INSTANCE_PROFILES: dict[int, tuple[int, str]] = {
-    0x0: (1, ""),
-    0x1: (2, ""),
-    0x2: (3, ""),
-    0x3: (4, ""),
-    0x4: (7, ""),
-    0x5: (8, ""),
-    0x6: (6, ""),
-    0x7: (1, "+me"),
-    0x8: (2, "+me"),
-    0x9: (1, ""),
-    0xA: (1, "+gfx"),
-    0xB: (2, "+gfx"),
-    0xC: (4, "+gfx"),
-    0xD: (1, "-me"),
-    0xE: (2, "-me"),
-    0xF: (1, "+me.all"),
-    0x10: (2, "+me.all"),
-}
+# NVML_DEVICE_ARCH_* -> go-nvlib GetArchitectureAsString, and NVML_GPU_INSTANCE_PROFILE_* ->
+# (GPU slices, profile-name suffix): the facts every face shares.
+ARCHITECTURES = facts.ARCHITECTURES
+_GPU_INSTANCE_PROFILES = facts.GPU_INSTANCE_PROFILES
 
 _LOOSE_SEMVER = re.compile(
     r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?"
@@ -83,8 +53,8 @@ _LOOSE_SEMVER = re.compile(
     r"(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$"
 )
 
-GPU_DEVICE_TYPE = "gpu"
-MIG_DEVICE_TYPE = "mig"
+GPU_DEVICE_TYPE = facts.GPU_TYPE
+MIG_DEVICE_TYPE = facts.MIG_TYPE
 
 
 class NamingError(ValueError):

@@ -158,18 +158,19 @@ yes; "0", "0.0", "0e3" no).  Every field access is guarded with has(): an error 
 condition would, with failurePolicy Fail, reject the request.
 
 The legacy resource names, by family (docs/design.md):
-  nvidia-gpu    nvidia.com/gpu, alpha.kubernetes.io/nvidia-gpu (pre-device-plugin)
+  nvidia-gpu    nvidia.com/gpu, nvidia.com/gpu.shared (time-slicing rename), alpha.kubernetes.io/nvidia-gpu
   vcuda         tencent.com/vcuda-core, tencent.com/vcuda-memory (and the nvidia.com/ spelling)
   mig           nvidia.com/mig-<profile>
   hami          nvidia.com/gpumem, nvidia.com/gpumem-percentage, nvidia.com/gpucores
   aliyun        aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu-core.percentage
   vgpu-manager  nvidia.com/vgpu-number, nvidia.com/vgpu-cores, nvidia.com/vgpu-memory
+  volcano       volcano.sh/vgpu-number, volcano.sh/vgpu-cores, volcano.sh/vgpu-memory
   tpu           google.com/tpu
 */}}
 
 {{- /* The GPU names, one alternation: the two regexes below must never drift apart. */}}
 {{- define "kubectl-gpu-webhook.legacyGpuResourceNames" -}}
-nvidia[.]com/(gpu|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage)
+nvidia[.]com/(gpu|gpu[.]shared|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage)|volcano[.]sh/vgpu-(number|cores|memory)
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.legacyResourceRegex" -}}

@@ -1,12 +1,14 @@
-"""Validation of the NVIDIA DRA driver's opaque device configuration.
+"""NVIDIA's DRA driver configuration API (`resource.nvidia.com/v1beta1`): what the core writes and
+what the webhook checks, from one definition.
 
 A ResourceClaim carries driver parameters in ``spec.devices.config[].opaque.parameters``.
 The API server stores them unread; the NVIDIA kubelet plugin decodes them only when a pod
 is already being started on a node (strict decoding, then ``Normalize`` and ``Validate``).
-A typo there therefore surfaces as a pod stuck in ContainerCreating.  This module applies
-the same rules at admission time, mirroring the driver's ``resource.nvidia.com/v1beta1``
+A typo there therefore surfaces as a pod stuck in ContainerCreating.  The webhook applies the
+same rules at admission time with :func:`validate_nvidia_parameters`, mirroring the driver's
 types (api/nvidia.com/resource/v1beta1: gpuconfig.go, migconfig.go, sharing.go,
-vfiodeviceconfig.go, iommu.go, validate.go).
+vfiodeviceconfig.go, iommu.go, validate.go); the core builds its configs with
+:func:`gpu_sharing_config`, and a test holds every config it writes to the validator.
 
 Pure: no I/O.  Every problem is a :class:`Finding` with the field path and what to change.
 """
@@ -19,28 +21,43 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Mapping
 
-from kubectl_gpu.core.constants import NVIDIA_CONFIG_API_VERSION
-from kubectl_gpu.core.constants import NVIDIA_DRIVER as NVIDIA_GPU_DRIVER
-from kubectl_gpu.core.quantity import QuantityError, parse_quantity
+from .facts import (COMPUTE_DOMAIN_CONFIG_KINDS, COMPUTE_DOMAIN_DRIVER, GPU_CONFIG, GPU_DRIVER_CONFIG_KINDS,
+                    IOMMU_BACKEND_POLICIES, MIG_DEVICE_CONFIG, MPS, NVIDIA_CONFIG_API_VERSION, SHARING_STRATEGIES,
+                    TIME_SLICE_INTERVALS, TIME_SLICING, VFIO_DEVICE_CONFIG)
+from .facts import NVIDIA_DRIVER as NVIDIA_GPU_DRIVER
+from .quantity import QuantityError, parse_quantity
 
-GPU_CONFIG = "GpuConfig"
-MIG_DEVICE_CONFIG = "MigDeviceConfig"
-VFIO_DEVICE_CONFIG = "VfioDeviceConfig"
-# Kinds the GPU kubelet plugin decodes and applies.
-GPU_DRIVER_KINDS = (GPU_CONFIG, MIG_DEVICE_CONFIG, VFIO_DEVICE_CONFIG)
-# Kinds of the same API group that belong to the ComputeDomain (IMEX) driver instead.
-COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"
-COMPUTE_DOMAIN_KINDS = ("ComputeDomainChannelConfig", "ComputeDomainDaemonConfig")
+GPU_DRIVER_KINDS = GPU_DRIVER_CONFIG_KINDS
+COMPUTE_DOMAIN_KINDS = COMPUTE_DOMAIN_CONFIG_KINDS
+STRATEGIES = SHARING_STRATEGIES
+INTERVALS = TIME_SLICE_INTERVALS
 
-TIME_SLICING = "TimeSlicing"
-MPS = "MPS"
-STRATEGIES = (TIME_SLICING, MPS)
-INTERVALS = ("Default", "Short", "Medium", "Long")
-IOMMU_BACKEND_POLICIES = ("PreferIommuFD", "LegacyOnly")
+__all__ = [
+    "COMPUTE_DOMAIN_DRIVER", "GPU_CONFIG", "IOMMU_BACKEND_POLICIES", "MIG_DEVICE_CONFIG", "MPS",
+    "NVIDIA_GPU_DRIVER", "TIME_SLICING", "VFIO_DEVICE_CONFIG", "Finding", "gpu_sharing_config",
+    "validate_nvidia_parameters",
+]
 
 # The driver converts pinned-memory limits to whole MiB and rejects anything below 1 MiB.
 _MIN_PINNED_LIMIT = Fraction(1024 * 1024)
 _DEVICE_INDEX = re.compile(r"^\d+$")
+
+
+def gpu_sharing_config(strategy: str, *, interval: str = "Default", thread_percentage: int | None = None,
+                       pinned_memory_limit: str | None = None) -> dict[str, Any]:
+    """A GpuConfig that shares the claim's GPUs by TimeSlicing or MPS, as the core writes it."""
+    if strategy == TIME_SLICING:
+        sharing: dict[str, Any] = {"strategy": TIME_SLICING, "timeSlicingConfig": {"interval": interval}}
+    elif strategy == MPS:
+        mps: dict[str, Any] = {}
+        if thread_percentage is not None:
+            mps["defaultActiveThreadPercentage"] = int(thread_percentage)
+        if pinned_memory_limit is not None:
+            mps["defaultPinnedDeviceMemoryLimit"] = pinned_memory_limit
+        sharing = {"strategy": MPS, "mpsConfig": mps} if mps else {"strategy": MPS}
+    else:
+        raise ValueError(f"unknown sharing strategy {strategy!r}; use {' or '.join(STRATEGIES)}")
+    return {"apiVersion": NVIDIA_CONFIG_API_VERSION, "kind": GPU_CONFIG, "sharing": sharing}
 
 
 @dataclass(frozen=True)
@@ -187,9 +204,12 @@ def _check_mps(config: Any, path: str) -> list[Finding]:
     findings = _unknown_fields(
         config, path,
         ("defaultActiveThreadPercentage", "defaultPinnedDeviceMemoryLimit",
-         "defaultPerDevicePinnedMemoryLimit"),
+         "defaultPerDevicePinnedMemoryLimit", "multiUser"),
         "mpsConfig",
     )
+    # MultiUser *bool (driver main branch, sharing.go): start the MPS control daemon for several uids.
+    if "multiUser" in config and not isinstance(config["multiUser"], (bool, type(None))):
+        findings.append(Finding(f"{path}.multiUser", f"must be true or false, not {config['multiUser']!r}"))
     if "defaultActiveThreadPercentage" in config:
         percentage = config["defaultActiveThreadPercentage"]
         if isinstance(percentage, bool) or not isinstance(percentage, int):

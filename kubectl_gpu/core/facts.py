@@ -1,0 +1,250 @@
+"""What kubectl-gpu knows about Kubernetes DRA and NVIDIA's DRA driver, in one place.
+
+Every name, spelling and version here is taken from upstream source, cited beside it; the core,
+inventory, inspect, explain and the webhook read them from this module, so a driver change is one
+edit.  Pure data and tiny pure functions: no I/O.
+
+Upstream references (kubernetes-sigs/dra-driver-nvidia-gpu, formerly NVIDIA/k8s-dra-driver-gpu):
+  cmd/gpu-kubelet-plugin/deviceinfo.go   GPU/VFIO attributes and capacity (GetDevice, Attributes)
+  cmd/gpu-kubelet-plugin/mig.go          MIG attributes and capacity (CommonAttributesMig/CapacitiesMig),
+                                         device names (ToCanonicalName)
+  site/content/docs/reference/resourceslice-attributes.md   the same, documented
+  deployments/helm/.../deviceclass-*.yaml   the DeviceClasses
+  api/nvidia.com/resource/v1beta1/         the opaque config API (see core/driver_config.py)
+NVIDIA/k8s-device-plugin:
+  internal/rm/rm.go, internal/resource/nvml-mig-device.go   MIG resource names ("+" -> ".")
+  internal/lm/resource.go                GFD labels (sanitise() drops "+", getArchFamily())
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+# --- Kubernetes DRA API -----------------------------------------------------------------------
+
+DRA_GROUP = "resource.k8s.io"
+# Versions of resource.k8s.io kubectl-gpu reads and writes, newest first, with the Kubernetes
+# minor that first serves each by default (v1beta1 1.32, v1beta2 1.33, v1 GA in 1.34).
+DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
+DRA_VERSION_SINCE = {"v1": (1, 34), "v1beta2": (1, 33), "v1beta1": (1, 32)}
+# v1beta1 puts a request's fields flat on the request (no `exactly:`) and wraps device fields in `basic:`.
+FLAT_REQUEST_VERSIONS = ("v1beta1",)
+# The Kubernetes minors kubectl-gpu supports (and validates emitted objects against).
+SUPPORTED_KUBERNETES_MINORS = (32, 33, 34, 35, 36, 37)
+
+
+def dra_version_for(minor: int) -> str:
+    """The newest resource.k8s.io version a 1.<minor> API server serves by default."""
+    for version in DRA_VERSIONS:
+        if (1, minor) >= DRA_VERSION_SINCE[version]:
+            return version
+    raise ValueError(f"Kubernetes 1.{minor} serves no resource.k8s.io version kubectl-gpu writes "
+                     f"(DRA needs 1.{DRA_VERSION_SINCE['v1beta1'][1]}+)")
+
+
+# --- kubectl-gpu's own labels and annotations ---------------------------------------------------
+
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "kubectl-gpu"
+# JSON of the legacy requests and node constraints a rewrite replaced: makes every
+# rewrite traceable and reversible.
+ORIGINAL_RESOURCES_ANNOTATION = "kubectl-gpu.io/original-resources"
+# On generated claim objects: a one-line description of what the claim asks for.
+SUMMARY_ANNOTATION = "kubectl-gpu.io/summary"
+OPT_OUT_LABEL = "kubectl-gpu.io/opt-out"
+# The default marker of a node whose GPUs are served by DRA (ACK's label: the GPU device plugin
+# stops advertising nvidia.com/gpu there); configurable in the webhook.
+DRA_NODE_LABEL_KEY = "ack.node.gpu.schedule"
+DRA_NODE_LABEL_VALUE = "disabled"
+
+# --- NVIDIA's DRA driver ----------------------------------------------------------------------
+
+NVIDIA_DRIVER = "gpu.nvidia.com"
+NVIDIA_ATTRIBUTE_DOMAIN = NVIDIA_DRIVER  # unqualified attribute names belong to the driver's domain
+NVIDIA_CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
+
+# Device types (the `type` attribute) and the DeviceClass the driver installs for each.
+GPU_TYPE, MIG_TYPE, VFIO_TYPE = "gpu", "mig", "vfio"
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+MIG_DEVICE_CLASS = "mig.nvidia.com"
+VFIO_DEVICE_CLASS = "vfio.gpu.nvidia.com"  # only with the driver's PassthroughSupport gate
+DEVICE_CLASS_OF_TYPE = {GPU_TYPE: GPU_DEVICE_CLASS, MIG_TYPE: MIG_DEVICE_CLASS, VFIO_TYPE: VFIO_DEVICE_CLASS}
+# Each class's selector, as in the driver's Helm chart (deviceclass-gpu.yaml & co.).
+DEVICE_CLASS_SELECTORS = {
+    cls: f"device.driver == '{NVIDIA_DRIVER}' && device.attributes['{NVIDIA_ATTRIBUTE_DOMAIN}'].type == '{t}'"
+    for t, cls in DEVICE_CLASS_OF_TYPE.items()
+}
+# GKE's TPU DeviceClass.
+TPU_DEVICE_CLASS = "tpu.google.com"
+
+_ALL = (GPU_TYPE, MIG_TYPE, VFIO_TYPE)
+_GPU_MIG = (GPU_TYPE, MIG_TYPE)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One attribute (or capacity) the driver publishes.  ``kind`` is the DeviceAttribute field
+    (string, version, int, bool) or "quantity" for a capacity; ``optional``: absent on some nodes,
+    so a selector must guard it.  ``removed`` is the first driver release without it."""
+
+    name: str
+    kind: str
+    device_types: tuple[str, ...]
+    optional: bool = False
+    added: str | None = None
+    removed: str | None = None
+    domain: str = NVIDIA_ATTRIBUTE_DOMAIN
+
+
+ATTRIBUTES: tuple[Attribute, ...] = (
+    Attribute("type", "string", _ALL),
+    Attribute("uuid", "string", _ALL),
+    Attribute("productName", "string", _ALL),
+    Attribute("brand", "string", _GPU_MIG),
+    Attribute("architecture", "string", _GPU_MIG),
+    Attribute("cudaComputeCapability", "version", _GPU_MIG),
+    Attribute("driverVersion", "version", _GPU_MIG),
+    Attribute("cudaDriverVersion", "version", _GPU_MIG),
+    Attribute("parentUUID", "string", (MIG_TYPE,)),
+    Attribute("profile", "string", (MIG_TYPE,)),
+    Attribute("addressingMode", "string", _GPU_MIG, optional=True, added="v25.12.0"),
+    Attribute("deviceID", "string", (VFIO_TYPE,)),
+    Attribute("vendorID", "string", (VFIO_TYPE,)),
+    Attribute("iommuFDEnabled", "bool", (VFIO_TYPE,)),
+    Attribute("index", "int", _GPU_MIG, removed="v25.8.0"),
+    Attribute("minor", "int", _GPU_MIG, removed="v25.8.0"),
+    # Standard attributes (k8s.io/dynamic-resource-allocation/deviceattribute), when sysfs has them.
+    Attribute("pciBusID", "string", _ALL, optional=True, domain="resource.kubernetes.io"),
+    Attribute("pcieRoot", "string", _ALL, optional=True, domain="resource.kubernetes.io"),
+    Attribute("numaNode", "int", _ALL, optional=True, domain="resource.kubernetes.io"),
+)
+
+CAPACITIES: tuple[Attribute, ...] = (
+    # Bytes; a whole GPU without NVML memory info publishes no capacity at all.
+    Attribute("memory", "quantity", _GPU_MIG, optional=True),
+    # MIG devices always; whole GPUs only with DynamicMIG (the largest profile's figures).
+    *(Attribute(n, "quantity", _GPU_MIG, optional=True)
+      for n in ("multiprocessors", "copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines")),
+    Attribute("addressableMemory", "quantity", (VFIO_TYPE,)),
+)
+
+_BY_NAME = {a.name: a for a in ATTRIBUTES}
+_CAPACITY_BY_NAME = {a.name: a for a in CAPACITIES}
+# Attributes the driver stopped publishing: a selector on them is a runtime error for every device.
+REMOVED_NVIDIA_ATTRIBUTES = tuple(a.name for a in ATTRIBUTES if a.removed)
+
+
+def attribute(name: str) -> Attribute:
+    return _BY_NAME[name]
+
+
+def capacity(name: str) -> Attribute:
+    return _CAPACITY_BY_NAME[name]
+
+
+# --- CEL spellings of the above: every read is guarded ----------------------------------------
+# In Kubernetes a missing attribute is an evaluation ERROR that aborts scheduling of the pod, not
+# a non-match; so each expression first checks the name is there.
+
+
+def attr(name: str) -> str:
+    """`device.attributes["gpu.nvidia.com"].<name>` for a known attribute."""
+    a = _BY_NAME[name]
+    return f'device.attributes["{a.domain}"].{a.name}'
+
+
+def cap(name: str) -> str:
+    a = _CAPACITY_BY_NAME[name]
+    return f'device.capacity["{a.domain}"].{a.name}'
+
+
+def guarded_attr(name: str, condition: str) -> str:
+    """`(<name> is published && <condition>)`: false on a device without it, never an error."""
+    a = _BY_NAME[name]
+    return f'("{a.name}" in device.attributes["{a.domain}"] && {condition})'
+
+
+def guarded_cap(name: str, condition: str) -> str:
+    a = _CAPACITY_BY_NAME[name]
+    return f'("{a.name}" in device.capacity["{a.domain}"] && {condition})'
+
+
+def literal(value: str) -> str:
+    """A CEL string literal (JSON's escaping is valid CEL)."""
+    return json.dumps(value)
+
+
+# --- Architectures ----------------------------------------------------------------------------
+
+# NVML_DEVICE_ARCH_* -> go-nvlib GetArchitectureAsString: the driver's `architecture` attribute.
+ARCHITECTURES: dict[int, str] = {
+    2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
+    8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell", 0xFFFFFFFF: "Unknown",
+}
+# GPU Feature Discovery's `nvidia.com/gpu.family` label (k8s-device-plugin internal/lm/resource.go
+# getArchFamily, from the compute capability) -> the driver's `architecture`.  GFD families the
+# driver has no name for (tesla, fermi, rubin, undefined) are absent: no selector can match them.
+GFD_FAMILY_ARCHITECTURES: dict[str, str] = {
+    "kepler": "Kepler", "maxwell": "Maxwell", "pascal": "Pascal", "volta": "Volta", "turing": "Turing",
+    "ampere": "Ampere", "ada-lovelace": "Ada Lovelace", "hopper": "Hopper", "blackwell": "Blackwell",
+}
+
+
+def architecture_of_gfd_family(family: str) -> str | None:
+    """`ada-lovelace` -> `Ada Lovelace`; the driver's own spelling is accepted too."""
+    key = family.strip().lower()
+    if key in GFD_FAMILY_ARCHITECTURES:
+        return GFD_FAMILY_ARCHITECTURES[key]
+    by_driver_name = {v.lower(): v for v in GFD_FAMILY_ARCHITECTURES.values()}
+    return by_driver_name.get(key)
+
+
+# --- MIG profiles -----------------------------------------------------------------------------
+
+# go-nvlib MigProfileInfo.String(): "[<c>c.]<g>g.<gb>gb" plus a media-extension suffix from the GPU
+# instance profile: REV1 "+me", ALL_ME "+me.all", GFX "+gfx", NO_ME "-me".
+MIG_PROFILE_SUFFIXES = ("", "+me", "+me.all", "+gfx", "-me")
+# NVML_GPU_INSTANCE_PROFILE_* -> (GPU slices, profile-name suffix).
+GPU_INSTANCE_PROFILES: dict[int, tuple[int, str]] = {
+    0x0: (1, ""), 0x1: (2, ""), 0x2: (3, ""), 0x3: (4, ""), 0x4: (7, ""), 0x5: (8, ""), 0x6: (6, ""),
+    0x7: (1, "+me"), 0x8: (2, "+me"), 0x9: (1, ""), 0xA: (1, "+gfx"), 0xB: (2, "+gfx"), 0xC: (4, "+gfx"),
+    0xD: (1, "-me"), 0xE: (2, "-me"), 0xF: (1, "+me.all"), 0x10: (2, "+me.all"),
+}
+_MIG_BASE = re.compile(r"^(?P<base>(?:[1-9]\d*c\.)?[1-9]\d*g\.[1-9]\d*gb)(?P<ext>.*)$")
+# The extension after the base, as each tool spells it -> the driver's suffix.  The device plugin
+# turns "+" into "." (nvidia.com/mig-1g.10gb.me); GFD's product label drops "+" (...-MIG-1g.10gbme).
+_MIG_EXTENSIONS = {"": "", "me": "+me", "me.all": "+me.all", "gfx": "+gfx", "-me": "-me"}
+
+
+def driver_mig_profile(spelling: str) -> str | None:
+    """The driver's `profile` attribute for a MIG profile as the device plugin, GFD or the driver
+    spells it (`1g.10gb.me`, `1g.10gbme`, `1g.10gb+me` -> `1g.10gb+me`); None when it is not one."""
+    match = _MIG_BASE.match(spelling.strip())
+    if match is None:
+        return None
+    ext = match["ext"]
+    if ext.startswith(("+", ".")):
+        ext = ext[1:]
+        if ext.startswith("-"):
+            return None
+    suffix = _MIG_EXTENSIONS.get(ext)
+    return None if suffix is None else match["base"] + suffix
+
+
+def device_plugin_mig_resource(profile: str) -> str:
+    """nvidia.com/mig-<profile> as the device plugin names it (`+` -> `.`)."""
+    return "nvidia.com/mig-" + profile.replace("+", ".")
+
+
+# --- Opaque configuration (the API; shapes and validator live in core/driver_config.py) ---------
+
+GPU_CONFIG, MIG_DEVICE_CONFIG, VFIO_DEVICE_CONFIG = "GpuConfig", "MigDeviceConfig", "VfioDeviceConfig"
+GPU_DRIVER_CONFIG_KINDS = (GPU_CONFIG, MIG_DEVICE_CONFIG, VFIO_DEVICE_CONFIG)
+COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"
+COMPUTE_DOMAIN_CONFIG_KINDS = ("ComputeDomainChannelConfig", "ComputeDomainDaemonConfig")
+TIME_SLICING, MPS = "TimeSlicing", "MPS"
+SHARING_STRATEGIES = (TIME_SLICING, MPS)
+TIME_SLICE_INTERVALS = ("Default", "Short", "Medium", "Long")
+IOMMU_BACKEND_POLICIES = ("PreferIommuFD", "LegacyOnly")
