@@ -20,6 +20,7 @@ from .hints import annotation_only_notes, hami_selectors
 from .model import IntegerGpuMode, Note, PodTranslation, Severity, TranslateOptions
 from .node_constraints import NodeConstraints, translate_node_constraints
 from .patch import escape
+from .selfcheck import selector_errors
 
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
 
@@ -88,6 +89,9 @@ def translate_pod_template(template: Mapping[str, Any],
     plan.ops.extend(constraints.patch)
     plan.original.update(constraints.original)
     plan.annotate()
+    broken = selector_errors(plan.claims.values())
+    if broken:
+        return replace(unchanged, notes=tuple([*notes, *broken]))
     remaining = tuple(r for r in legacy if r not in plan.replaced)
     return PodTranslation(tuple(plan.ops), tuple(plan.claims.values()), tuple(notes), tuple(legacy), remaining)
 
