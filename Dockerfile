@@ -1,40 +1,48 @@
 # syntax=docker/dockerfile:1
 # The kubectl-gpu admission webhook image (deployed by charts/kubectl-gpu-webhook).
 #
-#   docker build -t ghcr.io/kubectl-gpu/kubectl-gpu-webhook:0.1.0 .
+#   docker build --platform linux/amd64 -t ghcr.io/kubectl-gpu/kubectl-gpu-webhook:0.1.0 .
 #
-# Two stages: the builder turns the project and every dependency into wheels; the final image
-# only installs those wheels.  No compiler, no pip, no source tree and no build cache end up in
-# the image that runs on the cluster.  For reproducible releases pin PYTHON_IMAGE by digest
-# (python:3.12-slim@sha256:...).
+# Reproducible: both base images are pinned by digest, and every dependency comes from
+# requirements-webhook.lock with its sha256 (pip --require-hashes; regenerate the lock with
+# scripts/lock-webhook-deps after changing pyproject.toml).  The lock is for linux/amd64.
+#
+# Minimal: the builder (Debian 12 and its python3) makes a virtualenv; the image that runs is
+# distroless Python (the same Debian 12 python3), which has no shell, no package manager and no
+# pip: only the interpreter, the virtualenv and the license.
 
-ARG PYTHON_IMAGE=python:3.12-slim
+ARG BUILD_IMAGE=debian:12-slim@sha256:ccb33c3ac5b02588fc1d9e4fc09b952e433d0c54d8618d0ee1afadf1f3cf2455
+ARG RUNTIME_IMAGE=gcr.io/distroless/python3-debian12@sha256:2fdb05402a2cf21cf78fdb3ba4c5db167241e9e498140f5bf689d7efb773731f
 
-FROM ${PYTHON_IMAGE} AS build
+FROM ${BUILD_IMAGE} AS build
+RUN apt-get update \
+    && apt-get install --yes --no-install-recommends --no-install-suggests python3-venv \
+    && python3 -m venv /opt/venv
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
+COPY requirements-webhook.lock ./
+RUN /opt/venv/bin/pip install --require-hashes --no-deps --only-binary=:all: -r requirements-webhook.lock
 # Only what the distribution is built from (.dockerignore keeps the rest out of the context).
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY kubectl_gpu ./kubectl_gpu
 COPY webhook ./webhook
-# The webhook's server stack is the [webhook] extra (the kubectl plugin does not need it).
-RUN python -m pip wheel --wheel-dir /wheels ".[webhook]"
+# Its dependencies (with the [webhook] extra) are installed above, from the lock; nothing else is fetched.
+RUN /opt/venv/bin/pip install --no-deps --no-index --no-build-isolation . \
+    && /opt/venv/bin/pip uninstall --yes pip setuptools wheel
 
-FROM ${PYTHON_IMAGE}
+FROM ${RUNTIME_IMAGE}
 LABEL org.opencontainers.image.title="kubectl-gpu-webhook" \
       org.opencontainers.image.description="Admission webhook moving GPU workloads from device plugins to Kubernetes DRA" \
       org.opencontainers.image.source="https://github.com/kubectl-gpu/kubectl-gpu" \
       org.opencontainers.image.licenses="Apache-2.0"
-# The wheels are mounted for this one step, never copied into a layer; pip removes itself last.
-RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
-    python -m pip install --no-cache-dir --no-index --find-links=/wheels "kubectl-gpu[webhook]" \
-    && python -m pip uninstall --yes pip \
-    && rm -rf /root/.cache
+COPY --from=build /opt/venv /opt/venv
+COPY LICENSE /usr/share/doc/kubectl-gpu/LICENSE
 # Bytecode was compiled at install time; the root filesystem is read-only at run time.
-ENV PYTHONDONTWRITEBYTECODE=1 \
+ENV PATH=/opt/venv/bin:/usr/bin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
-# Numeric, so that runAsNonRoot can verify it; the chart runs the pod as the same user.
+# Numeric (distroless' nonroot), so that runAsNonRoot can verify it; the chart runs the pod as the same user.
 USER 65532:65532
 EXPOSE 8443
 ENTRYPOINT ["kubectl-gpu-webhook", "serve"]

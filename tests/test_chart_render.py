@@ -146,11 +146,14 @@ def test_a_config_change_restarts_the_webhook_pods():
 
 def test_crd_objects_of_cert_manager_reference_the_right_secret_and_names():
     docs = rendered("cert-manager-selfsigned-issuer.yaml")
-    certificate = find(docs, "Certificate")
-    issuer = find(docs, "Issuer")
-    assert certificate["apiVersion"] == issuer["apiVersion"] == "cert-manager.io/v1"
-    assert issuer["spec"] == {"selfSigned": {}}
-    assert certificate["spec"]["issuerRef"] == {"name": issuer["metadata"]["name"], "kind": "Issuer",
+    certificate = find(docs, "Certificate", FULLNAME)
+    ca_issuer = find(docs, "Issuer", f"{FULLNAME}-ca")
+    root = find(docs, "Issuer", f"{FULLNAME}-selfsigned")
+    ca = find(docs, "Certificate", f"{FULLNAME}-ca")
+    assert certificate["apiVersion"] == ca_issuer["apiVersion"] == "cert-manager.io/v1"
+    assert root["spec"] == {"selfSigned": {}} and ca["spec"]["issuerRef"]["name"] == root["metadata"]["name"]
+    assert ca_issuer["spec"] == {"ca": {"secretName": ca["spec"]["secretName"]}}
+    assert certificate["spec"]["issuerRef"] == {"name": ca_issuer["metadata"]["name"], "kind": "Issuer",
                                                 "group": "cert-manager.io"}
     assert certificate["spec"]["secretName"] == f"{FULLNAME}-tls"
     assert f"{FULLNAME}.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]

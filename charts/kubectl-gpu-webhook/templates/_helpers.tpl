@@ -21,20 +21,28 @@
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{- /* With serviceAccount.create false a name is required: binding the ClusterRole to the
+namespace's "default" account would hand its permissions to every pod that runs as it. */}}
 {{- define "kubectl-gpu-webhook.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "kubectl-gpu-webhook.fullname" .) .Values.serviceAccount.name }}
 {{- else }}
-{{- default "default" .Values.serviceAccount.name }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false: the chart never binds its ClusterRole to the namespace's default ServiceAccount (every pod running as it would get the webhook's permissions)" .Values.serviceAccount.name }}
 {{- end }}
 {{- end }}
 
+{{- /* 52 characters at most: the CronJob controller appends an 11-character suffix to name its
+Jobs, and a CronJob name longer than 52 is refused by the API server. */}}
 {{- define "kubectl-gpu-webhook.cleanupName" -}}
-{{- printf "%s-cleanup" (include "kubectl-gpu-webhook.fullname" . | trunc 55 | trimSuffix "-") }}
+{{- printf "%s-cleanup" (include "kubectl-gpu-webhook.fullname" . | trunc 44 | trimSuffix "-") }}
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.tlsSecretName" -}}
+{{- if eq .Values.certificates.mode "existing-secret" }}
+{{- required "certificates.existingSecret.name is required with certificates.mode existing-secret" .Values.certificates.existingSecret.name }}
+{{- else }}
 {{- printf "%s-tls" (include "kubectl-gpu-webhook.fullname" .) }}
+{{- end }}
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.serviceDNSNames" -}}
