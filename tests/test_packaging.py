@@ -50,6 +50,8 @@ def test_the_webhook_server_stack_is_an_extra_the_plugin_does_not_install():
 
 def test_image_and_bootstrap_install_the_webhook_extra():
     assert "'.[webhook,test]'" in (REPO / "scripts" / "bootstrap").read_text()
-    dockerfile = (REPO / "Dockerfile").read_text()
-    assert 'pip wheel --wheel-dir /wheels ".[webhook]"' in dockerfile
-    assert '"kubectl-gpu[webhook]"' in dockerfile
+    # The image installs from requirements-webhook.lock (scripts/lock-webhook-deps locks the extra).
+    assert "-r requirements-webhook.lock" in (REPO / "Dockerfile").read_text()
+    locked = _names([line.split(" ")[0] for line in (REPO / "requirements-webhook.lock").read_text().splitlines()
+                     if "==" in line])
+    assert _names(PROJECT["optional-dependencies"]["webhook"]) | _names(PROJECT["dependencies"]) <= locked
