@@ -67,7 +67,8 @@ def test_allocations_file_marks_devices_taken():
 
 
 def test_input_problems_exit_2_with_a_fix(tmp_path):
-    no_slices = run("-f", TEST1)
+    no_cluster = {"HOME": str(tmp_path), "KUBECONFIG": None, "KUBERNETES_SERVICE_HOST": None}
+    no_slices = CliRunner().invoke(main, ["explain", "-f", TEST1], env=no_cluster)
     assert no_slices.exit_code == 2 and "--slices FILE" in no_slices.output
     no_claims = run("-f", H100, "--slices", H100)
     assert no_claims.exit_code == 2 and "no ResourceClaim or ResourceClaimTemplate" in no_claims.output

@@ -55,7 +55,8 @@ def _local_slices() -> list[dict[str, Any]]:
 
 
 @click.command(name="explain", epilog=exits.TABLE)
-@click.argument("pod", required=False, shell_complete=names_from_cluster("pods"))
+@click.argument("pod", required=False, metavar="[POD | pod/NAME | claim/NAME]",
+                shell_complete=names_from_cluster("pods"))
 @cluster_options
 @click.option("-f", "--filename", "files", multiple=True, metavar="FILE",
               help="ResourceClaim/ResourceClaimTemplate manifests (may also hold slices and classes; - for stdin).")
@@ -80,11 +81,14 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     if output == "name":
         raise click.UsageError("explain prints explanations, not objects: use -o table, wide, json or yaml")
     if pod:
-        explanation = _explain_pod_live(pod, options)
-    elif not files:
-        raise InputError("pass a POD (live cluster) or -f FILE (claims or templates)")
+        explanation = _explain_live(pod, options)
+    elif files:
+        explanation = _explain_files(files, slice_files, class_files, allocation_files, local, options)
+    elif options.all_namespaces or options.selector:
+        explanation = _explain_live(None, options)
     else:
-        explanation = _explain_files(files, slice_files, class_files, allocation_files, local)
+        raise InputError("pass a POD or claim/NAME (live cluster), -A or -l SELECTOR (every pod with DRA "
+                         "claims), or -f FILE (claims or templates)")
     if output in {"json", "yaml"}:
         data = to_dict(explanation)
         if output == "json":
@@ -98,41 +102,75 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     sys.exit(0 if explanation.allocatable else 1)
 
 
-def _explain_pod_live(pod: str, options: ClusterOptions) -> Any:
-    """`explain POD`: the pod's claims (or templates) against the cluster's slices, classes and
-    allocations, fetched through kubectl_gpu.inspect.live."""
-    from kubectl_gpu.inspect.live import explain_pod_live
+CLAIM_TYPES = ("claim", "claims", "resourceclaim", "resourceclaims", "resourceclaim.resource.k8s.io")
+POD_TYPES = ("pod", "pods", "po")
 
+
+def _explain_live(target: str | None, options: ClusterOptions) -> Any:
+    """`explain POD`, `explain claim/NAME` (kubectl's TYPE/NAME), or with no target every pod with
+    DRA claims (-A, -l): claims (or templates) against the cluster's slices, classes and
+    allocations, fetched through kubectl_gpu.inspect.live."""
+    from kubectl_gpu.inspect.live import explain_claim_live, explain_pod_live, explain_pods_live
+
+    kind, name = "pod", target
+    if target and "/" in target:
+        kind, _, name = target.partition("/")
+        if kind.lower() in CLAIM_TYPES:
+            kind = "claim"
+        elif kind.lower() not in POD_TYPES:
+            raise InputError(f"{target}: explain takes a pod (NAME or pod/NAME) or a ResourceClaim (claim/NAME)")
     try:
         connection = options.connect()
-        return explain_pod_live(connection.api, options.namespace or connection.namespace, pod)
+        namespace = options.namespace or connection.namespace
+        if name is None:
+            return explain_pods_live(connection.api, None if options.all_namespaces else namespace, options.selector)
+        if kind == "claim":
+            return explain_claim_live(connection.api, namespace, name)
+        return explain_pod_live(connection.api, namespace, name)
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
     except exits.cluster_errors() as err:
         exits.fail(err)
 
 
+def _live_devices(options: ClusterOptions) -> Any:
+    """Without --slices: the live cluster's ResourceSlices, DeviceClasses and allocated claims."""
+    from kubectl_gpu.inspect.live import discover_dra, fetch_dra
+
+    try:
+        connection = options.connect()
+        return fetch_dra(connection.api, discover_dra(connection.api))
+    except exits.cluster_errors() as err:
+        raise InputError(
+            "no ResourceSlices to explain against, and the cluster could not be read for them "
+            f"({err}); pass --slices FILE (kubectl get resourceslices -o yaml), put them in the -f file, "
+            "or use --local") from None
+
+
 def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
-                   allocation_files: tuple[str, ...], local: bool) -> Any:
+                   allocation_files: tuple[str, ...], local: bool, options: ClusterOptions) -> Any:
     main = sort_objects(doc for path in files for doc in _load(path))
     extra = sort_objects(doc for path in (*slice_files, *class_files) for doc in _load(path))
     allocated = sort_objects(doc for path in allocation_files for doc in _load(path))
     if not main.claims:
         raise InputError(f"no ResourceClaim or ResourceClaimTemplate (resource.k8s.io) in {', '.join(files)}")
     slices = [*main.slices, *extra.slices, *allocated.slices]
+    classes = [*main.classes, *extra.classes, *allocated.classes]
+    allocated_claims = [*extra.claims, *allocated.claims]
     if local:
         slices.extend(_local_slices())
     if not slices:
-        raise InputError(
-            "no ResourceSlices to explain against: pass --slices FILE (kubectl get resourceslices -o yaml), "
-            "put them in the -f file, or use --local"
-        )
+        live = _live_devices(options)  # like kubectl: no file given, ask the cluster
+        slices, classes, allocated_claims = live.slices, [*classes, *live.classes], [*allocated_claims, *live.claims]
+        if not slices:
+            raise InputError("no ResourceSlices to explain against: the cluster publishes none; pass --slices FILE "
+                             "(kubectl get resourceslices -o yaml), put them in the -f file, or use --local")
     try:
         explanation = explain_objects(
             claims=main.claims,
             slices=slices,
-            classes=[*main.classes, *extra.classes, *allocated.classes],
-            allocated_claims=[*extra.claims, *allocated.claims],
+            classes=classes,
+            allocated_claims=allocated_claims,
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None

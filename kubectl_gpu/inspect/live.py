@@ -290,6 +290,38 @@ def explain_pod_live(api_client: client.ApiClient, namespace: str, pod_name: str
     return explain_pod_objects(pod, claims, dra_objects)
 
 
+def explain_claim_live(api_client: client.ApiClient, namespace: str, name: str) -> Any:
+    """`explain claim/NAME`: one ResourceClaim against the cluster's devices."""
+    dra = discover_dra(api_client)
+    got = _parallel({"claim": lambda: fetch_claim(api_client, dra, namespace, name),
+                     "dra": lambda: fetch_dra(api_client, dra)})
+    return explain_claims([got["claim"]], got["dra"])
+
+
+def explain_pods_live(api_client: client.ApiClient, namespace: str | None, label_selector: str | None) -> Any:
+    """`explain -A` / `explain -l SELECTOR`: the claims of every pod that has DRA claims, each
+    claim once (pods sharing a ResourceClaim share its answer)."""
+    dra = discover_dra(api_client)
+    got = _parallel({"pods": lambda: list_pods(api_client, namespace, label_selector),
+                     "dra": lambda: fetch_dra(api_client, dra)})
+    objects: Objects = []
+    seen: set[tuple[str, str, str]] = set()
+    for pod in got["pods"]:
+        if not (pod.get("spec") or {}).get("resourceClaims"):
+            continue
+        for obj in pod_claim_objects(api_client, dra, pod, got["dra"].claims):
+            meta = obj.get("metadata") or {}
+            key = (str(obj.get("kind")), str(meta.get("namespace")), str(meta.get("name")))
+            if key not in seen:
+                seen.add(key)
+                objects.append(obj)
+    if not objects:
+        where = f'namespace "{namespace}"' if namespace else "any namespace"
+        raise NothingToExplain(f"no pod in {where}" + (f" matching -l {label_selector}" if label_selector else "")
+                               + " has DRA resource claims to explain")
+    return explain_claims(objects, got["dra"])
+
+
 # -------------------------------------------------------------------- doctor
 
 WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemonsets"),
@@ -385,5 +417,5 @@ def fetch_doctor_inputs(api: client.ApiClient, namespace: str | None = None,
 
 
 __all__ = ["ClusterObjects", "DraApi", "DraObjects", "NotFound", "NothingToExplain", "Unreadable", "discover_dra",
-           "explain_claims", "explain_pod_live", "fetch_claim", "fetch_cluster", "fetch_doctor_inputs", "fetch_dra",
+           "explain_claim_live", "explain_claims", "explain_pod_live", "explain_pods_live", "fetch_claim", "fetch_cluster", "fetch_doctor_inputs", "fetch_dra",
            "fetch_pod", "list_pods", "pod_claim_objects", "referenced_claim_names"]

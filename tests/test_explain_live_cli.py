@@ -1,0 +1,65 @@
+"""`kubectl gpu explain` against a live cluster (the API double): a pod, a claim by name
+(claim/NAME, as kubectl's TYPE/NAME), every pod with claims (-A, -l), and -f files explained
+against the cluster's own ResourceSlices when --slices is not given."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+from tests import builders as b
+
+
+@pytest.fixture
+def cluster(k8s_double):
+    k8s_double.seed(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+        *b.nvidia_device_classes(), b.dra_node("dra-a"), b.gpu_slice("dra-a", 2),
+        b.claim("held", "ml", allocated=[("gpu", "gpu-0")], node_name="dra-a", reserved_for=["a"]),
+        b.claim("waiting", "ml"),
+        b.template("one-gpu", "default"),
+        b.pod("a", "ml", node_name="dra-a", claims=[{"name": "gpu", "resourceClaimName": "held"}],
+              labels={"team": "x"}),
+        b.pod("b", "ml", phase="Pending", claims=[{"name": "gpu", "resourceClaimName": "waiting"}],
+              labels={"team": "x"}),
+        b.pod("c", "default", phase="Pending", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]),
+    )
+    return k8s_double
+
+
+def explain(double, *args: str):
+    return CliRunner().invoke(main, ["explain", *args, "--kubeconfig", double.kubeconfig_path(namespace="ml"),
+                                     "-o", "json"], catch_exceptions=False)
+
+
+def names(result) -> list[str]:
+    assert result.exit_code in (0, 1), result.output
+    return [f"{i['namespace']}/{i['name']}" for i in json.loads(result.stdout)["items"]]
+
+
+def test_a_claim_by_name(cluster):
+    result = explain(cluster, "claim/waiting")
+    assert names(result) == ["ml/waiting"] and json.loads(result.stdout)["allocatable"] is True
+    assert explain(cluster, "resourceclaim/nope").exit_code == 1  # not found
+    assert explain(cluster, "deployment/x").exit_code == 2
+
+
+def test_every_pod_with_claims_in_the_namespace_by_label_or_everywhere(cluster):
+    assert names(explain(cluster, "-l", "team=x")) == ["ml/held", "ml/waiting"]
+    assert sorted(names(explain(cluster, "-A"))) == ["default/one-gpu", "ml/held", "ml/waiting"]
+    nothing = explain(cluster, "-l", "team=none")
+    assert nothing.exit_code == 1 and "has DRA resource claims to explain" in nothing.output
+
+
+def test_files_are_explained_against_the_live_slices_without_slices_flag(cluster, tmp_path):
+    claim = tmp_path / "claim.yaml"
+    claim.write_text(yaml.safe_dump(b.claim("two", "ml", requests=[b.exact_request(count=2)])))
+    result = explain(cluster, "-f", str(claim))
+    data = json.loads(result.stdout)
+    assert data["devices"] == 2 and data["resourceSlices"] == 1
+    # gpu-0 is held by ml/held (read from the cluster's claims): two GPUs are not free.
+    assert result.exit_code == 1 and data["allocatable"] is False
