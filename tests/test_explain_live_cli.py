@@ -63,3 +63,23 @@ def test_files_are_explained_against_the_live_slices_without_slices_flag(cluster
     assert data["devices"] == 2 and data["resourceSlices"] == 1
     # gpu-0 is held by ml/held (read from the cluster's claims): two GPUs are not free.
     assert result.exit_code == 1 and data["allocatable"] is False
+
+
+def test_each_reason_is_printed_once(k8s_double):
+    k8s_double.seed(*b.nvidia_device_classes(), b.dra_node("dra-a"), b.gpu_slice("dra-a", 2),
+                    b.claim("two", requests=[b.exact_request(selectors=["device.attributes['gpu.nvidia.com']"
+                                                                        ".productName == 'X'"])]),
+                    b.pod("p", phase="Pending", claims=[{"name": "gpu", "resourceClaimName": "two"}]))
+    reason = "selector #0 (device.attributes['gpu.nvidia.com'].productName == 'X') rejects 2 of 2"
+    for args in (["explain", "claim/two"], ["describe", "pod", "p"]):
+        result = CliRunner().invoke(main, [*args, "--kubeconfig", k8s_double.kubeconfig_path()])
+        assert result.stdout.count(reason) == 1, result.stdout
+
+
+def test_a_pending_legacy_pod_gets_a_next_step(k8s_double):
+    k8s_double.seed(b.pod("old", phase="Pending", limits={"nvidia.com/gpu": 1}))
+    result = CliRunner().invoke(main, ["describe", "pod", "old", "--kubeconfig", k8s_double.kubeconfig_path()])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "Next step: no node has nvidia.com/gpu free for it" in text
+    assert "kubectl gpu migrate FILE" in text and "helm install kubectl-gpu oci://" in text

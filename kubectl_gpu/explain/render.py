@@ -85,6 +85,8 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
     console.print(table)
     for request in claim.requests:
         for alternative in request.alternatives:
+            if alternative.verdict in claim.verdict:
+                continue  # the claim's verdict above already gives this reason: print it once
             style = "green" if alternative.allocatable else "red"
             console.print(Text(f"  {alternative.name}: {alternative.verdict}", style=style))
     # Which CEL engine evaluated a selector is an implementation detail: JSON keeps it, people don't need it.

@@ -87,11 +87,26 @@ class PodReport:
     def unallocated_claims(self) -> tuple[PodClaimRow, ...]:
         return tuple(c for c in self.claims if c.state != ALLOCATED)
 
+    @property
+    def next_step(self) -> str | None:
+        """For a Pending pod waiting on device-plugin GPUs (no DRA claim to explain): what to do."""
+        if not self.pending or not self.legacy_requests or self.claims or self.served_by_dra:
+            return None
+        from kubectl_gpu.inspect.doctor.webhooks import CHART_REFERENCE, RELEASE_NAMESPACE
+
+        resources = ", ".join(dict.fromkeys(r.resource for r in self.legacy_requests))
+        return (f"no node has {resources} free for it: nodes moved to the DRA driver no longer offer "
+                "device-plugin GPUs. See which nodes still do with: kubectl gpu describe. Convert the "
+                "workload's manifest with: kubectl gpu migrate FILE, or let the admission webhook convert "
+                f"new pods: helm install kubectl-gpu {CHART_REFERENCE} --namespace {RELEASE_NAMESPACE} "
+                "--create-namespace")
+
     def to_dict(self) -> dict[str, Any]:
         explanation = explanation_dict(self.explanation)
         return {
             "kind": "GpuPod", "namespace": self.namespace, "name": self.name,
             "phase": self.phase, "node": self.node, "scheduling": self.scheduling,
+            "nextStep": self.next_step,
             "legacyRequests": [r.to_dict() for r in self.legacy_requests],
             "servedByDRA": self.served_by_dra,
             "claims": [c.to_dict() for c in self.claims],

@@ -244,6 +244,8 @@ def pod(report: PodReport, wide: bool = False) -> RenderableType:
         parts += [Text(""), Text.assemble(("Converted by kubectl-gpu from: ", "bold"), _json(report.original_resources))]
     if report.explanation is not None:
         parts += [Text(""), explanation(report.explanation)]
+    if report.next_step:
+        parts += [Text(""), Text.assemble(("Next step: ", "bold"), report.next_step)]
     return Group(*parts)
 
 
@@ -301,7 +303,8 @@ def explanation(result: Any) -> RenderableType:
         for note in item.notes:
             parts.append(Text(f"    note: {note}"))
         for request in item.requests:
-            parts.append(Text(f"    request {request.name}: {request.verdict}"))
+            if request.verdict not in item.verdict:  # a reason is printed once
+                parts.append(Text(f"    request {request.name}: {request.verdict}"))
             for alternative in request.alternatives:
                 parts.append(Text(f"      {alternative.name}: {alternative.in_class} in class "
                                   f"{alternative.device_class}, {alternative.matched} matched, "
