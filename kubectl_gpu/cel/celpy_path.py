@@ -256,13 +256,13 @@ class _DraEvaluator(Evaluator):
         run = self.run
         charge = run.charges[id(tree)]
 
-        def body(arg: int, item: Any) -> Any:
+        def body(arg: int, item: Any, d: Any, f: Any) -> Any:
             try:
                 return from_cel(nested[arg].evaluate({variable: item}))
             except CELEvalError as err:
                 return from_cel(err)
 
-        def tick() -> None:
+        def tick(f: Any) -> None:
             run.cost += charge
             if run.cost > run.limit:
                 raise CostLimitExceeded()

@@ -11,9 +11,10 @@ expected iterable type"):
 * ``filter(x, p)``: accu = []; accu = p ? accu + [x] : accu
 
 so an error is absorbed only where ``&&``/``||`` absorb it (``[1, 0].all(i, 1 / i > 0 && false)``
-is false), and otherwise surfaces after the loop.  ``body(arg, item)`` evaluates argument ``arg``
-of the macro with the variable bound to ``item`` and returns its value, or the EvalError it
-failed with; ``tick()`` charges one iteration's cost and raises when the limit is passed.
+is false), and otherwise surfaces after the loop.  ``body(arg, item, d, f)`` evaluates argument
+``arg`` of the macro with the variable bound to ``item`` (``d``, ``f``: the caller's evaluation
+context, passed through) and returns its value, or the EvalError it failed with; ``tick(f)``
+charges one iteration's cost and raises when the limit is passed.
 """
 
 from __future__ import annotations
@@ -23,29 +24,30 @@ from typing import Any, Callable
 from . import lib
 from .errors import EvalError
 
-Body = Callable[[int, Any], Any]
+Body = Callable[[int, Any, Any, Any], Any]
+Tick = Callable[[Any], None]
 
 
 def _is_bool(value: Any) -> bool:
     return value is True or value is False
 
 
-def run(kind: str, items: list, arity: int, body: Body, tick: Callable[[], None]) -> Any:
+def run(kind: str, items: list, arity: int, body: Body, tick: Tick, d: Any = None, f: Any = None) -> Any:
     """The macro's value, or raises its EvalError."""
-    if kind in {"all", "exists"}:
-        return _quantifier(kind == "exists", items, body, tick)
+    if kind == "exists" or kind == "all":
+        return _quantifier(kind == "exists", items, body, tick, d, f)
     if kind == "exists_one":
-        return _exists_one(items, body, tick)
+        return _exists_one(items, body, tick, d, f)
     if kind == "filter":
-        return _filter(items, body, tick)
-    return _map(items, arity, body, tick)
+        return _filter(items, body, tick, d, f)
+    return _map(items, arity, body, tick, d, f)
 
 
-def _quantifier(stop: bool, items: list, body: Body, tick: Callable[[], None]) -> Any:
+def _quantifier(stop: bool, items: list, body: Body, tick: Tick, d: Any, f: Any) -> Any:
     accu: Any = not stop
     for item in items:
-        tick()
-        value = body(0, item)
+        tick(f)
+        value = body(0, item, d, f)
         if value is stop:
             return stop
         if isinstance(accu, EvalError):
@@ -59,11 +61,11 @@ def _quantifier(stop: bool, items: list, body: Body, tick: Callable[[], None]) -
     return accu
 
 
-def _exists_one(items: list, body: Body, tick: Callable[[], None]) -> Any:
+def _exists_one(items: list, body: Body, tick: Tick, d: Any, f: Any) -> Any:
     count: Any = 0
     for item in items:
-        tick()
-        value = body(0, item)
+        tick(f)
+        value = body(0, item, d, f)
         if isinstance(value, EvalError):
             count = value
         elif not _is_bool(value):
@@ -75,12 +77,12 @@ def _exists_one(items: list, body: Body, tick: Callable[[], None]) -> Any:
     return count == 1
 
 
-def _map(items: list, arity: int, body: Body, tick: Callable[[], None]) -> Any:
+def _map(items: list, arity: int, body: Body, tick: Tick, d: Any, f: Any) -> Any:
     result: Any = []
     for item in items:
-        tick()
+        tick(f)
         if arity == 2:
-            keep = body(0, item)
+            keep = body(0, item, d, f)
             if isinstance(keep, EvalError):
                 result = keep
                 continue
@@ -89,7 +91,7 @@ def _map(items: list, arity: int, body: Body, tick: Callable[[], None]) -> Any:
                 continue
             if not keep:
                 continue
-        value = body(arity - 1, item)
+        value = body(arity - 1, item, d, f)
         if isinstance(result, EvalError):
             continue
         result = value if isinstance(value, EvalError) else result + [value]
@@ -98,11 +100,11 @@ def _map(items: list, arity: int, body: Body, tick: Callable[[], None]) -> Any:
     return result
 
 
-def _filter(items: list, body: Body, tick: Callable[[], None]) -> Any:
+def _filter(items: list, body: Body, tick: Tick, d: Any, f: Any) -> Any:
     result: Any = []
     for item in items:
-        tick()
-        keep = body(0, item)
+        tick(f)
+        keep = body(0, item, d, f)
         if isinstance(keep, EvalError):
             result = keep
         elif not _is_bool(keep):

@@ -126,6 +126,9 @@ class _Compiler:
         if isinstance(node, Index):
             return self.index(node, scope)
         if isinstance(node, ListLit):
+            if all(isinstance(i, Lit) and i.type != "uint" for i in node.items):
+                constant = [i.value for i in node.items]  # built once: nothing mutates a CEL list
+                return lambda d, f: constant
             items = [self.compile(i, scope) for i in node.items]
             return lambda d, f: [_plain(item(d, f)) for item in items]
         if isinstance(node, MapLit):
@@ -236,18 +239,13 @@ class _Compiler:
         body = self.compile(node.body, {**scope, node.var: index})
 
         def bound(d: Device, f: Any) -> Any:
-            slots = f.slots
-            saved = slots[index]
             try:
-                slots[index] = init(d, f)
+                f.slots[index] = init(d, f)
             except CostLimitExceeded:
                 raise
             except EvalError as err:
-                slots[index] = err  # an error only where the body reads the name (cel-go binds lazily)
-            try:
-                return body(d, f)
-            finally:
-                slots[index] = saved
+                f.slots[index] = err  # an error only where the body reads the name (cel-go's accumulator)
+            return body(d, f)  # the slot is read only inside the body: nothing to restore
 
         return bound
 
@@ -260,29 +258,25 @@ class _Compiler:
         limit = self.cost_limit
         kind, arity = node.name, len(node.args)
 
+        # The variable's slot is read only inside this macro's arguments (lexical scope), so it
+        # needs no restoring afterwards.
+        def body(arg: int, item: Any, d: Device, f: Any) -> Any:
+            f.slots[index] = item
+            try:
+                return _plain(args[arg](d, f))
+            except CostLimitExceeded:
+                raise
+            except EvalError as err:
+                return err
+
+        def tick(f: Any) -> None:
+            f.cost += charge
+            if f.cost > limit:
+                raise CostLimitExceeded()
+
         def run(d: Device, f: Any) -> Any:
             items = lib.iteration_items(_plain(source(d, f)))
-            slots = f.slots
-            saved = slots[index]
-
-            def body(arg: int, item: Any) -> Any:
-                slots[index] = item
-                try:
-                    return _plain(args[arg](d, f))
-                except CostLimitExceeded:
-                    raise
-                except EvalError as err:
-                    return err
-
-            def tick() -> None:
-                f.cost += charge
-                if f.cost > limit:
-                    raise CostLimitExceeded()
-
-            try:
-                return comprehension.run(kind, items, arity, body, tick)
-            finally:
-                slots[index] = saved
+            return comprehension.run(kind, items, arity, body, tick, d, f)
 
         return run
 

@@ -99,13 +99,17 @@ class Quantity:
 
     # CEL methods (k8s.io/apiserver/pkg/cel/library/quantity.go)
     def compare_to(self, other: "Quantity") -> int:
-        return (self.value > other.value) - (self.value < other.value)
+        a, b = self.value, other.value
+        if a.denominator == 1 and b.denominator == 1:  # whole numbers: compare the ints, not Fractions
+            a, b = a.numerator, b.numerator
+        return (a > b) - (a < b)
 
     def sign(self) -> int:
         return (self.value > 0) - (self.value < 0)
 
     def is_integer(self) -> bool:
-        return self.value.denominator == 1 and INT64_MIN <= self.value <= INT64_MAX
+        value = self.value
+        return value.denominator == 1 and INT64_MIN <= value.numerator <= INT64_MAX
 
     def as_integer(self) -> int:
         if not self.is_integer():

@@ -20,6 +20,7 @@ from kubectl_gpu.cel import InvalidResourceSlice
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
+from kubectl_gpu.explain.loading import UnreadableInput, load_documents
 from kubectl_gpu.explain.render import render_table, to_dict
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
@@ -34,11 +35,9 @@ def _load(path: str) -> list[Any]:
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}") from None
     try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise InputError(f"{path} is not valid YAML/JSON{where}: {getattr(err, 'problem', None) or err}") from None
+        return load_documents(text, path)
+    except UnreadableInput as err:
+        raise InputError(str(err)) from None
 
 
 def _local_slices() -> list[dict[str, Any]]:
