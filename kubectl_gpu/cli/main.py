@@ -27,6 +27,8 @@ SUBCOMMANDS: dict[str, str] = {
     "doctor": "Check a cluster for double counting and migration problems.",
     "inventory": "Show this node's GPUs as the NVIDIA DRA driver will publish them.",
     "completion": "Print the shell completion script (bash, zsh, fish).",
+    "plan": "Plan the move of a live cluster to DRA: workloads, and node waves with capacity checks.",
+    "rollback": "Restore workloads migrated with --from-cluster --apply to their original GPU requests.",
 }
 
 
@@ -54,6 +56,16 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("", err=True)
             ctx.exit(exits.INTERRUPTED)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        # `migrate nodes` and `migrate --from-cluster` act on a live cluster: their own commands
+        # (kubectl_gpu/cli/migrate_nodes.py, migrate_cluster.py), not migrate's file inputs.
+        if args and args[0] == "migrate":
+            if args[1:2] == ["nodes"]:
+                return "migrate nodes", importlib.import_module("kubectl_gpu.cli.migrate_nodes").command, args[2:]
+            if "--from-cluster" in args[1:]:
+                return "migrate", importlib.import_module("kubectl_gpu.cli.migrate_cluster").command, args[1:]
+        return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Help must not import every subcommand (and its dependencies) just to list them.

@@ -41,6 +41,11 @@ Examples:
   kubectl gpu migrate --in-place --sharing mps k8s/
   kubectl gpu migrate --check k8s/        # in CI: fail while legacy GPU requests remain
   helm template my-chart | kubectl gpu migrate - | kubectl apply -f -
+
+\b
+Live clusters (see their --help):
+  kubectl gpu migrate --from-cluster [--apply]   rewrite live workloads (server-side apply)
+  kubectl gpu migrate nodes [NODE...] [--apply]  switch a wave of GPU nodes to DRA
 """
 
 

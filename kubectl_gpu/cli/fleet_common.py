@@ -1,0 +1,65 @@
+"""Options and helpers the fleet commands share (plan, migrate --from-cluster, migrate nodes, rollback)."""
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+
+EXIT_UNREACHABLE = 2  # the cluster (or a file) could not be read; nothing was changed
+EXIT_REFUSED = 3  # the plan refuses a wave / a step did not complete; the message says why
+
+FIELD_MANAGER = "kubectl-gpu"  # server-side apply field manager of every fleet write
+
+
+def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The translation choices of `kubectl gpu migrate`, with the same defaults."""
+    from kubectl_gpu.cli.migrate import _gpu_memory
+
+    decorators = [
+        click.option("--api-version", type=click.Choice(["v1", "v1beta2", "v1beta1"]), default="v1",
+                     show_default=True, help="resource.k8s.io version of the claim templates."),
+        click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.CONSUMABLE.value,
+                     show_default=True, help="How fractional GPUs become claims (as in migrate)."),
+        click.option("--integer-gpus", type=click.Choice([m.value for m in IntegerGpuMode]),
+                     default=IntegerGpuMode.REWRITE.value, show_default=True,
+                     help="Plain nvidia.com/gpu: N: rewrite, or leave to a KEP-5004 DeviceClass."),
+        click.option("--gpu-memory", callback=_gpu_memory, metavar="QUANTITY",
+                     help="Memory of one GPU (e.g. 80Gi): lets fractions become memory shares."),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def build_translate_options(api_version: str, sharing: str, integer_gpus: str,
+                            gpu_memory: str | None) -> TranslateOptions:
+    return TranslateOptions(api_version=ApiVersion.parse(api_version), sharing=Sharing(sharing),
+                            integer_gpus=IntegerGpuMode(integer_gpus), gpu_memory=gpu_memory)
+
+
+def fail(message: str, code: int = EXIT_UNREACHABLE) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def read_files(paths: tuple[str, ...]) -> list[Any]:
+    """Every YAML/JSON document of the files (kubectl get ... -o yaml output), `-` for stdin."""
+    import yaml
+
+    from kubectl_gpu.manifests import InputError, collect_sources
+
+    try:
+        sources = collect_sources(paths, sys.stdin)
+    except InputError as err:
+        raise click.UsageError(str(err)) from err
+    documents: list[Any] = []
+    for source in sources:
+        try:
+            documents.extend(d for d in yaml.safe_load_all(source.text) if d is not None)
+        except yaml.YAMLError as err:
+            raise click.UsageError(f"{source.display}: not YAML or JSON ({err}); fix the file or leave it out") from err
+    return documents

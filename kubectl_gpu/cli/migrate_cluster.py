@@ -1,0 +1,183 @@
+"""`kubectl gpu migrate --from-cluster`: rewrite live workloads with server-side apply, in waves.
+
+Reached through `kubectl gpu migrate --from-cluster ...` (see migrate.py's dispatch).
+"""
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kubectl_gpu.cli.describe import dra_node_label_option, parse_dra_labels
+from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_UNREACHABLE, FIELD_MANAGER, build_translate_options,
+                                          fail, translate_options)
+
+EPILOG = """\b
+Without --apply nothing is written: every write is sent with dryRun=All
+(--dry-run=server), so the API server validates it and reports conflicts.
+Only workloads whose pods fit on the DRA nodes now (wave 0 of `kubectl gpu
+plan`) are rewritten; switch more nodes (`kubectl gpu migrate nodes`) and run
+it again for the rest. Running it twice changes nothing.
+
+\b
+Exit codes:
+  0  every selected workload migrated (or would, in a dry run)
+  2  the cluster could not be read
+  3  a write was refused or a rollout did not become ready: migration stopped
+     there; what was applied before stays (kubectl gpu rollback restores it)
+
+\b
+Examples:
+  kubectl gpu migrate --from-cluster                      # server dry run
+  kubectl gpu migrate --from-cluster --apply -n serving
+  kubectl gpu migrate --from-cluster --output-dir gitops/ # files for Git instead
+"""
+
+
+@click.command("migrate --from-cluster", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--from-cluster", is_flag=True, required=True, help="Migrate the live cluster's workloads.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
+@click.option("--context", default=None, help="The kubeconfig context to use.")
+@click.option("-n", "--namespace", default=None, help="Only this namespace (default: all).")
+@click.option("-l", "--selector", default=None, help="Only workloads with these labels (KEY=VALUE[,KEY=VALUE]).")
+@click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
+@click.option("--dry-run", type=click.Choice(["server"]), default=None,
+              help="Send every write with dryRun=All (the default without --apply).")
+@click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the migrated objects and their claim templates as files under DIR instead.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
+              help="Seconds to wait for each wave's rollouts to become ready.")
+@dra_node_label_option
+@translate_options
+def command(from_cluster: bool, kubeconfig: str | None, context: str | None, namespace: str | None,
+            selector: str | None, do_apply: bool, dry_run: str | None, output_dir: Path | None, timeout: float,
+            dra_node_labels: tuple[str, ...], **translate: Any) -> None:
+    """Rewrite the live workloads the plan can move now, with server-side apply (field manager
+    kubectl-gpu): claim templates first, then each workload, one namespace at a time, waiting
+    for every rollout to become ready and stopping at the first that does not."""
+    from kubectl_gpu.fleet.execute import StepFailed, apply_claims, apply_workload, wait_ready
+    from kubectl_gpu.fleet.live import fetch_snapshot
+    from kubectl_gpu.fleet.plan import plan_migration
+    from kubectl_gpu.fleet.workloads import MIGRATE, RECREATE
+    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+
+    if do_apply and dry_run:
+        raise click.UsageError("use either --apply or --dry-run=server, not both")
+    if do_apply and output_dir:
+        raise click.UsageError("--output-dir writes files instead of the cluster: drop --apply")
+    wanted = _parse_selector(selector)
+    options = build_translate_options(**translate)
+    try:
+        connection = connect(kubeconfig, context)
+        snapshot = fetch_snapshot(connection.api, namespace)
+    except (KubeconfigError, ApiError) as exc:
+        fail(str(exc), EXIT_UNREACHABLE)
+    plan = plan_migration(snapshot, options, dra_labels=parse_dra_labels(dra_node_labels))
+    by_ref = {_ref(w): w for w in snapshot.workloads}
+    chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]
+
+    if output_dir is not None:
+        written = _write_files(output_dir, [w for w in chosen if w.status in (MIGRATE, RECREATE)], by_ref)
+        click.echo(f"wrote {written} file(s) under {output_dir}")
+        return
+
+    fits_now = set(plan.waves[0].workloads) if plan.waves and plan.waves[0].index == 0 else set()
+    movable = [w for w in chosen if w.status == MIGRATE and w.ref in fits_now]
+    for w in chosen:
+        if w.status == MIGRATE and w.ref not in fits_now:
+            click.echo(f"{w.ref}: waits: its pods do not fit on the DRA nodes yet (kubectl gpu plan shows its wave)")
+        elif w.status not in (MIGRATE, "migrated"):
+            click.echo(f"{w.ref}: {w.status}: {'; '.join(w.reasons)}")
+    simulate = not do_apply
+    waves: OrderedDict[str, list] = OrderedDict()
+    for w in movable:
+        waves.setdefault(w.namespace, []).append(w)
+    try:
+        for ns, workloads in waves.items():
+            click.echo(f"namespace {ns}: {len(workloads)} workload(s)")
+            claims = {c["metadata"]["name"]: c for w in workloads for c in w.claims}
+            for done in apply_claims(connection.api, list(claims.values()), FIELD_MANAGER, simulate):
+                click.echo(f"  {done}: {'would apply (server dry run)' if simulate else 'applied'}")
+            targets = []
+            for w in workloads:
+                target = _target(w, snapshot)
+                click.echo(f"  {w.ref}: {apply_workload(connection.api, target, w.migrated, FIELD_MANAGER, simulate)}")
+                targets.append(target)
+            if not simulate:
+                for target in targets:
+                    click.echo(f"  {target.ref}: {wait_ready(connection.api, target, timeout)}")
+    except StepFailed as exc:
+        fail(str(exc), EXIT_REFUSED)
+    except ApiError as exc:
+        fail(str(exc), EXIT_UNREACHABLE)
+    if not movable:
+        click.echo("nothing to migrate now")
+    elif simulate:
+        click.echo("server dry run: nothing was written; run with --apply to migrate")
+    sys.exit(0)
+
+
+def _ref(obj: Any) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{obj.get('kind')}/{namespace + '/' if namespace else ''}{meta.get('name')}"
+
+
+def _parse_selector(selector: str | None) -> dict[str, str]:
+    if not selector:
+        return {}
+    wanted = {}
+    for term in selector.split(","):
+        key, sep, value = term.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{term!r}: use KEY=VALUE terms separated by commas", param_hint="-l")
+        wanted[key.strip()] = value.strip()
+    return wanted
+
+
+def _labels_match(obj: Any, wanted: dict[str, str]) -> bool:
+    if not wanted:
+        return True
+    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in wanted.items())
+
+
+def _target(plan: Any, snapshot: Any):
+    from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, StepFailed, Target
+
+    plural = BUILTIN_PLURALS.get((plan.api_version, plan.kind)) or snapshot.plurals.get((plan.api_version, plan.kind))
+    if plural is None:
+        raise StepFailed(f"{plan.ref}: the API resource of {plan.api_version} {plan.kind} is unknown")
+    return Target(plan.api_version, plan.kind, plural, plan.namespace, plan.name)
+
+
+def _write_files(output_dir: Path, plans: list, by_ref: dict) -> int:
+    import copy
+
+    import yaml
+
+    from kubectl_gpu.fleet.apply import clean_for_file
+    from kubectl_gpu.manifests.patch import apply_patch
+
+    count = 0
+    for plan in plans:
+        folder = output_dir / (plan.namespace or "_cluster")
+        folder.mkdir(parents=True, exist_ok=True)
+        for claim in plan.claims:
+            path = folder / f"{claim['kind'].lower()}-{claim['metadata']['name']}.yaml"
+            if not path.exists():
+                path.write_text(yaml.safe_dump(claim, sort_keys=False))
+                count += 1
+        migrated = plan.migrated
+        if migrated is None and plan.patch and plan.ref in by_ref:
+            migrated = copy.deepcopy(by_ref[plan.ref])
+            apply_patch(migrated, plan.patch)
+        if migrated is None:
+            continue
+        (folder / f"{plan.kind.lower()}-{plan.name}.yaml").write_text(
+            yaml.safe_dump(clean_for_file(migrated), sort_keys=False))
+        count += 1
+    return count

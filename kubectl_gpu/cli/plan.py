@@ -1,0 +1,87 @@
+"""`kubectl gpu plan`: a reviewable plan to move a live fleet to DRA, in checked waves."""
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
+from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_UNREACHABLE, build_translate_options, fail,
+                                          read_files, translate_options)
+from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
+
+EPILOG = """\b
+Exit codes:
+  0  a plan for every GPU node and workload that can move
+  2  the cluster or a file could not be read
+  3  a wave is refused (it would strand pods or break a PodDisruptionBudget),
+     or some workload fits on no DRA node; the plan says why, with the numbers
+
+\b
+Examples:
+  kubectl gpu plan                          # the current context's cluster
+  kubectl gpu plan -o yaml > plan.yaml      # commit the plan for review
+  kubectl get nodes,pods,deploy,sts,ds,job,cronjob,pdb,resourceslices -A -o yaml > cluster.yaml
+  kubectl gpu plan -f cluster.yaml --wave-size 5
+"""
+
+
+@click.command("plan", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@cluster_options
+@dra_node_label_option
+@translate_options
+@click.option("-f", "--filename", "files", multiple=True, metavar="FILE|DIR|-",
+              help="Plan from files (kubectl get ... -o yaml) instead of the live cluster.")
+@click.option("--wave-size", type=click.IntRange(min=1), default=None, metavar="N",
+              help="GPU nodes switched per wave (default: a tenth of the device-plugin GPU nodes). "
+                   "A wave that fails its checks is halved down to one node before it is refused.")
+def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tuple[str, ...], api_version: str,
+            sharing: str, integer_gpus: str, gpu_memory: str | None, **values: Any) -> None:
+    """Plan the move of a running cluster from device plugins to DRA.
+
+    \b
+    Workloads: every top-level object with legacy GPU requests (Deployments,
+    StatefulSets, DaemonSets, Jobs, CronJobs, custom resources with pod
+    templates), what each becomes, and which cannot move yet and why.
+    Nodes: which GPU nodes switch to the DRA driver in which wave; every wave
+    is checked: the legacy pods it drains fit on the legacy nodes left, its
+    PodDisruptionBudgets allow the drain, and the workloads it migrates fit on
+    the DRA nodes' devices (nodes not yet on DRA: predicted from GPU Feature
+    Discovery labels).
+    """
+    from kubectl_gpu.fleet import snapshot_from_objects
+    from kubectl_gpu.fleet.plan import plan_migration
+    from kubectl_gpu.fleet.render import render_plan
+
+    options = ClusterOptions(**values)
+    labels = parse_dra_labels(dra_node_labels)
+    translate = build_translate_options(api_version, sharing, integer_gpus, gpu_memory)
+    if files:
+        snapshot = snapshot_from_objects(read_files(files))
+    else:
+        snapshot = _live_snapshot(options)
+    try:
+        plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels)
+    except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it
+        fail(f"cannot plan: {exc}")
+    emit(options, plan.to_dict(), lambda: _text(render_plan(plan)))
+    sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
+
+
+def _text(text: str) -> Any:
+    from rich.text import Text
+
+    return Text(text.rstrip("\n"))
+
+
+def _live_snapshot(options: ClusterOptions):
+    from kubectl_gpu.fleet.live import fetch_snapshot
+    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+
+    try:
+        connection = connect(options.kubeconfig, options.context)
+        namespace = options.namespace if options.namespace and not options.all_namespaces else None
+        return fetch_snapshot(connection.api, namespace)
+    except (KubeconfigError, ApiError) as exc:
+        fail(str(exc), EXIT_UNREACHABLE)

@@ -1,0 +1,305 @@
+"""Capacity on both sides of a migration: device-plugin GPUs on legacy nodes, DRA devices on DRA nodes.
+
+Pure. Legacy pods are placed first-fit-decreasing on the legacy nodes' allocatable extended
+resources (what the scheduler's NodeResourcesFit checks). DRA pods are placed by matching each
+claim request against the devices with explain's engine (the scheduler's selector evaluation,
+class selectors first), then taking free devices on one node: whole devices for exclusive
+requests, capacity (KEP-5075 consumable shares) for requests that ask for capacity on devices
+that allow multiple allocations.
+
+Nodes that do not run the DRA driver yet publish no ResourceSlices; their devices are predicted
+from GPU Feature Discovery's labels (product, memory, family, count) with the NVIDIA driver's
+attribute names, so the plan can check a wave before it happens. A prediction is marked as one.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from kubectl_gpu.cel import Device, devices_from_slice
+from kubectl_gpu.cel.device import current_slices
+from kubectl_gpu.core.constants import GPU_DEVICE_CLASS
+from kubectl_gpu.core.families import family_of
+from kubectl_gpu.core.quantity import QuantityError, parse_quantity
+from kubectl_gpu.explain.engine import explain_claim
+from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim, parse_device_class
+from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node
+
+NVIDIA_DRIVER = GPU_DEVICE_CLASS  # the driver's name is also its GPU class's name: gpu.nvidia.com
+GFD_PRODUCT = "nvidia.com/gpu.product"
+GFD_MEMORY = "nvidia.com/gpu.memory"  # MiB
+GFD_COUNT = "nvidia.com/gpu.count"
+GFD_FAMILY = "nvidia.com/gpu.family"
+# GFD's family label (lower case) -> the driver's `architecture` attribute.
+ARCHITECTURES = {"kepler": "Kepler", "maxwell": "Maxwell", "pascal": "Pascal", "volta": "Volta",
+                 "turing": "Turing", "ampere": "Ampere", "ada-lovelace": "Ada Lovelace", "hopper": "Hopper",
+                 "blackwell": "Blackwell"}
+
+
+def _quantity(text: Any) -> Fraction:
+    try:
+        return parse_quantity(str(text))
+    except QuantityError:
+        return Fraction(0)
+
+
+@dataclass
+class GpuNode:
+    name: str
+    dra: bool  # labelled as a DRA node
+    unschedulable: bool
+    legacy_allocatable: dict[str, Fraction]  # device-plugin resources the node offers
+    devices: tuple[Device, ...] = ()  # published DRA devices, or predicted ones (see predicted)
+    predicted: bool = False
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "dra": self.dra, "unschedulable": self.unschedulable,
+                "legacyAllocatable": {k: _text(v) for k, v in sorted(self.legacy_allocatable.items())},
+                "devices": len(self.devices), "devicesPredicted": self.predicted}
+
+
+def _text(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
+              dra_labels: Sequence[NodeLabel]) -> list[GpuNode]:
+    """Every node with GPUs from either side, sorted by name."""
+    published: dict[str, list[Device]] = {}
+    for slice_obj in current_slices(list(slices)):
+        for device in devices_from_slice(slice_obj):
+            if device.node_name:
+                published.setdefault(device.node_name, []).append(device)
+    found = []
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        name = str(meta.get("name"))
+        labels = meta.get("labels") or {}
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        legacy = {k: _quantity(v) for k, v in allocatable.items() if family_of(k) and _quantity(v) > 0}
+        dra = is_dra_node(labels, dra_labels)
+        devices = tuple(published.get(name, ()))
+        if not (legacy or dra or devices or GFD_PRODUCT in labels):
+            continue
+        predicted = False
+        if not devices:
+            devices = predict_devices(name, labels, legacy)
+            predicted = bool(devices)
+        found.append(GpuNode(name, dra, bool((node.get("spec") or {}).get("unschedulable")), legacy, devices,
+                             predicted, labels))
+    return sorted(found, key=lambda n: n.name)
+
+
+def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, Fraction]) -> tuple[Device, ...]:
+    """The GPUs the NVIDIA DRA driver will publish on ``node``, from GFD labels (or the device
+    plugin's whole-GPU count when GFD is absent)."""
+    count = int(_quantity(labels.get(GFD_COUNT, 0))) or int(legacy.get("nvidia.com/gpu", 0))
+    if count <= 0:
+        return ()
+    attributes: dict[str, Any] = {"type": {"string": "gpu"}}
+    if labels.get(GFD_PRODUCT):
+        # GFD writes the NVML name with spaces as dashes ("NVIDIA-A100-SXM4-80GB"); the driver
+        # publishes the NVML name itself. Only the first dash is certain to be a space.
+        attributes["productName"] = {"string": labels[GFD_PRODUCT].replace("-", " ", 1)}
+    family = ARCHITECTURES.get(str(labels.get(GFD_FAMILY, "")).lower())
+    if family:
+        attributes["architecture"] = {"string": family}
+    capacity = {}
+    if labels.get(GFD_MEMORY):
+        capacity["memory"] = {"value": f"{int(_quantity(labels[GFD_MEMORY]))}Mi"}
+    slice_obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                 "metadata": {"name": f"{node}-predicted"},
+                 "spec": {"driver": NVIDIA_DRIVER, "nodeName": node,
+                          "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+                          "devices": [{"name": f"gpu-{i}", "attributes": attributes, "capacity": capacity}
+                                      for i in range(count)]}}
+    return tuple(devices_from_slice(slice_obj))
+
+
+# ------------------------------------------------------------------ legacy side
+
+@dataclass(frozen=True)
+class LegacyPodLoad:
+    ref: str  # namespace/name
+    node: str | None
+    demand: Mapping[str, Fraction]
+    owner: str | None  # the top-level workload (Kind/ns/name) that recreates it; None: bare pod
+    daemon: bool = False  # a DaemonSet's pod: it stays with its node, never moves
+
+
+def fit_legacy(pods: Sequence[LegacyPodLoad], free: dict[str, dict[str, Fraction]],
+               order: Sequence[str]) -> tuple[list[LegacyPodLoad], dict[str, str]]:
+    """Place ``pods`` first-fit-decreasing on ``free`` (node -> resource -> free amount), which
+    is updated; returns the pods that fit nowhere and where the others went (ref -> node)."""
+    unplaced = []
+    placed: dict[str, str] = {}
+    cursors: dict[tuple, int] = {}
+    for pod in sorted(pods, key=lambda p: (-sum(p.demand.values()), p.ref)):
+        key = tuple(sorted(pod.demand.items()))
+        index = cursors.get(key, 0)
+        while index < len(order):
+            node_free = free[order[index]]
+            if all(node_free.get(r, Fraction(0)) >= amount for r, amount in pod.demand.items()):
+                for r, amount in pod.demand.items():
+                    node_free[r] -= amount
+                placed[pod.ref] = order[index]
+                break
+            index += 1  # free space only shrinks: this node never fits this demand again
+        cursors[key] = index
+        if index >= len(order):
+            unplaced.append(pod)
+    return unplaced, placed
+
+
+# --------------------------------------------------------------------- DRA side
+
+@dataclass(frozen=True)
+class RequestNeed:
+    candidates: frozenset[str]  # device ids that satisfy the request
+    count: int  # devices wanted; 0 = all matching devices on the node (allocationMode All)
+    capacity: Mapping[str, Fraction]  # consumable capacity per device (empty: exclusive)
+
+
+@dataclass(frozen=True)
+class ClaimNeed:
+    key: str
+    requests: tuple[RequestNeed, ...]
+    verdict: str  # explain's verdict when nothing satisfies it
+    satisfiable: bool
+
+
+class DraPool:
+    """Devices on DRA nodes and what is taken from them, across waves."""
+
+    def __init__(self, classes: Iterable[Mapping[str, Any]] = ()):
+        self.devices: dict[str, Device] = {}
+        self.by_node: dict[str, list[str]] = {}
+        self.node_order: list[str] = []
+        self.classes: dict[str, DeviceClassSpec] = {}
+        for obj in classes:
+            try:
+                spec = parse_device_class(obj)
+            except (InvalidClaim, ValueError):
+                continue
+            self.classes[spec.name] = spec
+        self.exclusive: set[str] = set()
+        self.used_capacity: dict[str, dict[str, Fraction]] = {}
+        self._needs: dict[str, ClaimNeed] = {}
+        self._cursors: dict[tuple, int] = {}
+
+    def add_node(self, node: GpuNode) -> None:
+        if node.name in self.by_node:
+            return
+        self.node_order.append(node.name)
+        self.by_node[node.name] = [d.id for d in node.devices]
+        for device in node.devices:
+            self.devices[device.id] = device
+        self._needs.clear()  # candidates depend on the devices known
+        self._cursors.clear()
+
+    @property
+    def used(self) -> int:
+        return len(self.exclusive | set(self.used_capacity))
+
+    def claim_need(self, claim: Mapping[str, Any]) -> ClaimNeed:
+        key = json.dumps(claim.get("spec"), sort_keys=True)
+        need = self._needs.get(key)
+        if need is None:
+            need = self._needs[key] = self._explain(key, claim)
+        return need
+
+    def _explain(self, key: str, claim: Mapping[str, Any]) -> ClaimNeed:
+        try:
+            spec = parse_claim(claim)
+        except InvalidClaim as err:
+            return ClaimNeed(key, (), str(err), False)
+        result = explain_claim(spec, list(self.devices.values()), self.classes)
+        requests = []
+        for request in result.requests:
+            chosen = next((a for a in request.alternatives if a.name == request.chosen), None) \
+                or next((a for a in request.alternatives if a.matched), None)
+            if chosen is None or not chosen.matched:
+                return ClaimNeed(key, (), request.verdict, False)
+            candidates = frozenset(d.device for d in chosen.device_results if d.result == "matched")
+            count = 0 if chosen.allocation_mode == "All" else chosen.count
+            capacity = {k: _quantity(v) for k, v in chosen.capacity_requests.items()}
+            requests.append(RequestNeed(candidates, count, capacity))
+        return ClaimNeed(key, tuple(requests), result.verdict, True)
+
+    def place(self, claims: Sequence[Mapping[str, Any]]) -> str | None:
+        """Take devices on one node for one pod's ``claims``; None when nothing fits."""
+        needs = [self.claim_need(c) for c in claims]
+        if not all(n.satisfiable for n in needs):
+            return None
+        shape = tuple(n.key for n in needs)
+        index = self._cursors.get(shape, 0)
+        while index < len(self.node_order):
+            node = self.node_order[index]
+            taken = self._take(node, [r for n in needs for r in n.requests])
+            if taken is not None:
+                self._cursors[shape] = index
+                exclusive, shared = taken
+                self.exclusive.update(exclusive)
+                for device, amounts in shared.items():
+                    used = self.used_capacity.setdefault(device, {})
+                    for name, amount in amounts.items():
+                        used[name] = used.get(name, Fraction(0)) + amount
+                return node
+            index += 1  # devices only get taken: this node never fits this pod shape again
+        self._cursors[shape] = index
+        return None
+
+    def place_on(self, node: str, claims: Sequence[Mapping[str, Any]]) -> bool:
+        """Take devices on ``node`` for one pod pinned there (a DaemonSet's)."""
+        needs = [self.claim_need(c) for c in claims]
+        if node not in self.by_node or not all(n.satisfiable for n in needs):
+            return False
+        taken = self._take(node, [r for n in needs for r in n.requests])
+        if taken is None:
+            return False
+        exclusive, shared = taken
+        self.exclusive.update(exclusive)
+        for device, amounts in shared.items():
+            used = self.used_capacity.setdefault(device, {})
+            for name, amount in amounts.items():
+                used[name] = used.get(name, Fraction(0)) + amount
+        return True
+
+    def _take(self, node: str, requests: Sequence[RequestNeed]):
+        exclusive: set[str] = set()
+        shared: dict[str, dict[str, Fraction]] = {}
+        for request in requests:
+            ids = [d for d in self.by_node[node] if d in request.candidates and d not in self.exclusive
+                   and d not in exclusive]
+            if request.capacity:
+                ids = [d for d in ids if self._fits_capacity(d, request.capacity, shared.get(d, {}))]
+            else:
+                ids = [d for d in ids if d not in self.used_capacity and d not in shared]
+            wanted = len(ids) if request.count == 0 else request.count
+            if len(ids) < wanted or wanted == 0:
+                return None
+            for device in ids[:wanted]:
+                if request.capacity:
+                    slot = shared.setdefault(device, {})
+                    for name, amount in request.capacity.items():
+                        slot[name] = slot.get(name, Fraction(0)) + amount
+                else:
+                    exclusive.add(device)
+        return exclusive, shared
+
+    def _fits_capacity(self, device_id: str, wanted: Mapping[str, Fraction], pending: Mapping[str, Fraction]) -> bool:
+        device = self.devices[device_id]
+        if not device.allow_multiple_allocations:
+            return device_id not in self.used_capacity and not pending
+        used = self.used_capacity.get(device_id, {})
+        for name, amount in wanted.items():
+            total = device.capacity_value(name)
+            if total is None:
+                return False
+            if used.get(name, Fraction(0)) + pending.get(name, Fraction(0)) + amount > total.value:
+                return False
+        return True

@@ -1,0 +1,202 @@
+"""Carry out a plan against the API: apply workloads, wait for rollouts, roll back, switch nodes.
+
+Every write goes through ``live.send`` with field manager kubectl-gpu; ``dry_run`` adds
+``dryRun=All`` so the API server validates (and answers conflicts) without persisting anything.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import client
+
+from kubectl_gpu.k8s.errors import ApiError
+from kubectl_gpu.k8s.paths import collection_path
+
+from .apply import migration_steps, rollback_config
+from .live import object_path, send, status_causes
+
+APPLY = "application/apply-patch+yaml"
+JSON_PATCH = "application/json-patch+json"
+BUILTIN_PLURALS = {("apps/v1", "Deployment"): "deployments", ("apps/v1", "StatefulSet"): "statefulsets",
+                   ("apps/v1", "DaemonSet"): "daemonsets", ("apps/v1", "ReplicaSet"): "replicasets",
+                   ("batch/v1", "Job"): "jobs", ("batch/v1", "CronJob"): "cronjobs", ("v1", "Pod"): "pods"}
+
+
+class StepFailed(Exception):
+    """A write was refused or a rollout did not become ready; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Target:
+    api_version: str
+    kind: str
+    plural: str
+    namespace: str
+    name: str
+
+    @property
+    def path(self) -> str:
+        return object_path(self.api_version, self.plural, self.namespace, self.name)
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+def _query(manager: str, dry_run: bool, force: bool = False) -> list[tuple[str, str]]:
+    query = [("fieldManager", manager)]
+    if dry_run:
+        query.append(("dryRun", "All"))
+    if force:
+        query.append(("force", "true"))
+    return query
+
+
+def _explain(error: ApiError, target: str) -> str:
+    causes = status_causes(error)
+    if error.status == 409 and causes:
+        fields = ", ".join(f"{c.get('field')} ({c.get('message')})" for c in causes[:5])
+        return (f"{target}: another manager changed fields kubectl-gpu sets: {fields}; re-run plan and migrate "
+                f"again (nothing was forced)")
+    return f"{target}: {error.message} (HTTP {error.status})"
+
+
+def apply_claims(api: client.ApiClient, claims: Sequence[Mapping[str, Any]], manager: str, dry_run: bool) -> list[str]:
+    """Server-side apply the claim templates (before the workloads that reference them)."""
+    done = []
+    for claim in claims:
+        meta = claim["metadata"]
+        path = object_path(claim["apiVersion"], "resourceclaimtemplates" if claim["kind"] == "ResourceClaimTemplate"
+                           else "resourceclaims", meta.get("namespace", ""), meta["name"])
+        try:
+            send(api, "PATCH", path, claim, content_type=APPLY, query=_query(manager, dry_run))
+        except ApiError as error:
+            raise StepFailed(_explain(error, f"{claim['kind']}/{meta.get('namespace')}/{meta['name']}")) from error
+        done.append(f"{claim['kind']}/{meta.get('namespace')}/{meta['name']}")
+    return done
+
+
+def apply_workload(api: client.ApiClient, target: Target, migrated: Mapping[str, Any], manager: str,
+                   dry_run: bool) -> str:
+    """Rewrite one live object (ownership hand-over, then the apply); returns what happened."""
+    try:
+        live = send(api, "GET", target.path)
+    except ApiError as error:
+        raise StepFailed(_explain(error, target.ref)) from error
+    if live.get("metadata", {}).get("uid") != migrated.get("metadata", {}).get("uid"):
+        raise StepFailed(f"{target.ref} was replaced since it was planned (new uid); plan again")
+    transfer, config = migration_steps(live, _with_live_identity(migrated, live), manager)
+    try:
+        if transfer and not dry_run:
+            send(api, "PATCH", target.path, transfer, content_type=JSON_PATCH, query=_query(manager, dry_run))
+        result = send(api, "PATCH", target.path, config, content_type=APPLY, query=_query(manager, dry_run))
+    except ApiError as error:
+        raise StepFailed(_explain(error, target.ref)) from error
+    if result.get("metadata", {}).get("resourceVersion") == live["metadata"].get("resourceVersion") and not transfer:
+        return "unchanged"
+    return "would apply (server dry run)" if dry_run else "applied"
+
+
+def _with_live_identity(migrated: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+    """The planned object carrying the live metadata that the diff must not see as changes."""
+    out = dict(migrated)
+    meta = dict(out.get("metadata") or {})
+    meta["managedFields"] = (live.get("metadata") or {}).get("managedFields")
+    meta["resourceVersion"] = (live.get("metadata") or {}).get("resourceVersion")
+    out["metadata"] = meta
+    out["status"] = live.get("status")
+    return out
+
+
+def rollback_workload(api: client.ApiClient, target: Target, manager: str, dry_run: bool) -> str:
+    try:
+        live = send(api, "GET", target.path)
+        config = rollback_config(live)
+        send(api, "PATCH", target.path, config, content_type=APPLY, query=_query(manager, dry_run))
+    except ApiError as error:
+        raise StepFailed(_explain(error, target.ref)) from error
+    return "would roll back (server dry run)" if dry_run else "rolled back"
+
+
+def rollout_ready(obj: Mapping[str, Any]) -> tuple[bool, str]:
+    """kubectl rollout status's verdict (kubectl/pkg/polymorphichelpers/rollout_status.go)."""
+    kind = obj.get("kind")
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    generation = (obj.get("metadata") or {}).get("generation", 0)
+    if kind not in ("Deployment", "StatefulSet", "DaemonSet"):
+        return True, "no rollout to wait for"
+    if status.get("observedGeneration", 0) < generation:
+        return False, "waiting for the controller to observe the new spec"
+    if kind == "Deployment":
+        for condition in status.get("conditions") or ():
+            if condition.get("type") == "Progressing" and condition.get("reason") == "ProgressDeadlineExceeded":
+                return False, "exceeded its progress deadline"
+        want = spec.get("replicas", 1)
+        if status.get("updatedReplicas", 0) < want:
+            return False, f"{status.get('updatedReplicas', 0)} of {want} updated replicas"
+        if status.get("replicas", 0) > status.get("updatedReplicas", 0):
+            return False, "old replicas are pending termination"
+        if status.get("availableReplicas", 0) < status.get("updatedReplicas", 0):
+            return False, f"{status.get('availableReplicas', 0)} of {status.get('updatedReplicas', 0)} updated replicas available"
+        return True, "successfully rolled out"
+    if kind == "StatefulSet":
+        want = spec.get("replicas", 1)
+        if status.get("readyReplicas", 0) < want or status.get("updatedReplicas", 0) < want:
+            return False, f"{status.get('readyReplicas', 0)} of {want} pods ready, {status.get('updatedReplicas', 0)} updated"
+        return True, "successfully rolled out"
+    want = status.get("desiredNumberScheduled", 0)
+    if status.get("updatedNumberScheduled", 0) < want or status.get("numberAvailable", 0) < want:
+        return False, f"{status.get('numberAvailable', 0)} of {want} updated pods available"
+    return True, "successfully rolled out"
+
+
+def wait_ready(api: client.ApiClient, target: Target, timeout: float,
+               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> str:
+    deadline = clock() + timeout
+    while True:
+        try:
+            obj = send(api, "GET", target.path)
+        except ApiError as error:
+            raise StepFailed(_explain(error, target.ref)) from error
+        obj.setdefault("kind", target.kind)
+        ready, message = rollout_ready(obj)
+        if ready:
+            return message
+        if clock() >= deadline:
+            raise StepFailed(f"{target.ref} did not become ready within {timeout:g}s: {message}; stopped here "
+                             f"(kubectl gpu rollback can restore it)")
+        sleep(1.0)
+
+
+# ------------------------------------------------------------------------ nodes
+
+def cordon_and_label(api: client.ApiClient, node: str, labels: Mapping[str, str], manager: str,
+                     dry_run: bool) -> None:
+    patch = {"spec": {"unschedulable": True}, "metadata": {"labels": dict(labels)}}
+    try:
+        send(api, "PATCH", f"/api/v1/nodes/{node}", patch, content_type="application/merge-patch+json",
+             query=_query(manager, dry_run))
+    except ApiError as error:
+        raise StepFailed(_explain(error, f"node/{node}")) from error
+
+
+def evict(api: client.ApiClient, namespace: str, name: str, dry_run: bool) -> tuple[bool, str]:
+    """Evict through the eviction API; (False, why) when a PodDisruptionBudget refuses (429)."""
+    body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
+                            "metadata": {"name": name, "namespace": namespace}}
+    if dry_run:
+        body["deleteOptions"] = {"dryRun": ["All"]}
+    try:
+        send(api, "POST", collection_path("", "v1", "pods", namespace) + f"/{name}/eviction", body,
+             query=[("dryRun", "All")] if dry_run else [])
+    except ApiError as error:
+        if error.status == 429:
+            causes = status_causes(error)
+            return False, causes[0].get("message", error.message) if causes else error.message
+        if error.status == 404:
+            return True, "already gone"
+        raise StepFailed(_explain(error, f"pod/{namespace}/{name}")) from error
+    return True, "evicted" if not dry_run else "would be evicted (server dry run)"

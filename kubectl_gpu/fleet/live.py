@@ -1,0 +1,142 @@
+"""The fleet commands' I/O: read a cluster into a ``Snapshot``, and send the writes a wave needs.
+
+Custom resources with pod templates (Kubeflow jobs, Ray clusters, LeaderWorkerSets...) are found
+through discovery: every listable resource of a non-built-in API group is listed and kept when
+its objects hold a pod template (the same shape test ``migrate`` uses).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import urllib3
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from kubectl_gpu.k8s.errors import ApiError
+from kubectl_gpu.k8s.lists import list_objects
+from kubectl_gpu.k8s.paths import collection_path
+from kubectl_gpu.k8s.rest import REQUEST_TIMEOUT_SECONDS, get_json
+from kubectl_gpu.manifests.locate import find_pod_sites
+
+from .snapshot import Snapshot
+
+BUILTIN_WORKLOADS = (("apps", "v1", "deployments"), ("apps", "v1", "statefulsets"), ("apps", "v1", "daemonsets"),
+                     ("apps", "v1", "replicasets"), ("batch", "v1", "jobs"), ("batch", "v1", "cronjobs"))
+# Built-in groups whose objects hold no pod template of their own: not listed for custom resources.
+BUILTIN_GROUPS = frozenset({
+    "apps", "batch", "resource.k8s.io", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "networking.k8s.io",
+    "coordination.k8s.io", "events.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
+    "apiregistration.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "certificates.k8s.io",
+    "discovery.k8s.io", "flowcontrol.apiserver.k8s.io", "node.k8s.io", "scheduling.k8s.io", "metrics.k8s.io",
+    "internal.apiserver.k8s.io", "storagemigration.k8s.io", "resource.kubernetes.io"})
+
+
+def custom_workload_resources(api: client.ApiClient) -> list[tuple[str, str, str]]:
+    """(group, version, plural) of every listable, namespaced custom resource, preferred versions."""
+    found = []
+    groups = get_json(api, "/apis").get("groups") or []
+    for group in groups:
+        name = group.get("name")
+        if name in BUILTIN_GROUPS:
+            continue
+        version = (group.get("preferredVersion") or {}).get("version")
+        if not version:
+            continue
+        try:
+            resources = get_json(api, f"/apis/{name}/{version}").get("resources") or []
+        except ApiError as exc:
+            if exc.not_found or exc.forbidden:
+                continue
+            raise
+        for resource in resources:
+            if "/" in resource.get("name", "") or "list" not in (resource.get("verbs") or ()):
+                continue
+            found.append((name, version, resource["name"]))
+    return found
+
+
+def fetch_snapshot(api: client.ApiClient, namespace: str | None = None) -> Snapshot:
+    """Nodes, pods, PDBs, workloads (built-in and custom), ResourceSlices and DeviceClasses."""
+    def listed(group: str, version: str, plural: str, namespaced: bool = True) -> list[dict[str, Any]]:
+        try:
+            return list_objects(api, collection_path(group, version, plural, namespace if namespaced else None))
+        except ApiError as exc:
+            if exc.not_found:
+                return []
+            raise
+
+    dra_version = _dra_version(api)
+    workloads: list[dict[str, Any]] = []
+    plurals: dict[tuple[str, str], str] = {}
+    for group, version, plural in (*BUILTIN_WORKLOADS, *custom_workload_resources(api)):
+        for obj in listed(group, version, plural):
+            if find_pod_sites(obj):
+                workloads.append(obj)
+                plurals[(str(obj.get("apiVersion")), str(obj.get("kind")))] = plural
+    return Snapshot(
+        nodes=tuple(listed("", "v1", "nodes", namespaced=False)),
+        pods=tuple(listed("", "v1", "pods")),
+        workloads=tuple(workloads),
+        pdbs=tuple(listed("policy", "v1", "poddisruptionbudgets")),
+        resource_slices=tuple(listed("resource.k8s.io", dra_version, "resourceslices", False)) if dra_version else (),
+        device_classes=tuple(listed("resource.k8s.io", dra_version, "deviceclasses", False)) if dra_version else (),
+        claim_templates=tuple(listed("resource.k8s.io", dra_version, "resourceclaimtemplates")) if dra_version else (),
+        plurals=plurals,
+    )
+
+
+def object_path(api_version: str, plural: str, namespace: str, name: str, subresource: str = "") -> str:
+    group, _, version = api_version.rpartition("/")
+    base = collection_path(group, version, plural, namespace or None)
+    return f"{base}/{name}" + (f"/{subresource}" if subresource else "")
+
+
+def _dra_version(api: client.ApiClient) -> str | None:
+    try:
+        group = get_json(api, "/apis/resource.k8s.io")
+    except ApiError as exc:
+        if exc.not_found:
+            return None
+        raise
+    served = [v.get("version") for v in group.get("versions") or ()]
+    return next((v for v in ("v1", "v1beta2", "v1beta1") if v in served), None)
+
+
+def send(api: client.ApiClient, method: str, path: str, body: Any = None, *,
+         content_type: str = "application/json", query: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
+    """One write (or read) with a JSON body; ApiError with the server's message otherwise."""
+    header_params = {"Accept": "application/json"}
+    if body is not None:
+        header_params["Content-Type"] = content_type
+    method_, url, headers, _, _ = api.param_serialize(method=method, resource_path=path,
+                                                       query_params=list(query) or None,
+                                                       header_params=header_params, auth_settings=["BearerToken"])
+    try:  # the client serialises the body itself (JSON, or JSON as YAML for apply patches)
+        response = api.call_api(method_, url, header_params=headers, body=body,
+                                _request_timeout=REQUEST_TIMEOUT_SECONDS)
+        raw = response.read()
+    except ApiException as exc:
+        raise ApiError.from_response(exc.status or 0, path, (exc.body or b"") if isinstance(exc.body, bytes)
+                                     else str(exc.body or exc.reason).encode()) from exc
+    except urllib3.exceptions.HTTPError as exc:
+        raise ApiError(0, path, str(exc)) from exc
+    if not 200 <= response.status <= 299:
+        error = ApiError.from_response(response.status, path, raw or b"")
+        error.body = raw  # type: ignore[attr-defined]
+        raise error
+    try:
+        doc = json.loads(raw) if raw else {}
+    except ValueError as exc:
+        raise ApiError(response.status, path, f"the response is not JSON: {exc}") from exc
+    return doc if isinstance(doc, dict) else {}
+
+
+def status_causes(error: ApiError) -> list[Mapping[str, Any]]:
+    raw = getattr(error, "body", b"") or b""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return []
+    return list(((doc.get("details") or {}).get("causes")) or []) if isinstance(doc, dict) else []

@@ -1,0 +1,73 @@
+"""The plan for people: a workload table, then one picture per wave."""
+from __future__ import annotations
+
+from .capacity import _text
+from .plan import MigrationPlan, Wave
+from .workloads import STATUSES
+
+BAR_WIDTH = 30
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["   ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+
+
+def _bar(used: int, total: int) -> str:
+    if total <= 0:
+        return "[" + " " * BAR_WIDTH + "]"
+    filled = round(BAR_WIDTH * used / total)
+    return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
+
+
+def render_plan(plan: MigrationPlan) -> str:
+    lines: list[str] = []
+    counts = {s: sum(1 for w in plan.workloads if w.status == s) for s in STATUSES}
+    lines.append("WORKLOADS (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")")
+    if plan.workloads:
+        rows = [["NAMESPACE", "KIND", "NAME", "STATUS", "PODS", "LEGACY/POD", "BECOMES / WHY NOT"]]
+        for w in plan.workloads:
+            legacy = ",".join(f"{k}={_text(v)}" for k, v in sorted(w.legacy.items())) or "-"
+            detail = "; ".join(w.reasons) if w.reasons else ", ".join(c["metadata"]["name"] for c in w.claims) or "-"
+            rows.append([w.namespace or "-", w.kind, w.name, w.status, str(w.pods), legacy, detail])
+        lines.extend(_table(rows))
+    lines.append("")
+    dra = [n for n in plan.nodes if n.dra]
+    legacy_nodes = [n for n in plan.nodes if not n.dra]
+    lines.append(f"GPU NODES: {len(dra)} on the DRA driver ({', '.join(n.name for n in dra) or 'none'}), "
+                 f"{len(legacy_nodes)} on the device plugin; DRA nodes are labelled "
+                 + " or ".join(str(label) for label in plan.dra_labels))
+    predicted = [n.name for n in legacy_nodes if n.predicted]
+    if predicted:
+        lines.append(f"  devices of {len(predicted)} node(s) not yet on DRA are predicted from their GPU Feature "
+                     "Discovery labels")
+    for wave in plan.waves:
+        lines.append("")
+        lines.extend(_wave(wave))
+    if plan.unplaced:
+        lines.append("")
+        lines.append(f"NOT PLACED: {len(plan.unplaced)} workload(s) fit on no DRA node even after the last wave: "
+                     + ", ".join(plan.unplaced[:10]))
+    return "\n".join(lines) + "\n"
+
+
+def _wave(wave: Wave) -> list[str]:
+    title = f"WAVE {wave.index}: " + (f"switch {len(wave.nodes)} node(s): {', '.join(wave.nodes)}" if wave.nodes
+                                      else "no node switch (DRA nodes have room already)")
+    lines = [title + ("  -- REFUSED" if wave.refused else "")]
+    for reason in wave.refused:
+        lines.append(f"  refused: {reason}")
+    if wave.nodes and not wave.refused:
+        free_before = ", ".join(f"{k}={_text(v)}" for k, v in sorted(wave.legacy_free_before.items())) or "nothing"
+        lines.append(f"  drain:   {len(wave.moved_pods)} legacy pod(s) move to the {wave.legacy_nodes_left} legacy "
+                     f"node(s) left (free before: {free_before})")
+        for check in wave.pdbs:
+            lines.append(f"  budget:  {check.pdb} allows {check.allowed} disruption(s), evicts {check.pods}")
+    if wave.workloads:
+        lines.append(f"  migrate: {', '.join(wave.workloads)}")
+    if not wave.refused:
+        lines.append(f"  DRA:     {_bar(wave.dra_devices_used, wave.dra_devices)} {wave.dra_devices_used}/"
+                     f"{wave.dra_devices} devices used on {wave.dra_nodes} node(s)")
+        free_after = ", ".join(f"{k}={_text(v)}" for k, v in sorted(wave.legacy_free_after.items())) or "nothing"
+        lines.append(f"  legacy:  {wave.legacy_nodes_left} node(s) left, free after the wave: {free_after}")
+    return lines

@@ -1,0 +1,227 @@
+"""Which top-level objects carry legacy GPU requests, what each becomes, and which cannot move yet.
+
+Pure: objects in, ``WorkloadPlan``s out. The translation is the core's (the same report
+``migrate`` prints); this module only decides what may be rewritten on a live cluster:
+
+- an object a controller owns (a Deployment's ReplicaSet, a CronJob's Job) is never patched:
+  its owner moves and the controller rolls the change down;
+- a Job's pod template is immutable (batch/v1 validation): a running Job finishes on legacy
+  GPUs and is resubmitted from migrated manifests (``migrate --output-dir``);
+- a bare pod's containers are immutable: it must be recreated from a migrated manifest;
+- a template the core refuses (invalid values) is reported with the core's reason.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+from kubectl_gpu.core import Severity, TranslateOptions, legacy_requests, translate_pod_template
+from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
+from kubectl_gpu.core.patch import prefix
+from kubectl_gpu.manifests.locate import find_pod_sites
+from kubectl_gpu.manifests.patch import apply_patch, resolve, split_pointer
+
+from .snapshot import Obj, Snapshot, ref
+
+MIGRATE = "migrate"  # rewrite it now (server-side apply)
+MIGRATED = "migrated"  # already DRA (carries the original-requests record, no legacy request left)
+BLOCKED = "blocked"  # cannot move yet: the reasons say why and what to do
+OWNED = "owned"  # a controller owns it: its owner moves instead
+RECREATE = "recreate"  # immutable pod template (bare pod, Job): recreate from a migrated manifest
+STATUSES = (MIGRATE, MIGRATED, BLOCKED, OWNED, RECREATE)
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    kind: str
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+    status: str
+    reasons: tuple[str, ...]  # why it cannot move now (BLOCKED/OWNED/RECREATE), what to do instead
+    notes: tuple[str, ...]  # the core's report: what each request becomes, warnings
+    pods: int  # pods it runs (replicas, parallelism; a DaemonSet's current pods)
+    legacy: Mapping[str, Fraction]  # what each of its pods requests from device plugins
+    claims: tuple[Mapping[str, Any], ...] = ()  # DRA objects it needs, created before it (manifests)
+    pod_claims: tuple[str, ...] = ()  # names of the claim objects one pod uses (capacity check)
+    patch: tuple[Mapping[str, Any], ...] = ()  # JSON patch on the object
+    migrated: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    nodes: tuple[str, ...] = ()  # a DaemonSet's nodes: its pods cannot go anywhere else
+
+    @property
+    def ref(self) -> str:
+        return f"{self.kind}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind, "apiVersion": self.api_version, "namespace": self.namespace, "name": self.name,
+            "status": self.status, "pods": self.pods,
+            "legacyPerPod": {k: _text(v) for k, v in sorted(self.legacy.items())},
+        }
+        if self.reasons:
+            out["reasons"] = list(self.reasons)
+        if self.notes:
+            out["notes"] = list(self.notes)
+        if self.claims:
+            out["claims"] = [f"{c['kind']}/{c['metadata']['name']}" for c in self.claims]
+        return out
+
+
+def _text(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+
+
+def pod_demand(template: Mapping[str, Any]) -> dict[str, Fraction]:
+    """A pod's effective legacy request per resource, as the scheduler sums it: the containers'
+    requests added up (sidecars included), or the largest init container's if that is more."""
+    running: dict[str, Fraction] = {}
+    init: dict[str, Fraction] = {}
+    for request in legacy_requests(template):
+        if request.amount <= 0:
+            continue
+        if request.container.sequential_init:
+            init[request.name] = max(init.get(request.name, Fraction(0)), request.amount)
+        else:
+            running[request.name] = running.get(request.name, Fraction(0)) + request.amount
+    return {k: max(running.get(k, Fraction(0)), init.get(k, Fraction(0))) for k in {*running, *init}}
+
+
+def _controller(obj: Obj) -> Mapping[str, Any] | None:
+    for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
+        if isinstance(owner, Mapping) and owner.get("controller"):
+            return owner
+    return None
+
+
+def _pod_count(obj: Obj, pointer: str, pods_by_owner: Mapping[str, int]) -> int:
+    if obj.get("kind") == "DaemonSet":
+        return max(pods_by_owner.get(str((obj.get("metadata") or {}).get("uid")), 0), 1)
+    parent = split_pointer(pointer)[:-1]
+    try:
+        holder = resolve(obj, "".join(f"/{t}" for t in parent)) if parent else obj
+    except Exception:  # noqa: BLE001 - a shape we do not know: one pod
+        holder = {}
+    for key in ("replicas", "parallelism"):
+        value = holder.get(key) if isinstance(holder, Mapping) else None
+        if isinstance(value, int) and value >= 0:
+            return value
+    return 1
+
+
+def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOptions()) -> list[WorkloadPlan]:
+    """Every object (workload or bare pod) that has, or had, legacy GPU requests."""
+    pods_by_owner: dict[str, int] = {}
+    nodes_by_owner: dict[str, set[str]] = {}
+    for pod in snapshot.pods:
+        owner = _controller(pod)
+        if owner is not None:
+            uid = str(owner.get("uid"))
+            pods_by_owner[uid] = pods_by_owner.get(uid, 0) + 1
+            if (pod.get("spec") or {}).get("nodeName"):
+                nodes_by_owner.setdefault(uid, set()).add(pod["spec"]["nodeName"])
+    plans = []
+    for obj in snapshot.workloads:
+        plan = plan_workload(obj, options, pods_by_owner)
+        if plan is not None and plan.kind == "DaemonSet":
+            plan = replace(plan, nodes=tuple(sorted(nodes_by_owner.get(plan.uid, ()))))
+        if plan is not None:
+            plans.append(plan)
+    plans.extend(p for pod in snapshot.pods if _controller(pod) is None and (p := _bare_pod(pod)))
+    return sorted(plans, key=lambda p: (p.namespace, p.kind, p.name))
+
+
+def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
+                  pods_by_owner: Mapping[str, int] | None = None) -> WorkloadPlan | None:
+    meta = obj.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    kind = str(obj.get("kind"))
+    sites = find_pod_sites(obj)
+    options = replace(options, sharing_group=f"{kind}/{meta.get('name')}")
+    ops: list[Mapping[str, Any]] = []
+    claims: dict[str, Mapping[str, Any]] = {}
+    pod_claims: list[str] = []
+    notes: list[str] = []
+    errors: list[str] = []
+    legacy: dict[str, Fraction] = {}
+    pods = 0
+    had_record = False
+    dra_pods, dra_claims = 0, []  # what an already migrated object runs on DRA devices
+    for site in sites:
+        template = resolve(obj, site.pointer)
+        demand = pod_demand(template)
+        annotations = (template.get("metadata") or {}).get("annotations") or {}
+        if ORIGINAL_RESOURCES_ANNOTATION in annotations:
+            had_record = True
+            dra_pods += _pod_count(obj, site.pointer, pods_by_owner or {})
+            dra_claims.extend(str(c.get("resourceClaimTemplateName")) for c in
+                              (template.get("spec") or {}).get("resourceClaims") or ()
+                              if isinstance(c, Mapping) and c.get("resourceClaimTemplateName"))
+        if not demand:
+            continue
+        for key, value in demand.items():
+            legacy[key] = max(legacy.get(key, Fraction(0)), value)
+        pods += _pod_count(obj, site.pointer, pods_by_owner or {})
+        result = translate_pod_template(template, options)
+        notes.extend(n.render() for n in result.notes if n.severity is not Severity.INFO or result.changed)
+        errors.extend(n.render() for n in result.errors)
+        ops.extend(prefix(result.patch, site.pointer))
+        for claim in result.claims:
+            claims.setdefault(claim.name, claim.manifest(namespace or None))
+            pod_claims.append(claim.name)
+    if not legacy:
+        if not had_record:
+            return None
+        return WorkloadPlan(kind, str(obj.get("apiVersion")), namespace, str(meta.get("name")), str(meta.get("uid", "")),
+                            MIGRATED, (), (), dra_pods, {}, pod_claims=tuple(dra_claims))
+    base = dict(kind=kind, api_version=str(obj.get("apiVersion")), namespace=namespace, name=str(meta.get("name")),
+                uid=str(meta.get("uid", "")), notes=tuple(dict.fromkeys(notes)), pods=pods, legacy=legacy)
+    owner = _controller(obj)
+    if owner is not None:
+        return WorkloadPlan(**base, status=OWNED, reasons=(
+            f"owned by {owner.get('kind')}/{namespace + '/' if namespace else ''}{owner.get('name')}: migrate that instead; its controller rolls the "
+            f"change down (patching this object would be reverted)",))
+    if errors:
+        return WorkloadPlan(**base, status=BLOCKED, reasons=tuple(dict.fromkeys(errors)))
+    if kind == "Job":
+        return WorkloadPlan(**base, status=RECREATE, reasons=(
+            "a Job's pod template is immutable: let it finish on device-plugin GPUs and resubmit it from a "
+            "migrated manifest (kubectl gpu migrate --from-cluster --output-dir DIR)",),
+            claims=tuple(claims.values()), pod_claims=tuple(pod_claims), patch=tuple(ops))
+    if not ops:
+        return WorkloadPlan(**base, status=BLOCKED, reasons=("nothing to rewrite: every legacy request is left to "
+                                                             "the device plugin (pass-through or KEP-5004 mode)",))
+    migrated = copy.deepcopy(_plain(obj))
+    apply_patch(migrated, ops)
+    return WorkloadPlan(**base, status=MIGRATE, reasons=(), claims=tuple(claims.values()),
+                        pod_claims=tuple(pod_claims), patch=tuple(ops), migrated=migrated)
+
+
+def _bare_pod(pod: Obj) -> WorkloadPlan | None:
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return None
+    demand = pod_demand(pod)
+    if not demand:
+        return None
+    meta = pod.get("metadata") or {}
+    return WorkloadPlan("Pod", "v1", str(meta.get("namespace") or ""), str(meta.get("name")), str(meta.get("uid", "")),
+                        RECREATE, ("a bare pod (no controller): its containers are immutable and nothing recreates "
+                                   "it after a drain; recreate it from a migrated manifest",), (), 1, demand)
+
+
+def _plain(obj: Any) -> Any:
+    """A JSON-plain copy (listed objects may be ruamel or client models)."""
+    return json.loads(json.dumps(obj, default=str))
+
+
+def claims_by_name(plans: Sequence[WorkloadPlan]) -> dict[tuple[str, str], Mapping[str, Any]]:
+    """(namespace, name) -> claim object manifest, over every plan (shared names are one object)."""
+    out: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for plan in plans:
+        for claim in plan.claims:
+            out.setdefault((plan.namespace, claim["metadata"]["name"]), claim)
+    return out

@@ -1,0 +1,236 @@
+"""End to end: a mixed cluster migrated wave by wave with the real CLI against the API double.
+
+The cluster (tests/fleet_cluster.py) is created through the API by "helm" (so helm owns every
+field, as on a real cluster), then moved with `kubectl gpu plan`, `migrate --from-cluster --apply`
+and `migrate nodes --apply` until no device-plugin GPU node is left. The test plays the parts
+no API server plays: the scheduler and the workload controllers replace pods (evicted ones on
+the device-plugin nodes left, migrated ones on DRA nodes with free devices, failing the test if a
+pod fits nowhere: a stranded pod), the node operator turns the device plugin off and the DRA
+driver publishes the node's ResourceSlice. After every wave, `doctor`'s double-counting check
+finds nothing; at the end `kubectl gpu rollback --apply` restores every migrated object's spec
+byte for byte (canonical JSON, as the API server serialises it).
+"""
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+from kubectl_gpu.fleet.live import send
+from kubectl_gpu.fleet.workloads import pod_demand
+from kubectl_gpu.inspect.doctor import run_doctor
+from kubectl_gpu.inspect.live import fetch_doctor_inputs
+from kubectl_gpu.k8s.paths import collection_path
+from tests.fleet_cluster import CR_KIND, mixed_cluster, resource_slice
+from tests.k8sdouble import K8sDouble, ResourceKind
+
+PLURALS = {"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets",
+           "ReplicaSet": "replicasets", "Job": "jobs", "CronJob": "cronjobs", "Pod": "pods",
+           "PodDisruptionBudget": "poddisruptionbudgets", "ResourceSlice": "resourceslices",
+           "DeviceClass": "deviceclasses", "PyTorchJob": "pytorchjobs", "Node": "nodes", "Namespace": "namespaces"}
+TOP_LEVEL = ("Deployment", "StatefulSet", "DaemonSet", "CronJob", "PyTorchJob", "Job")
+
+
+def path_of(obj: dict, name: str | None = None) -> str:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    namespace = obj["metadata"].get("namespace") if obj["kind"] not in ("Node", "Namespace", "ResourceSlice",
+                                                                         "DeviceClass") else None
+    base = collection_path(group, version, PLURALS[obj["kind"]], namespace)
+    return f"{base}/{name}" if name else base
+
+
+class Cluster:
+    """The double plus the parts of a cluster the test simulates."""
+
+    def __init__(self, double: K8sDouble):
+        self.double = double
+        self.api = double.api_client()
+        self.runner = CliRunner()
+
+    def create(self, obj: dict, manager: str = "helm") -> dict:
+        obj = copy.deepcopy(obj)
+        status = obj.pop("status", None)
+        created = send(self.api, "POST", path_of(obj), obj, query=[("fieldManager", manager)])
+        if status is not None and obj["kind"] in ("Pod", "Node"):
+            created["status"] = status
+            created = send(self.api, "PUT", path_of(obj, obj["metadata"]["name"]) + "/status", created)
+        return created
+
+    def kubectl_gpu(self, *args: str, expect: int | None = 0) -> str:
+        result = self.runner.invoke(main, list(args), env=self.double.kubectl_env(), catch_exceptions=False)
+        if expect is not None:
+            assert result.exit_code == expect, f"kubectl gpu {' '.join(args)}: {result.output}"
+        return result.output
+
+    # ----------------------------------------------------------- simulation
+
+    def pods(self) -> list[dict]:
+        return self.double.list("pods")
+
+    def nodes(self) -> list[dict]:
+        return self.double.list("nodes")
+
+    def dra_nodes(self) -> list[str]:
+        return [n["metadata"]["name"] for n in self.nodes()
+                if n["metadata"].get("labels", {}).get("ack.node.gpu.schedule") == "disabled"
+                and not n.get("spec", {}).get("unschedulable")]
+
+    def devices_free(self, node: str) -> int:
+        slices = [s for s in self.double.list("resourceslices") if s["spec"].get("nodeName") == node]
+        total = sum(len(s["spec"]["devices"]) for s in slices)
+        used = sum(len(p["spec"].get("resourceClaims") or []) for p in self.pods()
+                   if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running")
+        return total - used
+
+    def legacy_free(self, node: dict) -> int:
+        allocatable = int(node["status"]["allocatable"].get("nvidia.com/gpu", "0"))
+        used = sum(int(pod_demand(p).get("nvidia.com/gpu", 0)) for p in self.pods()
+                   if p["spec"].get("nodeName") == node["metadata"]["name"] and p["status"].get("phase") == "Running")
+        return allocatable - used
+
+    def schedule(self, pod: dict) -> str:
+        """Where the scheduler puts a new pod; fails the test for a pod that fits nowhere."""
+        if pod["spec"].get("nodeSelector", {}).get("probe") == "yes":
+            return "legacy-1"  # the DaemonSet's pod stays on its node
+        if pod["spec"].get("resourceClaims"):
+            wanted = len(pod["spec"]["resourceClaims"])
+            fits = [n for n in self.dra_nodes() if self.devices_free(n) >= wanted]
+        else:
+            need = int(pod_demand(pod).get("nvidia.com/gpu", 0))
+            fits = [n["metadata"]["name"] for n in self.nodes() if not n.get("spec", {}).get("unschedulable")
+                    and n["metadata"]["name"] not in self.dra_nodes() and self.legacy_free(n) >= need]
+        assert fits, f"stranded: no node can run {pod['metadata']['namespace']}/{pod['metadata']['name']}"
+        return fits[0]
+
+    def replace_pods(self, owner_uid: str, template: dict, namespace: str, prefix: str, count: int,
+                     owner: dict) -> None:
+        """What a workload controller does after a rollout: old pods out, pods of the template in."""
+        for pod in self.pods():
+            if any(o["uid"] == owner_uid for o in pod["metadata"].get("ownerReferences") or ()):
+                self.double.delete("pods", pod["metadata"]["name"], namespace)
+        for i in range(count):
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": f"{prefix}-dra-{i}", "namespace": namespace,
+                                "labels": dict(template["metadata"].get("labels") or {}),
+                                "ownerReferences": [{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
+                                                     "name": owner["metadata"]["name"], "uid": owner_uid,
+                                                     "controller": True}]},
+                   "spec": copy.deepcopy(template["spec"]),
+                   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+            pod["spec"]["nodeName"] = self.schedule(pod)
+            self.create(pod, manager="kube-controller-manager")
+
+    def roll_migrated_workloads(self) -> None:
+        """Every migrated workload whose pods still hold device-plugin GPUs gets new pods."""
+        for kind in ("deployments", "statefulsets", "daemonsets", "pytorchjobs"):
+            for obj in self.double.list(kind):
+                template = (obj["spec"]["template"] if kind != "pytorchjobs"
+                            else obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"])
+                if not template["spec"].get("resourceClaims"):
+                    continue
+                owner = obj
+                if kind == "deployments":
+                    owner = next((r for r in self.double.list("replicasets", obj["metadata"]["namespace"])
+                                  if r["metadata"]["ownerReferences"][0]["uid"] == obj["metadata"]["uid"]), obj)
+                uid = owner["metadata"]["uid"]
+                pods = [p for p in self.pods() if any(o["uid"] == uid for o in p["metadata"].get("ownerReferences") or ())]
+                if not any(pod_demand(p) for p in pods):
+                    continue
+                count = len(pods) if kind == "daemonsets" else \
+                    obj["spec"].get("replicas", obj["spec"].get("pytorchReplicaSpecs", {}).get("Worker", {}).get("replicas", 1))
+                self.replace_pods(uid, template, obj["metadata"]["namespace"], obj["metadata"]["name"], count, owner)
+
+    def recreate_evicted(self, before: list[dict]) -> None:
+        """Controllers recreate the pods a drain evicted, on the nodes the scheduler finds."""
+        now = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in self.pods()}
+        for pod in before:
+            if (pod["metadata"]["namespace"], pod["metadata"]["name"]) in now:
+                continue
+            fresh = {"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {k: pod["metadata"][k] for k in ("name", "namespace", "labels", "ownerReferences")},
+                     "spec": {k: v for k, v in pod["spec"].items() if k != "nodeName"},
+                     "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+            fresh["spec"]["nodeName"] = self.schedule(fresh)
+            self.create(fresh, manager="kube-controller-manager")
+
+    def switch_driver(self, node_name: str) -> None:
+        """The operator's part: device plugin off, DRA driver on (it publishes a slice), uncordon."""
+        node = self.double.get("nodes", node_name, namespace="")
+        node["status"]["allocatable"].pop("nvidia.com/gpu", None)
+        node["status"]["capacity"].pop("nvidia.com/gpu", None)
+        send(self.api, "PUT", f"/api/v1/nodes/{node_name}/status", node)
+        self.create(resource_slice(node_name), manager="gpu.nvidia.com")
+        send(self.api, "PATCH", f"/api/v1/nodes/{node_name}", {"spec": {"unschedulable": False}},
+             content_type="application/merge-patch+json")
+
+    def double_counting(self) -> list[str]:
+        report = run_doctor(fetch_doctor_inputs(self.api))
+        return [f.message for f in report.findings if f.code == "double-counting"]
+
+
+@pytest.fixture
+def cluster():
+    group, version, plural, kind = CR_KIND
+    with K8sDouble(controllers=True, extra_kinds=[ResourceKind(group, (version,), plural, kind, True)]) as double:
+        c = Cluster(double)
+        uids: dict[str, str] = {}
+        for obj in mixed_cluster():
+            obj = copy.deepcopy(obj)
+            for owner in obj["metadata"].get("ownerReferences") or ():
+                owner["uid"] = uids[owner["uid"]]
+            fixture_uid = obj["metadata"].pop("uid", None)
+            created = c.create(obj)
+            if fixture_uid:
+                uids[fixture_uid] = created["metadata"]["uid"]
+        yield c
+
+
+def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
+    originals = {(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]): copy.deepcopy(o["spec"])
+                 for kind in ("deployments", "statefulsets", "daemonsets", "cronjobs", "pytorchjobs", "jobs")
+                 for o in cluster.double.list(kind)}
+    assert cluster.double_counting() == []
+    waves = 0
+    for _ in range(8):
+        cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "--timeout", "5")
+        cluster.roll_migrated_workloads()
+        assert cluster.double_counting() == [], f"after wave {waves}"
+        plan = json.loads(cluster.kubectl_gpu("plan", "--wave-size", "2", "-o", "json", expect=None))
+        switching = next((w for w in plan["waves"] if w["nodes"]), None)
+        if switching is None:
+            break
+        if switching.get("refused"):
+            # The only refusal this cluster earns: the running Job holds 2 device-plugin GPUs on
+            # the last legacy node. A Job's template is immutable, so it must finish first.
+            assert any("ml/train-0" in r for r in switching["refused"]), switching["refused"]
+            pod = cluster.double.get("pods", "train-0", "ml")
+            pod["status"]["phase"] = "Succeeded"
+            send(cluster.api, "PUT", "/api/v1/namespaces/ml/pods/train-0/status", pod)
+            continue
+        before = cluster.pods()
+        output = cluster.kubectl_gpu("migrate", "nodes", *switching["nodes"], "--apply", "--timeout", "5")
+        assert "switched" in output
+        cluster.recreate_evicted(before)
+        for node in switching["nodes"]:
+            assert cluster.double.get("nodes", node, namespace="")["spec"]["unschedulable"] is True
+            cluster.switch_driver(node)
+        waves += 1
+    assert waves >= 3
+    assert sorted(cluster.dra_nodes()) == ["dra-1", "legacy-1", "legacy-2", "legacy-3", "legacy-4"]
+    assert all(p["status"]["phase"] in ("Running", "Succeeded") for p in cluster.pods())
+    # Running it again changes nothing.
+    rv = cluster.double.resource_version
+    cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "--timeout", "5")
+    assert cluster.double.resource_version == rv
+    migrated = {k for k in originals if k[0] in TOP_LEVEL and cluster.double.get(
+        PLURALS[k[0]], k[2], k[1])["metadata"].get("managedFields") and any(
+        e["manager"] == "kubectl-gpu" for e in cluster.double.get(PLURALS[k[0]], k[2], k[1])["metadata"]["managedFields"])}
+    assert {k[2] for k in migrated} == {"web", "infer", "store", "probe", "nightly", "bert", "notebook"}
+
+    cluster.kubectl_gpu("rollback", "--apply", "--timeout", "5")
+    for key in migrated:
+        restored = cluster.double.get(PLURALS[key[0]], key[2], key[1])["spec"]
+        assert json.dumps(restored, sort_keys=True) == json.dumps(originals[key], sort_keys=True), key
