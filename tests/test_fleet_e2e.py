@@ -16,6 +16,7 @@ import copy
 import json
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
@@ -234,3 +235,88 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
     for key in migrated:
         restored = cluster.double.get(PLURALS[key[0]], key[2], key[1])["spec"]
         assert json.dumps(restored, sort_keys=True) == json.dumps(originals[key], sort_keys=True), key
+
+
+# ------------------------------------------------------- the live commands, one by one
+
+def test_migrate_from_cluster_is_a_server_dry_run_by_default(cluster):
+    cluster.double.reset_requests()
+    rv = cluster.double.resource_version
+    output = cluster.kubectl_gpu("migrate", "--from-cluster")
+    assert "Deployment/serving/infer: would apply (server dry run)" in output
+    assert "nothing was written" in output
+    writes = [r for r in cluster.double.requests if r.verb in ("create", "update", "patch", "delete")]
+    assert writes and all(r.dry_run for r in writes)
+    assert cluster.double.resource_version == rv
+
+
+def test_claim_templates_are_applied_before_the_workloads_that_use_them(cluster):
+    cluster.double.reset_requests()
+    cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "-n", "serving")
+    patches = [(r.resource, r.name) for r in cluster.double.requests if r.verb == "patch" and not r.dry_run]
+    template = patches.index(("resourceclaimtemplates", next(n for res, n in patches if res == "resourceclaimtemplates")))
+    assert template < patches.index(("deployments", "infer"))
+    fields = {e["manager"]: e for e in cluster.double.get("deployments", "infer", "serving")["metadata"]["managedFields"]}
+    assert fields["kubectl-gpu"]["operation"] == "Apply"
+    # helm keeps its fields (the image) but no longer owns the GPU limit it no longer has
+    helm = json.dumps(fields["helm"]["fieldsV1"])
+    assert "f:image" in helm and "nvidia.com/gpu" not in helm
+
+
+def test_an_object_changed_after_it_was_read_is_not_written(cluster):
+    """The ownership hand-over moves exactly the fields the plan saw; if someone changed the object
+    since, migrate stops instead of taking their fields (no force, ever)."""
+    from kubectl_gpu.fleet.execute import StepFailed, Target, apply_workload
+    from kubectl_gpu.fleet.live import fetch_snapshot
+    from kubectl_gpu.fleet.workloads import plan_workloads
+
+    planned = next(w for w in plan_workloads(fetch_snapshot(cluster.api)) if w.ref == "Deployment/serving/infer")
+    send(cluster.api, "PATCH", "/apis/apps/v1/namespaces/serving/deployments/infer",
+         {"spec": {"template": {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}}},
+         content_type="application/merge-patch+json", query=[("fieldManager", "kubectl-edit")])
+    rv = cluster.double.resource_version
+    with pytest.raises(StepFailed, match="changed since it was read"):
+        apply_workload(cluster.api, Target("apps/v1", "Deployment", "deployments", "serving", "infer"),
+                       planned.migrated, "kubectl-gpu", dry_run=False)
+    assert cluster.double.resource_version == rv
+
+
+def test_a_rollout_that_does_not_become_ready_stops_the_wave(cluster):
+    cluster.double.stall("deployments", "infer", "serving")
+    output = cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "-n", "serving", "--timeout", "0",
+                                 expect=3)
+    assert "Deployment/serving/infer did not become ready within 0s" in output
+
+
+def test_output_dir_writes_migrated_manifests_for_git_and_changes_nothing(cluster, tmp_path):
+    rv = cluster.double.resource_version
+    cluster.kubectl_gpu("migrate", "--from-cluster", "--output-dir", str(tmp_path))
+    assert cluster.double.resource_version == rv
+    infer = yaml.safe_load((tmp_path / "serving" / "deployment-infer.yaml").read_text())
+    assert infer["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"].startswith("kgpu-")
+    assert "status" not in infer and "managedFields" not in infer["metadata"]
+    job = yaml.safe_load((tmp_path / "ml" / "job-train.yaml").read_text())  # resubmit it from Git
+    assert "resourceClaims" in job["spec"]["template"]["spec"]
+    assert any(p.name.startswith("resourceclaimtemplate-") for p in (tmp_path / "serving").iterdir())
+
+
+def test_migrate_nodes_never_touches_a_node_whose_pods_cannot_move(cluster):
+    rv = cluster.double.resource_version
+    output = cluster.kubectl_gpu("migrate", "nodes", "legacy-1", "legacy-2", "legacy-3", "legacy-4", "--apply",
+                                 expect=3)
+    assert "refused:" in output and "would be stranded" in output and "nothing was changed on legacy-1" in output
+    assert cluster.double.resource_version == rv
+
+
+def test_migrate_nodes_dry_run_checks_evictions_with_the_server(cluster):
+    cluster.double.reset_requests()
+    output = cluster.kubectl_gpu("migrate", "nodes", "legacy-4")
+    assert "pod/ml/bert-worker-1: would be evicted (server dry run)" in output
+    evictions = [r for r in cluster.double.requests if r.resource == "pods" and r.subresource == "eviction"]
+    assert evictions and all(r.dry_run for r in evictions)
+    assert cluster.double.get("pods", "bert-worker-1", "ml") is not None
+
+
+def test_rollback_without_a_record_says_there_is_nothing_to_do(cluster):
+    output = cluster.kubectl_gpu("rollback", "--apply")
+    assert "nothing to roll back" in output

@@ -80,7 +80,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]
 
     if output_dir is not None:
-        written = _write_files(output_dir, [w for w in chosen if w.status in (MIGRATE, RECREATE)], by_ref)
+        written = _write_files(output_dir, [w for w in chosen if w.status in (MIGRATE, RECREATE)])
         click.echo(f"wrote {written} file(s) under {output_dir}")
         return
 
@@ -154,13 +154,10 @@ def _target(plan: Any, snapshot: Any):
     return Target(plan.api_version, plan.kind, plural, plan.namespace, plan.name)
 
 
-def _write_files(output_dir: Path, plans: list, by_ref: dict) -> int:
-    import copy
-
+def _write_files(output_dir: Path, plans: list) -> int:
     import yaml
 
     from kubectl_gpu.fleet.apply import clean_for_file
-    from kubectl_gpu.manifests.patch import apply_patch
 
     count = 0
     for plan in plans:
@@ -172,9 +169,6 @@ def _write_files(output_dir: Path, plans: list, by_ref: dict) -> int:
                 path.write_text(yaml.safe_dump(claim, sort_keys=False))
                 count += 1
         migrated = plan.migrated
-        if migrated is None and plan.patch and plan.ref in by_ref:
-            migrated = copy.deepcopy(by_ref[plan.ref])
-            apply_patch(migrated, plan.patch)
         if migrated is None:
             continue
         (folder / f"{plan.kind.lower()}-{plan.name}.yaml").write_text(

@@ -175,7 +175,10 @@ class ClaimNeed:
 class DraPool:
     """Devices on DRA nodes and what is taken from them, across waves."""
 
-    def __init__(self, classes: Iterable[Mapping[str, Any]] = ()):
+    def __init__(self, classes: Iterable[Mapping[str, Any]] = (), universe: Sequence[Device] | None = None):
+        # Claims are matched once against every device the cluster will have (``universe``:
+        # published and predicted); a pool then only counts the candidates on its own nodes.
+        self.universe = universe
         self.devices: dict[str, Device] = {}
         self.by_node: dict[str, list[str]] = {}
         self.node_order: list[str] = []
@@ -187,8 +190,11 @@ class DraPool:
                 continue
             self.classes[spec.name] = spec
         self.exclusive: set[str] = set()
+        self.journal: list = []  # what each placement took, newest last (for undo)
         self.used_capacity: dict[str, dict[str, Fraction]] = {}
         self._needs: dict[str, ClaimNeed] = {}
+        self._class_passes: dict = {}
+        self._by_identity: dict[int, tuple[Mapping[str, Any], str]] = {}  # the same claim dict, asked again
         self._cursors: dict[tuple, int] = {}
 
     def add_node(self, node: GpuNode) -> None:
@@ -198,15 +204,21 @@ class DraPool:
         self.by_node[node.name] = [d.id for d in node.devices]
         for device in node.devices:
             self.devices[device.id] = device
-        self._needs.clear()  # candidates depend on the devices known
-        self._cursors.clear()
+        if self.universe is None:
+            self._needs.clear()  # candidates depend on the devices known
+        # Cursors stay valid: nodes are only ever appended after them.
 
     @property
     def used(self) -> int:
         return len(self.exclusive | set(self.used_capacity))
 
     def claim_need(self, claim: Mapping[str, Any]) -> ClaimNeed:
-        key = json.dumps(claim.get("spec"), sort_keys=True)
+        known = self._by_identity.get(id(claim))
+        if known is not None and known[0] is claim:
+            key = known[1]
+        else:
+            key = json.dumps(claim.get("spec"), sort_keys=True)
+            self._by_identity[id(claim)] = (claim, key)
         need = self._needs.get(key)
         if need is None:
             need = self._needs[key] = self._explain(key, claim)
@@ -217,7 +229,8 @@ class DraPool:
             spec = parse_claim(claim)
         except InvalidClaim as err:
             return ClaimNeed(key, (), str(err), False)
-        result = explain_claim(spec, list(self.devices.values()), self.classes)
+        devices = list(self.universe) if self.universe is not None else list(self.devices.values())
+        result = explain_claim(spec, devices, self.classes, class_passes=self._class_passes)
         requests = []
         for request in result.requests:
             chosen = next((a for a in request.alternatives if a.name == request.chosen), None) \
@@ -242,12 +255,8 @@ class DraPool:
             taken = self._take(node, [r for n in needs for r in n.requests])
             if taken is not None:
                 self._cursors[shape] = index
-                exclusive, shared = taken
-                self.exclusive.update(exclusive)
-                for device, amounts in shared.items():
-                    used = self.used_capacity.setdefault(device, {})
-                    for name, amount in amounts.items():
-                        used[name] = used.get(name, Fraction(0)) + amount
+                self._commit(taken)
+                self.journal.append(taken)
                 return node
             index += 1  # devices only get taken: this node never fits this pod shape again
         self._cursors[shape] = index
@@ -261,13 +270,34 @@ class DraPool:
         taken = self._take(node, [r for n in needs for r in n.requests])
         if taken is None:
             return False
+        self._commit(taken)
+        self.journal.append(taken)
+        return True
+
+    def _commit(self, taken) -> None:
         exclusive, shared = taken
         self.exclusive.update(exclusive)
         for device, amounts in shared.items():
             used = self.used_capacity.setdefault(device, {})
             for name, amount in amounts.items():
                 used[name] = used.get(name, Fraction(0)) + amount
-        return True
+
+    def mark(self) -> tuple[int, dict[tuple, int]]:
+        """A point to undo back to (all-or-nothing placement of a workload)."""
+        return len(self.journal), dict(self._cursors)
+
+    def undo(self, mark: tuple[int, dict[tuple, int]]) -> None:
+        position, cursors = mark
+        while len(self.journal) > position:
+            exclusive, shared = self.journal.pop()
+            self.exclusive.difference_update(exclusive)
+            for device, amounts in shared.items():
+                used = self.used_capacity[device]
+                for name, amount in amounts.items():
+                    used[name] -= amount
+                if not any(used.values()):
+                    del self.used_capacity[device]
+        self._cursors = cursors
 
     def _take(self, node: str, requests: Sequence[RequestNeed]):
         exclusive: set[str] = set()

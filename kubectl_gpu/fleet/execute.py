@@ -88,6 +88,11 @@ def apply_workload(api: client.ApiClient, target: Target, migrated: Mapping[str,
         raise StepFailed(_explain(error, target.ref)) from error
     if live.get("metadata", {}).get("uid") != migrated.get("metadata", {}).get("uid"):
         raise StepFailed(f"{target.ref} was replaced since it was planned (new uid); plan again")
+    planned_rv = (migrated.get("metadata") or {}).get("resourceVersion")
+    if planned_rv and planned_rv != live["metadata"].get("resourceVersion"):
+        # The hand-over would move fields someone just changed: never take them silently.
+        raise StepFailed(f"{target.ref} changed since it was read (resourceVersion {planned_rv} -> "
+                         f"{live['metadata'].get('resourceVersion')}); nothing was written to it: run migrate again")
     transfer, config = migration_steps(live, _with_live_identity(migrated, live), manager)
     try:
         if transfer and not dry_run:

@@ -178,11 +178,12 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     plans = workloads if workloads is not None else plan_workloads(snapshot, options)
     nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels)
     claims = claims_by_name(plans)
-    pool = DraPool(snapshot.device_classes)
+    universe = [d for node in nodes for d in node.devices]
+    pool = DraPool(snapshot.device_classes, universe)
     for node in nodes:
         if node.dra:
             pool.add_node(node)
-    blocked = _unsatisfiable([p for p in plans if p.status == MIGRATE], claims, nodes, snapshot)
+    blocked = _unsatisfiable([p for p in plans if p.status == MIGRATE], claims, pool) if universe else {}
     plans = [blocked.get(p.ref, p) for p in plans]
     pending = [p for p in plans if p.status == MIGRATE]
     _place_running(snapshot, pool)
@@ -308,6 +309,9 @@ def _check_drain(wave: Wave, loads: Sequence[LegacyPodLoad], migrated: set[str],
 def _migrate_fitting(wave: Wave, pending: Sequence[WorkloadPlan], migrated: set[str],
                      claims: Mapping[tuple[str, str], Mapping[str, Any]], pool: DraPool,
                      loads: Sequence[LegacyPodLoad], free: dict[str, dict[str, Fraction]]) -> None:
+    loads_by_owner: dict[str, list[LegacyPodLoad]] = {}
+    for load in loads:
+        loads_by_owner.setdefault(str(load.owner), []).append(load)
     for plan in pending:
         if plan.ref in migrated:
             continue
@@ -318,8 +322,8 @@ def _migrate_fitting(wave: Wave, pending: Sequence[WorkloadPlan], migrated: set[
             continue
         migrated.add(plan.ref)
         wave.workloads.append(plan.ref)
-        for load in loads:  # its legacy pods are replaced: their device-plugin GPUs come free
-            if load.owner == plan.ref and load.node in free:
+        for load in loads_by_owner.get(plan.ref, ()):  # its legacy pods go: their GPUs come free
+            if load.node in free:
                 for resource, amount in load.demand.items():
                     free[load.node][resource] = free[load.node].get(resource, Fraction(0)) + amount
 
@@ -342,10 +346,10 @@ def _place_running(snapshot: Snapshot, pool: DraPool) -> None:
 
 def _place_daemon(plan: WorkloadPlan, claims: Mapping[tuple[str, str], Mapping[str, Any]], pool: DraPool) -> bool:
     objects = [claims[(plan.namespace, name)] for name in plan.pod_claims]
-    snapshot = (set(pool.exclusive), {k: dict(v) for k, v in pool.used_capacity.items()}, dict(pool._cursors))
+    mark = pool.mark()
     if all(pool.place_on(node, objects) for node in plan.nodes):
         return True
-    pool.exclusive, pool.used_capacity, pool._cursors = snapshot
+    pool.undo(mark)
     return False
 
 
@@ -353,29 +357,24 @@ def _place_workload(plan: WorkloadPlan, claims: Mapping[tuple[str, str], Mapping
     objects = [claims[(plan.namespace, name)] for name in plan.pod_claims]
     per_pod = [c for c in objects if c.get("kind") == "ResourceClaimTemplate"]
     shared = [c for c in objects if c.get("kind") == "ResourceClaim"]
-    # All-or-nothing: a workload that half fits would strand its other pods; try on a copy.
-    snapshot = (set(pool.exclusive), {k: dict(v) for k, v in pool.used_capacity.items()}, dict(pool._cursors))
+    # All-or-nothing: a workload that half fits would strand its other pods.
+    mark = pool.mark()
     ok = (not shared or pool.place(shared) is not None) and \
         all(pool.place(per_pod) is not None for _ in range(plan.pods if per_pod else 0))
     if not ok:
-        pool.exclusive, pool.used_capacity, pool._cursors = snapshot
+        pool.undo(mark)
     return ok
 
 
 def _unsatisfiable(pending: Sequence[WorkloadPlan], claims: Mapping[tuple[str, str], Mapping[str, Any]],
-                   nodes: Sequence[GpuNode], snapshot: Snapshot) -> dict[str, WorkloadPlan]:
+                   pool: DraPool) -> dict[str, WorkloadPlan]:
     """Workloads whose claims no DRA device of the cluster (published or predicted) satisfies,
     as BLOCKED plans saying which claim and why (explain's verdict)."""
-    everything = DraPool(snapshot.device_classes)
-    for node in nodes:
-        everything.add_node(node)
-    if not everything.devices:
-        return {}  # nothing is known about the devices: the waves say what does not fit
     blocked = {}
     for plan in pending:
         reasons = []
         for name in dict.fromkeys(plan.pod_claims):
-            need = everything.claim_need(claims[(plan.namespace, name)])
+            need = pool.claim_need(claims[(plan.namespace, name)])
             if not need.satisfiable:
                 reasons.append(f"no DRA device in the cluster satisfies {name}: {need.verdict}")
         if reasons:

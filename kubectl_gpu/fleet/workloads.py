@@ -12,7 +12,7 @@ Pure: objects in, ``WorkloadPlan``s out. The translation is the core's (the same
 """
 from __future__ import annotations
 
-import copy
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -50,12 +50,22 @@ class WorkloadPlan:
     claims: tuple[Mapping[str, Any], ...] = ()  # DRA objects it needs, created before it (manifests)
     pod_claims: tuple[str, ...] = ()  # names of the claim objects one pod uses (capacity check)
     patch: tuple[Mapping[str, Any], ...] = ()  # JSON patch on the object
-    migrated: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)
+    source: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)  # the object as read
     nodes: tuple[str, ...] = ()  # a DaemonSet's nodes: its pods cannot go anywhere else
 
-    @property
+    @functools.cached_property
     def ref(self) -> str:
         return f"{self.kind}/{self.namespace + '/' if self.namespace else ''}{self.name}"
+
+    @property
+    def migrated(self) -> dict[str, Any] | None:
+        """The object with the patch applied (built on demand: a plan of 10,000 workloads only
+        needs the few it applies)."""
+        if self.source is None or not self.patch:
+            return None
+        migrated = _plain(self.source)
+        apply_patch(migrated, self.patch)
+        return migrated
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -191,14 +201,12 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
         return WorkloadPlan(**base, status=RECREATE, reasons=(
             "a Job's pod template is immutable: let it finish on device-plugin GPUs and resubmit it from a "
             "migrated manifest (kubectl gpu migrate --from-cluster --output-dir DIR)",),
-            claims=tuple(claims.values()), pod_claims=tuple(pod_claims), patch=tuple(ops))
+            claims=tuple(claims.values()), pod_claims=tuple(pod_claims), patch=tuple(ops), source=obj)
     if not ops:
         return WorkloadPlan(**base, status=BLOCKED, reasons=("nothing to rewrite: every legacy request is left to "
                                                              "the device plugin (pass-through or KEP-5004 mode)",))
-    migrated = copy.deepcopy(_plain(obj))
-    apply_patch(migrated, ops)
     return WorkloadPlan(**base, status=MIGRATE, reasons=(), claims=tuple(claims.values()),
-                        pod_claims=tuple(pod_claims), patch=tuple(ops), migrated=migrated)
+                        pod_claims=tuple(pod_claims), patch=tuple(ops), source=obj)
 
 
 def _bare_pod(pod: Obj) -> WorkloadPlan | None:

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Benchmark `kubectl gpu plan` on a 1,000-node, 10,000-workload cluster (objects in memory).
+
+A benchmark, not a test: it prints figures. Target: the whole plan (every workload translated,
+every wave checked on both sides) in <= 5 s. The floor, measured in the same run on the same
+objects, is one JSON encode + decode of them: what merely reading the cluster's list responses
+costs a client, so the ratio means the same on a fast or a busy machine.
+
+    python3 scripts/bench_plan.py [--nodes 1000] [--workloads 10000] [--dra-share 0.1] [--repeat 1]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kubectl_gpu.fleet import snapshot_from_objects  # noqa: E402
+from kubectl_gpu.fleet.plan import plan_migration  # noqa: E402
+
+GPUS_PER_NODE = 8
+PRODUCT = "NVIDIA-A100-SXM4-80GB"
+SHAPES = [{"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": "4"}]
+
+
+def node(i: int, dra: bool) -> dict:
+    labels = {"kubernetes.io/hostname": f"gpu-{i}", "nvidia.com/gpu.product": PRODUCT, "nvidia.com/gpu.memory": "81920",
+              "nvidia.com/gpu.family": "ampere", "nvidia.com/gpu.count": str(GPUS_PER_NODE)}
+    allocatable = {"cpu": "96", "memory": "1Ti"}
+    if dra:
+        labels["ack.node.gpu.schedule"] = "disabled"
+    else:
+        allocatable["nvidia.com/gpu"] = str(GPUS_PER_NODE)
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gpu-{i}", "labels": labels},
+            "status": {"allocatable": allocatable, "capacity": dict(allocatable)}}
+
+
+def resource_slice(i: int) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"gpu-{i}-slice"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": f"gpu-{i}",
+                     "pool": {"name": f"gpu-{i}", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{d}", "attributes": {
+                         "type": {"string": "gpu"}, "productName": {"string": "NVIDIA A100-SXM4-80GB"},
+                         "architecture": {"string": "Ampere"}, "uuid": {"string": f"GPU-{i}-{d}"}},
+                         "capacity": {"memory": {"value": "80Gi"}}} for d in range(GPUS_PER_NODE)]}}
+
+
+def cluster(nodes: int, workloads: int, dra_share: float, seed: int = 7) -> list[dict]:
+    rng = random.Random(seed)
+    dra_nodes = int(nodes * dra_share)
+    objects: list[dict] = []
+    for i in range(nodes):
+        objects.append(node(i, i < dra_nodes))
+        if i < dra_nodes:
+            objects.append(resource_slice(i))
+    free = {i: GPUS_PER_NODE for i in range(dra_nodes, nodes)}
+    legacy = list(free)
+    cursor = 0
+    for w in range(workloads):
+        limits = dict(rng.choice(SHAPES))
+        spec = {"containers": [{"name": "main", "image": f"registry.example.com/model:{w}",
+                                "resources": {"limits": {"cpu": "4", **limits}}}]}
+        if w % 5 == 0:
+            spec["nodeSelector"] = {"nvidia.com/gpu.product": PRODUCT}
+        template = {"metadata": {"labels": {"app": f"w{w}"}}, "spec": spec}
+        kind = "StatefulSet" if w % 10 == 1 else "Deployment"
+        need = int(limits["nvidia.com/gpu"])
+        # Place a running pod first-fit on the legacy nodes; workloads that do not fit are scaled to zero.
+        while cursor < len(legacy) and free[legacy[cursor]] < need:
+            cursor += 1
+        placed = next((n for n in legacy[cursor:cursor + 4] if free[n] >= need), None)
+        replicas = 1 if placed is not None else 0
+        uid = f"uid-{w}"
+        objects.append({"apiVersion": "apps/v1", "kind": kind,
+                        "metadata": {"name": f"w{w}", "namespace": f"team-{w % 20}", "uid": uid},
+                        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": f"w{w}"}},
+                                 "template": template}})
+        if placed is not None:
+            free[placed] -= need
+            objects.append({"apiVersion": "v1", "kind": "Pod",
+                            "metadata": {"name": f"w{w}-0", "namespace": f"team-{w % 20}", "labels": {"app": f"w{w}"},
+                                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": f"w{w}",
+                                                              "uid": uid, "controller": True}]},
+                            "spec": {**spec, "nodeName": f"gpu-{placed}"},
+                            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+    return objects
+
+
+def timed(function, repeat: int) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = function()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--workloads", type=int, default=10_000)
+    parser.add_argument("--dra-share", type=float, default=0.1, help="fraction of nodes already on the DRA driver")
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs each; the best one counts")
+    args = parser.parse_args()
+
+    objects = cluster(args.nodes, args.workloads, args.dra_share)
+    pods = sum(1 for o in objects if o["kind"] == "Pod")
+    print(f"cluster: {args.nodes} GPU nodes ({int(args.nodes * args.dra_share)} on DRA), {args.workloads} workloads, "
+          f"{pods} running GPU pods, {len(json.dumps(objects)) / 1e6:.1f} MB of JSON")
+    floor, _ = timed(lambda: json.loads(json.dumps(objects)), args.repeat)
+    ours, plan = timed(lambda: plan_migration(snapshot_from_objects(objects)), args.repeat)
+    waves = [w for w in plan.waves if w.nodes]
+    moved = sum(len(w.workloads) for w in plan.waves)
+    print(f"plan: {len(plan.workloads)} workloads, {len(waves)} node waves, {moved} workloads placed on DRA devices, "
+          f"{len(plan.unplaced)} not placed, refused: {plan.refused}")
+    print(f"floor (JSON encode+decode of the objects): {floor:.2f} s")
+    print(f"kubectl gpu plan:                           {ours:.2f} s  ({ours / floor:.1f}x the floor; target <= 5 s: "
+          f"{'met' if ours <= 5 else 'MISSED'})")
+
+
+if __name__ == "__main__":
+    main()

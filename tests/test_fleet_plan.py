@@ -1,0 +1,153 @@
+"""`kubectl gpu plan`: what each workload becomes, what cannot move and why, and checked node waves.
+
+Rules taken from upstream behaviour:
+- a Job's pod template is immutable (batch/v1 validation: "field is immutable"), pod containers
+  too: such objects are recreated, never patched;
+- controllers own their children (ownerReferences controller=true): patching a ReplicaSet a
+  Deployment owns is reverted by the Deployment controller;
+- the scheduler sums extended resources per node (NodeResourcesFit): a drained pod needs a node
+  with that much free;
+- an eviction that would break a PodDisruptionBudget is refused with 429, so a drain through the
+  eviction API never finishes while a budget allows no disruption;
+- a drain deletes a bare pod for good (kubectl drain refuses without --force for that reason).
+"""
+from __future__ import annotations
+
+import json
+
+import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+from kubectl_gpu.fleet import snapshot_from_objects
+from kubectl_gpu.fleet.plan import plan_migration
+from tests.fleet_cluster import (container, device_class, mixed_cluster, node, owned_by, pdb, pod, resource_slice,
+                                 template, workload)
+
+
+def statuses(plan):
+    return {w.ref: w.status for w in plan.workloads}
+
+
+def test_every_gpu_workload_gets_a_verdict_that_says_why():
+    plan = plan_migration(snapshot_from_objects(mixed_cluster()), wave_size=2)
+    assert statuses(plan) == {
+        "CronJob/ml/nightly": "migrate", "DaemonSet/ml/probe": "migrate", "Deployment/ml/broken": "blocked",
+        "Deployment/ml/h100": "blocked", "Deployment/ml/notebook": "migrate", "Job/ml/nightly-2891": "owned",
+        "Job/ml/train": "recreate", "PyTorchJob/ml/bert": "migrate", "Deployment/serving/infer": "migrate",
+        "Deployment/serving/web": "migrate", "ReplicaSet/serving/infer-7d9f": "owned",
+        "ReplicaSet/serving/web-7d9f": "owned", "StatefulSet/serving/store": "migrate"}
+    by_ref = {w.ref: w for w in plan.workloads}
+    assert "vcuda-core: 150 is not valid" in by_ref["Deployment/ml/broken"].reasons[0]
+    assert by_ref["Deployment/ml/h100"].reasons[0].startswith("no DRA device in the cluster satisfies")
+    assert "owned by CronJob/ml/nightly" in by_ref["Job/ml/nightly-2891"].reasons[0]
+    assert "immutable" in by_ref["Job/ml/train"].reasons[0]
+    assert by_ref["Deployment/serving/web"].pods == 2
+    assert [c["kind"] for c in by_ref["Deployment/serving/web"].claims] == ["ResourceClaimTemplate"]
+
+
+def test_cpu_only_workloads_are_not_in_the_plan():
+    plan = plan_migration(snapshot_from_objects(mixed_cluster()))
+    assert "Deployment/serving/cpu-only" not in statuses(plan)
+
+
+def test_waves_move_legacy_pods_only_where_there_is_room_and_refuse_with_the_numbers():
+    plan = plan_migration(snapshot_from_objects(mixed_cluster()), wave_size=2)
+    assert [w.nodes for w in plan.waves] == [[], ["legacy-4", "legacy-3"], ["legacy-1"], ["legacy-2"]]
+    assert plan.waves[1].moved_pods == ["serving/store-1"]
+    assert [p.to_dict() for p in plan.waves[1].pdbs] == [
+        {"pdb": "serving/store", "evicts": 1, "disruptionsAllowed": 1, "currentHealthy": 2, "desiredHealthy": 1}]
+    last = plan.waves[-1]
+    assert last.refused == ["1 legacy pod(s) would be stranded: they need nvidia.com/gpu=2 more than the 0 legacy "
+                            "node(s) left have free (free: nothing): ml/train-0; use a smaller wave or migrate "
+                            "their workloads first"]
+    assert plan.refused
+
+
+def test_a_wave_that_fails_is_halved_before_it_is_refused():
+    nodes = [node(f"n{i}", gpus=2) for i in range(4)]
+    tmpl = template("a")
+    dep = workload("Deployment", "a", "ml", tmpl, 3)
+    pods = [pod(f"a-{i}", "ml", tmpl, f"n{i}", dep) for i in range(3)]
+    plan = plan_migration(snapshot_from_objects([*nodes, dep, *pods]), wave_size=4)
+    # 4 nodes at once strand 3 pods (no room left); halved, n3 (empty) and n0 go: a-0 moves.
+    assert plan.waves[0].nodes == ["n3", "n0"] and not plan.waves[0].refused
+    assert plan.waves[0].moved_pods == ["ml/a-0"]
+
+
+def test_a_budget_that_allows_no_disruption_refuses_the_wave():
+    # An H100 selector no device here satisfies: the workload stays on the device plugin, so
+    # switching its node needs the eviction its budget refuses.
+    tmpl = template("db", node_selector={"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"})
+    sts = workload("StatefulSet", "db", "ml", tmpl, 1)
+    objects = [node("n1"), node("n2"), sts, pod("db-0", "ml", tmpl, "n1", sts), pdb("db", "ml", "db", 1)]
+    plan = plan_migration(snapshot_from_objects(objects), wave_size=1)
+    refused = [w for w in plan.waves if w.refused]
+    assert refused and any("PodDisruptionBudget ml/db allows no disruption (needs 1 healthy pods, has 1)" in r
+                           for r in refused[0].refused)
+    assert refused[0].nodes == ["n1"]
+
+
+def test_a_bare_gpu_pod_blocks_its_node():
+    tmpl = template("debug")
+    objects = [node("n1"), node("n2"), pod("debug", "ml", tmpl, "n2")]
+    plan = plan_migration(snapshot_from_objects(objects), wave_size=1)
+    assert statuses(plan) == {"Pod/ml/debug": "recreate"}
+    refusal = next(w for w in plan.waves if w.refused)
+    assert refusal.nodes == ["n2"] and "1 bare pod(s) would be deleted by the drain" in refusal.refused[0]
+
+
+def test_migrated_pods_must_fit_on_dra_devices():
+    """Four single-GPU pods, one DRA node with two GPUs: two pods' workloads move now, the rest
+    after the next wave adds devices."""
+    tmpls = [template(f"w{i}") for i in range(4)]
+    deps = [workload("Deployment", f"w{i}", "ml", t, 1) for i, t in enumerate(tmpls)]
+    pods = [pod(f"w{i}-0", "ml", t, "legacy-1", d) for i, (t, d) in enumerate(zip(tmpls, deps))]
+    objects = [node("dra-1", dra=True), resource_slice("dra-1", gpus=2), device_class(), node("legacy-1", gpus=4),
+               node("legacy-2", gpus=4), *deps, *pods]
+    plan = plan_migration(snapshot_from_objects(objects), wave_size=1)
+    assert plan.waves[0].index == 0 and plan.waves[0].workloads == ["Deployment/ml/w0", "Deployment/ml/w1"]
+    assert plan.waves[0].dra_devices_used == 2
+    assert plan.waves[1].nodes == ["legacy-2"]
+    assert plan.waves[1].workloads == ["Deployment/ml/w2", "Deployment/ml/w3"]
+
+
+def test_devices_of_nodes_not_yet_on_dra_are_predicted_from_gfd_labels():
+    plan = plan_migration(snapshot_from_objects([node("legacy-1", gpus=4)]))
+    (gpu_node,) = plan.nodes
+    assert gpu_node.predicted and len(gpu_node.devices) == 4
+    device = gpu_node.devices[0]
+    assert device.attribute("productName") == "NVIDIA A100-SXM4-80GB"
+    assert device.attribute("architecture") == "Ampere"
+
+
+def test_plan_cli_reads_files_and_prints_a_table_and_yaml(tmp_path):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(mixed_cluster()))
+    runner = CliRunner()
+    table = runner.invoke(main, ["plan", "-f", str(cluster), "--wave-size", "2"])
+    assert table.exit_code == 3  # the last wave is refused while the Job runs
+    assert "WAVE 1: switch 2 node(s): legacy-4, legacy-3" in table.output
+    assert "REFUSED" in table.output and "ml/train-0" in table.output
+    as_yaml = runner.invoke(main, ["plan", "-f", str(cluster), "-o", "yaml"])
+    doc = yaml.safe_load(as_yaml.output)
+    assert doc["kind"] == "MigrationPlan" and {w["name"] for w in doc["workloads"]} >= {"web", "train", "bert"}
+    as_json = json.loads(runner.invoke(main, ["plan", "-f", str(cluster), "-o", "json"]).output)
+    assert as_json["waves"][0]["workloads"]
+
+
+def test_plan_cli_says_what_to_fix_for_a_file_that_is_not_yaml(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: [unclosed\n")
+    result = CliRunner().invoke(main, ["plan", "-f", str(broken)])
+    assert result.exit_code == 2 and "not YAML or JSON" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_owned_children_are_never_planned_for_a_patch():
+    tmpl = template("x", container("1"))
+    dep = workload("Deployment", "x", "ml", tmpl, 1)
+    rs = owned_by(workload("ReplicaSet", "x-1", "ml", tmpl, 1), dep)
+    plan = plan_migration(snapshot_from_objects([node("n1"), dep, rs]))
+    by_ref = {w.ref: w for w in plan.workloads}
+    assert by_ref["ReplicaSet/ml/x-1"].status == "owned" and not by_ref["ReplicaSet/ml/x-1"].patch
