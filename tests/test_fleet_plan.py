@@ -126,7 +126,7 @@ def test_plan_cli_reads_files_and_prints_a_table_and_yaml(tmp_path):
     cluster.write_text(yaml.safe_dump_all(mixed_cluster()))
     runner = CliRunner()
     table = runner.invoke(main, ["plan", "-f", str(cluster), "--wave-size", "2"])
-    assert table.exit_code == 3  # the last wave is refused while the Job runs
+    assert table.exit_code == 1  # the answer is no: the last wave is refused while the Job runs
     assert "WAVE 1: switch 2 node(s): legacy-4, legacy-3" in table.output
     assert "REFUSED" in table.output and "ml/train-0" in table.output
     as_yaml = runner.invoke(main, ["plan", "-f", str(cluster), "-o", "yaml"])

@@ -26,11 +26,13 @@ TABLE = f"""\b
 Exit codes (the same for every kubectl gpu command):
   0    success, nothing to report
   1    the answer is no: doctor found problems, explain found a claim that
-       cannot be allocated, migrate --check/--diff found changes, or the
-       named object does not exist
+       cannot be allocated, migrate --check/--diff found changes, plan or
+       migrate nodes refused a wave, or the named object does not exist
   2    usage: a bad flag or argument, an unreadable input file or kubeconfig
   3    some input could not be processed, the rest was: migrate could not
-       migrate a document, inventory could not read a GPU (stderr says which)
+       migrate a document, inventory could not read a GPU, migrate
+       --from-cluster or rollback stopped at a refused write or an unready
+       rollout (stderr says which)
   4    the API server could not be reached, did not answer in time
        (--request-timeout) or failed the request
   5    forbidden: the credentials were rejected, or RBAC refuses a read the

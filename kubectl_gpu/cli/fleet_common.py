@@ -9,8 +9,10 @@ import click
 
 from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
 
-EXIT_UNREACHABLE = 2  # the cluster (or a file) could not be read; nothing was changed
-EXIT_REFUSED = 3  # the plan refuses a wave / a step did not complete; the message says why
+from kubectl_gpu.cli import exits
+
+EXIT_REFUSED = exits.FINDINGS  # the answer is no: a wave or node switch is refused, nothing changed
+EXIT_STOPPED = exits.NOT_MIGRATED  # a write or rollout failed: what came before stays applied
 
 FIELD_MANAGER = "kubectl-gpu"  # server-side apply field manager of every fleet write
 
@@ -41,7 +43,7 @@ def build_translate_options(api_version: str, sharing: str, integer_gpus: str,
                             integer_gpus=IntegerGpuMode(integer_gpus), gpu_memory=gpu_memory)
 
 
-def fail(message: str, code: int = EXIT_UNREACHABLE) -> None:
+def fail(message: str, code: int) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 

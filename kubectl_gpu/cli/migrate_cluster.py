@@ -12,10 +12,11 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli.describe import dra_node_label_option, parse_dra_labels
-from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_UNREACHABLE, FIELD_MANAGER, build_translate_options,
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, build_translate_options,
                                           fail, translate_options)
 
-EPILOG = """\b
+EPILOG = exits.epilog("""\b
 Without --apply nothing is written: every write is sent with dryRun=All
 (--dry-run=server), so the API server validates it and reports conflicts.
 Only workloads whose pods fit on the DRA nodes now (wave 0 of `kubectl gpu
@@ -23,18 +24,11 @@ plan`) are rewritten; switch more nodes (`kubectl gpu migrate nodes`) and run
 it again for the rest. Running it twice changes nothing.
 
 \b
-Exit codes:
-  0  every selected workload migrated (or would, in a dry run)
-  2  the cluster could not be read
-  3  a write was refused or a rollout did not become ready: migration stopped
-     there; what was applied before stays (kubectl gpu rollback restores it)
-
-\b
 Examples:
   kubectl gpu migrate --from-cluster                      # server dry run
   kubectl gpu migrate --from-cluster --apply -n serving
   kubectl gpu migrate --from-cluster --output-dir gitops/ # files for Git instead
-"""
+""")
 
 
 @click.command("migrate --from-cluster", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -74,7 +68,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
         connection = connect(kubeconfig, context)
         snapshot = fetch_snapshot(connection.api, namespace)
     except (KubeconfigError, ApiError) as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
+        exits.fail(exc)
     plan = plan_migration(snapshot, options, dra_labels=parse_dra_labels(dra_node_labels))
     by_ref = {_ref(w): w for w in snapshot.workloads}
     chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]
@@ -110,9 +104,9 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
                 for target in targets:
                     click.echo(f"  {target.ref}: {wait_ready(connection.api, target, timeout)}")
     except StepFailed as exc:
-        fail(str(exc), EXIT_REFUSED)
+        fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
+        exits.fail(exc)
     if not movable:
         click.echo("nothing to migrate now")
     elif simulate:

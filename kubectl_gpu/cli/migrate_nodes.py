@@ -9,9 +9,10 @@ import time
 import click
 
 from kubectl_gpu.cli.describe import dra_node_label_option, parse_dra_labels
-from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_UNREACHABLE, FIELD_MANAGER, fail
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, fail
 
-EPILOG = """\b
+EPILOG = exits.epilog("""\b
 Steps, for each node: cordon; label it as a DRA node (--dra-node-label,
 default ack.node.gpu.schedule=disabled: the kubectl-gpu webhook then keeps
 device-plugin pods off it, and the device plugin can be excluded by the same
@@ -24,16 +25,10 @@ Then turn the device plugin off on these nodes, install the DRA driver, and
 `kubectl uncordon` them once their ResourceSlices are published.
 
 \b
-Exit codes:
-  0  the wave was switched (or would be, in a dry run)
-  2  the cluster could not be read
-  3  refused by the checks, or an eviction kept failing: the message says why
-
-\b
 Examples:
   kubectl gpu migrate nodes                    # the plan's next wave, server dry run
   kubectl gpu migrate nodes gpu-7 gpu-8 --apply
-"""
+""")
 
 
 @click.command("migrate nodes", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,7 +59,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
         connection = connect(kubeconfig, context)
         snapshot = fetch_snapshot(connection.api)
     except (KubeconfigError, ApiError) as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
+        exits.fail(exc)
     chosen = list(nodes) or next_wave_nodes(plan_migration(snapshot, wave_size=wave_size, dra_labels=labels))
     if not chosen:
         click.echo("nothing to switch: every GPU node is already a DRA node")
@@ -104,9 +99,9 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
             pending = [p for p, _ in waiting]
             time.sleep(2.0)
     except StepFailed as exc:
-        fail(str(exc), EXIT_REFUSED)
+        fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
+        exits.fail(exc)
     if simulate:
         click.echo("server dry run: nothing was written; run with --apply to switch these nodes")
     else:

@@ -7,24 +7,18 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
-from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_UNREACHABLE, build_translate_options, fail,
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, build_translate_options, fail,
                                           read_files, translate_options)
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
-EPILOG = """\b
-Exit codes:
-  0  a plan for every GPU node and workload that can move
-  2  the cluster or a file could not be read
-  3  a wave is refused (it would strand pods or break a PodDisruptionBudget),
-     or some workload fits on no DRA node; the plan says why, with the numbers
-
-\b
+EPILOG = exits.epilog("""\b
 Examples:
   kubectl gpu plan                          # the current context's cluster
   kubectl gpu plan -o yaml > plan.yaml      # commit the plan for review
   kubectl get nodes,pods,deploy,sts,ds,job,cronjob,pdb,resourceslices -A -o yaml > cluster.yaml
   kubectl gpu plan -f cluster.yaml --wave-size 5
-"""
+""")
 
 
 @click.command("plan", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,7 +58,7 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
     try:
         plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels)
     except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it
-        fail(f"cannot plan: {exc}")
+        fail(f"cannot plan: {exc}", exits.USAGE)
     emit(options, plan.to_dict(), lambda: _text(render_plan(plan)))
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
 
@@ -84,4 +78,4 @@ def _live_snapshot(options: ClusterOptions):
         namespace = options.namespace if options.namespace and not options.all_namespaces else None
         return fetch_snapshot(connection.api, namespace)
     except (KubeconfigError, ApiError) as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
+        exits.fail(exc)

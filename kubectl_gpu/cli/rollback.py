@@ -6,9 +6,10 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_UNREACHABLE, FIELD_MANAGER, fail
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, fail
 
-EPILOG = """\b
+EPILOG = exits.epilog("""\b
 Each workload's pod templates carry the kubectl-gpu.io/original-resources
 annotation that migrate recorded: the legacy GPU requests and node constraints
 come back exactly, and the claim references and the annotation (owned by
@@ -16,12 +17,7 @@ kubectl-gpu alone) are removed, with one server-side apply per object. Claim
 templates are left in place (doctor lists unused ones). Without --apply it is a
 server dry run.
 
-\b
-Exit codes:
-  0  every selected workload rolled back (or would, in a dry run)
-  2  the cluster could not be read
-  3  a workload could not be rolled back (the message says why); stopped there
-"""
+""")
 
 
 @click.command("rollback", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,7 +43,7 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
         connection = connect(kubeconfig, context)
         snapshot = fetch_snapshot(connection.api, namespace)
     except (KubeconfigError, ApiError) as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
+        exits.fail(exc)
 
     def recorded(obj: Any) -> bool:
         return any(ORIGINAL_RESOURCES_ANNOTATION in ((resolve(obj, s.pointer).get("metadata") or {})
@@ -75,8 +71,8 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
             if do_apply:
                 click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout)}")
     except (StepFailed, RollbackError) as exc:
-        fail(str(exc), EXIT_REFUSED)
+        fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:
-        fail(str(exc), EXIT_UNREACHABLE)
+        exits.fail(exc)
     if not do_apply:
         click.echo("server dry run: nothing was written; run with --apply to roll back")
