@@ -151,3 +151,28 @@ def test_owned_children_are_never_planned_for_a_patch():
     plan = plan_migration(snapshot_from_objects([node("n1"), dep, rs]))
     by_ref = {w.ref: w for w in plan.workloads}
     assert by_ref["ReplicaSet/ml/x-1"].status == "owned" and not by_ref["ReplicaSet/ml/x-1"].patch
+
+
+def test_the_translation_input_projection_translates_exactly_like_the_whole_template():
+    """plan translates each distinct projection once; that is only sound while the core reads
+    nothing else of a pod template. Every example manifest and fleet fixture must agree."""
+    from pathlib import Path
+
+    from kubectl_gpu.core import Sharing, TranslateOptions, translate_pod_template
+    from kubectl_gpu.fleet.workloads import translation_input
+    from kubectl_gpu.manifests.locate import find_pod_sites
+    from kubectl_gpu.manifests.patch import resolve
+
+    objects = mixed_cluster()
+    for path in sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.yaml")):
+        objects.extend(d for d in yaml.safe_load_all(path.read_text()) if isinstance(d, dict))
+    checked = 0
+    for obj in objects:
+        for site in find_pod_sites(obj):
+            template = resolve(obj, site.pointer)
+            for sharing in (Sharing.CONSUMABLE, Sharing.MPS):
+                options = TranslateOptions(sharing=sharing, sharing_group="Deployment/x", gpu_memory="80Gi")
+                assert translate_pod_template(translation_input(template), options) == \
+                    translate_pod_template(template, options), (obj.get("kind"), obj.get("metadata"))
+                checked += 1
+    assert checked > 20

@@ -120,6 +120,16 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
     return tuple(devices_from_slice(slice_obj))
 
 
+def _group_alike(devices: Sequence[Device]) -> dict[str, list[Device]]:
+    groups: dict[str, list[Device]] = {}
+    for device in devices:
+        key = repr((device.driver, sorted((d, sorted(v.items())) for d, v in device.attributes.items()),
+                    sorted((d, sorted(v.items())) for d, v in device.capacity.items()),
+                    device.allow_multiple_allocations, sorted(device.request_policies.items())))
+        groups.setdefault(key, []).append(device)
+    return groups
+
+
 # ------------------------------------------------------------------ legacy side
 
 @dataclass(frozen=True)
@@ -194,6 +204,7 @@ class DraPool:
         self.used_capacity: dict[str, dict[str, Fraction]] = {}
         self._needs: dict[str, ClaimNeed] = {}
         self._class_passes: dict = {}
+        self._groups: dict[str, list[Device]] | None = None
         self._by_identity: dict[int, tuple[Mapping[str, Any], str]] = {}  # the same claim dict, asked again
         self._cursors: dict[tuple, int] = {}
 
@@ -230,14 +241,22 @@ class DraPool:
         except InvalidClaim as err:
             return ClaimNeed(key, (), str(err), False)
         devices = list(self.universe) if self.universe is not None else list(self.devices.values())
-        result = explain_claim(spec, devices, self.classes, class_passes=self._class_passes)
+        # A selector sees a device's driver, attributes and capacity only: devices alike in those
+        # (every GPU of a node pool not yet on DRA, predicted alike) are evaluated once.
+        groups = self._groups if self._groups is not None and self.universe is not None else _group_alike(devices)
+        if self.universe is not None:
+            self._groups = groups
+        result = explain_claim(spec, [members[0] for members in groups.values()], self.classes,
+                               class_passes=self._class_passes)
+        by_representative = {members[0].id: members for members in groups.values()}
         requests = []
         for request in result.requests:
             chosen = next((a for a in request.alternatives if a.name == request.chosen), None) \
                 or next((a for a in request.alternatives if a.matched), None)
             if chosen is None or not chosen.matched:
                 return ClaimNeed(key, (), request.verdict, False)
-            candidates = frozenset(d.device for d in chosen.device_results if d.result == "matched")
+            candidates = frozenset(member.id for d in chosen.device_results if d.result == "matched"
+                                   for member in by_representative[d.device])
             count = 0 if chosen.allocation_mode == "All" else chosen.count
             capacity = {k: _quantity(v) for k, v in chosen.capacity_requests.items()}
             requests.append(RequestNeed(candidates, count, capacity))

@@ -12,6 +12,8 @@ from kubectl_gpu.manifests.locate import find_pod_sites
 Obj = Mapping[str, Any]
 # Objects that hold pod templates but are never the thing to migrate.
 NOT_WORKLOADS = frozenset({"Pod", "PodTemplate", "ControllerRevision"})
+# Built-in kinds that always hold a pod template (no need to search them for one).
+TEMPLATE_KINDS = {"apps": ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"), "batch": ("Job", "CronJob")}
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
             buckets["device_classes"].append(obj)
         elif group == DRA_GROUP and kind == "ResourceClaimTemplate":
             buckets["claim_templates"].append(obj)
-        elif kind not in NOT_WORKLOADS and find_pod_sites(obj):
+        elif kind in TEMPLATE_KINDS.get(group, ()) or (kind not in NOT_WORKLOADS and find_pod_sites(obj)):
             buckets["workloads"].append(obj)
         else:
             ignored.append(ref(obj))

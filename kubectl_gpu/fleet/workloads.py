@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from kubectl_gpu.core import Severity, TranslateOptions, legacy_requests, translate_pod_template
+from kubectl_gpu.core import Severity, Sharing, TranslateOptions, legacy_requests, translate_pod_template
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
 from kubectl_gpu.core.patch import prefix
 from kubectl_gpu.manifests.locate import find_pod_sites
@@ -101,6 +101,63 @@ def pod_demand(template: Mapping[str, Any]) -> dict[str, Fraction]:
     return {k: max(running.get(k, Fraction(0)), init.get(k, Fraction(0))) for k in {*running, *init}}
 
 
+# What of a pod template the core reads (translate.py, families.py, node_constraints.py, hints.py):
+# tests/test_fleet_plan.py checks that translating this projection gives the very same result.
+CONTAINER_FIELDS = ("name", "resources", "restartPolicy")
+SPEC_FIELDS = ("nodeSelector", "affinity", "resourceClaims")
+
+
+def translation_input(template: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of ``template`` the translation depends on (images, env, probes... are not)."""
+    out: dict[str, Any] = {}
+    metadata = template.get("metadata")
+    if isinstance(metadata, Mapping):
+        out["metadata"] = {"annotations": metadata["annotations"]} if "annotations" in metadata else {}
+    elif "metadata" in template:
+        out["metadata"] = metadata
+    spec = template.get("spec")
+    if not isinstance(spec, Mapping):
+        if "spec" in template:
+            out["spec"] = spec
+        return out
+    projected: dict[str, Any] = {k: spec[k] for k in SPEC_FIELDS if k in spec}
+    for field_name in ("initContainers", "containers"):
+        containers = spec.get(field_name)
+        if isinstance(containers, list):
+            projected[field_name] = [{k: c[k] for k in CONTAINER_FIELDS if k in c} if isinstance(c, Mapping) else c
+                                     for c in containers]
+        elif field_name in spec:
+            projected[field_name] = containers
+    out["spec"] = projected
+    return out
+
+
+class Translations:
+    """translate_pod_template, once per distinct translation input: a fleet of 10,000 workloads
+    has a few dozen GPU request shapes."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, Any] = {}
+        self._manifests: dict[tuple[int, str], Mapping[str, Any]] = {}
+
+    def manifest(self, claim: Any, namespace: str | None) -> Mapping[str, Any]:
+        """claim.manifest(namespace), built once per claim and namespace (read-only: shared)."""
+        key = (id(claim), namespace or "")
+        found = self._manifests.get(key)
+        if found is None:
+            found = self._manifests[key] = claim.manifest(namespace)
+        return found
+
+    def __call__(self, template: Mapping[str, Any], options: TranslateOptions):
+        shared = options.sharing not in (Sharing.CONSUMABLE, Sharing.EXCLUSIVE)  # claim names carry the workload
+        projection = translation_input(template)
+        key = json.dumps([projection, options.sharing_group if shared else None], sort_keys=True, default=str)
+        result = self._cache.get(key)
+        if result is None:
+            result = self._cache[key] = translate_pod_template(projection, options)
+        return result
+
+
 def _controller(obj: Obj) -> Mapping[str, Any] | None:
     for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
         if isinstance(owner, Mapping) and owner.get("controller"):
@@ -135,8 +192,9 @@ def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
             if (pod.get("spec") or {}).get("nodeName"):
                 nodes_by_owner.setdefault(uid, set()).add(pod["spec"]["nodeName"])
     plans = []
+    translate = Translations()
     for obj in snapshot.workloads:
-        plan = plan_workload(obj, options, pods_by_owner)
+        plan = plan_workload(obj, options, pods_by_owner, translate)
         if plan is not None and plan.kind == "DaemonSet":
             plan = replace(plan, nodes=tuple(sorted(nodes_by_owner.get(plan.uid, ()))))
         if plan is not None:
@@ -146,7 +204,7 @@ def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
 
 
 def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
-                  pods_by_owner: Mapping[str, int] | None = None) -> WorkloadPlan | None:
+                  pods_by_owner: Mapping[str, int] | None = None, translate=translate_pod_template) -> WorkloadPlan | None:
     meta = obj.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
     kind = str(obj.get("kind"))
@@ -176,12 +234,14 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
         for key, value in demand.items():
             legacy[key] = max(legacy.get(key, Fraction(0)), value)
         pods += _pod_count(obj, site.pointer, pods_by_owner or {})
-        result = translate_pod_template(template, options)
+        result = translate(template, options)
         notes.extend(n.render() for n in result.notes if n.severity is not Severity.INFO or result.changed)
         errors.extend(n.render() for n in result.errors)
         ops.extend(prefix(result.patch, site.pointer))
         for claim in result.claims:
-            claims.setdefault(claim.name, claim.manifest(namespace or None))
+            if claim.name not in claims:
+                claims[claim.name] = (translate.manifest(claim, namespace or None) if isinstance(translate, Translations)
+                                      else claim.manifest(namespace or None))
             pod_claims.append(claim.name)
     if not legacy:
         if not had_record:
