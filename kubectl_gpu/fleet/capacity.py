@@ -21,22 +21,17 @@ from typing import Any
 
 from kubectl_gpu.cel import Device, devices_from_slice
 from kubectl_gpu.cel.device import current_slices
-from kubectl_gpu.core.constants import GPU_DEVICE_CLASS
+from kubectl_gpu.core.facts import NVIDIA_DRIVER, architecture_of_gfd_family
+from kubectl_gpu.core.node_constraints import FAMILY as GFD_FAMILY
+from kubectl_gpu.core.node_constraints import MEMORY as GFD_MEMORY
+from kubectl_gpu.core.node_constraints import PRODUCT as GFD_PRODUCT
 from kubectl_gpu.core.families import family_of
 from kubectl_gpu.core.quantity import QuantityError, parse_quantity
 from kubectl_gpu.explain.engine import explain_claim
 from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim, parse_device_class
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node
 
-NVIDIA_DRIVER = GPU_DEVICE_CLASS  # the driver's name is also its GPU class's name: gpu.nvidia.com
-GFD_PRODUCT = "nvidia.com/gpu.product"
-GFD_MEMORY = "nvidia.com/gpu.memory"  # MiB
 GFD_COUNT = "nvidia.com/gpu.count"
-GFD_FAMILY = "nvidia.com/gpu.family"
-# GFD's family label (lower case) -> the driver's `architecture` attribute.
-ARCHITECTURES = {"kepler": "Kepler", "maxwell": "Maxwell", "pascal": "Pascal", "volta": "Volta",
-                 "turing": "Turing", "ampere": "Ampere", "ada-lovelace": "Ada Lovelace", "hopper": "Hopper",
-                 "blackwell": "Blackwell"}
 
 
 def _quantity(text: Any) -> Fraction:
@@ -105,7 +100,7 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
         # GFD writes the NVML name with spaces as dashes ("NVIDIA-A100-SXM4-80GB"); the driver
         # publishes the NVML name itself. Only the first dash is certain to be a space.
         attributes["productName"] = {"string": labels[GFD_PRODUCT].replace("-", " ", 1)}
-    family = ARCHITECTURES.get(str(labels.get(GFD_FAMILY, "")).lower())
+    family = architecture_of_gfd_family(str(labels.get(GFD_FAMILY, "")))
     if family:
         attributes["architecture"] = {"string": family}
     capacity = {}
