@@ -146,36 +146,76 @@ def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
     if not isinstance(raw_devices, list):
         raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec.devices must be a list")
     devices = []
+    pool = str(pool)
     for index, raw in enumerate(raw_devices):
-        where = f"ResourceSlice {slice_name}: spec.devices[{index}]"
-        if not isinstance(raw, Mapping) or not raw.get("name"):
-            raise InvalidResourceSlice(f"{where}: every device needs a name")
-        body = raw.get("basic") if isinstance(raw.get("basic"), Mapping) else raw  # v1beta1/v1alpha3
+        if not _is_mapping(raw) or not raw.get("name"):
+            raise InvalidResourceSlice(f"{_where(slice_name, index)}: every device needs a name")
+        basic = raw.get("basic")
+        body = basic if basic is not None and _is_mapping(basic) else raw  # v1beta1/v1alpha3
         node = raw.get("nodeName") or body.get("nodeName") or slice_node
+        capacity = body.get("capacity") or _NOTHING
         devices.append(
             Device(
                 driver=driver,
                 name=str(raw["name"]),
-                pool=str(pool),
-                attributes=_attributes(body.get("attributes") or {}, driver, f"{where}.attributes"),
-                capacity=_capacity(body.get("capacity") or {}, driver, f"{where}.capacity"),
+                pool=pool,
+                attributes=_attributes(body.get("attributes") or _NOTHING, driver, slice_name, index),
+                capacity=_capacity(capacity, driver, slice_name, index),
                 allow_multiple_allocations=bool(
                     raw.get("allowMultipleAllocations") or body.get("allowMultipleAllocations")
                 ),
                 node_name=str(node) if node else None,
                 node_scope=f"node {node}" if node else scope,
                 slice_name=slice_name,
-                request_policies=_request_policies(body.get("capacity") or {}),
+                request_policies=_request_policies(capacity),
             )
         )
     return devices
 
 
-def _attributes(raw: Mapping[str, Any], driver: str, where: str) -> dict[str, dict[str, AttributeValue]]:
+_NOTHING: Mapping[str, Any] = {}
+
+
+def _is_mapping(value: Any) -> bool:
+    return value.__class__ is dict or isinstance(value, Mapping)  # the ABC check is slow: dicts first
+
+
+def _where(slice_name: str, index: int) -> str:
+    """Where a device is, for messages (built only when there is something to say)."""
+    return f"ResourceSlice {slice_name}: spec.devices[{index}]"
+
+
+def _split(qualified: Any, driver: str) -> tuple[str, str]:
+    name = qualified if qualified.__class__ is str else str(qualified)
+    slash = name.find("/")
+    if slash < 0:
+        return driver, name
+    return name[:slash], name[slash + 1:]
+
+
+_PLAIN_KINDS = {"string": str, "int": int, "bool": bool}  # values used as they are
+
+
+def _attributes(raw: Mapping[str, Any], driver: str, slice_name: str, index: int) -> dict[str, dict[str, AttributeValue]]:
     result: dict[str, dict[str, AttributeValue]] = {}
     for qualified, typed in raw.items():
-        domain, name = split_qualified_name(str(qualified), driver)
-        result.setdefault(domain, {})[name] = _attribute_value(typed, f"{where}.{qualified}")
+        value: Any = _NOTHING
+        if typed.__class__ is dict and len(typed) == 1:
+            for kind, raw_value in typed.items():
+                if _PLAIN_KINDS.get(kind) is raw_value.__class__:
+                    value = raw_value
+                elif kind == "version" and raw_value.__class__ is str:
+                    try:
+                        value = _parse_version(raw_value)  # remembered: slices repeat versions
+                    except InvalidValue:
+                        pass  # _attribute_value words the error
+        if value is _NOTHING:
+            value = _attribute_value(typed, f"{_where(slice_name, index)}.attributes.{qualified}")
+        domain, name = _split(qualified, driver)
+        bucket = result.get(domain)
+        if bucket is None:
+            bucket = result[domain] = {}
+        bucket[name] = value
     return result
 
 
@@ -216,23 +256,29 @@ def _attribute_value(typed: Any, where: str) -> AttributeValue:
     )
 
 
-def _capacity(raw: Mapping[str, Any], driver: str, where: str) -> dict[str, dict[str, Quantity]]:
+def _capacity(raw: Mapping[str, Any], driver: str, slice_name: str, index: int) -> dict[str, dict[str, Quantity]]:
     result: dict[str, dict[str, Quantity]] = {}
     for qualified, entry in raw.items():
         # v1beta1+ wraps the quantity as {value: ...}; v1alpha3 stored it directly.
-        text = entry.get("value") if isinstance(entry, Mapping) else entry
+        text = entry.get("value") if _is_mapping(entry) else entry
         try:
-            quantity = _parse_quantity(str(text))
+            quantity = _parse_quantity(text if text.__class__ is str else str(text))
         except InvalidValue as err:
-            raise InvalidResourceSlice(f"{where}.{qualified}: {text!r}: {err}") from None
-        domain, name = split_qualified_name(str(qualified), driver)
-        result.setdefault(domain, {})[name] = quantity
+            where = f"{_where(slice_name, index)}.capacity.{qualified}"
+            raise InvalidResourceSlice(f"{where}: {text!r}: {err}") from None
+        domain, name = _split(qualified, driver)
+        bucket = result.get(domain)
+        if bucket is None:
+            bucket = result[domain] = {}
+        bucket[name] = quantity
     return result
 
 
 def _request_policies(raw: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    return {
-        str(name): entry["requestPolicy"]
-        for name, entry in raw.items()
-        if isinstance(entry, Mapping) and isinstance(entry.get("requestPolicy"), Mapping)
-    }
+    policies: dict[str, Mapping[str, Any]] = {}
+    for name, entry in raw.items():
+        if _is_mapping(entry):
+            policy = entry.get("requestPolicy")
+            if policy is not None and _is_mapping(policy):
+                policies[str(name)] = policy
+    return policies
