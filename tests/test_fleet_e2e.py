@@ -320,3 +320,15 @@ def test_migrate_nodes_dry_run_checks_evictions_with_the_server(cluster):
 def test_rollback_without_a_record_says_there_is_nothing_to_do(cluster):
     output = cluster.kubectl_gpu("rollback", "--apply")
     assert "nothing to roll back" in output
+
+
+def test_migrate_with_file_inputs_and_from_cluster_stays_the_file_migration():
+    """`migrate FILE --from-cluster` translates files against the cluster; only `migrate
+    --from-cluster` without inputs rewrites the live workloads."""
+    from kubectl_gpu.cli.main import _has_inputs
+
+    assert _has_inputs(["deploy.yaml", "--from-cluster"])
+    assert _has_inputs(["--from-cluster", "-"])
+    assert _has_inputs(["--from-cluster", "--context", "prod", "k8s/"])
+    assert not _has_inputs(["--from-cluster", "--context", "prod", "-n", "ml", "--apply"])
+    assert not _has_inputs(["--from-cluster", "--output-dir=gitops", "--timeout", "30"])

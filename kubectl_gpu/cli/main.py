@@ -32,6 +32,24 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
+def _has_inputs(args: list[str]) -> bool:
+    """Whether `migrate` ARGS name FILE|DIR|- inputs (positional arguments), not only options."""
+    commands = [importlib.import_module(f"kubectl_gpu.cli.{m}").command for m in ("migrate", "migrate_cluster")]
+    takes_value = {name for c in commands for p in c.params if isinstance(p, click.Option) and not p.is_flag
+                   for name in p.opts}
+    skip = False
+    for index, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg == "--":
+            return index + 1 < len(args)
+        elif arg == "-" or not arg.startswith("-"):
+            return True
+        elif "=" not in arg and arg in takes_value:
+            skip = True
+    return False
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
@@ -63,7 +81,8 @@ class LazyGroup(click.Group):
         if args and args[0] == "migrate":
             if args[1:2] == ["nodes"]:
                 return "migrate nodes", importlib.import_module("kubectl_gpu.cli.migrate_nodes").command, args[2:]
-            if "--from-cluster" in args[1:]:
+            if "--from-cluster" in args[1:] and not _has_inputs(args[1:]):
+                # With FILE inputs, --from-cluster reads the cluster's profile for translating files.
                 return "migrate", importlib.import_module("kubectl_gpu.cli.migrate_cluster").command, args[1:]
         return super().resolve_command(ctx, args)
 
