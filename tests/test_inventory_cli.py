@@ -293,3 +293,25 @@ def test_help_documents_every_exit_code() -> None:
         "3 some devices could not be read",
     ):
         assert line in text
+
+
+def test_inventory_reads_a_recorded_node_for_support_bundles_and_demos(tmp_path) -> None:
+    """docs/inventory.md: --nvml-recording FILE (or KUBECTL_GPU_NVML_RECORDING) serves a recorded
+    node through pynvml instead of this machine's driver."""
+    from pathlib import Path
+
+    import pynvml
+
+    recording = Path(__file__).parent / "data" / "nvml" / "a100-sxm4-40gb-mig.json"
+    saved = {name: getattr(pynvml, name) for name in dir(pynvml) if name.startswith("nvml")}
+    try:
+        for args, env in ((["--nvml-recording", str(recording)], None), ([], {"KUBECTL_GPU_NVML_RECORDING": str(recording)})):
+            result = CliRunner().invoke(main, ["inventory", "--node-name", "demo", "-o", "json", *args], env=env)
+            assert result.exit_code == 0, result.output
+            devices = json.loads(result.stdout)["spec"]["devices"]
+            assert devices and all(d["attributes"]["type"]["string"] == "mig" for d in devices)
+    finally:
+        for name, value in saved.items():
+            setattr(pynvml, name, value)
+    missing = CliRunner().invoke(main, ["inventory", "--nvml-recording", str(tmp_path / "none.json")])
+    assert missing.exit_code == 2 and "cannot read the NVML recording" in missing.output

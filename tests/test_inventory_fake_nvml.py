@@ -1,252 +1,31 @@
-"""A fake NVML serving a node described in tests/data/nvml/*.json through pynvml's functions.
-
-The inventory code only sees ``pynvml``: the fake replaces the module's functions, keeps
-its real error classes, and records init/shutdown so tests can check NVML is released.
-Any pynvml function it does not replace still goes to the real (absent) library and fails.
-"""
+"""The recorded NVML (kubectl_gpu/inventory/recorded_nvml.py) serving the nodes of tests/data/nvml/*.json
+as the tests' fake NVML."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any
 
 import pynvml
 import pytest
 
+from kubectl_gpu.inventory.recorded_nvml import RecordedNvml
+
 DATA = Path(__file__).parent / "data" / "nvml"
 
-FUNCTIONS = (
-    "nvmlInit",
-    "nvmlShutdown",
-    "nvmlSystemGetDriverVersion",
-    "nvmlSystemGetCudaDriverVersion",
-    "nvmlDeviceGetCount",
-    "nvmlDeviceGetHandleByIndex",
-    "nvmlDeviceGetUUID",
-    "nvmlDeviceGetMinorNumber",
-    "nvmlDeviceGetName",
-    "nvmlDeviceGetBrand",
-    "nvmlDeviceGetArchitecture",
-    "nvmlDeviceGetCudaComputeCapability",
-    "nvmlDeviceGetMemoryInfo",
-    "nvmlDeviceGetPciInfo",
-    "nvmlDeviceGetMigMode",
-    "nvmlDeviceGetGpuInstanceProfileInfo",
-    "nvmlDeviceGetMaxMigDeviceCount",
-    "nvmlDeviceGetMigDeviceHandleByIndex",
-    "nvmlDeviceGetGpuInstanceId",
-    "nvmlDeviceGetComputeInstanceId",
-    "nvmlDeviceGetGpuInstanceById",
-    "nvmlGpuInstanceGetInfo",
-    "nvmlGpuInstanceGetComputeInstanceById",
-    "nvmlComputeInstanceGetInfo",
-    "nvmlGpuInstanceGetComputeInstanceProfileInfo",
-)
 
-
-@dataclass(frozen=True)
-class _Gpu:
-    index: int
-
-
-@dataclass(frozen=True)
-class _Mig:
-    gpu: int
-    slot: int
-
-
-@dataclass(frozen=True)
-class _GpuInstance:
-    gpu: int
-    instance_id: int
-
-
-@dataclass(frozen=True)
-class _ComputeInstance:
-    gpu: int
-    gpu_instance_id: int
-    instance_id: int
-
-
-def _error(name: str) -> Exception:
-    return getattr(pynvml, f"NVMLError_{name}")()
-
-
-class FakeNvml:
-    def __init__(self, node: dict[str, Any]) -> None:
-        self.node = node
-        self.inits = 0
-        self.shutdowns = 0
-
+class FakeNvml(RecordedNvml):
     @classmethod
     def load(cls, name: str) -> "FakeNvml":
         return cls(json.loads((DATA / f"{name}.json").read_text()))
 
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> "FakeNvml":
-        for name in FUNCTIONS:
-            monkeypatch.setattr(pynvml, name, getattr(self, name))
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> "FakeNvml":  # type: ignore[override]
+        super().install(monkeypatch.setattr)
         return self
 
     def install_permanently(self) -> None:
         """For a subprocess (sitecustomize), where there is no monkeypatch to undo."""
-        for name in FUNCTIONS:
-            setattr(pynvml, name, getattr(self, name))
-
-    @property
-    def balanced(self) -> bool:
-        """Every successful nvmlInit was matched by an nvmlShutdown."""
-        return self.inits == self.shutdowns
-
-    # --- lookups -------------------------------------------------------------------------
-    def _gpu(self, handle: _Gpu, call: str) -> dict[str, Any]:
-        gpu = self.node["gpus"][handle.index]
-        failure = gpu.get("failingCalls", {}).get(call)
-        if failure:
-            raise _error(failure)
-        return gpu
-
-    def _mig(self, handle: _Mig, call: str) -> dict[str, Any]:
-        gpu = self.node["gpus"][handle.gpu]
-        mig = next(m for m in gpu["migDevices"] if m["slot"] == handle.slot)
-        failure = mig.get("failingCalls", {}).get(call)
-        if failure:
-            raise _error(failure)
-        return mig
-
-    def _gpu_instance(self, handle: _GpuInstance) -> dict[str, Any]:
-        gpu = self.node["gpus"][handle.gpu]
-        return next(m for m in gpu["migDevices"] if m["gpuInstanceId"] == handle.instance_id)
-
-    # --- system --------------------------------------------------------------------------
-    def nvmlInit(self) -> None:
-        if self.node.get("nvmlInit"):
-            raise _error(self.node["nvmlInit"])
-        self.inits += 1
-
-    def nvmlShutdown(self) -> None:
-        if self.shutdowns >= self.inits:
-            raise _error("Uninitialized")
-        self.shutdowns += 1
-
-    def nvmlSystemGetDriverVersion(self) -> str:
-        return self.node["driverVersion"]
-
-    def nvmlSystemGetCudaDriverVersion(self) -> int:
-        return self.node["cudaDriverVersion"]
-
-    def nvmlDeviceGetCount(self) -> int:
-        return len(self.node["gpus"])
-
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> _Gpu:
-        if not 0 <= index < len(self.node["gpus"]):
-            raise _error("InvalidArgument")
-        handle = _Gpu(index)
-        self._gpu(handle, "nvmlDeviceGetHandleByIndex")
-        return handle
-
-    # --- devices -------------------------------------------------------------------------
-    def nvmlDeviceGetUUID(self, handle: _Gpu | _Mig) -> str:
-        if isinstance(handle, _Mig):
-            return self._mig(handle, "nvmlDeviceGetUUID")["uuid"]
-        return self._gpu(handle, "nvmlDeviceGetUUID")["uuid"]
-
-    def nvmlDeviceGetMinorNumber(self, handle: _Gpu) -> int:
-        return self._gpu(handle, "nvmlDeviceGetMinorNumber")["minor"]
-
-    def nvmlDeviceGetName(self, handle: _Gpu) -> str:
-        return self._gpu(handle, "nvmlDeviceGetName")["name"]
-
-    def nvmlDeviceGetBrand(self, handle: _Gpu) -> int:
-        return self._gpu(handle, "nvmlDeviceGetBrand")["brand"]
-
-    def nvmlDeviceGetArchitecture(self, handle: _Gpu) -> int:
-        return self._gpu(handle, "nvmlDeviceGetArchitecture")["architecture"]
-
-    def nvmlDeviceGetCudaComputeCapability(self, handle: _Gpu) -> tuple[int, int]:
-        major, minor = self._gpu(handle, "nvmlDeviceGetCudaComputeCapability")["cudaComputeCapability"]
-        return major, minor
-
-    def nvmlDeviceGetMemoryInfo(self, handle: _Gpu) -> SimpleNamespace:
-        gpu = self._gpu(handle, "nvmlDeviceGetMemoryInfo")
-        if "memoryTotalBytes" not in gpu:
-            raise _error("NotSupported")
-        total = gpu["memoryTotalBytes"]
-        return SimpleNamespace(total=total, free=total, used=0)
-
-    def nvmlDeviceGetPciInfo(self, handle: _Gpu) -> SimpleNamespace:
-        # pynvml hands busId back as the raw bytes of the C struct.
-        return SimpleNamespace(busId=self._gpu(handle, "nvmlDeviceGetPciInfo")["pciBusId"].encode())
-
-    def nvmlDeviceGetMigMode(self, handle: _Gpu) -> list[int]:
-        gpu = self._gpu(handle, "nvmlDeviceGetMigMode")
-        if "migMode" not in gpu:
-            raise _error("NotSupported")
-        return list(gpu["migMode"])
-
-    def nvmlDeviceGetGpuInstanceProfileInfo(self, handle: _Gpu, profile: int) -> SimpleNamespace:
-        gpu = self._gpu(handle, "nvmlDeviceGetGpuInstanceProfileInfo")
-        for info in gpu.get("gpuInstanceProfiles", []):
-            if info["profile"] == profile:
-                return SimpleNamespace(**{k: v for k, v in info.items() if k != "profile"})
-        raise _error("NotSupported")
-
-    def nvmlDeviceGetMaxMigDeviceCount(self, handle: _Gpu) -> int:
-        return self._gpu(handle, "nvmlDeviceGetMaxMigDeviceCount").get("maxMigDeviceCount", 0)
-
-    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: _Gpu, slot: int) -> _Mig:
-        gpu = self._gpu(handle, "nvmlDeviceGetMigDeviceHandleByIndex")
-        if slot >= gpu.get("maxMigDeviceCount", 0):
-            raise _error("InvalidArgument")
-        if not any(m["slot"] == slot for m in gpu.get("migDevices", [])):
-            raise _error("NotFound")
-        return _Mig(handle.index, slot)
-
-    def nvmlDeviceGetGpuInstanceId(self, handle: _Mig) -> int:
-        return self._mig(handle, "nvmlDeviceGetGpuInstanceId")["gpuInstanceId"]
-
-    def nvmlDeviceGetComputeInstanceId(self, handle: _Mig) -> int:
-        return self._mig(handle, "nvmlDeviceGetComputeInstanceId")["computeInstanceId"]
-
-    def nvmlDeviceGetGpuInstanceById(self, handle: _Gpu, instance_id: int) -> _GpuInstance:
-        gpu = self._gpu(handle, "nvmlDeviceGetGpuInstanceById")
-        if not any(m["gpuInstanceId"] == instance_id for m in gpu.get("migDevices", [])):
-            raise _error("NotFound")
-        return _GpuInstance(handle.index, instance_id)
-
-    def nvmlGpuInstanceGetInfo(self, handle: _GpuInstance) -> SimpleNamespace:
-        mig = self._gpu_instance(handle)
-        return SimpleNamespace(
-            id=handle.instance_id,
-            profileId=mig["gpuInstanceProfileId"],
-            placement=SimpleNamespace(**mig["placement"]),
-        )
-
-    def nvmlGpuInstanceGetComputeInstanceById(
-        self, handle: _GpuInstance, instance_id: int
-    ) -> _ComputeInstance:
-        if self._gpu_instance(handle)["computeInstanceId"] != instance_id:
-            raise _error("NotFound")
-        return _ComputeInstance(handle.gpu, handle.instance_id, instance_id)
-
-    def nvmlComputeInstanceGetInfo(self, handle: _ComputeInstance) -> SimpleNamespace:
-        mig = self._gpu_instance(_GpuInstance(handle.gpu, handle.gpu_instance_id))
-        return SimpleNamespace(id=handle.instance_id, profileId=mig["computeInstanceProfileId"])
-
-    def nvmlGpuInstanceGetComputeInstanceProfileInfo(
-        self, handle: _GpuInstance, profile: int, engine_profile: int
-    ) -> SimpleNamespace:
-        gpu = self.node["gpus"][handle.gpu]
-        mig = self._gpu_instance(handle)
-        gi_slices = next(
-            p["sliceCount"] for p in gpu["gpuInstanceProfiles"] if p["id"] == mig["gpuInstanceProfileId"]
-        )
-        for info in gpu.get("computeInstanceProfiles", []):
-            if info["profile"] == profile and info["sliceCount"] <= gi_slices:
-                return SimpleNamespace(id=info["id"], sliceCount=info["sliceCount"])
-        raise _error("NotSupported")
+        RecordedNvml.install(self)
 
 
 def test_the_fake_raises_pynvmls_own_error_classes(monkeypatch: pytest.MonkeyPatch) -> None:

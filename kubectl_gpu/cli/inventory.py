@@ -51,8 +51,15 @@ What inventory's exit codes mean (table below):
     metavar="NAME",
     help="Node name for spec.nodeName and the pool  [default: $NODE_NAME, else the lower-cased hostname]",
 )
+@click.option(
+    "--nvml-recording",
+    envvar="KUBECTL_GPU_NVML_RECORDING",
+    metavar="FILE",
+    help="Read the GPUs from a recorded NVML node (JSON, see docs/inventory.md) instead of this "
+    "machine's driver: for support bundles and demos.  [env: KUBECTL_GPU_NVML_RECORDING]",
+)
 @click.pass_context
-def command(ctx: click.Context, output: str, node_name: str | None) -> None:
+def command(ctx: click.Context, output: str, node_name: str | None, nvml_recording: str | None) -> None:
     """Read this node's GPUs through NVML and preview the devices, attributes and capacities
     the NVIDIA DRA driver (gpu.nvidia.com) will publish for them.
 
@@ -65,6 +72,13 @@ def command(ctx: click.Context, output: str, node_name: str | None) -> None:
             f"{node!r} is not a Kubernetes node name (lower-case letters, digits, '-' and '.')",
             param_hint="--node-name",
         )
+    if nvml_recording:
+        from kubectl_gpu.inventory.recorded_nvml import RecordedNvml, RecordingError
+
+        try:
+            RecordedNvml.from_file(nvml_recording).install()
+        except RecordingError as error:
+            raise click.BadParameter(str(error), param_hint="--nvml-recording") from None
     try:
         inventory = local_inventory(node)
     except InventoryUnavailable as error:
