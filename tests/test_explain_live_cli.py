@@ -83,3 +83,20 @@ def test_a_pending_legacy_pod_gets_a_next_step(k8s_double):
     text = " ".join(result.stdout.split())
     assert "Next step: no node has nvidia.com/gpu free for it" in text
     assert "kubectl gpu migrate FILE" in text and "helm install kubectl-gpu oci://" in text
+
+
+def test_best_node_is_never_a_node_doctor_flags_for_double_counting(k8s_double, tmp_path):
+    """dra-bad has the most free GPUs but also advertises nvidia.com/gpu through the device plugin:
+    a GPU there can be handed out twice, so explain suggests the clean node."""
+    k8s_double.seed(*b.nvidia_device_classes(),
+                    b.dra_node("dra-bad", legacy={"nvidia.com/gpu": "4"}), b.gpu_slice("dra-bad", 4),
+                    b.dra_node("dra-ok"), b.gpu_slice("dra-ok", 1),
+                    b.claim("one"), b.pod("p", phase="Pending", claims=[{"name": "gpu", "resourceClaimName": "one"}]))
+    claim = tmp_path / "claim.yaml"
+    claim.write_text(yaml.safe_dump(b.claim("file-claim")))
+    for args in (["claim/one"], ["p"], ["-f", str(claim)]):
+        result = CliRunner().invoke(main, ["explain", *args, "-o", "json", "--kubeconfig", k8s_double.kubeconfig_path()])
+        assert result.exit_code == 0, result.output
+        (item,) = json.loads(result.stdout)["items"]
+        assert item["node"] == "dra-ok", args
+        assert item["requests"][0]["alternatives"][0]["best_node"] == "dra-ok", args

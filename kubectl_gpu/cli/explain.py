@@ -158,9 +158,11 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
     allocated_claims = [*extra.claims, *allocated.claims]
     if local:
         slices.extend(_local_slices())
+    avoid: frozenset[str] = frozenset()
     if not slices:
         live = _live_devices(options)  # like kubectl: no file given, ask the cluster
         slices, classes, allocated_claims = live.slices, [*classes, *live.classes], [*allocated_claims, *live.claims]
+        avoid = live.double_counted_nodes()
         if not slices:
             raise InputError("no ResourceSlices to explain against: the cluster publishes none; pass --slices FILE "
                              "(kubectl get resourceslices -o yaml), put them in the -f file, or use --local")
@@ -170,6 +172,7 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
             slices=slices,
             classes=classes,
             allocated_claims=allocated_claims,
+            avoid_nodes=avoid,
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None

@@ -9,6 +9,8 @@ which selector rejects the most devices.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -376,6 +378,12 @@ def _apply_policy(wanted: Quantity, device: Device, name: str) -> tuple[Quantity
     return wanted, None
 
 
+# Nodes to suggest last (doctor flags them for double counting: a device there may be handed out
+# twice).  Set by explain_objects for one explanation; a context variable so the engine's many
+# helpers need not pass it along.
+AVOID_NODES: ContextVar[frozenset[str]] = ContextVar("AVOID_NODES", default=frozenset())
+
+
 def _best_node(results: Iterable[DeviceResult]) -> tuple[str | None, int]:
     per_node: dict[str, int] = {}
     shared = 0
@@ -387,7 +395,8 @@ def _best_node(results: Iterable[DeviceResult]) -> tuple[str | None, int]:
                 shared += 1
     if not per_node:
         return (SHARED_NODE if shared else None), shared
-    node = max(sorted(per_node), key=lambda n: per_node[n])
+    avoid = AVOID_NODES.get()
+    node = max(sorted(per_node), key=lambda n: (n not in avoid, per_node[n]))
     return node, per_node[node] + shared
 
 
@@ -498,7 +507,9 @@ def _fit_together(claim: ClaimSpec, requests: Sequence[RequestResult], devices: 
             if r.result == MATCHED:
                 by_node.setdefault(r.node if _local(r) else SHARED_NODE, []).append(r)
         chosen.append((request.name, alternative, by_node))
-    nodes = sorted({n for _, _, by_node in chosen for n in by_node if n != SHARED_NODE}) or [SHARED_NODE]
+    avoid = AVOID_NODES.get()
+    nodes = sorted({n for _, _, by_node in chosen for n in by_node if n != SHARED_NODE},
+                   key=lambda n: (n in avoid, n)) or [SHARED_NODE]
     value_sets = []
     for constraint in claim.constraints:
         values = {

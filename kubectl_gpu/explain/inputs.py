@@ -11,7 +11,7 @@ from kubectl_gpu.cel.device import current_slices
 from kubectl_gpu.inspect.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
-from .engine import ClassPasses, explain_claim
+from .engine import AVOID_NODES, ClassPasses, explain_claim
 from .model import ClaimError, ClaimResult
 from .specs import DeviceClassSpec, InvalidClaim, is_claim, is_device_class, parse_claim, parse_device_class
 
@@ -72,6 +72,7 @@ def explain_objects(
     allocated_claims: Sequence[Mapping[str, Any]] = (),
     devices: Sequence[Device] = (),
     gates: Gates = None,
+    avoid_nodes: Iterable[str] = (),
 ) -> Explanation:
     """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
     :data:`kubectl_gpu.cel.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
@@ -85,8 +86,20 @@ def explain_objects(
         spec = parse_device_class(obj)
         class_specs[spec.name] = spec
     allocations = allocations_from_claims([*allocated_claims, *claims])
-    items: list[ClaimResult | ClaimError] = []
     class_passes: ClassPasses = {}  # a class's selectors run once over the devices, whatever the claim count
+    # ``avoid_nodes`` (double-counted nodes, see doctor) are never suggested while another node fits.
+    token = AVOID_NODES.set(frozenset(avoid_nodes))
+    try:
+        items = _explain_each(claims, all_devices, class_specs, allocations, class_passes, gates)
+    finally:
+        AVOID_NODES.reset(token)
+    return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))
+
+
+def _explain_each(claims: Sequence[Mapping[str, Any]], all_devices: list[Device],
+                  class_specs: dict[str, DeviceClassSpec], allocations: Any, class_passes: ClassPasses,
+                  gates: Gates) -> list[ClaimResult | ClaimError]:
+    items: list[ClaimResult | ClaimError] = []
     for obj in claims:
         meta = obj.get("metadata") or {}
         try:
@@ -95,4 +108,4 @@ def explain_objects(
             items.append(ClaimError(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name", "")), str(err)))
             continue
         items.append(explain_claim(spec, all_devices, class_specs, allocations, class_passes, gates))
-    return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))
+    return items

@@ -202,11 +202,31 @@ class DraObjects:
     classes: Objects
     claims: Objects  # every ResourceClaim in the cluster: allocations decide which devices are free
     unreadable: tuple[Unreadable, ...] = ()
+    nodes: Objects = ()  # to tell which nodes count GPUs twice (never suggested by explain)
+
+    def double_counted_nodes(self, dra_labels: tuple[NodeLabel, ...] = DEFAULT_DRA_NODE_LABELS) -> frozenset[str]:
+        """Nodes doctor flags for double counting (DRA driver and device plugin both offering GPUs)."""
+        from kubectl_gpu.inspect.devices import current_devices
+        from kubectl_gpu.inspect.double_counting import double_counting_finding
+        from kubectl_gpu.inspect.dra_nodes import matching_label
+        from kubectl_gpu.inspect.legacy import node_legacy_resources
+
+        by_node: dict[str | None, list[Any]] = {}
+        for device in current_devices(self.slices):
+            by_node.setdefault(device.node, []).append(device)
+        flagged = set()
+        for node in self.nodes:
+            metadata = node.get("metadata") or {}
+            name = str(metadata.get("name") or "")
+            label = matching_label(dict(metadata.get("labels") or {}), dra_labels)
+            if double_counting_finding(name, label, node_legacy_resources(node), (), by_node.get(name, ())):
+                flagged.add(name)
+        return frozenset(flagged)
 
 
 def fetch_dra(api: client.ApiClient, dra: DraApi, namespace: str | None = None) -> DraObjects:
-    """Every ResourceSlice, DeviceClass and ResourceClaim.  A list RBAC refuses is left empty and
-    named in `unreadable`; claims then fall back to `namespace`."""
+    """Every ResourceSlice, DeviceClass, ResourceClaim and Node.  A list RBAC refuses is left empty
+    and named in `unreadable`; claims then fall back to `namespace`."""
     unreadable: list[Unreadable] = []
     got = _parallel({
         "slices": _readable("resourceslices", lambda: _dra_list(api, dra, "resourceslices"), unreadable),
@@ -214,8 +234,9 @@ def fetch_dra(api: client.ApiClient, dra: DraApi, namespace: str | None = None) 
         "claims": _readable("resourceclaims", lambda: _dra_list(api, dra, "resourceclaims"), unreadable,
                             fallback=(lambda: _dra_list(api, dra, "resourceclaims", namespace)) if namespace
                             else None, fallback_namespace=namespace),
+        "nodes": _readable("nodes", lambda: list_objects(api, "/api/v1/nodes"), unreadable),
     })
-    return DraObjects(got["slices"], got["classes"], got["claims"], tuple(unreadable))
+    return DraObjects(got["slices"], got["classes"], got["claims"], tuple(unreadable), got["nodes"])
 
 
 # ------------------------------------------------------------------- explain
@@ -273,7 +294,8 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects) -> Any:
     own = {(c.get("metadata") or {}).get("uid") for c in claim_objects}
     others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") not in own]
     return explain_objects(claims=claim_objects, slices=dra_objects.slices,
-                           classes=dra_objects.classes, allocated_claims=others)
+                           classes=dra_objects.classes, allocated_claims=others,
+                           avoid_nodes=dra_objects.double_counted_nodes())
 
 
 def explain_pod_live(api_client: client.ApiClient, namespace: str, pod_name: str) -> Any:
