@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_gpu.core.constants import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TPU
+from kubectl_gpu.core.facts import DRA_NODE_LABEL_KEY, DRA_NODE_LABEL_VALUE
 from kubectl_gpu.core.families import ContainerRef, LegacyRequest, family_of, legacy_requests
 from kubectl_gpu.core.patch import escape as escape_pointer
 
@@ -61,7 +62,7 @@ class DraNodeSelector:
         return self.key if self.value is None else f"{self.key}={self.value}"
 
 
-DEFAULT_DRA_NODE_SELECTORS = (DraNodeSelector("ack.node.gpu.schedule", "disabled"),)
+DEFAULT_DRA_NODE_SELECTORS = (DraNodeSelector(DRA_NODE_LABEL_KEY, DRA_NODE_LABEL_VALUE),)
 
 # What draNodeSelectors in the configuration reads into (webhook.config validates it).
 Selectors = Sequence[DraNodeSelector]

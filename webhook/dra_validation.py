@@ -18,6 +18,7 @@ from kubectl_gpu.cel import CelCompileError, compile_selector
 from kubectl_gpu.core.constants import DRA_GROUP as RESOURCE_GROUP
 from kubectl_gpu.core.constants import (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, NVIDIA_ATTRIBUTE_DOMAIN,
                                          REMOVED_NVIDIA_ATTRIBUTES)
+from kubectl_gpu.core.facts import DRA_VERSIONS, FLAT_REQUEST_VERSIONS
 from kubectl_gpu.core.driver_config import (
     GPU_CONFIG,
     MIG_DEVICE_CONFIG,
@@ -32,8 +33,8 @@ __all__ = ["Finding", "ValidationResult", "validate_dra_object", "MAX_WARNING_LE
 
 # Versions whose claim shape this module understands.  v1 (1.34) and v1beta2 (1.33) nest a
 # request's device fields under ``exactly``; v1beta1 (1.32) puts them on the request itself.
-NESTED_VERSIONS = ("v1", "v1beta2")
-FLAT_VERSIONS = ("v1beta1",)
+FLAT_VERSIONS = FLAT_REQUEST_VERSIONS
+NESTED_VERSIONS = tuple(v for v in DRA_VERSIONS if v not in FLAT_VERSIONS)
 SUPPORTED_VERSIONS = NESTED_VERSIONS + FLAT_VERSIONS
 RETIRED_VERSIONS = ("v1alpha1", "v1alpha2", "v1alpha3")
 KINDS = ("ResourceClaim", "ResourceClaimTemplate")

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from kubectl_gpu.cli import exits
 from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+from kubectl_gpu.core.facts import DRA_VERSIONS
 from kubectl_gpu.core.quantity import QuantityError, parse_quantity
 from kubectl_gpu.manifests import (Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    migrate_sources, unified_diff)
@@ -71,7 +72,7 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
               help="Write nothing; exit 1 if any manifest would change (for CI).")
 @click.option("-o", "--output", "output_format", type=click.Choice(["yaml", "json"]),
               help="Output format (default: the format of each input file).")
-@click.option("--api-version", type=click.Choice(["v1", "v1beta2", "v1beta1"]), default="v1", show_default=True,
+@click.option("--api-version", type=click.Choice(list(DRA_VERSIONS)), default="v1", show_default=True,
               help="resource.k8s.io version: v1 (Kubernetes 1.34+), v1beta2 (1.33), v1beta1 (1.32).")
 @click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.CONSUMABLE.value,
               show_default=True,

@@ -227,7 +227,7 @@ def driver_mig_profile(spelling: str) -> str | None:
     ext = match["ext"]
     if ext.startswith(("+", ".")):
         ext = ext[1:]
-        if ext.startswith("-"):
+        if ext in ("", "-me"):  # a separator with nothing after it, or two of them
             return None
     suffix = _MIG_EXTENSIONS.get(ext)
     return None if suffix is None else match["base"] + suffix

@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.cel import InvalidValue, Quantity
+from kubectl_gpu.core import facts
 
 WRAPPED_VERSIONS = {"v1", "v1beta2"}
 FLAT_VERSIONS = {"v1beta1", "v1alpha3"}
@@ -21,10 +22,8 @@ CLAIM_KINDS = {"ResourceClaim", "ResourceClaimTemplate"}
 
 # The NVIDIA DRA driver's own DeviceClasses (deployments/helm/.../deviceclasses.yaml), used when
 # the person explaining did not pass the cluster's classes.
-BUILTIN_CLASS_SELECTORS = {
-    "gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
-    "mig.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'mig'",
-}
+BUILTIN_CLASS_SELECTORS = {name: facts.DEVICE_CLASS_SELECTORS[name]
+                           for name in (facts.GPU_DEVICE_CLASS, facts.MIG_DEVICE_CLASS)}
 
 
 class InvalidClaim(ValueError):

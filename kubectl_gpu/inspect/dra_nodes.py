@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-DEFAULT_DRA_NODE_LABEL = "ack.node.gpu.schedule=disabled"
+from kubectl_gpu.core.facts import DRA_NODE_LABEL_KEY, DRA_NODE_LABEL_VALUE
+
+DEFAULT_DRA_NODE_LABEL = f"{DRA_NODE_LABEL_KEY}={DRA_NODE_LABEL_VALUE}"
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from kubernetes import client
 
-from kubectl_gpu.core.constants import DRA_GROUP
+from kubectl_gpu.core.facts import DRA_GROUP, DRA_VERSIONS
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.rest import get_json
 
-# Newest first: the shapes kubectl-gpu reads (v1 GA in 1.34, v1beta2 in 1.33, v1beta1 in 1.32).
-DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
+# DRA_VERSIONS, newest first (v1 GA in 1.34, v1beta2 in 1.33, v1beta1 in 1.32), come from the facts.
 
 
 def served_versions(api: client.ApiClient, group: str) -> tuple[str, ...]:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from kubectl_gpu.core.facts import DRA_VERSIONS
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult
 from kubectl_gpu.inspect.findings import Finding, Severity
 
 NAME = "api-versions"
 TITLE = "DRA API versions the cluster serves"
-KNOWN = ("v1", "v1beta2", "v1beta1")
+KNOWN = DRA_VERSIONS
 
 
 def check_api_versions(inputs: DoctorInputs, webhook_installed: bool) -> CheckResult:

@@ -1,0 +1,90 @@
+"""The one table of DRA and NVIDIA driver facts agrees with the driver's own output and with the
+names every face uses (kubectl_gpu/core/facts.py; ../shared/STYLE.md items 1-3)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubectl_gpu.core import ApiVersion, facts
+from kubectl_gpu.core.families import mig_profile_of
+
+DRIVER = Path(__file__).resolve().parent / "data" / "driver"
+SLICES = [p for p in sorted(DRIVER.glob("*.yaml")) if p.name != "legacy-pods.yaml"]
+_KINDS = {"string": "string", "version": "version", "int": "int", "bool": "bool"}
+
+
+def devices():
+    for path in SLICES:
+        yield from yaml.safe_load(path.read_text())["spec"]["devices"]
+
+
+def test_every_attribute_the_driver_publishes_is_in_the_table_with_its_kind_and_device_type():
+    for device in devices():
+        device_type = device["attributes"]["type"]["string"]
+        for qualified, value in device["attributes"].items():
+            name = qualified.rsplit("/", 1)[-1]
+            attribute = facts.attribute(name)
+            ((kind, _),) = value.items()
+            assert attribute.kind == _KINDS[kind], qualified
+            assert device_type in attribute.device_types, qualified
+            assert attribute.removed is None, qualified
+            assert (attribute.domain == "resource.kubernetes.io") == ("/" in qualified), qualified
+        for name in device.get("capacity", {}):
+            if not re.fullmatch(r"memorySlice\d+", name):
+                assert device_type in facts.capacity(name).device_types, name
+
+
+def test_attributes_every_device_of_a_type_has_are_the_ones_a_selector_may_read_unguarded():
+    for device in devices():
+        device_type = device["attributes"]["type"]["string"]
+        required = {a.name for a in facts.ATTRIBUTES
+                    if device_type in a.device_types and not a.optional and not a.removed}
+        assert required <= set(device["attributes"]), device["name"]
+
+
+def test_index_and_minor_are_known_as_removed():
+    assert set(facts.REMOVED_NVIDIA_ATTRIBUTES) == {"index", "minor"}
+
+
+def test_the_api_versions_the_core_writes_are_the_ones_the_facts_list():
+    assert [v.value for v in ApiVersion] == [f"{facts.DRA_GROUP}/{v}" for v in facts.DRA_VERSIONS]
+
+
+@pytest.mark.parametrize("minor, version", [(32, "v1beta1"), (33, "v1beta2"), (34, "v1"), (37, "v1")])
+def test_each_kubernetes_minor_is_served_its_newest_dra_version(minor, version):
+    assert facts.dra_version_for(minor) == version
+
+
+def test_a_kubernetes_without_dra_is_told_so():
+    with pytest.raises(ValueError, match="1.32"):
+        facts.dra_version_for(31)
+
+
+@pytest.mark.parametrize("suffix", facts.MIG_PROFILE_SUFFIXES)
+@pytest.mark.parametrize("base", ["1g.10gb", "2g.20gb", "1c.2g.20gb", "7g.141gb"])
+def test_every_spelling_of_a_mig_profile_maps_back_to_the_drivers(base, suffix):
+    profile = base + suffix
+    assert facts.driver_mig_profile(profile) == profile  # the driver's own
+    assert mig_profile_of(facts.device_plugin_mig_resource(profile)) == profile  # device plugin: + -> .
+    assert facts.driver_mig_profile(profile.replace("+", "")) == profile  # GFD's product label drops +
+
+
+@pytest.mark.parametrize("spelling", ["", "INVALID", "1g", "1g.10gb+foo", "1g.10gb.-me", "0g.5gb", "1g.10gb+"])
+def test_what_is_no_mig_profile_is_recognised_as_none(spelling):
+    assert facts.driver_mig_profile(spelling) is None
+
+
+def test_gfd_families_name_the_drivers_architectures():
+    assert set(facts.GFD_FAMILY_ARCHITECTURES.values()) <= set(facts.ARCHITECTURES.values())
+    assert facts.architecture_of_gfd_family("ada-lovelace") == "Ada Lovelace"
+    assert facts.architecture_of_gfd_family("Ada Lovelace") == "Ada Lovelace"
+    assert facts.architecture_of_gfd_family("rubin") is None
+
+
+def test_device_classes_select_their_device_type_as_the_drivers_chart_does():
+    for device_type, device_class in facts.DEVICE_CLASS_OF_TYPE.items():
+        assert facts.DEVICE_CLASS_SELECTORS[device_class].endswith(f".type == '{device_type}'")
