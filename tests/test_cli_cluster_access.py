@@ -248,3 +248,76 @@ def test_inventory_codes_are_the_tables():
     assert (ExitCode.OK, ExitCode.USAGE, ExitCode.PARTIAL) == (exits.OK, exits.USAGE, exits.NOT_MIGRATED)
     assert (ExitCode.NO_NVML_LIBRARY, ExitCode.NO_GPU, ExitCode.NVML_FAILED) == (
         exits.NO_NVML_LIBRARY, exits.NO_GPU, exits.NVML_FAILED)
+
+
+class _TlsFront:
+    """HTTPS in front of the API double (which speaks plain HTTP): TLS ends here, bytes go on."""
+
+    def __init__(self, port: int, cert: Path, key: Path) -> None:
+        import socket
+        import ssl
+        import threading
+
+        self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._context.load_cert_chain(str(cert), str(key))
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        self._target = port
+        self._socket, self._threading = socket, threading
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            self._threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client) -> None:
+        try:
+            tls = self._context.wrap_socket(client, server_side=True)
+            upstream = self._socket.create_connection(("127.0.0.1", self._target))
+        except OSError:
+            client.close()
+            return
+        for source, sink in ((tls, upstream), (upstream, tls)):
+            self._threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                try:
+                    end.close()
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._server.close()
+
+
+def test_insecure_skip_tls_verify_is_honoured_without_urllib3_warnings(gpu_cluster, webhook_certs, tmp_path):
+    """kubeconfig `insecure-skip-tls-verify: true` (a self-signed API server): the library's loader
+    turns verification off, and the command prints its report, not one InsecureRequestWarning per
+    request."""
+    front = _TlsFront(int(gpu_cluster.url.rsplit(":", 1)[1]), webhook_certs.cert, webhook_certs.key)
+    try:
+        server = f"https://127.0.0.1:{front.port}"
+        path = write(tmp_path / "kc.yaml", kubeconfig(server, **{"insecure-skip-tls-verify": True}))
+        env = {**os.environ, "PYTHONPATH": str(REPO), "KUBECONFIG": path}
+        result = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", "describe", "-o", "json"],
+                                env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["totals"]["gpus"] == 2
+        assert result.stderr == ""
+        strict = write(tmp_path / "strict.yaml", kubeconfig(server))
+        refused = invoke("describe", "--kubeconfig", strict)
+        assert refused.exit_code == exits.UNREACHABLE and "CERTIFICATE_VERIFY_FAILED" in refused.output
+    finally:
+        front.close()
