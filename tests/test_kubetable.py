@@ -1,4 +1,4 @@
-"""Every table of every command prints the kubectl way (k8s.io/cli-runtime/pkg/printers/
+"""Every table of every command prints the kubectl way (and progress goes to a terminal's stderr only) (k8s.io/cli-runtime/pkg/printers/
 tabwriter.go: text/tabwriter, minimum cell width 6, padding 3, no trailing padding): one line per
 row however long its cells and however narrow the terminal, no trailing spaces, the same text piped
 or on a terminal, colour only on a terminal and never with NO_COLOR."""
@@ -83,3 +83,16 @@ def test_no_headers():
     table = KubeTable("NAME", "GPUS", show_header=False)
     table.add_row("a", "8")
     assert table.plain_lines() == ["a     8"]  # widths from the rows alone, as kubectl --no-headers
+
+
+def test_progress_goes_to_a_terminals_stderr_only():
+    from kubectl_gpu.cli.console import progress
+
+    piped = io.StringIO()
+    with progress("reading nodes...", piped):
+        pass
+    assert piped.getvalue() == ""
+    terminal = Terminal()
+    with progress("reading nodes...", terminal):
+        pass
+    assert "reading nodes..." in terminal.getvalue()

@@ -2,6 +2,8 @@
 
 - Colour only when the stream is a terminal, and never with NO_COLOR set to anything non-empty
   (https://no-color.org) or TERM=dumb: not even bold, so the output is exactly the text.
+- Progress of long runs goes to stderr, only when stderr is a terminal, and is erased when done:
+  stdout stays exactly the report, piped or not.
 - Nothing is wrapped or cropped to the terminal's width, piped or not: tables lay themselves out
   (kubectl_gpu/kubetable.py) and a terminal narrower than a line wraps it, as for kubectl.
 """
@@ -10,7 +12,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TextIO
+from contextlib import contextmanager, nullcontext
+from typing import ContextManager, Iterator, TextIO
 
 from rich.console import Console
 
@@ -33,3 +36,24 @@ def console(stream: TextIO | None = None) -> Console:
 
 def stderr_console() -> Console:
     return console(sys.stderr)
+
+
+def progress(message: str, stream: TextIO | None = None) -> ContextManager[object]:
+    """A spinner with `message` on stderr while a long step runs (listing a large cluster), only
+    when stderr is a terminal (not TERM=dumb); nothing otherwise."""
+    stream = stream or sys.stderr
+    try:
+        interactive = stream.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        return nullcontext()
+    return _spinner(message, stream)
+
+
+@contextmanager
+def _spinner(message: str, stream: TextIO) -> Iterator[object]:
+    out = Console(file=stream, force_terminal=True, color_system=None if os.environ.get("NO_COLOR") else "auto",
+                  highlight=False, markup=False, emoji=False)
+    with out.status(message, spinner="line") as status:
+        yield status

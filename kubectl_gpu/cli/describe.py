@@ -102,6 +102,11 @@ def _connect(options: ClusterOptions):
     return options.connect()
 
 
+def _reading(what: str):
+    from kubectl_gpu.cli.console import progress
+    return progress(f"reading {what} from the cluster...")
+
+
 @click.group("describe", invoke_without_command=True, epilog=exits.TABLE)
 @cluster_options
 @dra_node_label_option
@@ -140,8 +145,9 @@ def _describe_cluster(settings: _Settings) -> None:
 
     connection = _connect(settings.options)
     dra = discover_dra(connection.api)
-    objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector,
-                            namespace=settings.options.namespace or connection.namespace)
+    with _reading("nodes, pods, ResourceClaims and ResourceSlices"):
+        objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector,
+                                namespace=settings.options.namespace or connection.namespace)
     report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels)
     warn_unreadable(objects.unreadable)
     people = (lambda: render.tree(report.nodes)) if settings.tree else (
@@ -171,8 +177,9 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
 
         connection = _connect(settings.options)
         dra = discover_dra(connection.api)
-        objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector, node_name=name,
-                                namespace=settings.options.namespace or connection.namespace)
+        with _reading("nodes, pods, ResourceClaims and ResourceSlices"):
+            objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector, node_name=name,
+                                    namespace=settings.options.namespace or connection.namespace)
         if name and not objects.nodes:
             from kubectl_gpu.k8s import ApiError
             raise ApiError(403, "/api/v1/nodes", f'forbidden to get node "{name}"; a ClusterRole granting '
@@ -216,7 +223,8 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
         connection = _connect(options)
         namespace = options.namespace or connection.namespace
         dra = discover_dra(connection.api)
-        dra_objects = fetch_dra(connection.api, dra, namespace)
+        with _reading("ResourceSlices, DeviceClasses and ResourceClaims"):
+            dra_objects = fetch_dra(connection.api, dra, namespace)
         warn_unreadable(dra_objects.unreadable)
         devices = current_devices(dra_objects.slices)
         wide = options.output == "wide"
@@ -262,7 +270,8 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
         connection = _connect(options)
         namespace = options.namespace or connection.namespace
         dra = discover_dra(connection.api)
-        dra_objects = fetch_dra(connection.api, dra, namespace)
+        with _reading("ResourceSlices, DeviceClasses and ResourceClaims"):
+            dra_objects = fetch_dra(connection.api, dra, namespace)
         warn_unreadable(dra_objects.unreadable)
         devices = current_devices(dra_objects.slices)
         wide = options.output == "wide"

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.console import progress
 from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
@@ -41,7 +42,8 @@ def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
     try:
         connection = options.connect()
         namespace = None if options.all_namespaces else options.namespace
-        inputs = fetch_doctor_inputs(connection.api, namespace, labels, node_selector=options.selector)
+        with progress("reading the cluster's nodes, pods, workloads, webhooks and DRA objects..."):
+            inputs = fetch_doctor_inputs(connection.api, namespace, labels, node_selector=options.selector)
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     report = run_doctor(inputs)
