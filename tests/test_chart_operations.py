@@ -88,3 +88,28 @@ def test_a_secret_you_manage_can_serve_the_webhook():
         configuration = find(docs, kind)
         assert all(w["clientConfig"]["caBundle"] == ca for w in configuration["webhooks"])
         assert "annotations" not in configuration["metadata"]
+
+
+def test_a_separate_plain_http_metrics_port_the_server_accepts(tmp_path):
+    from webhook import cli
+
+    docs = template(None, {"metrics.port": "9090", "metrics.serviceMonitor.enabled": "true"})
+    (container,) = find(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {"name": "metrics", "containerPort": 9090, "protocol": "TCP"} in container["ports"]
+    context = cli.main.commands["serve"].make_context("serve", list(container["args"]))
+    assert context.params["metrics_port"] == 9090
+    assert {"name": "metrics", "port": 9090, "targetPort": "metrics", "protocol": "TCP"} in find(docs, "Service")["spec"]["ports"]
+    (endpoint,) = find(docs, "ServiceMonitor")["spec"]["endpoints"]
+    assert (endpoint["port"], endpoint["scheme"]) == ("metrics", "http")
+
+
+def test_the_pod_has_time_to_drain_and_finish_reviews_after_sigterm():
+    docs = template()
+    spec = find(docs, "Deployment")["spec"]["template"]["spec"]
+    timeout = max(w["timeoutSeconds"] for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+                  for w in find(docs, kind)["webhooks"])
+    from webhook import cli
+
+    delay = cli.main.commands["serve"].make_context("serve", list(spec["containers"][0]["args"])).params[
+        "shutdown_delay_seconds"]
+    assert spec["terminationGracePeriodSeconds"] > delay + timeout

@@ -45,11 +45,18 @@ def _load(config_path: str | None, overrides: dict[str, Any]) -> WebhookConfig:
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default=None)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
               help="Outside a cluster: the kubeconfig to use (in a pod the service account is used).")
-def serve(config_path: str | None, kubeconfig: str | None, **flags: Any) -> None:
+@click.option("--metrics-port", type=click.IntRange(1, 65535), default=None,
+              envvar="KUBECTL_GPU_WEBHOOK_METRICS_PORT",
+              help="Also serve /metrics over plain HTTP on this port (default: only on the HTTPS port).")
+@click.option("--shutdown-delay-seconds", type=click.FloatRange(0, 300), default=5.0, show_default=True,
+              envvar="KUBECTL_GPU_WEBHOOK_SHUTDOWN_DELAY_SECONDS",
+              help="After SIGTERM, keep answering (not ready) this long before closing the port.")
+def serve(config_path: str | None, kubeconfig: str | None, metrics_port: int | None,
+          shutdown_delay_seconds: float, **flags: Any) -> None:
     """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS."""
     from . import logs
     from .kubeapi import AsyncKubeApi, KubeApi, load_api_client
-    from .server import WebhookServer
+    from .server import Timings, WebhookServer
 
     config = _load(config_path, flags)
     logs.configure(config.log_level)
@@ -62,15 +69,15 @@ def serve(config_path: str | None, kubeconfig: str | None, **flags: Any) -> None
     api = AsyncKubeApi(KubeApi(load_api_client(kubeconfig), config.api_timeout_seconds))
 
     async def run() -> None:
-        server = WebhookServer(config, api)
-        await server.start()
+        server = WebhookServer(config, api, Timings(shutdown_delay=shutdown_delay_seconds))
+        await server.start(metrics_port=metrics_port)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
         log.info("shutting down")
-        await server.stop()
+        await server.shutdown()
 
     try:
         asyncio.run(run())

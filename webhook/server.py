@@ -46,6 +46,12 @@ class Timings:
     template_ttl: float = 60.0  # see cleanup.py: must stay well below the clean-up grace period
     label_ttl: float = 30.0
     tls_poll: float = 2.0
+    # After SIGTERM the pod keeps serving, not ready, this long: the endpoints controller and the
+    # API server's webhook client must stop sending here before the port closes.
+    shutdown_delay: float = 5.0
+    # Then reviews already being answered get this long to finish (the API server waits at most
+    # the webhook's timeoutSeconds, 30 s at most).
+    shutdown_grace: float = 30.0
 
 
 @dataclass
@@ -79,8 +85,11 @@ class WebhookServer:
         self._readiness = _Readiness(api)
         self._parser = ReviewParser()
         self._runner: web.AppRunner | None = None
+        self._metrics_runner: web.AppRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
         self.port: int | None = None
+        self.metrics_port: int | None = None
+        self.draining = False
         on_error = lambda operation: self.metrics.series(self.metrics.api_errors, operation).inc()  # noqa: E731
         self.admission = Admission(
             config=config,
@@ -116,9 +125,23 @@ class WebhookServer:
         )
         return application
 
-    async def start(self, host: str = "0.0.0.0", port: int | None = None) -> int:
+    def metrics_app(self) -> web.Application:
+        """/metrics (and /healthz) alone, for a plain-HTTP metrics port Prometheus scrapes
+        without the webhook's CA."""
+        application = web.Application()
+        application.add_routes([web.get("/metrics", self._metrics), web.get("/healthz", self._healthz)])
+        return application
+
+    async def start(self, host: str = "0.0.0.0", port: int | None = None, metrics_port: int | None = None) -> int:
         self.tls = ReloadingTLS(self.config.cert_file, self.config.key_file)
-        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        if metrics_port is not None:
+            self._metrics_runner = web.AppRunner(self.metrics_app(), access_log=None, handle_signals=False)
+            await self._metrics_runner.setup()
+            metrics_site = web.TCPSite(self._metrics_runner, host, metrics_port)
+            await metrics_site.start()
+            self.metrics_port = metrics_site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False,
+                                     shutdown_timeout=self.timings.shutdown_grace)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, self.config.port if port is None else port,
                            ssl_context=self.tls.server_context, backlog=1024)
@@ -135,13 +158,25 @@ class WebhookServer:
             if self.tls.reload_if_changed():
                 self.metrics.tls_reloads.inc()
 
+    async def shutdown(self) -> None:
+        """What SIGTERM does: readiness goes false at once (the endpoints controller removes the
+        pod), reviews keep being answered for ``shutdown_delay``, then the port closes and the
+        reviews in flight finish (up to ``shutdown_grace``).  A rolling restart loses no review."""
+        self.draining = True
+        log.info("draining", extra={"seconds": self.timings.shutdown_delay})
+        await asyncio.sleep(self.timings.shutdown_delay)
+        await self.stop()
+
     async def stop(self) -> None:
+        self.draining = True
         if self._watcher is not None:
             self._watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watcher
-        if self._runner is not None:
-            await self._runner.cleanup()
+        runners, self._runner, self._metrics_runner = (self._runner, self._metrics_runner), None, None
+        for runner in runners:
+            if runner is not None:
+                await runner.cleanup()  # stops listening, then waits for the handlers in flight
 
     # --- endpoints ------------------------------------------------------------------------
 
@@ -200,6 +235,8 @@ class WebhookServer:
         return web.Response(text="ok\n")
 
     async def _readyz(self, _request: web.Request) -> web.Response:
+        if self.draining:
+            return web.Response(status=503, text="not ready: shutting down\n")
         problems = []
         if self.tls is None or not self.tls.loaded:
             problems.append("serving certificate not loaded")
