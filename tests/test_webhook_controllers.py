@@ -360,3 +360,21 @@ def test_the_opt_out_hint_names_the_configured_label(start_webhook, k8s_double):
     assert response["allowed"] is False
     assert "example.com/no-dra=true" in response["status"]["message"]
     assert "kubectl-gpu.io/opt-out" not in response["status"]["message"]
+
+
+def test_the_answer_is_one_diff_of_the_original_and_the_changed_pod(start_webhook):
+    """controller-runtime's PatchResponseFromRaw: change a copy, diff once.  A fenced pod that is
+    also rewritten gets one patch with each path once, which applied gives both changes."""
+    pod = controller_pod()
+    pod["spec"]["containers"][0]["resources"]["limits"]["google.com/tpu"] = "4"
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a"]}]}]}}}
+    hook = start_webhook(passThroughFamilies=["nvidia-gpu"])
+    ops = patch_of(hook.review("/mutate", admission_review(pod)))
+    paths = [op["path"] for op in ops]
+    assert len(paths) == len(set(paths))
+    patched = jsonpatch.apply_patch(pod, ops)
+    assert patched["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"  # passed through
+    expressions = patched["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"][0]["matchExpressions"]
+    assert {"key": "ack.node.gpu.schedule", "operator": "NotIn", "values": ["disabled"]} in expressions

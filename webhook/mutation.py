@@ -139,19 +139,20 @@ def plan(
     notes = translation.notes if translation else ()
     if not before and not notes:
         return NOTHING
-    ops: list[dict[str, Any]] = list(translation.patch) if translation else []
     warnings = [MESSAGE_PREFIX + n.render() for n in notes]
+    # One copy is changed (the core's rewrite, then the fence on the pod as it will be admitted),
+    # and the answer is the diff of the original and that copy.
+    changed = patches.apply(site.template, translation.patch) if translation and translation.patch \
+        else site.template
     fenced = False
     if site.kind == "Pod" and config.dra_node_selectors and _needs_device_plugin(after, config):
-        # Only a pod that keeps device-plugin requests needs to be seen as it will be admitted.
-        patched = patches.apply(site.template, translation.patch) if translation and translation.patch \
-            else site.template
-        fence = double_counting.fence_legacy_pod(patched, config.dra_node_selectors)
+        fence = double_counting.fence_legacy_pod(changed, config.dra_node_selectors)
         if fence:
             fenced = True
-            ops += fence
+            changed = patches.apply(changed, fence)
             warnings.append(MESSAGE_PREFIX + "keeps device-plugin GPU requests; added node affinity that avoids DRA nodes")
     rewritten = sorted({r.family for r in before} - {r.family for r in after})
+    ops = patches.diff(site.template, changed) if changed is not site.template else []
     patch = prefix_patch(ops, site.prefix)
     return MutationPlan(
         patch=patch,

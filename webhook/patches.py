@@ -1,9 +1,16 @@
-"""Applying an RFC 6902 JSON Patch to a copy, to look at the pod as it will be after the rewrite."""
+"""RFC 6902 JSON Patch: applying one to a copy, and the patch between two documents.
+
+The webhook answers with ``diff(original, changed)``: it makes its changes on a copy, then diffs
+once, as controller-runtime's admission.PatchResponseFromRaw does (gomodules.xyz/jsonpatch), so
+no answer is ever computed by applying one hand-built patch to compute the next.
+"""
 
 from __future__ import annotations
 
 import copy
 from typing import Any, Iterable
+
+import jsonpatch
 
 from kubectl_gpu.core.patch import escape, unescape as _unescape  # noqa: F401 (escape: re-exported)
 
@@ -111,3 +118,8 @@ def _apply_one(doc: Any, op: dict[str, Any]) -> Any:
         if isinstance(exc, PatchError):
             raise
         raise PatchError(f"{kind} {op['path']}: {exc}") from None
+
+
+def diff(original: Any, changed: Any) -> list[dict[str, Any]]:
+    """The JSON Patch that turns ``original`` into ``changed`` (neither is modified)."""
+    return list(jsonpatch.JsonPatch.from_diff(original, changed).patch)
