@@ -14,8 +14,8 @@ from kubectl_gpu.core.facts import DRA_VERSIONS
 from kubectl_gpu.core.quantity import QuantityError, parse_quantity
 from kubectl_gpu.manifests import (Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    migrate_sources, unified_diff)
-from kubectl_gpu.manifests.output import OutputError, join_stream, output_paths, write_file
-from kubectl_gpu.manifests.report import print_report
+from kubectl_gpu.manifests.output import OutputError, WriteReport, join_stream, output_paths, write_files
+from kubectl_gpu.manifests.report import print_report, print_write_failures
 
 EXIT_OK = exits.OK
 EXIT_CHANGES = exits.FINDINGS  # --check/--diff: something would change (kubectl diff exits 1 too)
@@ -30,7 +30,9 @@ What migrate's exit codes mean (table below):
   3  some input was not migrated (a document that does not parse or repeats
      a key with different values, an invalid legacy value, one container
      mixing two GPU plugins' resources); everything else was still migrated
-     and written, and the report on stderr says what to fix
+     and written, and the report on stderr says what to fix; or some file
+     could not be written (the report lists which were and which were not;
+     each file is replaced whole or not at all)
 GPU requests migrate finds but cannot reach (inside strings, containers
 outside a pod template) are warnings in the report: they leave the exit
 code as it is, --check and --diff included.
@@ -131,24 +133,27 @@ def command(
     result = migrate_sources(sources, options, Format(output_format) if output_format else None)
     rendered = [f.rendered for f in result.files]
 
+    writes = WriteReport()
     if not check:
         if output_dir is not None:
             try:
                 targets = output_paths(rendered, output_dir)
             except OutputError as err:
                 raise click.UsageError(str(err)) from err
-            for target, file in zip(targets, rendered):
-                write_file(target, file.text, like=file.source.path)
+            writes = write_files([(target, file.text, file.source.path) for target, file in zip(targets, rendered)])
         elif in_place:
-            for file in rendered:
-                if file.changed and file.source.path is not None:
-                    write_file(file.source.path, file.text, like=file.source.path)
+            writes = write_files([(file.source.path, file.text, file.source.path) for file in rendered
+                                  if file.changed and file.source.path is not None])
         elif not show_diff:
             click.echo(join_stream(rendered), nl=False)
     if show_diff:
         click.echo("".join(unified_diff(f) for f in rendered if f.changed), nl=False)
 
-    print_report(result, Console(stderr=True, highlight=False, soft_wrap=True))
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    print_report(result, console)
+    if writes.failed:
+        print_write_failures(writes, console)
+        sys.exit(EXIT_NOT_MIGRATED)
     sys.exit(_exit_code(result, check or show_diff))
 
 

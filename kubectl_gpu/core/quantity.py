@@ -20,11 +20,14 @@ def parse_quantity(value: object) -> Fraction:
     """Parse a quantity as the API server would; raise QuantityError saying what is wrong."""
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
-    if isinstance(value, int):
-        return Fraction(value)
     if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            # YAML `.nan`/`.inf` (or a number too large for a float, like 1e400): no quantity.
+            raise QuantityError(f"{value!r} is not a quantity (examples: 1, 500m, 0.5, 16Gi)")
         # YAML turns `0.5` into a float; its decimal text is what the user wrote.
-        return Fraction(repr(value))
+        return _bounded(Fraction(repr(value)), repr(value))
+    if isinstance(value, int):
+        return _bounded(Fraction(value), str(value))
     text = str(value).strip()
     match = _QUANTITY.match(text)
     if not match:
@@ -32,10 +35,34 @@ def parse_quantity(value: object) -> Fraction:
     number, exponent, suffix = match.groups()
     amount = Fraction(number)
     if exponent:
-        return amount * Fraction(10) ** int(exponent[1:])
+        power = int(exponent[1:]) if len(exponent) <= _MAX_EXPONENT_DIGITS else None
+        if amount == 0:
+            return Fraction(0)
+        if power is None or power > _MAX_EXPONENT:
+            if power is None and exponent[1] == "-":
+                return _NANO if amount > 0 else -_NANO
+            raise QuantityError(f"{text!r} is larger than any quantity Kubernetes holds (2^63-1)")
+        if power < -_MAX_EXPONENT:
+            # Kubernetes rounds a quantity finer than its smallest unit up to that unit.
+            return _NANO if amount > 0 else -_NANO
+        return _bounded(amount * Fraction(10) ** power, text)
     if suffix in _BINARY:
-        return amount * _BINARY[suffix]
-    return amount * _DECIMAL[suffix or ""]
+        return _bounded(amount * _BINARY[suffix], text)
+    return _bounded(amount * _DECIMAL[suffix or ""], text)
+
+
+# Kubernetes quantities are int64 multiples of a nano unit at most (resource.Quantity): bounding
+# the exponent keeps `1e99999999` from computing a number with a hundred million digits.
+_INT64_MAX = 2**63 - 1
+_NANO = Fraction(1, 10**9)
+_MAX_EXPONENT = 40
+_MAX_EXPONENT_DIGITS = 6  # the sign and up to 4 digits
+
+
+def _bounded(amount: Fraction, text: str) -> Fraction:
+    if abs(amount) > _INT64_MAX:
+        raise QuantityError(f"{text!r} is larger than any quantity Kubernetes holds (2^63-1)")
+    return amount
 
 
 def format_bytes(amount: Fraction | int) -> str:

@@ -28,7 +28,8 @@ class FileResult:
 
     @property
     def not_migrated(self) -> bool:
-        return self.plan.not_migrated or self.rendered.fallback_reason is not None
+        return (self.plan.not_migrated or self.rendered.fallback_reason is not None
+                or bool(self.rendered.document_errors))
 
 
 @dataclass(frozen=True)

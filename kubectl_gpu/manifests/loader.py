@@ -7,6 +7,7 @@ writing the output never loses it and the other documents still migrate.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -14,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from .stream import Chunk, is_blank, split_leading_comments, split_stream
-from .yamlio import DuplicateKey, YamlCodec, guess_indentation
+from .yamlio import MAX_DEPTH, DuplicateKey, YamlCodec, _too_deep, guess_indentation
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 STDIN = "-"
@@ -67,7 +68,9 @@ def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> li
         if argument == STDIN:
             if stdin is None:
                 raise InputError("'-' given but there is no standard input")
-            sources.append(Source("<stdin>", stdin.read(), None, PurePosixPath("stdin.yaml")))
+            text = stdin.read()
+            # A byte order mark is no content (files are read as utf-8-sig for the same reason).
+            sources.append(Source("<stdin>", text.removeprefix("\ufeff"), None, PurePosixPath("stdin.yaml")))
             continue
         path = Path(argument)
         if path.is_dir():
@@ -82,10 +85,18 @@ def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> li
 
 
 def _manifests_under(directory: Path) -> Iterable[Path]:
-    for path in directory.rglob("*"):
-        hidden = any(part.startswith(".") for part in path.relative_to(directory).parts)
-        if not hidden and path.is_file() and path.suffix.lower() in MANIFEST_SUFFIXES:
-            yield path
+    def unreadable(err: OSError) -> None:
+        # Skipping it would let `--check` pass over manifests nobody looked at.
+        where = err.filename or directory
+        raise InputError(f"{where}: cannot read this directory ({err.strerror}); fix its permissions "
+                         "or name only the directories migrate should read")
+
+    for root, dirs, files in os.walk(directory, onerror=unreadable):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            path = Path(root) / name
+            if not name.startswith(".") and path.suffix.lower() in MANIFEST_SUFFIXES and path.is_file():
+                yield path
 
 
 def _mirror_path(path: Path) -> PurePosixPath:
@@ -114,15 +125,59 @@ def parse_source(source: Source) -> ParsedFile:
     return _parse_yaml(source)
 
 
+class _DuplicateKeys:
+    """json's object_pairs_hook: Kubernetes' decoder rejects duplicate keys, where Python's json
+    would silently keep the last; record them as the YAML reader does."""
+
+    def __init__(self) -> None:
+        self.found: list[tuple[str, bool]] = []
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                first = result[key]
+                scalar = not isinstance(value, (dict, list)) and not isinstance(first, (dict, list))
+                self.found.append((key, scalar and first == value))
+                continue  # keep the first, as the YAML reader does
+            result[key] = value
+        return result
+
+
 def _parse_json(source: Source) -> ParsedFile | None:
+    """One JSON value, or a stream of them one after another (what `migrate -o json` writes for
+    several files, and what kubectl reads)."""
+    text = source.text
+    decoder = json.JSONDecoder(object_pairs_hook=(hook := _DuplicateKeys()))
+    documents: list[ParsedDocument] = []
+    position = len(text) - len(text.lstrip())
     try:
-        tree = json.loads(source.text)
+        while position < len(text):
+            line = text.count("\n", 0, position) + 1
+            hook.found = []
+            tree, end = decoder.raw_decode(text, position)
+            deep = _too_deep(tree)
+            if deep is not None:
+                document = ParsedDocument(None, None, line, error=f"line {line}: nested deeper than {MAX_DEPTH} "
+                                                                  f"levels ({_DEPTH_HINT})")
+                return ParsedFile(source, Format.JSON, [document], YamlCodec())
+            duplicates = [DuplicateKey(key, line, same) for key, same in hook.found]
+            documents.append(ParsedDocument(None, tree, line, duplicates=duplicates))
+            position = end + (len(text) - end - len(text[end:].lstrip()))
     except json.JSONDecodeError as err:
         if source.path is not None and source.path.suffix == ".json":
             document = ParsedDocument(None, None, err.lineno, error=f"line {err.lineno}: invalid JSON: {err.msg}")
             return ParsedFile(source, Format.JSON, [document], YamlCodec())
         return None  # maybe flow-style YAML: let the YAML parser decide
-    return ParsedFile(source, Format.JSON, [ParsedDocument(None, tree, 1)], YamlCodec(), _json_indent(source.text))
+    except RecursionError:
+        document = ParsedDocument(None, None, 1, error=f"line 1: nested deeper than {MAX_DEPTH} levels ({_DEPTH_HINT})")
+        return ParsedFile(source, Format.JSON, [document], YamlCodec())
+    if not documents:
+        return None
+    return ParsedFile(source, Format.JSON, documents, YamlCodec(), _json_indent(text))
+
+
+_DEPTH_HINT = "no Kubernetes object nests this deep: check the file for a generator loop"
 
 
 def _json_indent(text: str) -> int | str | None:
@@ -152,12 +207,13 @@ def _parse_yaml(source: Source) -> ParsedFile:
 def _parse_chunk(codec: YamlCodec, chunk: Chunk) -> ParsedDocument:
     if is_blank(chunk.body):
         return ParsedDocument(chunk, None, chunk.body_line)
-    outcome = codec.parse(chunk.body)
+    outcome = codec.parse(chunk.parse_text)
+    offset = chunk.parse_offset
     if outcome.error is not None:
-        line = chunk.body_line + (outcome.error_line - 1 if outcome.error_line else 0)
+        line = chunk.body_line + (max(outcome.error_line - 1 - offset, 0) if outcome.error_line else 0)
         return ParsedDocument(chunk, None, chunk.body_line, error=f"line {line}: {outcome.error}")
     duplicates = [
-        DuplicateKey(d.key, chunk.body_line + d.line - 1, d.same_value) for d in outcome.duplicates
+        DuplicateKey(d.key, chunk.body_line + d.line - 1 - offset, d.same_value) for d in outcome.duplicates
     ]
     return ParsedDocument(chunk, outcome.tree, _first_content_line(chunk), duplicates=duplicates)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .loader import Format
@@ -51,8 +52,33 @@ def output_paths(files: Sequence[RenderedFile], directory: Path) -> list[Path]:
     return result
 
 
+@dataclass
+class WriteReport:
+    """What a batch of writes did: every file is either written whole or left as it was."""
+
+    written: list[Path] = field(default_factory=list)
+    failed: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def write_files(jobs: Sequence[tuple[Path, str, Path | None]]) -> WriteReport:
+    """Write each (path, text, like) atomically; a failure (a full disk, a directory that cannot
+    be written, a path under a file) is recorded and the next file is still attempted."""
+    report = WriteReport()
+    for path, text, like in jobs:
+        try:
+            write_file(path, text, like)
+        except OSError as err:
+            report.failed.append((path, err.strerror or str(err)))
+        else:
+            report.written.append(path)
+    return report
+
+
 def write_file(path: Path, text: str, like: Path | None = None) -> None:
-    """Write atomically (a reader never sees half a manifest), keeping the mode of `like`."""
+    """Write atomically (a reader never sees half a manifest), keeping the mode of `like`.
+    A symbolic link is followed: the file it points to is rewritten and the link stays."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

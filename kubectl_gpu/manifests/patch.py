@@ -77,6 +77,7 @@ Wrap = Callable[[Any], Any]
 def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]], wrap: Wrap = copy.deepcopy) -> None:
     """Apply `operations` to `document` in place.  `wrap` turns each value the patch brings
     in into the document's own node types (ruamel maps for a round-trip tree)."""
+    orphans: list[tuple[list[str], str]] = []  # comment lines whose block was removed
     for operation in operations:
         op = operation.get("op")
         path = operation.get("path")
@@ -85,7 +86,9 @@ def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]], wrap: Wr
         if op == "add":
             _add(document, path, wrap(operation["value"]))
         elif op == "remove":
-            _remove(document, path)
+            orphan = _remove(document, path)
+            if orphan is not None:
+                orphans.append((split_pointer(path)[:-1], orphan))
         elif op == "replace":
             _replace(document, path, wrap(operation["value"]))
         elif op == "move":
@@ -99,6 +102,7 @@ def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]], wrap: Wr
                 raise PatchError(f"{path}: test failed")
         else:
             raise PatchError(f"unknown patch operation {op!r}")
+    _restore_orphans(document, orphans)
 
 
 def _add(document: Any, path: str, value: Any) -> None:
@@ -128,17 +132,24 @@ def _append_keeping_comments(parent: Any, append: Callable[[], None], value: Any
         attach_trailing_lines(parent, lines)
 
 
-def _remove(document: Any, path: str) -> None:
+def _remove(document: Any, path: str) -> str | None:
     parent, token = _parent(document, path)
     if isinstance(parent, MutableMapping):
         if token not in parent:
             raise PatchError(f"{path}: no key {token!r} to remove")
-        _keep_comment_of_removed_key(parent, token)
+        value = parent[token]
+        orphan = None
+        if isinstance(value, (Mapping, list)) and hasattr(value, "ca"):
+            orphan = _keep_trailing_comments_of_removed_block(parent, token, value)
+        else:
+            _keep_comment_of_removed_key(parent, token)
         del parent[token]
+        return orphan
     elif isinstance(parent, MutableSequence):
         del parent[_index(token, len(parent), path, allow_end=False)]
     else:
         raise PatchError(f"{path}: cannot remove from a {type(parent).__name__}")
+    return None
 
 
 def _replace(document: Any, path: str, value: Any) -> None:
@@ -176,3 +187,51 @@ def _keep_comment_of_removed_key(mapping: Any, key: str) -> None:
         slot[2] = token
     else:
         slot[2].value += following
+
+
+def _keep_trailing_comments_of_removed_block(parent: Any, token: str, value: Any) -> str | None:
+    """The comment lines after a removed block (`limits:` holding only the GPU) belong to what
+    follows it (`# volumes follow` above `volumes:`).  With a sibling before the removed key they
+    move to that sibling's end; otherwise they are returned, to be put back at the end of the
+    enclosing collection once the whole patch is applied (see `_restore_orphans`)."""
+    lines = detach_trailing_lines(value)
+    if lines is None:
+        return None
+    keys = list(parent)
+    position = keys.index(token)
+    if position > 0 and hasattr(parent, "ca"):
+        previous = keys[position - 1]
+        target = parent[previous]
+        if isinstance(target, (Mapping, list)) and len(target) and hasattr(target, "ca"):
+            attach_trailing_lines(target, lines)
+        else:
+            _attach_after_scalar(parent, previous, lines)
+        return None
+    return lines
+
+
+def _restore_orphans(document: Any, orphans: list[tuple[list[str], str]]) -> None:
+    for tokens, lines in orphans:
+        node, deepest = document, None
+        if isinstance(node, (Mapping, list)) and len(node) and hasattr(node, "ca"):
+            deepest = node
+        for token in tokens:
+            try:
+                node = _child(node, token, "")
+            except PatchError:
+                break
+            if isinstance(node, (Mapping, list)) and len(node) and hasattr(node, "ca"):
+                deepest = node
+        if deepest is not None:
+            attach_trailing_lines(deepest, lines)
+
+
+def _attach_after_scalar(mapping: Any, key: Any, lines: str) -> None:
+    slot = mapping.ca.items.setdefault(key, [None, None, None, None])
+    if slot[2] is None:
+        from ruamel.yaml.error import CommentMark
+        from ruamel.yaml.tokens import CommentToken
+
+        slot[2] = CommentToken("\n" + lines, CommentMark(0), None)
+    else:
+        slot[2].value = slot[2].value.rstrip("\n") + "\n" + lines

@@ -144,7 +144,14 @@ def _plan_file(
             for finding in find_unrewritable(obj, sites):
                 plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding)))
             for site in sites:
-                template_plan, claims = _plan_template(ref, obj, site, options, translate)
+                try:
+                    template_plan, claims = _plan_template(ref, obj, site, options, translate)
+                except Exception as err:  # noqa: BLE001 - one odd template must not stop the run
+                    # Nothing has been changed yet: the template stays as written, the run goes on.
+                    template_plan, claims = TemplatePlan(ref, site, (), (Note(
+                        Severity.ERROR,
+                        f"could not plan this pod template ({type(err).__name__}: {err}); left unchanged: "
+                        "please report this as a kubectl-gpu bug with the manifest"),)), ()
                 plan.templates.append(template_plan)
                 _place_claims(plan, ref, claims, options, present, emitted)
     return plan
@@ -181,6 +188,9 @@ def _plan_template(
 ) -> tuple[TemplatePlan, tuple[ClaimObject, ...]]:
     node = resolve(obj, site.pointer)
     template = {"metadata": {}, "spec": to_plain(node)} if site.inline else to_plain(node)
+    misshapen = _misshapen_fields(template)
+    if misshapen:
+        return TemplatePlan(ref, site, (), (Note(Severity.ERROR, misshapen),)), ()
     translation = translate(template, replace(options.translate, sharing_group=_sharing_group(ref)))
     notes = list(translation.notes)
     if translation.errors or not translation.patch:
@@ -203,6 +213,55 @@ def _plan_template(
         notes.append(Note(Severity.INFO, "this pod spec has no pod metadata of its own, so the record of the "
                                          "original requests (annotation) was not added"))
     return TemplatePlan(ref, site, tuple(operations), tuple(notes)), translation.claims
+
+
+# The fields a rewrite reads or writes, with the JSON type Kubernetes requires of each: a
+# rewrite on top of any other shape would overwrite what the author wrote.
+_LIST_FIELDS = ("resourceClaims", "containers", "initContainers")
+_CONTAINER_MAPS = ("resources",)
+_RESOURCE_MAPS = ("limits", "requests")
+
+
+def _misshapen_fields(template: Mapping[str, Any]) -> str | None:
+    """Why this pod template cannot be rewritten safely (a field Kubernetes would reject as
+    the wrong type), or None."""
+    metadata = template.get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        return _wrong_type("metadata", metadata, "a mapping")
+    annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+    if annotations is not None and not isinstance(annotations, Mapping):
+        return _wrong_type("metadata.annotations", annotations, "a mapping")
+    spec = template.get("spec")
+    if not isinstance(spec, Mapping):
+        return None
+    for name in _LIST_FIELDS:
+        value = spec.get(name)
+        if value is not None and not isinstance(value, list):
+            return _wrong_type(f"spec.{name}", value, "a list")
+    for name in ("containers", "initContainers"):
+        for index, container in enumerate(spec.get(name) or []):
+            if not isinstance(container, Mapping):
+                continue
+            resources = container.get("resources")
+            where = f"spec.{name}[{index}]"
+            if resources is None:
+                continue
+            if not isinstance(resources, Mapping):
+                return _wrong_type(f"{where}.resources", resources, "a mapping")
+            for section in _RESOURCE_MAPS:
+                value = resources.get(section)
+                if value is not None and not isinstance(value, Mapping):
+                    return _wrong_type(f"{where}.resources.{section}", value, "a mapping")
+            claims = resources.get("claims")
+            if claims is not None and not isinstance(claims, list):
+                return _wrong_type(f"{where}.resources.claims", claims, "a list")
+    return None
+
+
+def _wrong_type(field_name: str, value: Any, expected: str) -> str:
+    found = "a mapping" if isinstance(value, Mapping) else "a list" if isinstance(value, list) else "a scalar"
+    return (f"{field_name} is {found}, but Kubernetes requires {expected} here (the API server would reject "
+            "this object); left unchanged so nothing you wrote is overwritten: fix the field and run migrate again")
 
 
 def _sharing_group(ref: ObjectRef) -> str | None:

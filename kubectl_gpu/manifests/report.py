@@ -14,6 +14,7 @@ from kubectl_gpu.core import Severity
 
 from . import FileResult, MigrationResult
 from .objects import ObjectRef
+from .output import WriteReport
 
 _STYLE = {Severity.INFO: "green", Severity.WARNING: "yellow", Severity.ERROR: "bold red"}
 
@@ -53,6 +54,8 @@ def _severities(file: FileResult) -> Iterable[Severity]:
     yield from (i.severity for i in plan.issues)
     if file.rendered.fallback_reason:
         yield Severity.ERROR
+    for _ in file.rendered.document_errors:
+        yield Severity.ERROR
 
 
 def print_report(result: MigrationResult, console: Console) -> None:
@@ -87,6 +90,8 @@ def _file_lines(file: FileResult) -> Iterable[str]:
         yield _line(2, issue.severity, issue.message)
     if file.rendered.fallback_reason:
         yield _line(2, Severity.ERROR, file.rendered.fallback_reason)
+    for error in file.rendered.document_errors:
+        yield _line(2, Severity.ERROR, error)
     by_object: dict[ObjectRef, list[str]] = {}
     for template in plan.templates:
         if not template.notes and not template.changed:
@@ -105,3 +110,12 @@ def _file_lines(file: FileResult) -> Iterable[str]:
     for obj, lines in by_object.items():
         yield f"  [bold]{escape(obj.label)}[/]"
         yield from lines
+
+
+def print_write_failures(writes: WriteReport, console: Console) -> None:
+    """Which files were written and which were not (each one whole or not at all)."""
+    for path, reason in writes.failed:
+        console.print(_line(0, Severity.ERROR, f"{path}: not written ({reason}); it is left as it was"))
+    if writes.written:
+        console.print(f"written: {escape(', '.join(str(p) for p in writes.written))}")
+    console.print(f"[bold]{len(writes.written)} file(s) written, {len(writes.failed)} not written[/bold]")

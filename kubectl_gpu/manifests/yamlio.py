@@ -90,14 +90,54 @@ class YamlCodec:
             return ParseOutcome(error=_one_line(what), error_line=line)
         except YAMLError as exc:
             return ParseOutcome(error=_one_line(str(exc)))
+        except RecursionError:
+            return ParseOutcome(error=f"nested deeper than {MAX_DEPTH} levels; no Kubernetes object does "
+                                      "(check the generator that wrote it)")
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+            # ruamel's constructors raise these for a core tag on a value it cannot hold
+            # (`!!int abc`, `!!bool linux`, `!!omap 1`).
+            return ParseOutcome(error=f"a value does not fit its tag ({type(exc).__name__}: {_one_line(str(exc))}); "
+                                      "remove the tag or fix the value")
         finally:
             self._yaml.doc_infos.clear()  # one per load otherwise: grows with the stream
+            # A `%YAML`/`%TAG` directive read here must not leak into the next document or into
+            # dumps: the renderer writes each document's own directives back in its header.
+            self._yaml._version = None
+            self._yaml.tags = None
+        line = _too_deep(tree)
+        if line is not None:
+            return ParseOutcome(error=f"nested deeper than {MAX_DEPTH} levels; no Kubernetes object does "
+                                      "(check the generator that wrote it)", error_line=line)
         return ParseOutcome(tree=tree, duplicates=list(constructor.duplicates))
 
     def dump(self, tree: Any) -> str:
         out = io.StringIO()
         self._yaml.dump(tree, out)
         return out.getvalue()
+
+
+# Kubernetes objects nest a few dozen levels (a CRD's OpenAPI schema the most); the readers
+# and writers here recurse once or more per level, so depth is bounded well below Python's limit.
+MAX_DEPTH = 100
+
+
+def _too_deep(tree: Any) -> int | None:
+    """The 1-based line of a collection nested deeper than MAX_DEPTH, or None (iterative: a deep
+    tree must not exhaust the stack while being checked)."""
+    stack: list[tuple[Any, int]] = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = list(node.values())
+        elif isinstance(node, list):
+            children = list(node)
+        else:
+            continue
+        if depth > MAX_DEPTH:
+            line = getattr(getattr(node, "lc", None), "line", None)
+            return line + 1 if isinstance(line, int) else 1
+        stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def _one_line(text: str) -> str:
