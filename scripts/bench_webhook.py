@@ -101,14 +101,14 @@ def serve_webhook(certs_dir: str, port_file: str) -> None:
     from tests.k8sdouble import K8sDouble
     from webhook import logs
     from webhook.config import load_config
-    from webhook.kubeapi import AsyncKubeApi, KubeApi
+    from kubectl_gpu.k8s import AsyncClient
     from webhook.server import Timings, WebhookServer
 
     double = K8sDouble().start()
     double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})
     config = load_config(None, {}, {"cert_file": f"{certs_dir}/tls.crt", "key_file": f"{certs_dir}/tls.key"})
     config = replace(config, translate_options=TranslateOptions(gpu_memory="80Gi"))
-    api = AsyncKubeApi(KubeApi(double.api_client(), config.api_timeout_seconds))
+    api = AsyncClient(double.api_client().configuration, config.api_timeout_seconds)
     # Production logging (one JSON line per rewrite at info), written to /dev/null.
     logs.configure("info", stream=open(os.devnull, "w"))
 

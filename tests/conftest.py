@@ -88,7 +88,6 @@ class RunningWebhook:
         for conn in self._connections.values():
             conn.close()
         asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(10)
-        self.server.api.close()
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
@@ -104,14 +103,14 @@ def start_webhook(k8s_double, webhook_certs, tmp_path) -> Iterator[Any]:  # noqa
     """``start_webhook(**settings)``: a running webhook whose config file holds ``settings``
     (keys as in docs/design.md), talking to the API double."""
     from webhook.config import load_config
-    from webhook.kubeapi import AsyncKubeApi, KubeApi
+    from kubectl_gpu.k8s import AsyncClient
     from webhook.server import Timings, WebhookServer
 
     started: list[tuple[RunningWebhook, threading.Thread]] = []
 
     def start(env: dict[str, str] | None = None, timings: Timings | None = None, **settings: Any) -> RunningWebhook:
         config = load_config(write_config(tmp_path, webhook_certs, settings), env or {}, {})
-        api = AsyncKubeApi(KubeApi(k8s_double.api_client(), config.api_timeout_seconds))
+        api = AsyncClient(k8s_double.api_client().configuration, config.api_timeout_seconds)
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, daemon=True)
         thread.start()

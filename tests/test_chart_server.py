@@ -138,7 +138,7 @@ GPU_POD = {
 def running_webhook(k8s_double, tmp_path):
     """The server started from the rendered chart: its ConfigMap file, its Secret's certificate,
     POD_NAMESPACE as the Deployment sets it; the API is the Kubernetes double."""
-    from webhook.kubeapi import AsyncKubeApi, KubeApi
+    from kubectl_gpu.k8s import AsyncClient
     from webhook.server import WebhookServer
 
     docs = rendered(None)
@@ -149,7 +149,7 @@ def running_webhook(k8s_double, tmp_path):
     # The pod finds the files at /etc/kubectl-gpu/tls; here they are elsewhere, given by env.
     config = _load_rendered(None, tmp_path, {"KUBECTL_GPU_WEBHOOK_CERT_FILE": str(tls["tls.crt"]),
                                              "KUBECTL_GPU_WEBHOOK_KEY_FILE": str(tls["tls.key"])})
-    api = AsyncKubeApi(KubeApi(k8s_double.api_client(), config.api_timeout_seconds))
+    api = AsyncClient(k8s_double.api_client().configuration, config.api_timeout_seconds)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
@@ -159,7 +159,6 @@ def running_webhook(k8s_double, tmp_path):
         yield docs, _Https(port, secret["ca.crt"])
     finally:
         asyncio.run_coroutine_threadsafe(server.stop(), loop).result(30)
-        api.close()
         loop.call_soon_threadsafe(loop.stop)
         thread.join(30)
 

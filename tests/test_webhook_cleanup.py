@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from tests.conftest import admission_review
 from webhook.cleanup import run_cleanup
 from webhook.cli import main
-from webhook.kubeapi import KubeApi
+from kubectl_gpu.k8s import Client
 from webhook.templates import UNUSED_SINCE_ANNOTATION
 
 V1 = "resource.k8s.io/v1"
@@ -40,7 +40,7 @@ def names(k8s_double) -> set[str]:
 def test_unreferenced_template_is_marked_first_and_deleted_after_the_grace_period(k8s_double):
     k8s_double.seed(template("old"), template("used-by-pod"), template("used-by-deploy"), template("foreign", managed=False))
     k8s_double.seed(pod_using("used-by-pod"), deployment_using("used-by-deploy"))
-    api = KubeApi(k8s_double.api_client(), 5)
+    api = Client(k8s_double.api_client().configuration, 5)
 
     first = run_cleanup(api, V1, now=NOW, grace_seconds=600)
     assert first.marked == ["ResourceClaimTemplate default/old"] and first.deleted == []
@@ -56,7 +56,7 @@ def test_unreferenced_template_is_marked_first_and_deleted_after_the_grace_perio
 
 def test_a_marked_template_that_is_used_again_is_kept_and_unmarked(k8s_double):
     k8s_double.seed(template("t"))
-    api = KubeApi(k8s_double.api_client(), 5)
+    api = Client(k8s_double.api_client().configuration, 5)
     run_cleanup(api, V1, now=NOW, grace_seconds=600)
     k8s_double.seed(pod_using("t"))
     report = run_cleanup(api, V1, now=NOW + dt.timedelta(hours=1), grace_seconds=600)
@@ -70,7 +70,7 @@ def test_the_webhook_revives_a_marked_template_so_a_racing_delete_fails(start_we
            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
     hook.review("/mutate", admission_review(pod))
     [name] = names(k8s_double)
-    api = KubeApi(k8s_double.api_client(), 5)
+    api = Client(k8s_double.api_client().configuration, 5)
     run_cleanup(api, V1, now=NOW, grace_seconds=0)  # marked: no pod exists yet
     marked_version = k8s_double.get("ResourceClaimTemplate", name)["metadata"]["resourceVersion"]
     start_webhook().review("/mutate", admission_review(pod))  # a fresh replica admits a new pod
@@ -81,7 +81,7 @@ def test_the_webhook_revives_a_marked_template_so_a_racing_delete_fails(start_we
 
 def test_delete_is_guarded_by_the_checked_resource_version(k8s_double):
     k8s_double.seed(template("t"))
-    api = KubeApi(k8s_double.api_client(), 5)
+    api = Client(k8s_double.api_client().configuration, 5)
     run_cleanup(api, V1, now=NOW, grace_seconds=0)
     # Between the listing and the delete, something changes the object: the delete must not win.
     k8s_double.fail("delete", "resourceclaimtemplates", status=409, times=1)
@@ -101,10 +101,10 @@ def test_dry_run_command_reports_without_changing_anything(k8s_double):
 
 def test_a_template_referenced_while_cleanup_runs_is_not_deleted(k8s_double):
     k8s_double.seed(template("t"), template("u"), template("v"))
-    api = KubeApi(k8s_double.api_client(), 5)
+    api = Client(k8s_double.api_client().configuration, 5)
     run_cleanup(api, V1, now=NOW, grace_seconds=0)
 
-    class PodCreatedDuringCleanup(KubeApi):
+    class PodCreatedDuringCleanup(Client):
         """The API as cleanup sees it when a pod using "t" is admitted after its first look."""
 
         def list(self, resource, namespace, label_selector=None, page_size=500):
@@ -114,7 +114,7 @@ def test_a_template_referenced_while_cleanup_runs_is_not_deleted(k8s_double):
             return items
 
     k8s_double.reset_requests()
-    report = run_cleanup(PodCreatedDuringCleanup(k8s_double.api_client(), 5), V1,
+    report = run_cleanup(PodCreatedDuringCleanup(k8s_double.api_client().configuration, 5), V1,
                          now=NOW + dt.timedelta(seconds=1), grace_seconds=0)
     assert report.skipped == ["ResourceClaimTemplate default/t: referenced again"]
     assert sorted(report.deleted) == ["ResourceClaimTemplate default/u", "ResourceClaimTemplate default/v"]

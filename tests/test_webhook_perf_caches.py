@@ -16,7 +16,7 @@ from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from tests.conftest import admission_review, captured_logs, patch_of
 from tests.corpus import SHARED_CORPUS, corpus_files
 from webhook import logs
-from webhook.kubeapi import ApiError, AsyncKubeApi, KubeApi, Resource
+from kubectl_gpu.k8s import ApiError, AsyncClient, Resource
 from webhook.labelcache import LabelCache
 from webhook.review import (
     ALLOWED,
@@ -133,10 +133,10 @@ def test_admission_never_modifies_the_objects_it_reviews(start_webhook):
 
 
 @pytest.fixture
-def kube_api(k8s_double):
-    api = AsyncKubeApi(KubeApi(k8s_double.api_client(), 5))
+async def kube_api(k8s_double):
+    api = AsyncClient(k8s_double.api_client().configuration, 5)
     yield api
-    api.close()
+    await api.close()
 
 
 async def test_pods_arriving_together_create_their_claim_template_once(k8s_double, kube_api):

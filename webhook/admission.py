@@ -12,11 +12,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from kubectl_gpu.core.constants import DRA_GROUP
+from kubectl_gpu.k8s import ApiError, Resource
 
 from . import double_counting
 from .config import WebhookConfig
 from .dra_validation import validate_dra_object
-from .kubeapi import ApiError, Resource
 from .labelcache import LabelCache
 from .metrics import Metrics
 from .mutation import (
@@ -147,9 +147,9 @@ class Admission:
             try:
                 await self.templates.ensure(mutation.claims, namespace, dry_run=request.dry_run)
             except TemplateConflict as exc:
-                return deny(f"kubectl-gpu: {exc}", 409, mutation.warnings)
+                return deny(f"kubectl-gpu: {exc}", exc.code, mutation.warnings)
             except TemplateUnavailable as exc:
-                return deny(f"kubectl-gpu: {exc}", 503)
+                return deny(f"kubectl-gpu: {exc}", exc.code)
         if request.strict_json:
             return mutation.verdict
         # A lenient body's patch is encoded by the standard library, as its response is.

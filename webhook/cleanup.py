@@ -22,7 +22,8 @@ from typing import Any, Iterable
 
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 
-from .kubeapi import WORKLOAD_RESOURCES, ApiError, KubeApi, Resource
+from kubectl_gpu.k8s import WORKLOAD_RESOURCES, ApiError, Client, Resource
+
 from .mutation import POD_TEMPLATE_PATHS
 from .templates import UNUSED_SINCE_ANNOTATION
 
@@ -128,7 +129,7 @@ def plan_cleanup(
     return plan
 
 
-def _namespace_references(api: KubeApi, namespace: str | None) -> set[ObjectKey]:
+def _namespace_references(api: Client, namespace: str | None) -> set[ObjectKey]:
     found: set[ObjectKey] = set()
     for resource in (Resource("v1", "Pod"), *WORKLOAD_RESOURCES):
         try:
@@ -146,7 +147,7 @@ def _namespace_references(api: KubeApi, namespace: str | None) -> set[ObjectKey]
 
 
 def run_cleanup(
-    api: KubeApi,
+    api: Client,
     dra_api_version: str,
     namespace: str | None = None,
     dry_run: bool = False,
@@ -194,7 +195,7 @@ def run_cleanup(
     return report
 
 
-def _annotate(api: KubeApi, api_version: str, key: ObjectKey, value: str | None, report: CleanupReport) -> None:
+def _annotate(api: Client, api_version: str, key: ObjectKey, value: str | None, report: CleanupReport) -> None:
     try:
         api.merge_patch(
             Resource(api_version, key.kind), key.namespace, key.name,

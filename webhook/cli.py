@@ -55,7 +55,7 @@ def serve(config_path: str | None, kubeconfig: str | None, metrics_port: int | N
           shutdown_delay_seconds: float, **flags: Any) -> None:
     """Serve /mutate, /validate, /healthz, /readyz and /metrics over HTTPS."""
     from . import logs
-    from .kubeapi import AsyncKubeApi, KubeApi, load_api_client
+    from .kubeapi import async_client
     from .server import Timings, WebhookServer
 
     config = _load(config_path, flags)
@@ -66,7 +66,7 @@ def serve(config_path: str | None, kubeconfig: str | None, metrics_port: int | N
                 f"TLS file {path} does not exist; create it with `kubectl-gpu-webhook certs` or cert-manager, "
                 "or point tls.certFile/tls.keyFile (--cert-file/--key-file) at it"
             )
-    api = AsyncKubeApi(KubeApi(load_api_client(kubeconfig), config.api_timeout_seconds))
+    api = async_client(kubeconfig, config.api_timeout_seconds)
 
     async def run() -> None:
         server = WebhookServer(config, api, Timings(shutdown_delay=shutdown_delay_seconds))
@@ -79,10 +79,7 @@ def serve(config_path: str | None, kubeconfig: str | None, metrics_port: int | N
         log.info("shutting down")
         await server.shutdown()
 
-    try:
-        asyncio.run(run())
-    finally:
-        api.close()
+    asyncio.run(run())
 
 
 @main.command()
@@ -121,10 +118,12 @@ def cleanup(config_path: str | None, namespace: str | None, dry_run: bool, grace
     older than the grace period and a fresh check still finds no reference.  Run it from a CronJob.
     """
     from .cleanup import DEFAULT_GRACE_SECONDS, run_cleanup
-    from .kubeapi import ApiError, KubeApi, load_api_client
+    from kubectl_gpu.k8s import ApiError
+
+    from .kubeapi import sync_client
 
     config = _load(config_path, {})
-    api = KubeApi(load_api_client(kubeconfig), config.api_timeout_seconds)
+    api = sync_client(kubeconfig, config.api_timeout_seconds)
     try:
         report = run_cleanup(
             api, config.translate_options.api_version.value, namespace, dry_run,

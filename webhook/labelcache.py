@@ -11,14 +11,15 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from .kubeapi import ApiError, AsyncKubeApi, Resource
+from kubectl_gpu.k8s import ApiError, AsyncClient, Resource
+
 from .singleflight import SingleFlight
 
 
 class LabelCache:
     def __init__(
         self,
-        api: AsyncKubeApi,
+        api: AsyncClient,
         resource: Resource,
         ttl_seconds: float = 30.0,
         clock: Callable[[], float] = time.monotonic,

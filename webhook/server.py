@@ -18,10 +18,11 @@ from typing import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from kubectl_gpu.k8s import WORKLOAD_RESOURCES, AsyncClient, Resource
+
 from . import logs
 from .admission import Admission
 from .config import WebhookConfig
-from .kubeapi import WORKLOAD_RESOURCES, AsyncKubeApi, Resource
 from .labelcache import LabelCache
 from .metrics import Metrics, kind_label, operation_label
 from .review import (
@@ -56,7 +57,7 @@ class Timings:
 
 @dataclass
 class _Readiness:
-    api: AsyncKubeApi
+    api: AsyncClient
     checked_at: float = -1e9
     api_ok: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -66,7 +67,7 @@ class _Readiness:
             now = time.monotonic()
             if now - self.checked_at >= READY_RECHECK_SECONDS or not self.api_ok:
                 try:
-                    self.api_ok = await asyncio.wait_for(self.api.reachable(), timeout=self.api.sync.timeout + 1)
+                    self.api_ok = await asyncio.wait_for(self.api.reachable(), timeout=self.api.timeout + 1)
                 except Exception:  # noqa: BLE001 - a probe never raises; it says not ready
                     self.api_ok = False
                 self.checked_at = now
@@ -76,7 +77,7 @@ class _Readiness:
 class WebhookServer:
     """One webhook process: the aiohttp app, its caches and metrics."""
 
-    def __init__(self, config: WebhookConfig, api: AsyncKubeApi, timings: Timings | None = None) -> None:
+    def __init__(self, config: WebhookConfig, api: AsyncClient, timings: Timings | None = None) -> None:
         self.config = config
         self.api = api
         self.timings = timings or Timings()
@@ -177,6 +178,7 @@ class WebhookServer:
         for runner in runners:
             if runner is not None:
                 await runner.cleanup()  # stops listening, then waits for the handlers in flight
+        await self.api.close()
 
     # --- endpoints ------------------------------------------------------------------------
 

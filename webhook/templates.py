@@ -17,8 +17,8 @@ from typing import Any, Callable
 
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE, OPT_OUT_LABEL
 from kubectl_gpu.core.model import ClaimObject
+from kubectl_gpu.k8s import ApiError, AsyncClient, Resource
 
-from .kubeapi import ApiError, AsyncKubeApi, Resource
 from .singleflight import SingleFlight
 
 # Set by `kubectl-gpu-webhook cleanup` on a managed object nothing references; it deletes the
@@ -29,9 +29,13 @@ UNUSED_SINCE_ANNOTATION = "kubectl-gpu.io/unused-since"
 class TemplateConflict(Exception):
     """An object with the wanted name exists and must not be used; the message says what to do."""
 
+    code = 409  # the admission response's status: the pod conflicts with an existing object
+
 
 class TemplateUnavailable(Exception):
     """The API server could not be asked; admitting the pod now would strand it."""
+
+    code = 503  # the admission response's status: retry later
 
 
 def contains(actual: Any, desired: Any) -> bool:
@@ -55,7 +59,7 @@ def _spec_of(obj: dict[str, Any]) -> Any:
 class TemplateStore:
     def __init__(
         self,
-        api: AsyncKubeApi,
+        api: AsyncClient,
         ttl_seconds: float = 60.0,
         max_entries: int = 10_000,
         clock: Callable[[], float] = time.monotonic,

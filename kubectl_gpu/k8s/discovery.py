@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from kubernetes import client
-
 from kubectl_gpu.core.facts import DRA_GROUP, DRA_VERSIONS
+from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.rest import get_json
 
 # DRA_VERSIONS, newest first (v1 GA in 1.34, v1beta2 in 1.33, v1beta1 in 1.32), come from the facts.
 
 
-def served_versions(api: client.ApiClient, group: str) -> tuple[str, ...]:
+def served_versions(api: Client, group: str) -> tuple[str, ...]:
     """The versions the server lists for `group`, preferred first; () when it serves none."""
     try:
         doc = get_json(api, f"/apis/{group}")

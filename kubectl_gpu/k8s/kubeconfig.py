@@ -19,18 +19,16 @@ proxy-url).  Every failure is one `KubeconfigError` line naming the file and wha
 from __future__ import annotations
 
 import os
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import urllib3
 import yaml
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
+from kubectl_gpu.k8s.client import REQUEST_TIMEOUT_SECONDS, Client
 from kubectl_gpu.k8s.errors import KubeconfigError
-from kubectl_gpu.k8s.rest import REQUEST_TIMEOUT_SECONDS
 
 _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")
@@ -38,7 +36,7 @@ DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")
 
 @dataclass(frozen=True)
 class Connection:
-    api: client.ApiClient
+    api: Client
     namespace: str  # the context's namespace, "default" when it names none
     context: str | None  # None when running in-cluster
     server: str  # the API server's URL, for messages
@@ -58,16 +56,9 @@ def connect(kubeconfig: str | None = None, context: str | None = None,
         configuration, namespace, chosen = _load_in_cluster()
     else:
         raise KubeconfigError(_no_kubeconfig_message(origin))
-    # urllib3 retries a GET three times by default: a server that never answers kept a command
-    # silent for 4 x the timeout.  kubectl does not retry reads either.
-    configuration.retries = False
-    if not configuration.verify_ssl:
-        # insecure-skip-tls-verify: true is the user's explicit choice; kubectl does not warn on
-        # every request, and three urllib3 warnings per command drown the output.
-        warnings.filterwarnings("ignore", category=urllib3.exceptions.InsecureRequestWarning)
-    api = client.ApiClient(configuration)
-    api.request_timeout = request_timeout  # read by kubectl_gpu.k8s.rest for every request
-    return Connection(api, namespace, chosen, configuration.host)
+    # The client (kubectl_gpu.k8s.client) asks once: kubectl does not retry reads either, and a
+    # server that never answers must not keep a command silent for several times the timeout.
+    return Connection(Client(configuration, request_timeout), namespace, chosen, configuration.host)
 
 
 def kubeconfig_paths(flag: str | None) -> tuple[list[str], str]:

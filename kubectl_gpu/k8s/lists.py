@@ -1,14 +1,15 @@
 """Every list is paginated (limit + continue), so a 10,000-pod cluster never costs one huge
-response on the API server, and an expired continue token restarts the list instead of failing."""
+response on the API server, and an expired continue token restarts the list instead of failing.
+This is the one paginator: the CLI's lists and the webhook's clean-up both read through it."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from kubernetes import client
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from kubectl_gpu.k8s.errors import ApiError
-from kubectl_gpu.k8s.rest import get_json
+
+if TYPE_CHECKING:
+    from kubectl_gpu.k8s.client import Client
 
 # kubectl and client-go's pager ask for 500.  Each page is a round trip, and the pages of one list
 # come one after another: on a remote control plane (scripts/bench_describe.py --latency-ms 50)
@@ -22,27 +23,29 @@ MAX_RESTARTS = 3
 # Far beyond any real cluster (500 x 10,000 objects); stops a server that never ends a list.
 MAX_PAGES = 10_000
 
+GetPage = Callable[[str, Sequence[tuple[str, Any]]], Awaitable[dict[str, Any]]]
 
-def list_objects(api: client.ApiClient, path: str, *,
-                 label_selector: str | None = None,
-                 field_selector: str | None = None,
-                 page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
-    """All items of the collection at `path`, read page by page."""
+
+async def read_all_pages(get_json: GetPage, path: str, *,
+                         label_selector: str | None = None,
+                         field_selector: str | None = None,
+                         page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
+    """All items of the collection at `path`, read page by page with `get_json(path, query)`."""
     if page_size < 1:
         raise ValueError(f"page size must be at least 1, not {page_size}")
     for _ in range(MAX_RESTARTS + 1):
         try:
-            return _read_pages(api, path, label_selector, field_selector, page_size)
+            return await _read_pages(get_json, path, label_selector, field_selector, page_size)
         except ApiError as exc:
             if not exc.expired:
                 raise
-    raise ApiError(410, path, f"the list's continue token expired {MAX_RESTARTS + 1} times in a "
-                   "row; retry, or use a smaller cluster scope (-n NAMESPACE, -l SELECTOR)",
-                   "Expired")
+    raise ApiError.from_status(
+        410, path, f"the list's continue token expired {MAX_RESTARTS + 1} times in a row; retry, "
+        "or use a smaller cluster scope (-n NAMESPACE, -l SELECTOR)", "Expired")
 
 
-def _read_pages(api: client.ApiClient, path: str, label_selector: str | None,
-                field_selector: str | None, page_size: int) -> list[dict[str, Any]]:
+async def _read_pages(get_json: GetPage, path: str, label_selector: str | None,
+                      field_selector: str | None, page_size: int) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     token = ""
     for _ in range(MAX_PAGES):
@@ -53,7 +56,7 @@ def _read_pages(api: client.ApiClient, path: str, label_selector: str | None,
             query.append(("fieldSelector", field_selector))
         if token:
             query.append(("continue", token))
-        page = get_json(api, path, query)
+        page = await get_json(path, query)
         items.extend(_stamped(page))
         token = (page.get("metadata") or {}).get("continue") or ""
         if not token:
@@ -73,3 +76,12 @@ def _stamped(page: dict[str, Any]) -> list[dict[str, Any]]:
             item.setdefault("apiVersion", api_version)
             item.setdefault("kind", kind)
     return items
+
+
+def list_objects(api: "Client", path: str, *,
+                 label_selector: str | None = None,
+                 field_selector: str | None = None,
+                 page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
+    """All items of the collection at `path`, through the synchronous `Client` `api`."""
+    return api.list_objects(path, label_selector=label_selector, field_selector=field_selector,
+                            page_size=page_size)

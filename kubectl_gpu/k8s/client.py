@@ -1,0 +1,301 @@
+"""The one Kubernetes client: raw JSON over aiohttp, async first, with a synchronous face.
+
+`AsyncClient` does every call the webhook and the CLI make.  Like kopf (`_cogs/clients/api.py`)
+it speaks HTTP with aiohttp directly, so the webhook's event loop never waits on a thread; like
+kr8s (`_api.py`, `_async_utils.py`) the synchronous `Client` the CLI uses is derived from it: each
+of its methods runs the async one on a private event-loop thread, so there is one implementation
+of requests, errors and pagination.
+
+Connection settings (server, TLS, credentials, proxy) come from a `kubernetes.client.Configuration`,
+as the kubernetes package's kubeconfig and in-cluster loaders fill it in (exec plugins and token
+refresh included); only the HTTP is ours.
+
+Objects come back as plain dicts (the API's own JSON), never as generated models: the webhook must
+speak whichever resource.k8s.io version it is configured for and compare objects field by field,
+generated models would drop fields they do not know, and building models for 10,000 pods costs
+seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import os
+import ssl
+import threading
+import weakref
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
+
+import aiohttp
+import orjson
+from kubernetes.client import Configuration
+
+from kubectl_gpu.k8s.errors import ApiError
+from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages
+from kubectl_gpu.k8s.paths import Resource
+
+T = TypeVar("T")
+
+# `kubectl --request-timeout` defaults to 0 (wait forever); a GPU report that hangs for minutes
+# on a dead control plane helps nobody, and a page of 1,000 pods comes back in well under a
+# second from a healthy API server, so each request gets 30 s unless the user says otherwise.
+REQUEST_TIMEOUT_SECONDS = 30.0
+
+
+class AsyncClient:
+    """JSON requests to one API server; every failure is an `ApiError` (see errors.py).
+
+    The aiohttp session is opened by the first request, on the event loop that makes it, and
+    serves every later request of that loop (keep-alive connections).
+    """
+
+    def __init__(self, configuration: Configuration,
+                 timeout: float | None = REQUEST_TIMEOUT_SECONDS) -> None:
+        # `timeout` bounds each request (seconds; None: no limit, as kubectl's --request-timeout 0)
+        self.configuration = configuration
+        self.timeout = timeout
+        self._session: aiohttp.ClientSession | None = None
+        self._ssl = _ssl_context(configuration)
+        self._host = configuration.host.rstrip("/")
+
+    # ------------------------------------------------------------------ raw requests
+
+    async def request(self, method: str, path: str, *, body: Any = None,
+                      query: Sequence[tuple[str, Any]] = (),
+                      content_type: str = "application/json",
+                      timeout: float | None = None) -> dict[str, Any]:
+        """Send one request (`path` like /api/v1/nodes) and return its decoded JSON object."""
+        headers = {"Accept": "application/json", **self._auth_headers()}
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = orjson.dumps(body)
+        extra: dict[str, Any] = {}
+        if self.configuration.proxy:
+            extra["proxy"] = self.configuration.proxy
+        if getattr(self.configuration, "tls_server_name", None):
+            extra["server_hostname"] = self.configuration.tls_server_name
+        params = [(k, str(v)) for k, v in query]
+        seconds = self.timeout if timeout is None else timeout
+        limit = aiohttp.ClientTimeout(total=seconds)
+        try:
+            async with self._open_session().request(
+                    method, self._host + path, params=params, data=data, headers=headers,
+                    timeout=limit, **extra) as response:
+                status = response.status
+                raw = await response.read()
+        except asyncio.TimeoutError as exc:
+            raise ApiError.from_status(
+                0, path, f"the API server {self._host} did not answer {method} {path} within "
+                f"{seconds:g}s (--request-timeout); check that it is up and reachable, or raise "
+                "--request-timeout", method=method) from exc
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise ApiError.from_status(
+                0, path, f"cannot reach the API server {self._host} ({method} {path}): "
+                f"{_root_cause(exc)}", method=method) from exc
+        if not 200 <= status <= 299:
+            raise ApiError.from_response(status, path, raw or b"", method)
+        if not raw:
+            return {}
+        try:
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            try:  # orjson refuses what JSON allows but it does not (integers beyond 64 bits)
+                doc = json.loads(raw)
+            except ValueError as exc:
+                raise ApiError(status, path, f"the response is not JSON: {exc}", method=method) from exc
+        if not isinstance(doc, dict):
+            raise ApiError(status, path, "the response is not a JSON object", method=method)
+        return doc
+
+    async def get_json(self, path: str, query: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
+        return await self.request("GET", path, query=query)
+
+    async def get_object(self, path: str) -> dict[str, Any] | None:
+        """GET one object; None when it does not exist."""
+        try:
+            return await self.request("GET", path)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+
+    async def list_objects(self, path: str, *, label_selector: str | None = None,
+                           field_selector: str | None = None,
+                           page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
+        """Every item of the collection at `path`, page by page (see lists.py)."""
+        return await read_all_pages(self.get_json, path, label_selector=label_selector,
+                                    field_selector=field_selector, page_size=page_size)
+
+    async def reachable(self) -> bool:
+        """True when the API server answers (any answer short of a server error)."""
+        try:
+            await self.request("GET", "/version")
+        except ApiError as exc:
+            return not exc.unreachable and exc.status < 500
+        return True
+
+    # ------------------------------------------------------------------ by resource
+
+    async def get(self, resource: Resource, namespace: str | None, name: str) -> dict[str, Any]:
+        return await self.request("GET", resource.path(namespace, name))
+
+    async def create(self, resource: Resource, namespace: str | None,
+                     obj: dict[str, Any]) -> dict[str, Any]:
+        return await self.request("POST", resource.path(namespace), body=obj)
+
+    async def merge_patch(self, resource: Resource, namespace: str | None, name: str,
+                          patch: dict[str, Any]) -> dict[str, Any]:
+        return await self.request("PATCH", resource.path(namespace, name), body=patch,
+                                  content_type="application/merge-patch+json")
+
+    async def delete(self, resource: Resource, namespace: str | None, name: str,
+                     resource_version: str | None = None) -> None:
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if resource_version:
+            # Delete only the version that was checked: a concurrent change turns the delete
+            # into a 409 instead of a lost object.
+            body["preconditions"] = {"resourceVersion": resource_version}
+        await self.request("DELETE", resource.path(namespace, name), body=body)
+
+    async def list(self, resource: Resource, namespace: str | None = None,
+                   label_selector: str | None = None,
+                   page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
+        return await self.list_objects(resource.path(namespace), label_selector=label_selector,
+                                       page_size=page_size)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _open_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._ssl),
+                # The kubernetes package's loaders decide the proxy; the environment must not.
+                trust_env=False,
+                skip_auto_headers=("User-Agent",),
+                headers={"User-Agent": "kubectl-gpu"},
+            )
+        return self._session
+
+    def _auth_headers(self) -> dict[str, str]:
+        # auth_settings() asks the configuration's refresh hook first, so an exec plugin's or the
+        # service account's rotated token is picked up.
+        headers = {}
+        for setting in self.configuration.auth_settings().values():
+            if setting.get("in") == "header" and setting.get("value"):
+                headers[setting["key"]] = setting["value"]
+        return headers
+
+
+def _ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
+    if not configuration.host.startswith("https"):
+        return False
+    if not configuration.verify_ssl:
+        return False
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
+    return context
+
+
+def _root_cause(exc: BaseException) -> str:
+    # aiohttp wraps "connection refused" in a connector error; people need the innermost reason.
+    seen: BaseException = exc
+    while seen.__cause__ is not None:
+        seen = seen.__cause__
+    return str(seen) or type(seen).__name__
+
+
+# ---------------------------------------------------------------------- the synchronous face
+
+
+class _Portal:
+    """One event loop on a daemon thread, shared by every synchronous client of the process."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+    _pid = 0
+
+    @classmethod
+    def loop(cls) -> asyncio.AbstractEventLoop:
+        with cls._lock:
+            # A forked child (pytest-xdist, multiprocessing) inherits the loop but not its thread.
+            if cls._loop is None or cls._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                cls._thread = threading.Thread(target=loop.run_forever, name="kubectl-gpu-client",
+                                               daemon=True)
+                cls._thread.start()
+                cls._loop, cls._pid = loop, os.getpid()
+            return cls._loop
+
+    @classmethod
+    def close_soon(cls, client: AsyncClient) -> None:
+        """Close `client`'s connections on the portal; wait for it unless called from the portal
+        itself (a garbage collection there), so a process never ends with unclosed sessions."""
+        loop = cls._loop
+        if loop is None or cls._pid != os.getpid() or loop.is_closed() or client._session is None:
+            return
+        future = asyncio.run_coroutine_threadsafe(client.close(), loop)
+        if threading.current_thread() is not cls._thread:
+            try:
+                future.result(5)
+            except Exception:  # noqa: BLE001 - closing is best effort: the process is ending
+                pass
+
+
+def run_sync(awaitable: Awaitable[T]) -> T:
+    """Run a coroutine on the portal's loop and wait for its result (safe from any thread)."""
+    future = asyncio.run_coroutine_threadsafe(_wrap(awaitable), _Portal.loop())
+    try:
+        return future.result()
+    except BaseException:
+        future.cancel()
+        raise
+
+
+async def _wrap(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def _sync(method: Callable[..., Awaitable[T]]) -> Callable[..., T]:
+    @functools.wraps(method)
+    def call(self: "Client", *args: Any, **kwargs: Any) -> T:
+        return run_sync(method(self.aio, *args, **kwargs))
+    return call
+
+
+class Client:
+    """The synchronous face of `AsyncClient`: the same methods, same arguments, same errors."""
+
+    def __init__(self, configuration: Configuration,
+                 timeout: float | None = REQUEST_TIMEOUT_SECONDS) -> None:
+        self.aio = AsyncClient(configuration, timeout)
+        # A client dropped or alive at exit closes its connections (weakref.finalize runs at exit).
+        weakref.finalize(self, _Portal.close_soon, self.aio)
+
+    @property
+    def configuration(self) -> Configuration:
+        return self.aio.configuration
+
+    @property
+    def timeout(self) -> float | None:
+        return self.aio.timeout
+
+    request = _sync(AsyncClient.request)
+    get_json = _sync(AsyncClient.get_json)
+    get_object = _sync(AsyncClient.get_object)
+    list_objects = _sync(AsyncClient.list_objects)
+    reachable = _sync(AsyncClient.reachable)
+    get = _sync(AsyncClient.get)
+    create = _sync(AsyncClient.create)
+    merge_patch = _sync(AsyncClient.merge_patch)
+    delete = _sync(AsyncClient.delete)
+    list = _sync(AsyncClient.list)
+    close = _sync(AsyncClient.close)
