@@ -10,13 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from kubernetes import client
-
 from kubectl_gpu.inspect.collector import collector_paused
 from kubectl_gpu.inspect.doctor import DoctorInputs
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names
-from kubectl_gpu.k8s import (ApiError, DRA_GROUP, collection_path, get_object, list_objects,
+from kubectl_gpu.k8s import (ApiError, Client, DRA_GROUP, collection_path, get_object, list_objects,
                              object_path, preferred_dra_version, served_versions)
 
 Objects = list[dict[str, Any]]
@@ -48,7 +46,7 @@ class DraApi:
         return collection_path(DRA_GROUP, self.version, plural, namespace)
 
 
-def discover_dra(api: client.ApiClient) -> DraApi:
+def discover_dra(api: Client) -> DraApi:
     served = served_versions(api, DRA_GROUP)
     return DraApi(served, preferred_dra_version(served))
 
@@ -139,7 +137,7 @@ class ClusterObjects:
     unreadable: tuple[Unreadable, ...] = ()
 
 
-def fetch_cluster(api: client.ApiClient, dra: DraApi, *, node_selector: str | None = None,
+def fetch_cluster(api: Client, dra: DraApi, *, node_selector: str | None = None,
                   node_name: str | None = None, namespace: str | None = None) -> ClusterObjects:
     """Nodes (all, or those matching -l, or one), every ResourceSlice and ResourceClaim, and the
     pods still running (on `node_name` only, when given).  A list RBAC refuses is left empty and
@@ -169,25 +167,25 @@ def fetch_cluster(api: client.ApiClient, dra: DraApi, *, node_selector: str | No
     return ClusterObjects(got["nodes"], got["slices"], got["claims"], got["pods"], tuple(unreadable))
 
 
-def _dra_list(api: client.ApiClient, dra: DraApi, plural: str, namespace: str | None = None,
+def _dra_list(api: Client, dra: DraApi, plural: str, namespace: str | None = None,
               field_selector: str | None = None) -> Objects:
     if dra.version is None:
         return []  # no DRA on this cluster: nothing published, nothing claimed
     return list_objects(api, dra.path(plural, namespace), field_selector=field_selector)
 
 
-def fetch_pod(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+def fetch_pod(api: Client, namespace: str, name: str) -> dict[str, Any]:
     pod = get_object(api, object_path("", "v1", "pods", name, namespace))
     if pod is None:
         raise NotFound(f'pod "{name}" not found in namespace "{namespace}"')
     return pod
 
 
-def list_pods(api: client.ApiClient, namespace: str | None, label_selector: str | None) -> Objects:
+def list_pods(api: Client, namespace: str | None, label_selector: str | None) -> Objects:
     return list_objects(api, collection_path("", "v1", "pods", namespace), label_selector=label_selector)
 
 
-def fetch_claim(api: client.ApiClient, dra: DraApi, namespace: str, name: str) -> dict[str, Any]:
+def fetch_claim(api: Client, dra: DraApi, namespace: str, name: str) -> dict[str, Any]:
     claim = get_object(api, f"{dra.path('resourceclaims', namespace)}/{name}")
     if claim is None:
         raise NotFound(f'resourceclaim "{name}" not found in namespace "{namespace}"')
@@ -224,7 +222,7 @@ class DraObjects:
         return frozenset(flagged)
 
 
-def fetch_dra(api: client.ApiClient, dra: DraApi, namespace: str | None = None) -> DraObjects:
+def fetch_dra(api: Client, dra: DraApi, namespace: str | None = None) -> DraObjects:
     """Every ResourceSlice, DeviceClass, ResourceClaim and Node.  A list RBAC refuses is left empty
     and named in `unreadable`; claims then fall back to `namespace`."""
     unreadable: list[Unreadable] = []
@@ -242,7 +240,7 @@ def fetch_dra(api: client.ApiClient, dra: DraApi, namespace: str | None = None) 
 # ------------------------------------------------------------------- explain
 
 
-def pod_claim_objects(api: client.ApiClient, dra: DraApi, pod: Mapping[str, Any],
+def pod_claim_objects(api: Client, dra: DraApi, pod: Mapping[str, Any],
                       cluster_claims: Objects) -> Objects:
     """What the scheduler allocates for a pod: its ResourceClaims when they exist, else the
     templates they will be generated from."""
@@ -298,7 +296,7 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects) -> Any:
                            avoid_nodes=dra_objects.double_counted_nodes())
 
 
-def explain_pod_live(api_client: client.ApiClient, namespace: str, pod_name: str) -> Any:
+def explain_pod_live(api_client: Client, namespace: str, pod_name: str) -> Any:
     """Explain, as the scheduler sees it, how each device request of a pod's claims matches the
     cluster's devices.  Returns kubectl_gpu.explain.Explanation.
 
@@ -312,7 +310,7 @@ def explain_pod_live(api_client: client.ApiClient, namespace: str, pod_name: str
     return explain_pod_objects(pod, claims, dra_objects)
 
 
-def explain_claim_live(api_client: client.ApiClient, namespace: str, name: str) -> Any:
+def explain_claim_live(api_client: Client, namespace: str, name: str) -> Any:
     """`explain claim/NAME`: one ResourceClaim against the cluster's devices."""
     dra = discover_dra(api_client)
     got = _parallel({"claim": lambda: fetch_claim(api_client, dra, namespace, name),
@@ -320,7 +318,7 @@ def explain_claim_live(api_client: client.ApiClient, namespace: str, name: str) 
     return explain_claims([got["claim"]], got["dra"])
 
 
-def explain_pods_live(api_client: client.ApiClient, namespace: str | None, label_selector: str | None) -> Any:
+def explain_pods_live(api_client: Client, namespace: str | None, label_selector: str | None) -> Any:
     """`explain -A` / `explain -l SELECTOR`: the claims of every pod that has DRA claims, each
     claim once (pods sharing a ResourceClaim share its answer)."""
     dra = discover_dra(api_client)
@@ -350,7 +348,7 @@ WORKLOADS = (("apps", "deployments"), ("apps", "statefulsets"), ("apps", "daemon
              ("apps", "replicasets"), ("batch", "jobs"), ("batch", "cronjobs"))
 
 
-def fetch_doctor_inputs(api: client.ApiClient, namespace: str | None = None,
+def fetch_doctor_inputs(api: Client, namespace: str | None = None,
                         dra_node_labels: tuple[NodeLabel, ...] = DEFAULT_DRA_NODE_LABELS,
                         node_selector: str | None = None) -> DoctorInputs:
     """Everything doctor checks.  A list the user may not read (RBAC) is recorded as unavailable
