@@ -41,7 +41,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kubectl_gpu.inspect.collector import collector_paused  # noqa: E402
+from kubectl_gpu.collector import collector_paused  # noqa: E402
 from tests import builders as b  # noqa: E402
 from tests.k8sdouble import K8sDouble  # noqa: E402
 
@@ -111,7 +111,7 @@ def raw_pages(api: Any, path: str, page_size: int) -> tuple[list[Any], float]:
             header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
         body = api.call_api(method, url, header_params=headers).read()
         start = time.perf_counter()
-        with collector_paused():  # any client can do this; describe does (see inspect/collector.py)
+        with collector_paused():  # any client can do this; describe does (see kubectl_gpu/collector.py)
             page = json.loads(body)
         decode += time.perf_counter() - start
         pages.append(page)

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from kubectl_gpu.cel import Device, Gates, devices_from_slice, is_resource_slice
 from kubectl_gpu.cel.device import current_slices
-from kubectl_gpu.inspect.collector import with_collector_paused
+from kubectl_gpu.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
 from .engine import AVOID_NODES, ClassPasses, explain_claim

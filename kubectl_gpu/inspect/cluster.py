@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.inspect.claims_model import read_claims
-from kubectl_gpu.inspect.collector import with_collector_paused
+from kubectl_gpu.collector import with_collector_paused
 from kubectl_gpu.inspect.devices import SliceDevice, current_devices
 from kubectl_gpu.inspect.dra_nodes import NodeLabel
 from kubectl_gpu.inspect.findings import Finding, sort_findings

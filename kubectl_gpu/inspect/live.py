@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from kubectl_gpu.inspect.collector import collector_paused
+from kubectl_gpu.collector import collector_paused
 from kubectl_gpu.inspect.doctor import DoctorInputs
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names

@@ -12,8 +12,8 @@ long as the command, and scanning a million of them again in the young generatio
 another 0.3 s of its 0.9 s.  Nothing stays frozen or disabled, and a full collection still sees
 them.
 
-A leaf module with no dependencies, so the offline explain path can use it without importing the
-Kubernetes client.
+A leaf module with no dependencies, beside the packages that use it (explain, inspect) rather than
+inside one of them, so neither has to import the other for it.
 """
 
 from __future__ import annotations
