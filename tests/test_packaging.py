@@ -1,6 +1,7 @@
 """What `pip install kubectl-gpu` brings: the kubectl plugin's imports are all declared
-dependencies, and the webhook's server stack (aiohttp, ...) is the `webhook` extra, which the
-image and scripts/bootstrap install."""
+dependencies, and the webhook's server stack (TLS certificates, metrics, fast JSON) is the
+`webhook` extra, which the image and scripts/bootstrap install.  aiohttp is a base dependency: it
+carries the one Kubernetes client (kubectl_gpu/k8s) the plugin and the webhook share."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def test_every_module_the_plugin_imports_is_a_declared_dependency():
 
 def test_the_webhook_server_stack_is_an_extra_the_plugin_does_not_install():
     base, webhook = _names(PROJECT["dependencies"]), _names(PROJECT["optional-dependencies"]["webhook"])
-    assert {"aiohttp", "prometheus-client", "cryptography", "orjson"} <= webhook
+    assert {"prometheus-client", "cryptography", "orjson"} <= webhook
+    assert "aiohttp" in base  # the client's transport (kubectl_gpu/k8s/client.py)
     assert not webhook & base
     assert _distributions(_third_party_imports("webhook")) <= base | webhook
 

@@ -28,7 +28,6 @@ import weakref
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 import aiohttp
-import orjson
 from kubernetes.client import Configuration
 
 from kubectl_gpu.k8s.errors import ApiError
@@ -70,7 +69,7 @@ class AsyncClient:
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
-            data = orjson.dumps(body)
+            data = json.dumps(body, separators=(",", ":")).encode()
         extra: dict[str, Any] = {}
         if self.configuration.proxy:
             extra["proxy"] = self.configuration.proxy
@@ -99,12 +98,11 @@ class AsyncClient:
         if not raw:
             return {}
         try:
-            doc = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            try:  # orjson refuses what JSON allows but it does not (integers beyond 64 bits)
-                doc = json.loads(raw)
-            except ValueError as exc:
-                raise ApiError(status, path, f"the response is not JSON: {exc}", method=method) from exc
+            # The standard library's decoder: the plugin does not install orjson (the webhook's
+            # extra), and the webhook calls the API only on cache misses.
+            doc = json.loads(raw)
+        except ValueError as exc:
+            raise ApiError(status, path, f"the response is not JSON: {exc}", method=method) from exc
         if not isinstance(doc, dict):
             raise ApiError(status, path, "the response is not a JSON object", method=method)
         return doc
