@@ -21,6 +21,7 @@ from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.fleet.live import send
+from kubectl_gpu.k8s import Client
 from kubectl_gpu.fleet.workloads import pod_demand
 from kubectl_gpu.inspect.doctor import run_doctor
 from kubectl_gpu.inspect.live import fetch_doctor_inputs
@@ -48,7 +49,7 @@ class Cluster:
 
     def __init__(self, double: K8sDouble):
         self.double = double
-        self.api = double.api_client()
+        self.api = Client(double.api_client().configuration)
         self.runner = CliRunner()
 
     def create(self, obj: dict, manager: str = "helm") -> dict:

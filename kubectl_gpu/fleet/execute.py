@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes import client
 
+from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.paths import collection_path
 
@@ -64,7 +64,7 @@ def _explain(error: ApiError, target: str) -> str:
     return f"{target}: {error.message} (HTTP {error.status})"
 
 
-def apply_claims(api: client.ApiClient, claims: Sequence[Mapping[str, Any]], manager: str, dry_run: bool) -> list[str]:
+def apply_claims(api: Client, claims: Sequence[Mapping[str, Any]], manager: str, dry_run: bool) -> list[str]:
     """Server-side apply the claim templates (before the workloads that reference them)."""
     done = []
     for claim in claims:
@@ -79,7 +79,7 @@ def apply_claims(api: client.ApiClient, claims: Sequence[Mapping[str, Any]], man
     return done
 
 
-def apply_workload(api: client.ApiClient, target: Target, migrated: Mapping[str, Any], manager: str,
+def apply_workload(api: Client, target: Target, migrated: Mapping[str, Any], manager: str,
                    dry_run: bool) -> str:
     """Rewrite one live object (ownership hand-over, then the apply); returns what happened."""
     try:
@@ -116,7 +116,7 @@ def _with_live_identity(migrated: Mapping[str, Any], live: Mapping[str, Any]) ->
     return out
 
 
-def rollback_workload(api: client.ApiClient, target: Target, manager: str, dry_run: bool) -> str:
+def rollback_workload(api: Client, target: Target, manager: str, dry_run: bool) -> str:
     try:
         live = send(api, "GET", target.path)
         config = rollback_config(live)
@@ -158,7 +158,7 @@ def rollout_ready(obj: Mapping[str, Any]) -> tuple[bool, str]:
     return True, "successfully rolled out"
 
 
-def wait_ready(api: client.ApiClient, target: Target, timeout: float,
+def wait_ready(api: Client, target: Target, timeout: float,
                clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> str:
     deadline = clock() + timeout
     while True:
@@ -178,7 +178,7 @@ def wait_ready(api: client.ApiClient, target: Target, timeout: float,
 
 # ------------------------------------------------------------------------ nodes
 
-def cordon_and_label(api: client.ApiClient, node: str, labels: Mapping[str, str], manager: str,
+def cordon_and_label(api: Client, node: str, labels: Mapping[str, str], manager: str,
                      dry_run: bool) -> None:
     patch = {"spec": {"unschedulable": True}, "metadata": {"labels": dict(labels)}}
     try:
@@ -188,7 +188,7 @@ def cordon_and_label(api: client.ApiClient, node: str, labels: Mapping[str, str]
         raise StepFailed(_explain(error, f"node/{node}")) from error
 
 
-def evict(api: client.ApiClient, namespace: str, name: str, dry_run: bool) -> tuple[bool, str]:
+def evict(api: Client, namespace: str, name: str, dry_run: bool) -> tuple[bool, str]:
     """Evict through the eviction API; (False, why) when a PodDisruptionBudget refuses (429)."""
     body: dict[str, Any] = {"apiVersion": "policy/v1", "kind": "Eviction",
                             "metadata": {"name": name, "namespace": namespace}}

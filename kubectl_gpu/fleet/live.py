@@ -10,14 +10,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import urllib3
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
+from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects
 from kubectl_gpu.k8s.paths import collection_path
-from kubectl_gpu.k8s.rest import REQUEST_TIMEOUT_SECONDS, get_json
+from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests.locate import find_pod_sites
 
 from .snapshot import Snapshot
@@ -33,7 +30,7 @@ BUILTIN_GROUPS = frozenset({
     "internal.apiserver.k8s.io", "storagemigration.k8s.io", "resource.kubernetes.io"})
 
 
-def custom_workload_resources(api: client.ApiClient) -> list[tuple[str, str, str]]:
+def custom_workload_resources(api: Client) -> list[tuple[str, str, str]]:
     """(group, version, plural) of every listable, namespaced custom resource, preferred versions."""
     found = []
     groups = get_json(api, "/apis").get("groups") or []
@@ -57,7 +54,7 @@ def custom_workload_resources(api: client.ApiClient) -> list[tuple[str, str, str
     return found
 
 
-def fetch_snapshot(api: client.ApiClient, namespace: str | None = None) -> Snapshot:
+def fetch_snapshot(api: Client, namespace: str | None = None) -> Snapshot:
     """Nodes, pods, PDBs, workloads (built-in and custom), ResourceSlices and DeviceClasses."""
     def listed(group: str, version: str, plural: str, namespaced: bool = True) -> list[dict[str, Any]]:
         try:
@@ -93,7 +90,7 @@ def object_path(api_version: str, plural: str, namespace: str, name: str, subres
     return f"{base}/{name}" + (f"/{subresource}" if subresource else "")
 
 
-def _dra_version(api: client.ApiClient) -> str | None:
+def _dra_version(api: Client) -> str | None:
     try:
         group = get_json(api, "/apis/resource.k8s.io")
     except ApiError as exc:
@@ -104,37 +101,15 @@ def _dra_version(api: client.ApiClient) -> str | None:
     return next((v for v in ("v1", "v1beta2", "v1beta1") if v in served), None)
 
 
-def send(api: client.ApiClient, method: str, path: str, body: Any = None, *,
+def send(api: Client, method: str, path: str, body: Any = None, *,
          content_type: str = "application/json", query: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
-    """One write (or read) with a JSON body; ApiError with the server's message otherwise."""
-    header_params = {"Accept": "application/json"}
-    if body is not None:
-        header_params["Content-Type"] = content_type
-    method_, url, headers, _, _ = api.param_serialize(method=method, resource_path=path,
-                                                       query_params=list(query) or None,
-                                                       header_params=header_params, auth_settings=["BearerToken"])
-    try:  # the client serialises the body itself (JSON, or JSON as YAML for apply patches)
-        response = api.call_api(method_, url, header_params=headers, body=body,
-                                _request_timeout=REQUEST_TIMEOUT_SECONDS)
-        raw = response.read()
-    except ApiException as exc:
-        raise ApiError.from_response(exc.status or 0, path, (exc.body or b"") if isinstance(exc.body, bytes)
-                                     else str(exc.body or exc.reason).encode()) from exc
-    except urllib3.exceptions.HTTPError as exc:
-        raise ApiError(0, path, str(exc)) from exc
-    if not 200 <= response.status <= 299:
-        error = ApiError.from_response(response.status, path, raw or b"")
-        error.body = raw  # type: ignore[attr-defined]
-        raise error
-    try:
-        doc = json.loads(raw) if raw else {}
-    except ValueError as exc:
-        raise ApiError(response.status, path, f"the response is not JSON: {exc}") from exc
-    return doc if isinstance(doc, dict) else {}
+    """One write (or read) with a JSON body (JSON is YAML, so apply patches too), through the one
+    client (kubectl_gpu.k8s); ApiError with the server's message otherwise."""
+    return api.request(method, path, body=body, query=query, content_type=content_type)
 
 
 def status_causes(error: ApiError) -> list[Mapping[str, Any]]:
-    raw = getattr(error, "body", b"") or b""
+    raw = error.body
     try:
         doc = json.loads(raw)
     except ValueError:

@@ -30,6 +30,7 @@ class ApiError(Exception):
         self.reason = reason
         self.message = message
         self.method = method
+        self.body = b""  # the answer's body as sent (a Status with details.causes), when there was one
         super().__init__(self._describe())
 
     @property
@@ -85,7 +86,9 @@ class ApiError(Exception):
         if isinstance(doc, dict) and doc.get("kind") == "Status":
             message = doc.get("message") or message
             reason = doc.get("reason") or ""
-        return ApiError.from_status(status, path, message or "no message", reason, method)
+        error = ApiError.from_status(status, path, message or "no message", reason, method)
+        error.body = body
+        return error
 
 
 class Unreachable(ApiError):
