@@ -10,7 +10,8 @@ import yaml
 from rich.text import Text
 
 from kubectl_gpu.cli import exits
-from kubectl_gpu.cli.console import console
+from kubectl_gpu.cli.console import console, progress
+from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inventory import (
     ExitCode,
@@ -58,14 +59,37 @@ What inventory's exit codes mean (table below):
     help="Read the GPUs from a recorded NVML node (JSON, see docs/inventory.md) instead of this "
     "machine's driver: for support bundles and demos.  [env: KUBECTL_GPU_NVML_RECORDING]",
 )
+@click.option("--node", "remote_node", metavar="NODE",
+              help="Run the inventory on this cluster node instead, in a short-lived pod with the project's "
+                   "image (deleted afterwards): for nodes nobody logs into.")
+@click.option("--image", default=None, metavar="IMAGE",
+              help="--node: the image with kubectl-gpu  [default: the chart's image of this version]")
+@click.option("--runtime-class", default=None, metavar="NAME",
+              help="--node: the pod's runtimeClassName, where the NVIDIA runtime is not the default (e.g. nvidia).")
+@click.option("--wait", "wait_seconds", type=click.FloatRange(min=1), default=120.0, show_default=True,
+              metavar="SECONDS", help="--node: how long the pod may take to pull its image and finish.")
+@click.option("--kubeconfig", default=None, help="--node: path to the kubeconfig file.")
+@click.option("--context", default=None, help="--node: the kubeconfig context to use.")
+@click.option("-n", "--namespace", default=None, help="--node: namespace of the pod (default: the context's).")
+@click.option("--request-timeout", callback=request_timeout_callback, metavar="DURATION", default=None,
+              help="--node: how long to wait for each answer of the API server.")
 @click.pass_context
-def command(ctx: click.Context, output: str, node_name: str | None, nvml_recording: str | None) -> None:
+def command(ctx: click.Context, output: str, node_name: str | None, nvml_recording: str | None,
+            remote_node: str | None, image: str | None, runtime_class: str | None, wait_seconds: float,
+            kubeconfig: str | None, context: str | None, namespace: str | None,
+            request_timeout: float | None) -> None:
     """Read this node's GPUs through NVML and preview the devices, attributes and capacities
     the NVIDIA DRA driver (gpu.nvidia.com) will publish for them.
 
     GPUs with MIG mode enabled appear as their MIG devices (type mig), as the driver
     announces them; index and minor are not attributes since driver v25.12.
     """
+    if remote_node:
+        if nvml_recording or node_name:
+            raise click.UsageError("--node runs the inventory on that node: drop --nvml-recording/--node-name")
+        options = ClusterOptions(kubeconfig=kubeconfig, context=context, namespace=namespace,
+                                 request_timeout=request_timeout)
+        ctx.exit(_remote(options, remote_node, image, runtime_class, wait_seconds, output))
     node = node_name or default_node_name()
     if len(node) > 253 or not _DNS_SUBDOMAIN.match(node):
         raise click.BadParameter(
@@ -115,3 +139,51 @@ def _print_table(inventory: Inventory) -> None:
         table.add_row(*(Text(cell, style=style) for cell in row.cells()))
     out.print(table)
 
+
+
+def _remote(options: ClusterOptions, node: str, image: str | None, runtime_class: str | None,
+            wait_seconds: float, output: str) -> int:
+    """`inventory --node NODE`: the inventory pod's ResourceSlice, printed as a local run prints it."""
+    from kubectl_gpu.cli.inventory_remote import default_image, run_on_node, split_output
+
+    try:
+        connection = options.connect()
+        with progress(f"running the inventory on node {node}..."):
+            code, log = run_on_node(connection.api, options.namespace or connection.namespace, node,
+                                    image or default_image(), wait_seconds, runtime_class)
+    except exits.cluster_errors() as exc:
+        exits.fail(exc)
+    document, messages = split_output(log)
+    for line in messages:
+        click.echo(line if line.startswith(("error:", "warning:")) else f"{node}: {line}", err=True)
+    if document is None:
+        if code == 0:
+            click.echo(f"error: the inventory pod on node {node} printed no ResourceSlice", err=True)
+            return exits.FINDINGS
+        return code
+    if output == "json":
+        click.echo(json.dumps(document, indent=2))
+    elif output == "yaml":
+        click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
+    else:
+        _print_slice(document)
+    return code
+
+
+def _print_slice(document: dict) -> None:
+    """The table of a ResourceSlice read from elsewhere (the columns of a local run)."""
+    spec = document.get("spec") or {}
+    out = console()
+    out.print(Text(f"node {spec.get('nodeName')}  driver {spec.get('driver')}"))
+    table = KubeTable(*COLUMNS, wide=True)
+    for device in spec.get("devices") or ():
+        attributes = device.get("attributes") or {}
+
+        def text(name: str) -> str:
+            value = attributes.get(name) or {}
+            return str(next(iter(value.values()), "-")) if value else "-"
+
+        memory = ((device.get("capacity") or {}).get("memory") or {}).get("value", "-")
+        table.add_row(str(device.get("name")), text("type"), text("productName"), str(memory), text("profile"),
+                      text("uuid"))
+    out.print(table)

@@ -64,7 +64,7 @@ def parse_request_timeout(value: str) -> float:
     return seconds
 
 
-def _request_timeout(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
+def request_timeout_callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
     if value is None:
         return None
     try:
@@ -78,7 +78,7 @@ def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
                      help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
         click.option("--context", default=None, help="The kubeconfig context to use."),
-        click.option("--request-timeout", callback=_request_timeout, metavar="DURATION", default=None,
+        click.option("--request-timeout", callback=request_timeout_callback, metavar="DURATION", default=None,
                      help=f"How long to wait for each answer of the API server (e.g. 10s, 1m; 0: forever). "
                           f"Nothing is retried.  [default: {REQUEST_TIMEOUT_SECONDS:g}s]"),
         click.option("-n", "--namespace", default=None,

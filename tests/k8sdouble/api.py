@@ -63,6 +63,9 @@ class ApiOptions:
     validate: bool = True
     max_watch_seconds: float = 30.0
     address: str = "127.0.0.1:0"
+    # GET pods/NAME/log answers these (namespace, name) -> text, set by K8sDouble.set_pod_log: the
+    # double runs no containers, so a test plays the kubelet.
+    pod_logs: dict = field(default_factory=dict)
 
 
 def _json(obj: Any, code: int = 200) -> Response:
@@ -141,6 +144,8 @@ class Api:
         if kind.namespaced and not namespace and name:
             raise ApiError(404, "the server could not find the requested resource")
         verb = "create" if (method, subresource) == ("POST", "eviction") else self._verb(method, name, query)
+        if subresource == "log" and verb != "get":
+            raise ApiError(405, f"{verb} is not supported on {kind.plural}/log", "MethodNotAllowed")
         if subresource == "eviction":
             if verb != "create":
                 raise ApiError(405, f"{verb} is not supported on {kind.plural}/eviction: POST an Eviction",
@@ -167,6 +172,10 @@ class Api:
     def _execute(self, req: ResourceRequest, headers: dict[str, str], body: bytes) -> Response | Stream:
         dry_run = self._dry_run(req.query)
         as_table = "as=Table" in headers.get("accept", "")
+        if req.verb == "get" and req.subresource == "log":
+            self.store.require(req.kind, req.namespace, req.name)
+            text = self.options.pod_logs.get((req.namespace, req.name), "")
+            return Response(200, text.encode(), "text/plain")
         if req.verb == "get":
             entry = self.store.require(req.kind, req.namespace, req.name)
             if as_table:

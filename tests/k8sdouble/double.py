@@ -210,6 +210,10 @@ class K8sDouble:
             self.controllers.reconcile()
         return stored
 
+    def set_pod_log(self, name: str, text: str, namespace: str = "default") -> None:
+        """What GET pods/NAME/log answers (the double runs no containers: a test plays the kubelet)."""
+        self._options.pod_logs[(namespace, name)] = text
+
     def seed_yaml(self, text: str, replace: bool = False) -> list[dict]:
         return self.seed(list(yaml.safe_load_all(text)), replace=replace)
 

@@ -14,7 +14,8 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 SUBRESOURCE_VERBS = ("get", "patch", "update")
 # Subresources that are not a view of the object itself: (group, version, kind, verbs) as discovery
 # lists them. pods/eviction takes a policy/v1 Eviction by POST (create) only.
-SPECIAL_SUBRESOURCES = {"eviction": ("policy", "v1", "Eviction", ("create",))}
+SPECIAL_SUBRESOURCES = {"eviction": ("policy", "v1", "Eviction", ("create",)),
+                        "log": ("", "v1", "Pod", ("get",))}
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def _r(group: str, versions: str | tuple[str, ...], plural: str, kind: str, name
 
 
 KINDS: tuple[ResourceKind, ...] = (
-    _r("", "v1", "pods", "Pod", NS, short_names=("po",), subresources=("status", "eviction"), field_labels=POD_FIELDS,
+    _r("", "v1", "pods", "Pod", NS, short_names=("po",), subresources=("status", "eviction", "log"), field_labels=POD_FIELDS,
        create_defaults={"status": {"phase": "Pending"}}, delete_returns_object=True, categories=("all",)),
     _r("", "v1", "nodes", "Node", CLUSTER, short_names=("no",), subresources=("status",),
        field_labels=("spec.unschedulable",)),
