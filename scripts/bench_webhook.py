@@ -114,7 +114,7 @@ def serve_webhook(certs_dir: str, port_file: str) -> None:
 
     async def main() -> None:
         # Long cache TTLs: the benchmark measures admission, not API round trips.
-        server = WebhookServer(config, api, Timings(template_ttl=3600, label_ttl=3600))
+        server = WebhookServer(config, api, Timings(label_ttl=3600))
         port = await server.start("127.0.0.1", 0)
         Path(port_file).write_text(str(port))
         await asyncio.Event().wait()

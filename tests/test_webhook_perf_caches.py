@@ -85,7 +85,7 @@ def test_a_duplicate_uid_key_is_read_as_json_reads_it(start_webhook):
 def test_a_reused_parse_still_makes_sure_the_template_exists(start_webhook, k8s_double):
     from webhook.server import Timings
 
-    hook = start_webhook(timings=Timings(template_ttl=0.0, tls_poll=0.2))
+    hook = start_webhook(timings=Timings(tls_poll=0.2))
     review = admission_review(replica_pod("2"))
     first = hook.review("/mutate", as_api_server_sends(review, uid(1)))
     [name] = [op["value"][0]["resourceClaimTemplateName"] for op in patch_of(first) if op["path"] == "/spec/resourceClaims"]

@@ -119,13 +119,41 @@ def test_pod_update_is_never_mutated(start_webhook):
     assert response["allowed"] and "patch" not in response
 
 
-def test_second_identical_pod_is_served_from_the_cache(start_webhook, k8s_double):
+def test_second_identical_pod_only_checks_that_its_template_still_exists(start_webhook, k8s_double):
     hook = start_webhook()
     hook.review("/mutate", admission_review(gpu_pod(name="a")))
     k8s_double.reset_requests()
     response = hook.review("/mutate", admission_review(gpu_pod(name="b")))
     assert patch_of(response)
-    assert k8s_double.requests == []
+    assert [(r.verb, r.resource) for r in k8s_double.requests] == [("get", "resourceclaimtemplates")]
+
+
+def test_a_template_deleted_a_moment_ago_is_created_again_before_the_next_pod(start_webhook, k8s_double):
+    """Deleted by hand (or with its namespace, which is then created again): the next pod must
+    not be admitted pointing at nothing, however soon it comes (no time-based cache)."""
+    hook = start_webhook()
+    first = jsonpatch.apply_patch(gpu_pod(name="a"), patch_of(hook.review("/mutate", admission_review(gpu_pod(name="a")))))
+    [name] = claim_template_names(first)
+    k8s_double.delete("ResourceClaimTemplate", name, "default")
+    second = hook.review("/mutate", admission_review(gpu_pod(name="b")))
+    assert second["allowed"] is True
+    assert k8s_double.get("ResourceClaimTemplate", name, "default") is not None
+
+
+def test_pods_arriving_together_share_one_check(start_webhook, k8s_double):
+    import threading
+
+    hook = start_webhook()
+    hook.review("/mutate", admission_review(gpu_pod(name="warm")))
+    k8s_double.delay(0.3, "get", "resourceclaimtemplates")
+    k8s_double.reset_requests()
+    threads = [threading.Thread(target=hook.review, args=("/mutate", admission_review(gpu_pod(name=f"p{i}"), uid=f"00000000-0000-0000-0000-00000000000{i}")))
+               for i in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert k8s_double.count(verb="get", resource="resourceclaimtemplates") < 5
 
 
 def test_existing_managed_template_is_reused_not_recreated(start_webhook, k8s_double):

@@ -143,7 +143,7 @@ class Admission:
         self._count(mutation)
         if self.config.audit:
             return allow(audit_warnings(mutation))
-        if mutation.claims and not self.templates.all_known(mutation.claims, namespace):
+        if mutation.claims:
             try:
                 await self.templates.ensure(mutation.claims, namespace, dry_run=request.dry_run)
             except TemplateConflict as exc:

@@ -1,7 +1,7 @@
 """`kubectl-gpu-webhook cleanup`: delete managed DRA objects that nothing references any more.
 
-Deleting a template a pod is about to use would strand that pod, and the webhook caches "this
-template exists" for a minute.  So clean-up works in two passes separated by a grace period:
+Deleting a template a pod is about to use would strand that pod (the webhook checks the template
+for every review, but a pod admitted a moment ago may not be visible to a list yet).  So clean-up works in two passes separated by a grace period:
 
 1. an unreferenced managed object is marked (annotation ``kubectl-gpu.io/unused-since``);
 2. a later run deletes it if the mark is older than the grace period AND a fresh look at the
@@ -9,7 +9,7 @@ template exists" for a minute.  So clean-up works in two passes separated by a g
 
 A webhook that needs a marked object again removes the mark, which changes the resourceVersion,
 so a delete racing with it fails with 409 instead of removing the object.  The grace period must
-exceed the webhook's template cache TTL plus the admission timeout.
+exceed the admission timeout.
 
 Planning is pure (:func:`plan_cleanup`); :func:`run_cleanup` does the API calls.
 """

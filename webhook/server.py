@@ -44,7 +44,6 @@ READY_RECHECK_SECONDS = 5.0
 
 @dataclass
 class Timings:
-    template_ttl: float = 60.0  # see cleanup.py: must stay well below the clean-up grace period
     label_ttl: float = 30.0
     tls_poll: float = 2.0
     # After SIGTERM the pod keeps serving, not ready, this long: the endpoints controller and the
@@ -96,7 +95,6 @@ class WebhookServer:
             config=config,
             templates=TemplateStore(
                 api,
-                ttl_seconds=self.timings.template_ttl,
                 opt_out_label=config.opt_out_label,
                 on_created=lambda kind: self.metrics.series(self.metrics.templates_created, kind).inc(),
                 on_api_error=on_error,

@@ -1,8 +1,9 @@
 """Make sure the DRA objects a rewritten pod points at exist before the pod is admitted.
 
 A pod naming a ResourceClaimTemplate that does not exist stays Pending forever, so admission
-waits for get-or-create.  Names are derived from content, so one object serves every equal
-request in a namespace; it is looked up once and then cached for ``ttl`` seconds.
+waits for get-or-create, every time: a cached "it exists" would admit pods pointing at an object
+deleted since.  Names are derived from content, so one object serves every equal request in a
+namespace, and the reviews that need it at the same time share one check.
 
 An existing object is used only if kubectl-gpu manages it and its spec contains what the pod
 needs (the API server may add defaults); anything else is a conflict the user must resolve.
@@ -10,8 +11,6 @@ needs (the API server may add defaults); anything else is a conflict the user mu
 
 from __future__ import annotations
 
-import time
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -57,72 +56,39 @@ def _spec_of(obj: dict[str, Any]) -> Any:
 
 
 class TemplateStore:
+    """Get-or-create of the claim objects admitted pods point at, checked for every review.
+
+    No answer is remembered: an object deleted by hand, or with its namespace, a second ago must
+    be created again before the next pod that needs it is admitted.  The pods of one rollout
+    arrive together, so they share one check (one GET in flight per object); the cost is one
+    round trip per burst, not per pod.
+    """
+
     def __init__(
         self,
         api: AsyncClient,
-        ttl_seconds: float = 60.0,
-        max_entries: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
         opt_out_label: str = OPT_OUT_LABEL,
         on_created: Callable[[str], None] = lambda kind: None,
         on_api_error: Callable[[str], None] = lambda operation: None,
     ) -> None:
         self.api = api
-        self.ttl = ttl_seconds
-        self.max_entries = max_entries
-        self.clock = clock
         self.opt_out_label = opt_out_label
         self.on_created = on_created
         self.on_api_error = on_api_error
-        self._known: OrderedDict[tuple[str, str, str, str], float] = OrderedDict()
         self._flights: SingleFlight[tuple[str, str, str, str], None] = SingleFlight()
 
     def _key(self, claim: ClaimObject, namespace: str) -> tuple[str, str, str, str]:
         return (claim.api_version.value, claim.kind, namespace, claim.name)
 
-    def is_known(self, claim: ClaimObject, namespace: str) -> bool:
-        key = self._key(claim, namespace)
-        expiry = self._known.get(key)
-        if expiry is None:
-            return False
-        if expiry < self.clock():
-            self._known.pop(key, None)
-            return False
-        return True
-
-    def all_known(self, claims: tuple[ClaimObject, ...], namespace: str) -> bool:
-        """True when every claim object is known to exist (then ensure() has nothing to do)."""
-        return all(self.is_known(claim, namespace) for claim in claims)
-
-    def _remember(self, key: tuple[str, str, str, str]) -> None:
-        self._known[key] = self.clock() + self.ttl
-        self._known.move_to_end(key)
-        while len(self._known) > self.max_entries:
-            self._known.popitem(last=False)
-
-    def forget(self, namespace: str | None = None) -> None:
-        if namespace is None:
-            self._known.clear()
-        else:
-            for key in [k for k in self._known if k[2] == namespace]:
-                del self._known[key]
-
     async def ensure(self, claims: tuple[ClaimObject, ...], namespace: str, dry_run: bool) -> None:
         """Get or create every claim object in ``namespace``.  With ``dry_run`` nothing is
         written: conflicts are still reported, missing objects are not created."""
         for claim in claims:
-            if self.is_known(claim, namespace):
-                continue
             if dry_run:
                 await self._check(claim, namespace)
                 continue
             # Many pods of one rollout arrive together: one API round trip serves them all.
-            key = self._key(claim, namespace)
-            await self._flights.run(key, lambda: self._ensure_and_remember(claim, namespace, key))
-
-    async def _ensure_and_remember(self, claim: ClaimObject, namespace: str, key: tuple[str, str, str, str]) -> None:
-        await self._ensure_one(claim, namespace)
-        self._remember(key)
+            await self._flights.run(self._key(claim, namespace), lambda: self._ensure_one(claim, namespace))
 
     async def _ensure_one(self, claim: ClaimObject, namespace: str) -> None:
         resource = Resource(claim.api_version.value, claim.kind)
