@@ -333,3 +333,18 @@ def test_migrate_with_file_inputs_and_from_cluster_stays_the_file_migration():
     assert _has_inputs(["--from-cluster", "--context", "prod", "k8s/"])
     assert not _has_inputs(["--from-cluster", "--context", "prod", "-n", "ml", "--apply"])
     assert not _has_inputs(["--from-cluster", "--output-dir=gitops", "--timeout", "30"])
+
+
+def test_an_eviction_a_budget_refuses_is_reported_not_forced(cluster):
+    """eviction.go answers 429 while a PodDisruptionBudget allows no disruption: migrate nodes
+    waits and retries (until --timeout) instead of deleting the pod."""
+    from kubectl_gpu.fleet.execute import evict
+
+    cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                    "metadata": {"name": "infer", "namespace": "serving"},
+                    "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "infer"}}}})
+    ok, message = evict(cluster.api, "serving", "infer-0", dry_run=False)
+    assert not ok and "needs 1 healthy pods and has 1 currently" in message
+    assert cluster.double.get("pods", "infer-0", "serving") is not None
+    ok, message = evict(cluster.api, "serving", "web-0", dry_run=False)  # web's budget allows one
+    assert ok and cluster.double.get("pods", "web-0", "serving") is None
