@@ -159,7 +159,7 @@ def test_the_translation_input_projection_translates_exactly_like_the_whole_temp
     from pathlib import Path
 
     from kubectl_gpu.core import Sharing, TranslateOptions, translate_pod_template
-    from kubectl_gpu.fleet.workloads import translation_input
+    from kubectl_gpu.fleet.workloads import Translations, pod_demand, translation_input
     from kubectl_gpu.manifests.locate import find_pod_sites
     from kubectl_gpu.manifests.patch import resolve
 
@@ -170,6 +170,7 @@ def test_the_translation_input_projection_translates_exactly_like_the_whole_temp
     for obj in objects:
         for site in find_pod_sites(obj):
             template = resolve(obj, site.pointer)
+            assert Translations().demand(template) == pod_demand(template)
             for sharing in (Sharing.CONSUMABLE, Sharing.MPS):
                 options = TranslateOptions(sharing=sharing, sharing_group="Deployment/x", gpu_memory="80Gi")
                 assert translate_pod_template(translation_input(template), options) == \

@@ -27,7 +27,7 @@ from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 
 from .capacity import DraPool, GpuNode, LegacyPodLoad, _text, fit_legacy, gpu_nodes
 from .snapshot import Snapshot
-from .workloads import BLOCKED, MIGRATE, WorkloadPlan, _controller, claims_by_name, plan_workloads, pod_demand
+from .workloads import BLOCKED, MIGRATE, Translations, WorkloadPlan, _controller, claims_by_name, plan_workloads
 
 DEFAULT_WAVES = 10  # default wave size: a tenth of the legacy GPU nodes
 
@@ -112,13 +112,14 @@ def _top_owner(pod: Mapping[str, Any], by_uid: Mapping[str, Mapping[str, Any]]) 
     return ref, kind
 
 
-def _legacy_pods(snapshot: Snapshot) -> list[LegacyPodLoad]:
+def _legacy_pods(snapshot: Snapshot, translate: Translations | None = None) -> list[LegacyPodLoad]:
+    translate = translate or Translations()
     by_uid = {str((w.get("metadata") or {}).get("uid")): w for w in snapshot.workloads}
     loads = []
     for pod in snapshot.pods:
         if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        demand = pod_demand(pod)
+        demand = translate.demand(pod)
         if not demand:
             continue
         meta = pod.get("metadata") or {}
@@ -175,7 +176,8 @@ def _selects(selector: Mapping[str, Any] | None, pod: Mapping[str, Any]) -> bool
 def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOptions(), *,
                    wave_size: int | None = None, dra_labels: Sequence[NodeLabel] = DEFAULT_DRA_NODE_LABELS,
                    workloads: list[WorkloadPlan] | None = None) -> MigrationPlan:
-    plans = workloads if workloads is not None else plan_workloads(snapshot, options)
+    translate = Translations()
+    plans = workloads if workloads is not None else plan_workloads(snapshot, options, translate)
     nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels)
     claims = claims_by_name(plans)
     universe = [d for node in nodes for d in node.devices]
@@ -189,7 +191,7 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     _place_running(snapshot, pool)
     daemon_nodes = {p.ref: p.nodes for p in plans if p.kind == "DaemonSet"}
 
-    loads = _legacy_pods(snapshot)
+    loads = _legacy_pods(snapshot, translate)
     migrated: set[str] = set()
     legacy_nodes = [n for n in nodes if not n.dra and n.legacy_allocatable]
     free = {n.name: dict(n.legacy_allocatable) for n in legacy_nodes}

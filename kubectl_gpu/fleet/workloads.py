@@ -138,6 +138,7 @@ class Translations:
 
     def __init__(self) -> None:
         self._cache: dict[str, Any] = {}
+        self._demands: dict[str, dict[str, Fraction]] = {}
         self._manifests: dict[tuple[int, str], Mapping[str, Any]] = {}
 
     def manifest(self, claim: Any, namespace: str | None) -> Mapping[str, Any]:
@@ -156,6 +157,20 @@ class Translations:
         if result is None:
             result = self._cache[key] = translate_pod_template(projection, options)
         return result
+
+    def demand(self, template: Mapping[str, Any]) -> dict[str, Fraction]:
+        """pod_demand, once per distinct set of containers."""
+        spec = template.get("spec")
+        if not isinstance(spec, Mapping):
+            return {}
+        key = json.dumps({f: [[c.get("resources"), c.get("restartPolicy")] if isinstance(c, Mapping) else None
+                              for c in spec[f]]
+                          for f in ("initContainers", "containers") if isinstance(spec.get(f), list)},
+                         sort_keys=True, default=str)
+        found = self._demands.get(key)
+        if found is None:
+            found = self._demands[key] = pod_demand(translation_input(template))
+        return found
 
 
 def _controller(obj: Obj) -> Mapping[str, Any] | None:
@@ -180,7 +195,8 @@ def _pod_count(obj: Obj, pointer: str, pods_by_owner: Mapping[str, int]) -> int:
     return 1
 
 
-def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOptions()) -> list[WorkloadPlan]:
+def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOptions(),
+                   translate: Translations | None = None) -> list[WorkloadPlan]:
     """Every object (workload or bare pod) that has, or had, legacy GPU requests."""
     pods_by_owner: dict[str, int] = {}
     nodes_by_owner: dict[str, set[str]] = {}
@@ -192,14 +208,14 @@ def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
             if (pod.get("spec") or {}).get("nodeName"):
                 nodes_by_owner.setdefault(uid, set()).add(pod["spec"]["nodeName"])
     plans = []
-    translate = Translations()
+    translate = translate or Translations()
     for obj in snapshot.workloads:
         plan = plan_workload(obj, options, pods_by_owner, translate)
         if plan is not None and plan.kind == "DaemonSet":
             plan = replace(plan, nodes=tuple(sorted(nodes_by_owner.get(plan.uid, ()))))
         if plan is not None:
             plans.append(plan)
-    plans.extend(p for pod in snapshot.pods if _controller(pod) is None and (p := _bare_pod(pod)))
+    plans.extend(p for pod in snapshot.pods if _controller(pod) is None and (p := _bare_pod(pod, translate)))
     return sorted(plans, key=lambda p: (p.namespace, p.kind, p.name))
 
 
@@ -221,7 +237,7 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
     dra_pods, dra_claims = 0, []  # what an already migrated object runs on DRA devices
     for site in sites:
         template = resolve(obj, site.pointer)
-        demand = pod_demand(template)
+        demand = translate.demand(template) if isinstance(translate, Translations) else pod_demand(template)
         annotations = (template.get("metadata") or {}).get("annotations") or {}
         if ORIGINAL_RESOURCES_ANNOTATION in annotations:
             had_record = True
@@ -269,10 +285,10 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
                         pod_claims=tuple(pod_claims), patch=tuple(ops), source=obj)
 
 
-def _bare_pod(pod: Obj) -> WorkloadPlan | None:
+def _bare_pod(pod: Obj, translate: Translations) -> WorkloadPlan | None:
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return None
-    demand = pod_demand(pod)
+    demand = translate.demand(pod)
     if not demand:
         return None
     meta = pod.get("metadata") or {}
