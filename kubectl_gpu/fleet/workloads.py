@@ -22,8 +22,8 @@ from typing import Any
 from kubectl_gpu.core import Severity, Sharing, TranslateOptions, legacy_requests, translate_pod_template
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
 from kubectl_gpu.core.patch import prefix
-from kubectl_gpu.manifests.locate import find_pod_sites
-from kubectl_gpu.manifests.patch import apply_patch, resolve, split_pointer
+from kubectl_gpu.manifests.locate import PodSite, find_pod_sites, is_pod_spec
+from kubectl_gpu.manifests.patch import PatchError, apply_patch, resolve, split_pointer
 
 from .snapshot import Obj, Snapshot, ref
 
@@ -173,6 +173,23 @@ class Translations:
         return found
 
 
+# Where built-in workloads keep their one pod template: no need to search the whole object.
+TEMPLATE_POINTERS = {("apps", k): "/spec/template" for k in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")}
+TEMPLATE_POINTERS.update({("batch", "Job"): "/spec/template", ("batch", "CronJob"): "/spec/jobTemplate/spec/template"})
+
+
+def _sites(obj: Obj, kind: str) -> list[PodSite]:
+    pointer = TEMPLATE_POINTERS.get((str(obj.get("apiVersion", "")).rpartition("/")[0], kind))
+    if pointer is not None:
+        try:
+            template = resolve(obj, pointer)
+        except PatchError:
+            template = None
+        if isinstance(template, Mapping) and is_pod_spec(template.get("spec")):
+            return [PodSite(pointer, pointer + "/spec", inline=False)]
+    return find_pod_sites(obj)
+
+
 def _controller(obj: Obj) -> Mapping[str, Any] | None:
     for owner in (obj.get("metadata") or {}).get("ownerReferences") or ():
         if isinstance(owner, Mapping) and owner.get("controller"):
@@ -224,7 +241,7 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
     meta = obj.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
     kind = str(obj.get("kind"))
-    sites = find_pod_sites(obj)
+    sites = _sites(obj, kind)
     options = replace(options, sharing_group=f"{kind}/{meta.get('name')}")
     ops: list[Mapping[str, Any]] = []
     claims: dict[str, Mapping[str, Any]] = {}
