@@ -136,12 +136,19 @@ def test_plan_cli_reads_files_and_prints_a_table_and_yaml(tmp_path):
     assert as_json["waves"][0]["workloads"]
 
 
-def test_plan_cli_says_what_to_fix_for_a_file_that_is_not_yaml(tmp_path):
-    broken = tmp_path / "broken.yaml"
-    broken.write_text("kind: [unclosed\n")
-    result = CliRunner().invoke(main, ["plan", "-f", str(broken)])
-    assert result.exit_code == 2 and "not YAML or JSON" in result.output
-    assert "Traceback" not in result.output
+def test_plan_cli_leaves_out_a_document_that_is_not_yaml_and_says_where(tmp_path):
+    broken = tmp_path / "cluster.yaml"
+    broken.write_text(yaml.safe_dump(node("n1")) + "---\nkind: [unclosed\n")
+    result = CliRunner().invoke(main, ["plan", "-f", str(broken), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert f"{broken}:" in result.stderr and "left out of the plan" in result.stderr
+    assert [n["name"] for n in json.loads(result.stdout)["nodes"]] == ["n1"]
+    assert "Traceback" not in result.stderr
+
+
+def test_plan_cli_names_a_missing_file(tmp_path):
+    result = CliRunner().invoke(main, ["plan", "-f", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 2 and "nope.yaml" in result.output
 
 
 def test_owned_children_are_never_planned_for_a_patch():
@@ -177,3 +184,44 @@ def test_the_translation_input_projection_translates_exactly_like_the_whole_temp
                     translate_pod_template(template, options), (obj.get("kind"), obj.get("metadata"))
                 checked += 1
     assert checked > 20
+
+
+def _paths(node, path=()):
+    yield path
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _paths(value, path + (key,))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _paths(value, path + (index,))
+
+
+def test_no_malformed_object_crashes_the_plan():
+    """Any field of any object replaced by a value of the wrong shape: plan still answers (the
+    object is left out or blocked), it never raises."""
+    import copy
+    import random
+
+    rng = random.Random(13)
+    garbage = [None, "x", 7, -1, [], {}, [None], {"a": None}, "1.5", True]
+    base = mixed_cluster()
+    for _ in range(300):
+        objects = copy.deepcopy(base)
+        target = rng.choice(objects)
+        path = rng.choice([p for p in _paths(target) if p])
+        parent = target
+        for key in path[:-1]:
+            parent = parent[key]
+        parent[path[-1]] = rng.choice(garbage)
+        plan = plan_migration(snapshot_from_objects(objects), wave_size=2)
+        plan.to_dict()
+
+
+def test_a_malformed_object_is_left_out_with_what_is_wrong(tmp_path):
+    bad = node("n2")
+    bad["status"]["allocatable"] = ["nvidia.com/gpu"]
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all([node("n1"), bad]))
+    result = CliRunner().invoke(main, ["plan", "-f", str(cluster), "-o", "json"])
+    assert "warning: Node/n2: status.allocatable must be an object, not list: left out of the plan" in result.stderr
+    assert [n["name"] for n in json.loads(result.stdout)["nodes"]] == ["n1"]

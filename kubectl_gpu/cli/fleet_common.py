@@ -49,10 +49,16 @@ def fail(message: str, code: int) -> None:
 
 
 def read_files(paths: tuple[str, ...]) -> list[Any]:
-    """Every YAML/JSON document of the files (kubectl get ... -o yaml output), `-` for stdin."""
+    """Every YAML/JSON document of the files (kubectl get ... -o yaml output), `-` for stdin.
+
+    A document that does not parse is left out with a warning on stderr naming the file and
+    line (a directory of manifests often holds a template or two); the rest are planned."""
+    import json
+
     import yaml
 
     from kubectl_gpu.manifests import InputError, collect_sources
+    from kubectl_gpu.manifests.stream import split_stream
 
     try:
         sources = collect_sources(paths, sys.stdin)
@@ -60,8 +66,18 @@ def read_files(paths: tuple[str, ...]) -> list[Any]:
         raise click.UsageError(str(err)) from err
     documents: list[Any] = []
     for source in sources:
-        try:
-            documents.extend(d for d in yaml.safe_load_all(source.text) if d is not None)
-        except yaml.YAMLError as err:
-            raise click.UsageError(f"{source.display}: not YAML or JSON ({err}); fix the file or leave it out") from err
+        if source.text.lstrip().startswith(("{", "[")):
+            try:
+                documents.append(json.loads(source.text))
+                continue
+            except ValueError:
+                pass  # YAML that happens to start with a flow mapping
+        for chunk in split_stream(source.text):
+            try:
+                documents.extend(d for d in yaml.safe_load_all(chunk.body) if d is not None)
+            except yaml.YAMLError as err:
+                mark = getattr(err, "problem_mark", None)
+                line = chunk.body_line + (mark.line if mark is not None else 0)
+                click.echo(f"warning: {source.display}:{line}: not YAML or JSON "
+                           f"({getattr(err, 'problem', None) or err}): left out of the plan", err=True)
     return documents

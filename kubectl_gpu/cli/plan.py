@@ -55,6 +55,8 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
         snapshot = snapshot_from_objects(read_files(files))
     else:
         snapshot = _live_snapshot(options)
+    for problem in snapshot.rejected:
+        click.echo(f"warning: {problem}: left out of the plan", err=True)
     try:
         plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels)
     except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kubectl_gpu.cel import Device, devices_from_slice
+from kubectl_gpu.cel import Device, InvalidResourceSlice, devices_from_slice
 from kubectl_gpu.cel.device import current_slices
 from kubectl_gpu.core.facts import NVIDIA_DRIVER, architecture_of_gfd_family
 from kubectl_gpu.core.node_constraints import FAMILY as GFD_FAMILY
@@ -66,7 +66,11 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
     """Every node with GPUs from either side, sorted by name."""
     published: dict[str, list[Device]] = {}
     for slice_obj in current_slices(list(slices)):
-        for device in devices_from_slice(slice_obj):
+        try:
+            devices = devices_from_slice(slice_obj)
+        except (InvalidResourceSlice, AttributeError, TypeError, ValueError):
+            continue  # a slice the scheduler could not use either; doctor names what is wrong with it
+        for device in devices:
             if device.node_name:
                 published.setdefault(device.node_name, []).append(device)
     found = []
@@ -191,8 +195,8 @@ class DraPool:
         for obj in classes:
             try:
                 spec = parse_device_class(obj)
-            except (InvalidClaim, ValueError):
-                continue
+            except (InvalidClaim, ValueError, AttributeError, TypeError):
+                continue  # explain and doctor report a malformed class; the plan uses the built-in one
             self.classes[spec.name] = spec
         self.exclusive: set[str] = set()
         self.journal: list = []  # what each placement took, newest last (for undo)

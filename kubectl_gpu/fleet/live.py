@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from kubectl_gpu.k8s.client import Client
@@ -17,7 +18,7 @@ from kubectl_gpu.k8s.paths import collection_path
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests.locate import find_pod_sites
 
-from .snapshot import Snapshot
+from .snapshot import Snapshot, snapshot_from_objects
 
 BUILTIN_WORKLOADS = (("apps", "v1", "deployments"), ("apps", "v1", "statefulsets"), ("apps", "v1", "daemonsets"),
                      ("apps", "v1", "replicasets"), ("batch", "v1", "jobs"), ("batch", "v1", "cronjobs"))
@@ -72,16 +73,14 @@ def fetch_snapshot(api: Client, namespace: str | None = None) -> Snapshot:
             if find_pod_sites(obj):
                 workloads.append(obj)
                 plurals[(str(obj.get("apiVersion")), str(obj.get("kind")))] = plural
-    return Snapshot(
-        nodes=tuple(listed("", "v1", "nodes", namespaced=False)),
-        pods=tuple(listed("", "v1", "pods")),
-        workloads=tuple(workloads),
-        pdbs=tuple(listed("policy", "v1", "poddisruptionbudgets")),
-        resource_slices=tuple(listed("resource.k8s.io", dra_version, "resourceslices", False)) if dra_version else (),
-        device_classes=tuple(listed("resource.k8s.io", dra_version, "deviceclasses", False)) if dra_version else (),
-        claim_templates=tuple(listed("resource.k8s.io", dra_version, "resourceclaimtemplates")) if dra_version else (),
-        plurals=plurals,
-    )
+    objects = [*listed("", "v1", "nodes", namespaced=False), *listed("", "v1", "pods"), *workloads,
+               *listed("policy", "v1", "poddisruptionbudgets")]
+    if dra_version:
+        objects += [*listed("resource.k8s.io", dra_version, "resourceslices", False),
+                    *listed("resource.k8s.io", dra_version, "deviceclasses", False),
+                    *listed("resource.k8s.io", dra_version, "resourceclaimtemplates")]
+    # The same sorting and shape checks as for files: one way into the planner.
+    return replace(snapshot_from_objects(objects), plurals=plurals)
 
 
 def object_path(api_version: str, plural: str, namespace: str, name: str, subresource: str = "") -> str:

@@ -26,15 +26,67 @@ class Snapshot:
     device_classes: tuple[Obj, ...] = ()
     claim_templates: tuple[Obj, ...] = ()
     ignored: tuple[str, ...] = field(default=())
+    rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     # (apiVersion, kind) -> plural of the resources listed through discovery (custom resources)
     plurals: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
 
 def ref(obj: Obj) -> str:
     """Kind/namespace/name, the way the plan names objects."""
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
     namespace = meta.get("namespace")
-    return f"{obj.get('kind')}/{namespace + '/' if namespace else ''}{meta.get('name')}"
+    return f"{obj.get('kind')}/{f'{namespace}/' if namespace else ''}{meta.get('name')}"
+
+
+# The fields the planner reads, and the JSON type each must have (None: may be absent or null).
+_M, _L, _S = Mapping, list, str
+SHAPES: dict[str, tuple[tuple[tuple[str, ...], type | tuple[type, ...]], ...]] = {
+    "*": ((("metadata",), _M), (("metadata", "name"), _S), (("metadata", "namespace"), _S),
+          (("metadata", "labels"), _M), (("metadata", "annotations"), _M), (("metadata", "ownerReferences"), _L),
+          (("metadata", "uid"), _S), (("spec",), _M), (("status",), _M)),
+    "Node": ((("status", "allocatable"), _M), (("status", "capacity"), _M), (("spec", "unschedulable"), bool)),
+    "Pod": ((("spec", "nodeName"), _S), (("status", "phase"), _S), (("status", "conditions"), _L),
+            (("spec", "containers"), _L), (("spec", "initContainers"), _L), (("spec", "resourceClaims"), _L)),
+    "PodDisruptionBudget": ((("spec", "selector"), _M), (("spec", "selector", "matchLabels"), _M),
+                            (("spec", "selector", "matchExpressions"), _L), (("spec", "minAvailable"), (int, str)),
+                            (("spec", "maxUnavailable"), (int, str)), (("status", "disruptionsAllowed"), int),
+                            (("status", "currentHealthy"), int), (("status", "desiredHealthy"), int)),
+    "Deployment": ((("spec", "replicas"), int),), "StatefulSet": ((("spec", "replicas"), int),),
+    "ReplicaSet": ((("spec", "replicas"), int),), "Job": ((("spec", "parallelism"), int),),
+}
+
+
+def shape_error(obj: Mapping[str, Any]) -> str | None:
+    """Why ``obj`` cannot be planned (a field of the wrong type), or None. The planner reads
+    only objects that pass, so a malformed object is left out with this reason instead of
+    crashing the plan."""
+    kind = obj.get("kind")
+    for path, wanted in (*SHAPES["*"], *SHAPES.get(str(kind), ())):
+        value: Any = obj
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is not None and (not isinstance(value, wanted) or (wanted is int and isinstance(value, bool))):
+            return f"{'.'.join(path)} must be {_type_name(wanted)}, not {type(value).__name__}"
+    for path in (("metadata", "labels"), ("metadata", "annotations"), ("status", "allocatable")):
+        value = obj
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, Mapping) and not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
+                                                  for v in value.values()):
+            return f"{'.'.join(path)} values must be strings"
+    for owner in ((obj.get("metadata") or {}).get("ownerReferences") or ()):
+        if not isinstance(owner, Mapping):
+            return "metadata.ownerReferences must hold objects"
+    for item in ((obj.get("status") or {}).get("conditions") or ()) if kind == "Pod" else ():
+        if not isinstance(item, Mapping):
+            return "status.conditions must hold objects"
+    return None
+
+
+def _type_name(wanted: type | tuple[type, ...]) -> str:
+    names = {Mapping: "an object", list: "a list", str: "a string", int: "an integer", bool: "true or false"}
+    types = wanted if isinstance(wanted, tuple) else (wanted,)
+    return " or ".join(names.get(t, t.__name__) for t in types)
 
 
 def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
@@ -42,9 +94,17 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
     buckets: dict[str, list[Obj]] = {k: [] for k in ("nodes", "pods", "workloads", "pdbs", "resource_slices",
                                                        "device_classes", "claim_templates")}
     ignored: list[str] = []
+    rejected: list[str] = []
     for obj in flatten(objects):
         kind = obj.get("kind")
         group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+        if not isinstance(kind, str):
+            rejected.append(f"{kind!r}: not a Kubernetes object (kind must be a string)")
+            continue
+        problem = shape_error(obj)
+        if problem is not None:
+            rejected.append(f"{ref(obj) if isinstance(obj.get('metadata'), Mapping) else kind}: {problem}")
+            continue
         if kind == "Node":
             buckets["nodes"].append(obj)
         elif kind == "Pod":
@@ -61,4 +121,4 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
             buckets["workloads"].append(obj)
         else:
             ignored.append(ref(obj))
-    return Snapshot(**{k: tuple(v) for k, v in buckets.items()}, ignored=tuple(ignored))
+    return Snapshot(**{k: tuple(v) for k, v in buckets.items()}, ignored=tuple(ignored), rejected=tuple(rejected))

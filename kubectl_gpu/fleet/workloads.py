@@ -255,12 +255,14 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
     for site in sites:
         template = resolve(obj, site.pointer)
         demand = translate.demand(template) if isinstance(translate, Translations) else pod_demand(template)
-        annotations = (template.get("metadata") or {}).get("annotations") or {}
-        if ORIGINAL_RESOURCES_ANNOTATION in annotations:
+        template_meta = template.get("metadata")
+        annotations = template_meta.get("annotations") if isinstance(template_meta, Mapping) else None
+        if isinstance(annotations, Mapping) and ORIGINAL_RESOURCES_ANNOTATION in annotations:
             had_record = True
             dra_pods += _pod_count(obj, site.pointer, pods_by_owner or {})
+            claims_list = (template.get("spec") or {}).get("resourceClaims")
             dra_claims.extend(str(c.get("resourceClaimTemplateName")) for c in
-                              (template.get("spec") or {}).get("resourceClaims") or ()
+                              (claims_list if isinstance(claims_list, list) else ())
                               if isinstance(c, Mapping) and c.get("resourceClaimTemplateName"))
         if not demand:
             continue
