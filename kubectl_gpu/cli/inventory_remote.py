@@ -15,11 +15,8 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
-from kubectl_gpu.k8s import ApiError
+from kubectl_gpu.k8s import ApiError, Client
 
 IMAGE_REPOSITORY = "ghcr.io/kubectl-gpu/kubectl-gpu-webhook"  # the chart's image: it has kubectl-gpu too
 POLL_SECONDS = 0.5
@@ -56,39 +53,29 @@ def pod_manifest(node: str, image: str, runtime_class: str | None = None) -> dic
             "spec": spec}
 
 
-def run_on_node(api: client.ApiClient, namespace: str, node: str, image: str, wait_seconds: float,
+def run_on_node(api: Client, namespace: str, node: str, image: str, wait_seconds: float,
                 runtime_class: str | None = None) -> tuple[int, str]:
     """The inventory pod's exit code and output (stdout and stderr, as `kubectl logs` gives them).
     The pod is deleted whatever happens."""
-    core = client.CoreV1Api(api)
-    timeout = getattr(api, "request_timeout", None)
-    where = f"/api/v1/namespaces/{namespace}/pods"
-    try:
-        created = core.create_namespaced_pod(namespace, pod_manifest(node, image, runtime_class),
-                                             _request_timeout=timeout)
-    except ApiException as exc:
-        raise ApiError(exc.status or 0, where, f"cannot create the inventory pod: {exc.reason}") from None
-    name = created.metadata.name
+    pods = f"/api/v1/namespaces/{namespace}/pods"
+    created = api.request("POST", pods, body=pod_manifest(node, image, runtime_class))
+    name = (created.get("metadata") or {}).get("name")
     try:
         deadline = time.monotonic() + wait_seconds
         while True:
-            pod = core.read_namespaced_pod(name, namespace, _request_timeout=timeout)
-            if pod.status and pod.status.phase in ("Succeeded", "Failed"):
+            pod = api.request("GET", f"{pods}/{name}")
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 break
             if time.monotonic() > deadline:
-                reason = _waiting_reason(pod)
-                raise ApiError(504, f"{where}/{name}", f"the inventory pod on node {node} did not finish in "
-                               f"{wait_seconds:g}s{reason}; check the image ({image}) can be pulled there, "
-                               "or raise --wait", "Timeout")
+                raise ApiError(504, f"{pods}/{name}", f"the inventory pod on node {node} did not finish in "
+                               f"{wait_seconds:g}s{_waiting_reason(pod)}; check the image ({image}) can be "
+                               "pulled there, or raise --wait", "Timeout")
             time.sleep(POLL_SECONDS)
-        log = core.read_namespaced_pod_log(name, namespace, _request_timeout=timeout)
-        return _exit_code(pod), log
-    except ApiException as exc:
-        raise ApiError(exc.status or 0, f"{where}/{name}", str(exc.reason)) from None
+        return _exit_code(pod), api.get_text(f"{pods}/{name}/log")
     finally:
         try:
-            core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _request_timeout=timeout)
-        except ApiException:
+            api.request("DELETE", f"{pods}/{name}", query=[("gracePeriodSeconds", 0)])
+        except ApiError:
             pass  # gone already, or the cluster went away: nothing more to do
 
 
@@ -106,17 +93,19 @@ def split_output(log: str) -> tuple[dict[str, Any] | None, list[str]]:
     return document, [line for line in lines[:start] + lines[end:] if line.strip()]
 
 
-def _exit_code(pod: Any) -> int:
-    for status in (pod.status.container_statuses or ()):
-        terminated = status.state and status.state.terminated
+def _exit_code(pod: dict[str, Any]) -> int:
+    status = pod.get("status") or {}
+    for container in status.get("containerStatuses") or ():
+        terminated = (container.get("state") or {}).get("terminated")
         if terminated is not None:
-            return int(terminated.exit_code or 0)
-    return 0 if pod.status.phase == "Succeeded" else 1
+            return int(terminated.get("exitCode") or 0)
+    return 0 if status.get("phase") == "Succeeded" else 1
 
 
-def _waiting_reason(pod: Any) -> str:
-    for status in (pod.status.container_statuses or ()) if pod.status else ():
-        waiting = status.state and status.state.waiting
-        if waiting is not None and waiting.reason:
-            return f" (container {waiting.reason}: {waiting.message or ''})".replace(": )", ")")
+def _waiting_reason(pod: dict[str, Any]) -> str:
+    for container in (pod.get("status") or {}).get("containerStatuses") or ():
+        waiting = (container.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason"):
+            message = f": {waiting['message']}" if waiting.get("message") else ""
+            return f" (container {waiting['reason']}{message})"
     return ""

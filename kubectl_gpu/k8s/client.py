@@ -110,6 +110,24 @@ class AsyncClient:
     async def get_json(self, path: str, query: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
         return await self.request("GET", path, query=query)
 
+    async def get_text(self, path: str) -> str:
+        """GET a text resource, e.g. pods/NAME/log (what `kubectl logs` reads)."""
+        headers = {"Accept": "text/plain, */*", **self._auth_headers()}
+        seconds = self.timeout
+        try:
+            async with self._open_session().get(self._host + path, headers=headers,
+                                                timeout=aiohttp.ClientTimeout(total=seconds)) as response:
+                status, raw = response.status, await response.read()
+        except asyncio.TimeoutError as exc:
+            raise ApiError.from_status(0, path, f"the API server {self._host} did not answer GET {path} within "
+                                       f"{seconds:g}s (--request-timeout)", method="GET") from exc
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise ApiError.from_status(0, path, f"cannot reach the API server {self._host} (GET {path}): "
+                                       f"{_root_cause(exc)}", method="GET") from exc
+        if not 200 <= status <= 299:
+            raise ApiError.from_response(status, path, raw or b"", "GET")
+        return raw.decode("utf-8", "replace")
+
     async def get_object(self, path: str) -> dict[str, Any] | None:
         """GET one object; None when it does not exist."""
         try:
@@ -288,6 +306,7 @@ class Client:
 
     request = _sync(AsyncClient.request)
     get_json = _sync(AsyncClient.get_json)
+    get_text = _sync(AsyncClient.get_text)
     get_object = _sync(AsyncClient.get_object)
     list_objects = _sync(AsyncClient.list_objects)
     reachable = _sync(AsyncClient.reachable)
