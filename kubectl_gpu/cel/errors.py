@@ -41,12 +41,7 @@ class CelRuntimeError(Exception):
         super().__init__(message)
 
 
-class EvalError(Exception):
+class EvalError(CelRuntimeError):
     """Internal: an error value travelling through evaluation (CEL errors are values that the
-    logical operators may absorb: ``false && error`` is false)."""
-
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        super().__init__(message)
+    logical operators may absorb: ``false && error`` is false).  It is the CelRuntimeError the
+    caller sees when nothing absorbs it (no second exception to build per failing device)."""

@@ -203,9 +203,11 @@ _PORTABLE_PATTERN = _stdlib_re.compile(r"[A-Za-z0-9 _.^*+?|()\[\]:/,;=@%&'\"<>~`
 
 @lru_cache(maxsize=256)
 def _compiled(pattern: str) -> Any:
-    if pattern.isascii() and _PORTABLE_PATTERN.fullmatch(pattern) and "(?" not in pattern and "[:" not in pattern:
+    # A final "$" is RE2's end of text: Python's \Z (its "$" would also match before a final newline).
+    body, end = (pattern[:-1], r"\Z") if pattern.endswith("$") and not pattern.endswith("\\$") else (pattern, "")
+    if body.isascii() and _PORTABLE_PATTERN.fullmatch(body) and "(?" not in body and "[:" not in body:
         try:
-            return _stdlib_re.compile(pattern)
+            return _stdlib_re.compile(body + end)
         except _stdlib_re.error:
             pass  # RE2 words the error
     try:

@@ -12,7 +12,7 @@ from .checker import NEWEST, Environment, check
 from .cost import MAX_COST, MAX_LENGTH, TOO_COMPLEX, estimate
 from .gates import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, normalize_gates
 from .device import Device
-from .errors import CelCompileError, CelRuntimeError, EvalError
+from .errors import CelCompileError, CelRuntimeError
 from .fastpath import Unsupported, compile_fast
 from .syntax import parse, to_ast
 
@@ -31,9 +31,7 @@ class CompiledSelector:
     def matches(self, device: Device) -> bool:
         """True/False as Kubernetes decides; CelRuntimeError where the scheduler would fail."""
         try:
-            value = self._evaluate(device)
-        except EvalError as err:
-            raise CelRuntimeError(err.message) from None
+            value = self._evaluate(device)  # an EvalError is the CelRuntimeError itself
         except RecursionError:
             raise CelRuntimeError("expression is nested too deeply") from None
         if value is True or value is False:
