@@ -348,3 +348,26 @@ def test_an_eviction_a_budget_refuses_is_reported_not_forced(cluster):
     assert cluster.double.get("pods", "infer-0", "serving") is not None
     ok, message = evict(cluster.api, "serving", "web-0", dry_run=False)  # web's budget allows one
     assert ok and cluster.double.get("pods", "web-0", "serving") is None
+
+
+def test_claim_templates_use_the_version_an_older_cluster_serves():
+    """A 1.33 API server serves resource.k8s.io/v1beta2, not v1: a v1 template would be refused."""
+    group, version, plural, kind = CR_KIND
+    with K8sDouble(controllers=True, disabled_group_versions=["resource.k8s.io/v1"],
+                   extra_kinds=[ResourceKind(group, (version,), plural, kind, True)]) as double:
+        c = Cluster(double)
+        for obj in mixed_cluster():
+            if obj["kind"] in ("Deployment", "ReplicaSet", "Pod", "Node", "Namespace") and \
+                    obj["metadata"].get("name", "").startswith(("infer", "legacy", "dra", "serving", "ml")):
+                obj = copy.deepcopy(obj)
+                obj["metadata"].pop("ownerReferences", None)
+                obj["metadata"].pop("uid", None)
+                c.create(obj)
+        c.create({"apiVersion": "resource.k8s.io/v1beta2", **{k: v for k, v in resource_slice("dra-1").items()
+                                                             if k != "apiVersion"}})
+        c.kubectl_gpu("migrate", "--from-cluster", "--apply", "-n", "serving", "--timeout", "5")
+        (template,) = double.list("resourceclaimtemplates", "serving", version="v1beta2")
+        assert double.get("deployments", "infer", "serving")["spec"]["template"]["spec"]["resourceClaims"][0][
+            "resourceClaimTemplateName"] == template["metadata"]["name"]
+        assert any(r.resource == "resourceclaimtemplates" and r.version == "v1beta2" and not r.dry_run
+                   for r in double.requests)

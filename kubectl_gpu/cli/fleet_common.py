@@ -22,8 +22,9 @@ def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
     from kubectl_gpu.cli.migrate import _gpu_memory
 
     decorators = [
-        click.option("--api-version", type=click.Choice(["v1", "v1beta2", "v1beta1"]), default="v1",
-                     show_default=True, help="resource.k8s.io version of the claim templates."),
+        click.option("--api-version", type=click.Choice(["v1", "v1beta2", "v1beta1"]), default=None,
+                     help="resource.k8s.io version of the claim templates (default: the newest the cluster "
+                          "serves; v1 for files)."),
         click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.CONSUMABLE.value,
                      show_default=True, help="How fractional GPUs become claims (as in migrate)."),
         click.option("--integer-gpus", type=click.Choice([m.value for m in IntegerGpuMode]),
@@ -37,9 +38,11 @@ def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
-def build_translate_options(api_version: str, sharing: str, integer_gpus: str,
-                            gpu_memory: str | None) -> TranslateOptions:
-    return TranslateOptions(api_version=ApiVersion.parse(api_version), sharing=Sharing(sharing),
+def build_translate_options(api_version: str | None, sharing: str, integer_gpus: str,
+                            gpu_memory: str | None, served: str | None = None) -> TranslateOptions:
+    """``served``: the newest resource.k8s.io version the cluster serves, used unless
+    --api-version says otherwise (a v1 claim is refused by a 1.32/1.33 API server)."""
+    return TranslateOptions(api_version=ApiVersion.parse(api_version or served or "v1"), sharing=Sharing(sharing),
                             integer_gpus=IntegerGpuMode(integer_gpus), gpu_memory=gpu_memory)
 
 

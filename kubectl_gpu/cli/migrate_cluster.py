@@ -63,12 +63,14 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     if do_apply and output_dir:
         raise click.UsageError("--output-dir writes files instead of the cluster: drop --apply")
     wanted = _parse_selector(selector)
-    options = build_translate_options(**translate)
     try:
         connection = connect(kubeconfig, context)
         snapshot = fetch_snapshot(connection.api, namespace)
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
+    if snapshot.dra_version is None:
+        fail("the cluster serves no resource.k8s.io version: DRA needs Kubernetes 1.32 or newer", EXIT_STOPPED)
+    options = build_translate_options(**translate, served=snapshot.dra_version)
     plan = plan_migration(snapshot, options, dra_labels=parse_dra_labels(dra_node_labels))
     by_ref = {_ref(w): w for w in snapshot.workloads}
     chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]

@@ -30,7 +30,7 @@ Examples:
 @click.option("--wave-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="GPU nodes switched per wave (default: a tenth of the device-plugin GPU nodes). "
                    "A wave that fails its checks is halved down to one node before it is refused.")
-def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tuple[str, ...], api_version: str,
+def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tuple[str, ...], api_version: str | None,
             sharing: str, integer_gpus: str, gpu_memory: str | None, **values: Any) -> None:
     """Plan the move of a running cluster from device plugins to DRA.
 
@@ -50,11 +50,11 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
 
     options = ClusterOptions(**values)
     labels = parse_dra_labels(dra_node_labels)
-    translate = build_translate_options(api_version, sharing, integer_gpus, gpu_memory)
     if files:
         snapshot = snapshot_from_objects(read_files(files))
     else:
         snapshot = _live_snapshot(options)
+    translate = build_translate_options(api_version, sharing, integer_gpus, gpu_memory, snapshot.dra_version)
     for problem in snapshot.rejected:
         click.echo(f"warning: {problem}: left out of the plan", err=True)
     try:

@@ -80,7 +80,7 @@ def fetch_snapshot(api: Client, namespace: str | None = None) -> Snapshot:
                     *listed("resource.k8s.io", dra_version, "deviceclasses", False),
                     *listed("resource.k8s.io", dra_version, "resourceclaimtemplates")]
     # The same sorting and shape checks as for files: one way into the planner.
-    return replace(snapshot_from_objects(objects), plurals=plurals)
+    return replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version)
 
 
 def object_path(api_version: str, plural: str, namespace: str, name: str, subresource: str = "") -> str:

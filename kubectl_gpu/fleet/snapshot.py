@@ -27,6 +27,7 @@ class Snapshot:
     claim_templates: tuple[Obj, ...] = ()
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
+    dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
     # (apiVersion, kind) -> plural of the resources listed through discovery (custom resources)
     plurals: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
