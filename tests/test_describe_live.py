@@ -284,3 +284,10 @@ def test_explain_pod_live_reports_the_selector_error_as_the_scheduler_would(k8s_
     assert selector["errors"] == 2 and "index" in selector["first_error"]
     missing = CliRunner().invoke(main, ["explain", "ghost", "--kubeconfig", k8s_double.kubeconfig_path()])
     assert missing.exit_code == 1 and 'pod "ghost" not found' in missing.output
+
+
+def test_kinds_take_kubectls_names(gpu_cluster):
+    """kubectl describe accepts plural and short names: pods, po, nodes, no, resourceclaims."""
+    for alias, canonical in (("pods", "pod"), ("po", "pod"), ("nodes", "node"), ("no", "node"),
+                             ("claims", "claim"), ("resourceclaims", "claim")):
+        assert run(gpu_cluster, "describe", alias, "-A").output == run(gpu_cluster, "describe", canonical, "-A").output

@@ -107,7 +107,21 @@ def _reading(what: str):
     return progress(f"reading {what} from the cluster...")
 
 
-@click.group("describe", invoke_without_command=True, epilog=exits.TABLE)
+class _KubectlNames(click.Group):
+    """kubectl's names for the kinds: `describe pods`, `describe no NAME`, `describe resourceclaims`."""
+
+    ALIASES = {"nodes": "node", "no": "node", "pods": "pod", "po": "pod", "claims": "claim",
+               "resourceclaim": "claim", "resourceclaims": "claim", "resourceclaim.resource.k8s.io": "claim"}
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        return super().get_command(ctx, self.ALIASES.get(name, name))
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple:
+        name, command, rest = super().resolve_command(ctx, args)
+        return (command.name if command else name), command, rest
+
+
+@click.group("describe", cls=_KubectlNames, invoke_without_command=True, epilog=exits.TABLE)
 @cluster_options
 @dra_node_label_option
 @tree_option
