@@ -61,3 +61,26 @@ def test_includes_needs_list_type_attributes():
     with pytest.raises(CelCompileError, match="undeclared reference to 'includes'"):
         compile_selector(expression, gates=default_gates("1.36"))
     compile_selector(expression, gates={"DRAListTypeAttributes"})
+
+
+def _claim(expression, **meta):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"namespace": "ml", "name": "c", **meta},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.nvidia.com", "selectors": [{"cel": {"expression": expression}}]}}]}}}
+
+
+def test_explain_compiles_a_new_claim_under_the_gates_and_a_stored_one_as_the_scheduler_does():
+    """A claim from a file is created under the cluster's gates (NewExpressions); one the API
+    server already holds (it has a uid) is compiled by the scheduler as a stored expression."""
+    from kubectl_gpu.explain import explain_objects
+
+    slice_obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+                 "spec": {"driver": "gpu.nvidia.com", "nodeName": "n", "pool": {"name": "n"},
+                          "devices": [{"name": "gpu-0", "allowMultipleAllocations": True,
+                                       "attributes": {"type": {"string": "gpu"}}}]}}
+    gates = default_gates("1.35")
+    new = explain_objects(claims=[_claim(MULTI)], slices=[slice_obj], gates=gates).items[0]
+    assert "undefined field 'allowMultipleAllocations'" in new.verdict
+    stored = explain_objects(claims=[_claim(MULTI, uid="0b7c")], slices=[slice_obj], gates=gates).items[0]
+    assert stored.allocatable, stored.verdict

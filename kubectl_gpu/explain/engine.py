@@ -73,12 +73,12 @@ class _SelectorState:
         )
 
 
-def _compile(label: str, origin: str, expression: str, gates: Gates) -> _SelectorState:
-    """A claim's selector compiles as a new expression under the cluster's feature gates (what the
-    API server says when the claim is created); a DeviceClass's, already stored in the cluster,
-    as the scheduler compiles it (StoredExpressions, whatever the gates)."""
+def _compile(label: str, origin: str, expression: str, gates: Gates, stored: bool) -> _SelectorState:
+    """A new claim's selector compiles as a new expression under the cluster's feature gates (what
+    the API server says when the claim is created); a claim the cluster already holds and a
+    DeviceClass's as the scheduler compiles them (StoredExpressions, whatever the gates)."""
     try:
-        compiled = compile_selector(expression, gates=gates, stored=origin == "class")
+        compiled = compile_selector(expression, gates=gates, stored=stored)
         return _SelectorState(label, origin, expression, compiled, None)
     except CelCompileError as err:
         return _SelectorState(label, origin, expression, None, str(err))
@@ -224,8 +224,8 @@ def _explain_alternative(
             len(devices), 0, 0, 0, None, 0, False, verdict, verdict, (), (),
         )
 
-    class_states = [_compile(f"class {device_class.name} #{i}", "class", e, gates) for i, e in enumerate(device_class.selectors)]
-    request_states = [_compile(f"#{i}", "request", e, gates) for i, e in enumerate(sub.selectors)]
+    class_states = [_compile(f"class {device_class.name} #{i}", "class", e, gates, True) for i, e in enumerate(device_class.selectors)]
+    request_states = [_compile(f"#{i}", "request", e, gates, claim.stored) for i, e in enumerate(sub.selectors)]
     compile_failures = [s for s in class_states + request_states if s.compiled is None]
     if compile_failures:
         failed = compile_failures[0]

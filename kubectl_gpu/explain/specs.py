@@ -72,6 +72,9 @@ class ClaimSpec:
     constraints: tuple[ConstraintSpec, ...] = ()
     # Devices this claim already holds (driver/pool/device), from status.allocation.
     allocated: tuple[str, ...] = ()
+    # The API server already holds this object (it has a uid): its selectors are stored
+    # expressions, which the scheduler compiles whatever the feature gates are now.
+    stored: bool = False
 
     @property
     def ref(self) -> str:
@@ -157,6 +160,7 @@ def parse_claim(obj: Mapping[str, Any]) -> ClaimSpec:
         requests=requests,
         constraints=tuple(constraints),
         allocated=allocated,
+        stored=bool(meta.get("uid")),
     )
 
 
