@@ -88,3 +88,54 @@ def test_gfd_families_name_the_drivers_architectures():
 def test_device_classes_select_their_device_type_as_the_drivers_chart_does():
     for device_type, device_class in facts.DEVICE_CLASS_OF_TYPE.items():
         assert facts.DEVICE_CLASS_SELECTORS[device_class].endswith(f".type == '{device_type}'")
+
+
+@pytest.mark.parametrize("recording", ["h100-80gb-hbm3", "a100-sxm4-80gb-mig", "a100-sxm4-40gb-mig"])
+def test_inventorys_preview_publishes_only_attributes_the_table_knows(recording, monkeypatch):
+    """inventory mirrors the driver from NVML; the facts mirror it from its source: they must agree."""
+    from kubectl_gpu.inventory import nvml_reader
+    from kubectl_gpu.inventory.plan import plan_inventory
+    from kubectl_gpu.inventory.recorded_nvml import RecordedNvml
+    from kubectl_gpu.inventory.resource_slice import resource_slice
+
+    RecordedNvml.from_file(Path(__file__).parent / "data" / "nvml" / f"{recording}.json").install(monkeypatch.setattr)
+    preview = resource_slice(plan_inventory(nvml_reader.read_node(Path("/nonexistent"))), "node")
+    assert preview["spec"]["devices"]
+    for device in preview["spec"]["devices"]:
+        device_type = device["attributes"]["type"]["string"]
+        for qualified, value in device["attributes"].items():
+            attribute = facts.attribute(qualified.rsplit("/", 1)[-1])
+            ((kind, _),) = value.items()
+            assert attribute.kind == _KINDS[kind] and device_type in attribute.device_types, qualified
+        for name in device.get("capacity", {}):
+            if not re.fullmatch(r"memorySlice\d+", name):
+                assert device_type in facts.capacity(name).device_types, name
+
+
+def test_mig_device_names_in_the_fixtures_are_the_ones_inventory_derives_like_the_driver():
+    from kubectl_gpu.inventory import driver_names
+
+    migs = [d for d in devices() if d["attributes"]["type"]["string"] == "mig"]
+    assert migs
+    for device in migs:
+        minor, profile_id, start = re.fullmatch(r"gpu-(\d+)-mig-.+-(\d+)-(\d+)", device["name"]).groups()
+        profile = device["attributes"]["profile"]["string"]
+        assert driver_names.mig_device_name(int(minor), profile, int(profile_id), int(start)) == device["name"]
+
+
+@pytest.mark.parametrize("labels", [{"pool": "dra"}, {"pool": "other"}, {"ack.node.gpu.schedule": "disabled"},
+                                    {"ack.node.gpu.schedule": "enabled"}, {}])
+def test_the_webhook_and_describe_doctor_agree_on_which_nodes_are_dra_nodes(labels):
+    """One marker rule: a key alone matches any value, key=value that value only."""
+    from kubectl_gpu.inspect import dra_nodes
+    from webhook import double_counting
+
+    for markers in (facts.DEFAULT_DRA_NODE_MARKERS, (facts.DraNodeMarker("pool"),),
+                    (facts.DraNodeMarker.parse("pool=dra"),)):
+        assert double_counting.is_dra_node(labels, markers) == dra_nodes.is_dra_node(labels, markers)
+    assert dra_nodes.is_dra_node(labels, (facts.DraNodeMarker("pool"),)) == ("pool" in labels)
+
+
+def test_a_dra_node_label_flag_without_a_value_says_how_to_write_it():
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        facts.DraNodeMarker.parse("pool")

@@ -13,11 +13,10 @@ Which resource names are legacy GPU requests comes from ``kubectl_gpu.core.famil
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from kubectl_gpu.core.constants import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TPU
-from kubectl_gpu.core.facts import DRA_NODE_LABEL_KEY, DRA_NODE_LABEL_VALUE
+from kubectl_gpu.core.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
 from kubectl_gpu.core.families import ContainerRef, LegacyRequest, family_of, legacy_requests
 from kubectl_gpu.core.patch import escape as escape_pointer
 
@@ -46,23 +45,10 @@ _TERMS_PATH = f"{_REQUIRED_PATH}/nodeSelectorTerms"
 NVIDIA_GPU_DEVICE_CLASSES = (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS)
 
 
-@dataclass(frozen=True)
-class DraNodeSelector:
-    """A node label that marks a DRA node: ``key=value``, or just ``key`` (any value)."""
+# A node label that marks a DRA node (key=value, or key alone): one type, shared with describe/doctor.
+DraNodeSelector = DraNodeMarker
 
-    key: str
-    value: str | None = None
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        if self.key not in labels:
-            return False
-        return self.value is None or labels[self.key] == self.value
-
-    def render(self) -> str:
-        return self.key if self.value is None else f"{self.key}={self.value}"
-
-
-DEFAULT_DRA_NODE_SELECTORS = (DraNodeSelector(DRA_NODE_LABEL_KEY, DRA_NODE_LABEL_VALUE),)
+DEFAULT_DRA_NODE_SELECTORS = DEFAULT_DRA_NODE_MARKERS
 
 # What draNodeSelectors in the configuration reads into (webhook.config validates it).
 Selectors = Sequence[DraNodeSelector]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 # --- Kubernetes DRA API -----------------------------------------------------------------------
@@ -58,6 +59,38 @@ OPT_OUT_LABEL = "kubectl-gpu.io/opt-out"
 # stops advertising nvidia.com/gpu there); configurable in the webhook.
 DRA_NODE_LABEL_KEY = "ack.node.gpu.schedule"
 DRA_NODE_LABEL_VALUE = "disabled"
+
+
+@dataclass(frozen=True)
+class DraNodeMarker:
+    """A node label that marks a DRA node: ``key=value``, or just ``key`` (any value).  One rule
+    for the webhook (which fences legacy pods off such nodes) and describe/doctor (which count them)."""
+
+    key: str
+    value: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "DraNodeMarker":
+        """KEY=VALUE, as command-line flags write it (they also set the label, so a value is needed);
+        configuration files give ``{key, value?}`` and build the marker directly."""
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--dra-node-label {text!r} must be KEY=VALUE, "
+                             f"e.g. {DRA_NODE_LABEL_KEY}={DRA_NODE_LABEL_VALUE}")
+        return cls(key.strip(), value.strip())
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.key not in labels:
+            return False
+        return self.value is None or labels[self.key] == self.value
+
+    def render(self) -> str:
+        return self.key if self.value is None else f"{self.key}={self.value}"
+
+    __str__ = render
+
+
+DEFAULT_DRA_NODE_MARKERS = (DraNodeMarker(DRA_NODE_LABEL_KEY, DRA_NODE_LABEL_VALUE),)
 
 # --- NVIDIA's DRA driver ----------------------------------------------------------------------
 
