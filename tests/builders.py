@@ -31,7 +31,7 @@ def gpu_device(node: str, index: int, *, product: str = "NVIDIA H100 80GB HBM3",
         "cudaDriverVersion": {"version": "12.9.0"},
         "resource.kubernetes.io/pciBusID": {"string": f"0000:{index + 0x18:02x}:00.0"},
     }
-    if with_index:  # drivers before v25.12 published these
+    if with_index:  # drivers before v25.8.0 published these
         attributes["index"] = {"int": index}
         attributes["minor"] = {"int": index}
     device: dict[str, Any] = {"name": f"gpu-{index}", "attributes": attributes,

@@ -119,7 +119,7 @@ def test_selector_values(expression, expected, device, engine):
 @pytest.mark.parametrize(
     "expression, message",
     [
-        # the NVIDIA driver removed index/minor in v25.12: selecting on them fails, it does not "not match"
+        # the NVIDIA driver removed index/minor in v25.8.0: selecting on them fails, it does not "not match"
         ("device.attributes['gpu.nvidia.com'].index == 0", "no such key: index"),
         ("device.attributes['gpu.nvidia.com']['minor'] == 0", "no such key: minor"),
         ("device.capacity['gpu.nvidia.com'].cores.isGreaterThan(quantity('1'))", "no such key: cores"),

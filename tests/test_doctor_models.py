@@ -59,7 +59,7 @@ def test_selector_on_index_which_the_nvidia_driver_no_longer_publishes():
     (finding,) = [f for f in report.findings if f.code == "unpublished-attribute"]
     assert finding.subject == "resourceclaimtemplate/ml/pinned"
     assert "runtime error" in finding.message
-    assert "uuid" in finding.fix and "v25.12" in finding.fix
+    assert "uuid" in finding.fix and "v25.8.0" in finding.fix
 
 
 def test_selector_on_index_is_fine_where_the_driver_still_publishes_it():

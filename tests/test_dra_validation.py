@@ -136,7 +136,7 @@ def test_a_claim_using_a_removed_nvidia_attribute_is_allowed_with_a_warning() ->
     assert result.allowed
     [warning] = [w for w in result.warnings if "'index'" in w]
     assert warning.startswith("requests[0].exactly.selectors[0]")
-    assert "25.12" in warning
+    assert "v25.8.0" in warning
 
 
 # --- NVIDIA opaque configs ------------------------------------------------------------------
@@ -412,7 +412,7 @@ def test_v1beta1_and_first_available_selectors_are_compiled_too() -> None:
 def test_removed_nvidia_attributes_warn_and_other_domains_do_not(expression: str) -> None:
     result = validate_dra_object(_with_selectors(two_gpus_template(), expression))
     assert result.allowed
-    assert [w for w in result.warnings if "was removed in driver 25.12" in w]
+    assert [w for w in result.warnings if "was removed in driver v25.8.0" in w]
 
     other = expression.replace("gpu.nvidia.com", "gpu.example.com")
     assert not [w for w in validate_dra_object(_with_selectors(two_gpus_template(), other)).warnings

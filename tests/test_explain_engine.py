@@ -94,7 +94,7 @@ def test_imex_channels_are_not_gpus_for_the_nvidia_gpu_class():
 
 
 def test_removed_index_attribute_is_reported_as_the_scheduler_error():
-    """gpu-test6 selects on `index`, which NVIDIA driver v25.12 no longer publishes."""
+    """gpu-test6 selects on `index`, which NVIDIA driver v25.8.0 and later no longer publish."""
     template = fixture("gpu-test6-a100-index")[1]
     slices = load(DATA / "nvidia-a100-mig-v1beta1.yaml")
     item = explain_one(template, slices)

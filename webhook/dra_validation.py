@@ -18,6 +18,7 @@ from kubectl_gpu.cel import CelCompileError, compile_selector
 from kubectl_gpu.core.constants import DRA_GROUP as RESOURCE_GROUP
 from kubectl_gpu.core.constants import (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, NVIDIA_ATTRIBUTE_DOMAIN,
                                          REMOVED_NVIDIA_ATTRIBUTES)
+from kubectl_gpu.core import facts
 from kubectl_gpu.core.facts import DRA_VERSIONS, FLAT_REQUEST_VERSIONS
 from kubectl_gpu.core.driver_config import (
     GPU_CONFIG,
@@ -274,7 +275,7 @@ def _check_selectors(raw: Any, path: str, result: ValidationResult) -> None:
         for attribute in _removed_attributes(expression):
             result.warnings.append(_warning(
                 f"{_short(selector_path)}: gpu.nvidia.com '{attribute}' was removed in driver "
-                "25.12; scheduling will fail"))
+                f"{facts.attribute(attribute).removed}; scheduling will fail"))
 
 
 def _compile_error(expression: str) -> str | None:

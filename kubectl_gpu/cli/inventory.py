@@ -82,7 +82,7 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
     the NVIDIA DRA driver (gpu.nvidia.com) will publish for them.
 
     GPUs with MIG mode enabled appear as their MIG devices (type mig), as the driver
-    announces them; index and minor are not attributes since driver v25.12.
+    announces them; index and minor are not attributes since driver v25.8.0.
     """
     if remote_node:
         if nvml_recording or node_name:

@@ -425,7 +425,7 @@ def _hint(error: str) -> str:
     if "no such key:" in error:
         key = error.split("no such key:", 1)[1].split()[0].strip("()")
         return (
-            f"no device in the class publishes {key!r} (the NVIDIA driver removed index/minor in v25.12): "
+            f"no device in the class publishes {key!r} (the NVIDIA driver removed index/minor in v25.8.0): "
             f"fix the name, or guard it with has(...)"
         )
     return "fix the selector"

@@ -4,7 +4,7 @@ Mirrors the driver's static (non-DynamicMIG) announcement: a GPU without MIG mod
 ``gpu`` device; a GPU with MIG mode enabled is announced only through its live MIG
 devices (``mig``); the whole GPU is then not allocatable.  Attribute and capacity names,
 value kinds and formatting follow the driver's ``deviceinfo.go`` / ``mig.go``.
-``index`` and ``minor`` are not attributes: driver v25.12 removed them.
+``index`` and ``minor`` are not attributes: driver v25.8.0 removed them.
 """
 
 from __future__ import annotations

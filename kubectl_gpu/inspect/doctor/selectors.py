@@ -2,7 +2,7 @@
 a CEL selector naming an attribute no device publishes.
 
 In Kubernetes a missing attribute is a runtime error, not a non-match: the scheduler aborts
-allocation for the pod.  The NVIDIA driver removed `index` and `minor` in v25.12, so selectors
+allocation for the pod.  The NVIDIA driver removed `index` and `minor` in v25.8.0, so selectors
 written for older drivers break this way.
 """
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER, REMOVED_NVIDIA_ATTRIBUTES
+from kubectl_gpu.core.facts import attribute
 from kubectl_gpu.inspect.claims_model import Request, claim_requests, read_claim
 from kubectl_gpu.inspect.devices import SliceDevice
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
@@ -209,8 +210,8 @@ def _check_expressions(subject: str, where: str, expressions: Iterable[str],
 def _fix(ref: AttributeReference, counts: Mapping[str, int]) -> str:
     available = sorted({k.split("/", 1)[1] for k in counts if k.startswith(ref.kind + "/")})
     if ref.domain == NVIDIA_DRIVER and ref.name in REMOVED_NVIDIA_ATTRIBUTES:
-        return (f"the NVIDIA DRA driver stopped publishing {ref.name} in v25.12: select by uuid or "
-                f"productName instead (published: {', '.join(available)})")
+        return (f"the NVIDIA DRA driver stopped publishing {ref.name} in {attribute(ref.name).removed}: "
+                f"select by uuid or productName instead (published: {', '.join(available)})")
     return f"use a published {ref.kind[:-1] if ref.kind == 'attributes' else ref.kind} of " \
            f"{ref.domain}: {', '.join(available) or 'none'}"
 
