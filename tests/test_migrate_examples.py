@@ -37,6 +37,9 @@ class Migrated:
         return request["exactly"]
 
 
+SHAREABLE_GPUS = str(Path(__file__).parent / "data" / "slices" / "nvidia-consumable-memory.yaml")
+
+
 @cache
 def migrate(example: str, *options: str, text: str | None = None) -> Migrated:
     args = ["migrate", *options, "-" if text is not None else str(EXAMPLES / example)]
@@ -69,16 +72,18 @@ def test_whole_gpus_get_one_claim_template_before_the_deployment_and_the_service
 
 
 def test_half_a_gpu_the_report_says_what_the_pods_really_get() -> None:
-    m = migrate("fractional-gpu.yaml")
-    assert "gets 1 whole GPU(s) instead of 0.5 of a GPU" in m.report and "--gpu-memory" in m.report
+    m = migrate("fractional-gpu.yaml")  # --sharing auto, and no cluster profile says a GPU can be shared
+    assert "gets 1 whole GPU(s) instead of 0.5 of a GPU" in m.report and "--cluster" in m.report
     assert "capacity" not in m.request()
+    consumable = migrate("fractional-gpu.yaml", "--sharing", "consumable")
+    assert "gets 1 whole GPU(s) instead of 0.5 of a GPU" in consumable.report and "--gpu-memory" in consumable.report
 
 
 def test_half_a_gpu_alternatives_named_in_the_comment() -> None:
     mps = migrate("fractional-gpu.yaml", "--sharing", "mps")
     assert mps.one("ResourceClaim")["spec"]["devices"]["config"][0]["opaque"]["parameters"]["sharing"][
         "strategy"] == "MPS"
-    assert migrate("fractional-gpu.yaml", "--gpu-memory", "80Gi").request()["capacity"] == {
+    assert migrate("fractional-gpu.yaml", "--sharing", "consumable", "--gpu-memory", "80Gi").request()["capacity"] == {
         "requests": {"memory": "40Gi"}}
 
 
@@ -93,7 +98,7 @@ def test_gpu_feature_discovery_node_selector_becomes_a_product_name_selector_and
 
 
 def test_hami_memory_becomes_consumable_capacity_and_the_card_type_a_selector() -> None:
-    m = migrate("hami-deployment.yaml")
+    m = migrate("hami-deployment.yaml", "--sharing", "consumable")
     request = m.request()
     assert request["capacity"] == {"requests": {"memory": "3000Mi"}}
     [selector] = request["selectors"]
@@ -116,7 +121,9 @@ def test_tpu_becomes_a_tpu_class_claim_and_the_gke_node_selectors_stay() -> None
 
 
 def test_vcuda_share_becomes_4gi_of_one_gpu_and_150_cores_is_an_error_naming_the_valid_values() -> None:
-    assert migrate("vcuda-pod.yaml").request()["capacity"] == {"requests": {"memory": "4Gi"}}
+    # --sharing auto against a cluster whose GPUs advertise consumable memory gives memory shares.
+    assert migrate("vcuda-pod.yaml", "--cluster", SHAREABLE_GPUS).request()["capacity"] == {
+        "requests": {"memory": "4Gi"}}
     text = (EXAMPLES / "vcuda-pod.yaml").read_text().replace("vcuda-core: 50", "vcuda-core: 150")
     bad = migrate("vcuda-pod.yaml", text=text)
     assert bad.exit_code == 3
@@ -124,6 +131,7 @@ def test_vcuda_share_becomes_4gi_of_one_gpu_and_150_cores_is_an_error_naming_the
 
 
 def test_ack_gpushare_counts_gib_unless_told_mib() -> None:
-    assert migrate("ack-gpushare.yaml").request()["capacity"] == {"requests": {"memory": "4Gi"}}
-    assert migrate("ack-gpushare.yaml", "--aliyun-memory-unit", "MiB").request()["capacity"] == {
+    assert migrate("ack-gpushare.yaml", "--cluster", SHAREABLE_GPUS).request()["capacity"] == {
+        "requests": {"memory": "4Gi"}}
+    assert migrate("ack-gpushare.yaml", "--sharing", "consumable", "--aliyun-memory-unit", "MiB").request()["capacity"] == {
         "requests": {"memory": "4Mi"}}

@@ -9,9 +9,14 @@ import click
 from rich.console import Console
 
 from kubectl_gpu.cli import exits
-from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
+                                 parse_feature_gates, parse_kubernetes_version, read_live_profile)
+from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions, translate_pod_template
 from kubectl_gpu.core.facts import DRA_VERSIONS
 from kubectl_gpu.core.quantity import QuantityError, parse_quantity
+from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
+from kubectl_gpu.k8s.kubeconfig import connect
+from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests import (Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    migrate_sources, unified_diff)
 from kubectl_gpu.manifests.output import OutputError, WriteReport, join_stream, output_paths, write_files
@@ -26,13 +31,15 @@ EPILOG = """\b
 What migrate's exit codes mean (table below):
   0  everything migrated (or nothing needed to change)
   1  --check or --diff: some manifest would change (like kubectl diff)
-  2  usage error (bad option, missing file); nothing was written
+  2  usage error (bad option, missing file, unreadable --cluster files);
+     nothing was written
   3  some input was not migrated (a document that does not parse or repeats
      a key with different values, an invalid legacy value, one container
-     mixing two GPU plugins' resources); everything else was still migrated
-     and written, and the report on stderr says what to fix; or some file
-     could not be written (the report lists which were and which were not;
-     each file is replaced whole or not at all)
+     mixing two GPU plugins' resources, a claim that no device of the
+     --cluster/--from-cluster profile can satisfy); everything else was
+     still migrated and written, and the report on stderr says what to fix;
+     or some file could not be written (the report lists which were and
+     which were not; each file is replaced whole or not at all)
 GPU requests migrate finds but cannot reach (inside strings, containers
 outside a pod template) are warnings in the report: they leave the exit
 code as it is, --check and --diff included.
@@ -42,6 +49,8 @@ Examples:
   kubectl gpu migrate deploy.yaml > deploy-dra.yaml
   kubectl gpu migrate --diff k8s/
   kubectl gpu migrate --in-place --sharing mps k8s/
+  kubectl get resourceslices,deviceclasses -o yaml > cluster.yaml
+  kubectl gpu migrate --cluster cluster.yaml k8s/   # checked against its GPUs
   kubectl gpu migrate --check k8s/        # in CI: fail while legacy GPU requests remain
   helm template my-chart | kubectl gpu migrate - | kubectl apply -f -
 
@@ -74,12 +83,31 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
               help="Write nothing; exit 1 if any manifest would change (for CI).")
 @click.option("-o", "--output", "output_format", type=click.Choice(["yaml", "json"]),
               help="Output format (default: the format of each input file).")
-@click.option("--api-version", type=click.Choice(list(DRA_VERSIONS)), default="v1", show_default=True,
-              help="resource.k8s.io version: v1 (Kubernetes 1.34+), v1beta2 (1.33), v1beta1 (1.32).")
-@click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.CONSUMABLE.value,
+@click.option("--api-version", type=click.Choice(list(DRA_VERSIONS)), default=None,
+              help="resource.k8s.io version: v1 (Kubernetes 1.34+), v1beta2 (1.33), v1beta1 (1.32). "
+                   "Default: the newest the cluster profile serves, else v1.")
+@click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.AUTO.value,
               show_default=True,
-              help="Fractional GPUs: consumable capacity (KEP-5075), exclusive (whole GPUs), or one shared "
-                   "claim per workload with timeslicing/mps.")
+              help="Fractional GPUs: auto (consumable capacity where the cluster profile's GPUs advertise "
+                   "allowMultipleAllocations and DRAConsumableCapacity is on, else whole GPUs; whole GPUs "
+                   "without a profile), consumable (KEP-5075), exclusive (whole GPUs), or one shared claim per "
+                   "workload with timeslicing/mps.")
+@click.option("--cluster", "cluster_files", multiple=True, metavar="FILE|DIR",
+              help="Cluster profile from files: the output of `kubectl get resourceslices,deviceclasses -o yaml` "
+                   "(repeatable). Every claim is checked against these devices; one no device can satisfy is "
+                   "an error (exit 3).")
+@click.option("--from-cluster", is_flag=True,
+              help="Read the cluster profile (version, DeviceClasses, ResourceSlices) from the current "
+                   "kubeconfig context, as --cluster does from files.")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
+              help="Kubeconfig for --from-cluster (default: $KUBECONFIG, ~/.kube/config).")
+@click.option("--context", default=None, help="Kubeconfig context for --from-cluster.")
+@click.option("--kubernetes-version", metavar="1.MINOR",
+              help="Kubernetes version of the target cluster (its DRA feature gate defaults); default: the "
+                   "live cluster's, or the oldest that serves the profile files' API version.")
+@click.option("--feature-gates", metavar="NAME=BOOL,...",
+              help="DRA feature gates that differ from the version's defaults, as kube-apiserver takes them "
+                   "(e.g. DRAConsumableCapacity=true).")
 @click.option("--integer-gpus", type=click.Choice([m.value for m in IntegerGpuMode]),
               default=IntegerGpuMode.REWRITE.value, show_default=True,
               help="Plain nvidia.com/gpu: N: rewrite to claims, or leave it to a DeviceClass with "
@@ -96,8 +124,14 @@ def command(
     show_diff: bool,
     check: bool,
     output_format: str | None,
-    api_version: str,
+    api_version: str | None,
     sharing: str,
+    cluster_files: tuple[str, ...],
+    from_cluster: bool,
+    kubeconfig: str | None,
+    context: str | None,
+    kubernetes_version: str | None,
+    feature_gates: str | None,
     integer_gpus: str,
     gpu_memory: str | None,
     aliyun_memory_unit: str,
@@ -115,14 +149,20 @@ def command(
         raise click.UsageError("use either --in-place or --output-dir, not both")
     if (in_place or output_dir is not None) and "-" in inputs:
         raise click.UsageError("standard input ('-') can only be written to stdout; drop --in-place/--output-dir")
-    options = MigrateOptions(
-        translate=TranslateOptions(
-            api_version=ApiVersion.parse(api_version),
+    profile = _cluster_profile(cluster_files, from_cluster, kubeconfig, context, kubernetes_version, feature_gates)
+    fitted = fit_options(
+        TranslateOptions(
+            api_version=ApiVersion.parse(api_version or "v1"),
             sharing=Sharing(sharing),
             integer_gpus=IntegerGpuMode(integer_gpus),
             gpu_memory=gpu_memory,
             aliyun_memory_unit=aliyun_memory_unit,
         ),
+        profile,
+        api_version_given=api_version is not None,
+    )
+    options = MigrateOptions(
+        translate=fitted.options,
         namespace=namespace,
         self_contained_files=in_place or output_dir is not None or show_diff,
     )
@@ -130,7 +170,8 @@ def command(
         sources = collect_sources(inputs, sys.stdin)
     except InputError as err:
         raise click.UsageError(str(err)) from err
-    result = migrate_sources(sources, options, Format(output_format) if output_format else None)
+    translate = checked_translator(profile) if profile is not None else translate_pod_template
+    result = migrate_sources(sources, options, Format(output_format) if output_format else None, translate)
     rendered = [f.rendered for f in result.files]
 
     writes = WriteReport()
@@ -150,11 +191,49 @@ def command(
         click.echo("".join(unified_diff(f) for f in rendered if f.changed), nl=False)
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
+    if profile is not None:
+        console.print(profile.describe(), markup=False)
+    for line in fitted.notes:
+        console.print(line, markup=False)
     print_report(result, console)
     if writes.failed:
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)
     sys.exit(_exit_code(result, check or show_diff))
+
+
+def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None, context: str | None,
+                     kubernetes_version: str | None, feature_gates: str | None) -> ClusterProfile | None:
+    if files and live:
+        raise click.UsageError("use either --cluster FILE|DIR or --from-cluster, not both")
+    try:
+        overrides = parse_feature_gates(feature_gates) if feature_gates else None
+        minor = parse_kubernetes_version(kubernetes_version) if kubernetes_version else None
+        if files:
+            return load_profile_files(files, kubernetes_minor=minor, gate_overrides=overrides)
+    except (ProfileError, ValueError) as err:
+        raise click.UsageError(str(err)) from err
+    if not live:
+        if minor is not None or overrides:
+            raise click.UsageError("--kubernetes-version and --feature-gates describe a cluster profile: "
+                                   "add --cluster FILE|DIR or --from-cluster")
+        return None
+    try:
+        connection = connect(kubeconfig, context)
+    except KubeconfigError as err:
+        raise click.UsageError(str(err)) from err
+    try:
+        profile = read_live_profile(lambda path, query: get_json(connection.api, path, query),
+                                    f"cluster {connection.server}", overrides)
+    except ApiError as err:
+        # Nothing was written; the code says unreachable or forbidden, as for every command.
+        click.echo(f"error: cannot read the cluster profile: {err}", err=True)
+        sys.exit(exits.code_for(err))
+    finally:
+        connection.close()
+    if minor is not None and profile.kubernetes_minor != minor:
+        raise click.UsageError(f"--kubernetes-version 1.{minor}, but the cluster runs 1.{profile.kubernetes_minor}")
+    return profile
 
 
 def _exit_code(result: MigrationResult, report_changes: bool) -> int:

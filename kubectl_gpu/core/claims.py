@@ -51,7 +51,7 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
     whole = f"{demand.count} whole GPU(s)"
     share = demand.share
     if share is None:
-        request = _request("gpu", options.gpu_device_class, demand.count, selectors, None)
+        request = _whole_gpu_request(demand.count, selectors, options)
         return _finish(demand, options, request, None, whole, f"gpu-{demand.count}", False), notes
 
     asked = share.describe()
@@ -60,11 +60,13 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
     def exclusive(reason: str) -> tuple[PlannedClaim, list[Note]]:
         notes.append(Note(Severity.WARNING, f"{demand.legacy_text}: {reason}; gets {whole} instead of "
                                             f"{asked}", container))
-        request = _request("gpu", options.gpu_device_class, demand.count, selectors, None)
+        request = _whole_gpu_request(demand.count, selectors, options)
         return _finish(demand, options, request, None, whole, f"gpu-{demand.count}", False), notes
 
     if strategy is Sharing.EXCLUSIVE:
-        return exclusive("sharing strategy 'exclusive'")
+        return exclusive(options.sharing_reason or "sharing strategy 'exclusive'")
+    if strategy is Sharing.AUTO:  # not resolved against a cluster: nothing says a GPU can be shared
+        return exclusive(options.sharing_reason or "--sharing auto without a cluster profile gives whole GPUs")
 
     if strategy is Sharing.CONSUMABLE:
         if not options.api_version.supports_consumable_capacity:
@@ -128,13 +130,22 @@ def _sharing_config(strategy: Sharing, share: Any) -> dict[str, Any]:
 
 
 def _request(name: str, device_class: str, count: int, selectors: list[str],
-             memory: str | None) -> dict[str, Any]:
+             memory: str | None, capacity: tuple[tuple[str, str], ...] = ()) -> dict[str, Any]:
     exactly: dict[str, Any] = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}
     if selectors:
         exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
     if memory is not None:
         exactly["capacity"] = {"requests": {"memory": memory}}
+    elif capacity:
+        exactly["capacity"] = {"requests": dict(capacity)}
     return {"name": name, "exactly": exactly}
+
+
+def _whole_gpu_request(count: int, selectors: list[str], options: TranslateOptions) -> dict[str, Any]:
+    # On GPUs shared by consumable capacity, a whole GPU is one that asks for all of its capacity
+    # (options.whole_gpu_capacity, chosen from the cluster); capacity.requests exists from v1 on.
+    capacity = options.whole_gpu_capacity if options.api_version.supports_consumable_capacity else ()
+    return _request("gpu", options.gpu_device_class, count, selectors, None, capacity)
 
 
 def render_request(request: dict[str, Any], api_version: ApiVersion) -> dict[str, Any]:

@@ -55,6 +55,9 @@ class Sharing(str, Enum):
     EXCLUSIVE = "exclusive"  # round up to whole GPUs
     TIMESLICING = "timeslicing"  # one shared ResourceClaim per workload, GpuConfig TimeSlicing
     MPS = "mps"  # one shared ResourceClaim per workload, GpuConfig MPS
+    # Decided from the cluster (kubectl_gpu.cluster.fit): consumable where the devices allow it,
+    # else exclusive.  Unresolved (no cluster profile) it is exclusive.
+    AUTO = "auto"
 
 
 class IntegerGpuMode(str, Enum):
@@ -104,6 +107,11 @@ class TranslateOptions:
     # Families (see constants.FAMILIES) to leave as legacy requests; the webhook fences such pods
     # off DRA nodes instead.
     pass_through_families: frozenset[str] = frozenset()
+    # Why fractional GPUs become whole ones, when the cluster decided it (--sharing auto).
+    sharing_reason: str | None = None
+    # Capacity requests that make a whole-GPU claim take all of a shareable GPU (KEP-5075 devices
+    # whose requestPolicy default is less than the capacity), e.g. (("memory", "81559Mi"),).
+    whole_gpu_capacity: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,207 @@
+"""Translation fitted to one cluster: options chosen from its profile, claims checked against it.
+
+Both faces do the same three things with a profile, in this order:
+1. ``fit_options``: the ``resource.k8s.io`` version the API server serves, the sharing mode the
+   devices allow (``--sharing auto``), and how whole-GPU claims stay whole on shareable GPUs;
+2. translate with the core (pure, knows nothing of clusters);
+3. ``unsatisfiable``: explain every emitted claim against the published devices; a claim no
+   device can satisfy is an error (migrate) or a deny/warning (webhook), with explain's reason.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kubectl_gpu.cel import Device
+from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
+from kubectl_gpu.core import constants as c
+from kubectl_gpu.core.model import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
+from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
+from kubectl_gpu.explain.model import ClaimResult
+
+from .profile import ClusterProfile
+
+Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
+
+# What NVIDIA's driver needs for each sharing mode (kubernetes-sigs/dra-driver-nvidia-gpu, main:
+# pkg/featuregates/featuregates.go, cmd/gpu-kubelet-plugin/consumable_shares.go).
+DRIVER_REQUIREMENTS: dict[Sharing, str] = {
+    Sharing.CONSUMABLE: (
+        "NVIDIA DRA driver built from main after v0.4.x with its ConsumableShares feature gate and "
+        "--consumable-shares set, plus Kubernetes' DRAConsumableCapacity gate; memory is accounted by the "
+        "scheduler, not enforced on the GPU; MPS is refused while consumable shares or DynamicMIG are on"),
+    Sharing.TIMESLICING: "NVIDIA DRA driver with its TimeSlicingSettings feature gate",
+    Sharing.MPS: "NVIDIA DRA driver with its MPSSupport feature gate (refused while ConsumableShares or DynamicMIG is on)",
+}
+
+
+@dataclass(frozen=True)
+class FittedOptions:
+    options: TranslateOptions
+    notes: tuple[str, ...]  # what was decided from the profile, for the report
+
+
+def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
+                api_version_given: bool) -> FittedOptions:
+    """``options`` adjusted to the cluster.  ``api_version_given``: the user chose a version, so the
+    profile only checks it (a version the cluster does not serve is reported, not silently changed)."""
+    notes: list[str] = []
+    if profile is not None:
+        served = profile.api_version
+        if served is None:
+            notes.append(f"the cluster serves no {c.DRA_GROUP} version kubectl-gpu writes (v1, v1beta2, v1beta1): "
+                         "DRA is not enabled there; claims are written as " + options.api_version.value)
+        elif not api_version_given:
+            options = replace(options, api_version=served)
+            notes.append(f"claims written as {served.value}, the newest {c.DRA_GROUP} version the cluster serves")
+        elif options.api_version.value.split("/")[1] not in profile.served_versions:
+            notes.append(f"--api-version {options.api_version.value} is not served by the cluster (it serves "
+                         f"{', '.join(profile.served_versions)}): the API server will refuse these claims")
+    options = _fit_sharing(options, profile, notes)
+    options = _keep_whole_gpus_whole(options, profile, notes)
+    return FittedOptions(options, tuple(notes))
+
+
+def _fit_sharing(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:
+    if options.sharing is not Sharing.AUTO:
+        requirement = DRIVER_REQUIREMENTS.get(options.sharing)
+        if requirement:
+            notes.append(f"--sharing {options.sharing.value} needs the {requirement}")
+        return options
+    if profile is None:
+        reason = "--sharing auto without a cluster profile (--cluster or --from-cluster) gives whole GPUs"
+        return replace(options, sharing=Sharing.EXCLUSIVE, sharing_reason=reason)
+    shareable = profile.shareable_devices(c.NVIDIA_DRIVER)
+    if not options.api_version.supports_consumable_capacity:
+        reason = f"--sharing auto: consumable capacity needs {ApiVersion.V1.value} (Kubernetes 1.34+)"
+    elif not shareable:
+        reason = ("--sharing auto: no NVIDIA GPU in the cluster advertises allowMultipleAllocations (that needs "
+                  f"Kubernetes' {DRA_CONSUMABLE_CAPACITY} gate and the driver's ConsumableShares gate with "
+                  "--consumable-shares)")
+    elif not profile.gate(DRA_CONSUMABLE_CAPACITY):
+        reason = f"--sharing auto: the cluster's {DRA_CONSUMABLE_CAPACITY} feature gate is off"
+    else:
+        notes.append(f"--sharing auto: consumable capacity, {len(shareable)} NVIDIA GPU(s) advertise "
+                     f"allowMultipleAllocations; needs the {DRIVER_REQUIREMENTS[Sharing.CONSUMABLE]}")
+        return replace(options, sharing=Sharing.CONSUMABLE)
+    notes.append(reason + "; fractional GPU requests get whole GPUs")
+    return replace(options, sharing=Sharing.EXCLUSIVE, sharing_reason=reason)
+
+
+def _keep_whole_gpus_whole(options: TranslateOptions, profile: ClusterProfile | None,
+                           notes: list[str]) -> TranslateOptions:
+    """On a shareable GPU, a claim without a capacity request consumes each capacity's
+    ``requestPolicy.default``; NVIDIA's driver sets it to 0 in its ``unlimited`` and ``N`` modes
+    (consumable_shares.go), so whole-GPU claims would stack on one GPU.  Asking for the device's
+    full capacity keeps them whole: the allocator then consumes all of it.  Kubernetes API
+    (DeviceCapacity.requestPolicy): "If request is also unset, default is the full capacity value"
+    applies only when there is no policy."""
+    if (profile is None or not options.api_version.supports_consumable_capacity
+            or not profile.gate(DRA_CONSUMABLE_CAPACITY)):
+        return options  # with the gate off no device is shared, and the API server drops capacity requests
+    partial = [d for d in profile.shareable_devices(c.NVIDIA_DRIVER) if _default_takes_part(d)]
+    if not partial:
+        return options
+    shapes = {_full_capacity(d) for d in partial}
+    if len(shapes) > 1:
+        notes.append(f"{len(partial)} shareable GPU(s) give a claim without a capacity request only part of the GPU "
+                     "and differ in size: whole-GPU claims may share a GPU with other claims (no single "
+                     "full-capacity request fits them all)")
+        return options
+    (shape,) = shapes
+    text = ", ".join(f"{k} {v}" for k, v in shape)
+    notes.append(f"whole-GPU claims ask for the full capacity ({text}): the shareable GPUs would otherwise give a "
+                 "claim without a capacity request no share (the driver's unlimited/N consumable modes)")
+    return replace(options, whole_gpu_capacity=tuple(shape))
+
+
+def _default_takes_part(device: Device) -> bool:
+    for name, policy in device.request_policies.items():
+        total = device.capacity_value(name)
+        default = policy.get("default")
+        if total is None or default is None:
+            continue
+        from kubectl_gpu.cel import Quantity
+
+        try:
+            if Quantity.parse(str(default)).value < total.value:
+                return True
+        except ValueError:
+            return True
+    return False
+
+
+def _full_capacity(device: Device) -> tuple[tuple[str, str], ...]:
+    names = sorted(device.request_policies)
+    return tuple((n.split("/", 1)[-1], str(device.capacity_value(n))) for n in names
+                 if device.capacity_value(n) is not None)
+
+
+# --- checking claims -----------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=8)
+def _class_specs(profile: ClusterProfile) -> dict[str, DeviceClassSpec]:
+    specs = {}
+    for obj in profile.device_classes:
+        spec = parse_device_class(obj)
+        specs[spec.name] = spec
+    return specs
+
+
+def explain_against(claim: ClaimObject, profile: ClusterProfile, namespace: str = "default") -> ClaimResult:
+    spec = parse_claim(claim.manifest(namespace))
+    # A new claim compiles under the cluster's gates, as the API server compiles it.
+    return explain_claim(spec, profile.devices, _class_specs(profile), gates=profile.feature_gates)
+
+
+def unsatisfiable(claims: Sequence[ClaimObject], profile: ClusterProfile) -> dict[str, str]:
+    """Claim name -> why no device of the cluster can ever satisfy it (explain's verdict).  Nothing
+    else is allocated in this view, so "taken" never counts: only what the devices can be."""
+    problems: dict[str, str] = {}
+    for claim in claims:
+        result = explain_against(claim, profile)
+        if not result.allocatable:
+            problems[claim.name] = _reason(result)
+    return problems
+
+
+def _reason(result: ClaimResult) -> str:
+    parts = [result.verdict]
+    for request in result.requests:
+        for alternative in request.alternatives:
+            for selector in alternative.selectors:
+                if selector.origin == "request" and selector.evaluated and not selector.matched:
+                    parts.append(f"selector {selector.selector} ({selector.expression}) matches none of "
+                                 f"{selector.evaluated} device(s)")
+    return "; ".join(parts)
+
+
+def checked_translator(profile: ClusterProfile, unsatisfiable_is: Severity = Severity.ERROR,
+                       translate: Translator | None = None) -> Translator:
+    """A translator that explains every claim it emits against ``profile``.  ERROR: the template
+    is left unchanged (migrate's exit 3); WARNING: changed, and the note says it will not schedule."""
+    if translate is None:
+        from kubectl_gpu.core import translate_pod_template as translate
+
+    def run(template: Mapping[str, Any], options: TranslateOptions) -> PodTranslation:
+        translation = translate(template, options)
+        if not translation.claims:
+            return translation
+        problems = unsatisfiable(translation.claims, profile)
+        if not problems:
+            return translation
+        fix = ("; this pod template is left unchanged: ask for a GPU model, count or memory the cluster has"
+               if unsatisfiable_is is Severity.ERROR else "; pods using it will stay Pending")
+        notes = [Note(unsatisfiable_is, f"{claim.kind} {name}: no device in the cluster can satisfy it "
+                                        f"({profile.source}): {reason}{fix}")
+                 for name, reason in problems.items() for claim in translation.claims if claim.name == name]
+        if unsatisfiable_is is Severity.ERROR:
+            return replace(translation, patch=(), claims=(), notes=translation.notes + tuple(notes),
+                           remaining=translation.legacy)
+        return replace(translation, notes=translation.notes + tuple(notes))
+
+    return run

@@ -1,0 +1,258 @@
+"""The target cluster, as translation needs to know it: one ``ClusterProfile``.
+
+What a claim may look like depends on the cluster it is for: which ``resource.k8s.io`` version the
+API server serves (1.32 v1beta1, 1.33 v1beta2, 1.34+ v1), which DRA feature gates are on
+(consumable capacity, prioritized lists, extended resources), and which devices the drivers
+publish (ResourceSlices) under which DeviceClasses.  migrate, the webhook and explain all read the
+same profile, from the live cluster or from files (``kubectl get resourceslices,deviceclasses
+-o yaml``).
+
+The API server does not publish its feature gates to ordinary clients, so a profile starts from
+upstream's defaults for its Kubernetes version (kubectl_gpu.cel.gates) and corrects them with what
+the served objects prove: the API server drops ``allowMultipleAllocations`` from a ResourceSlice
+while DRAConsumableCapacity is off, so a slice that carries it proves the gate on.  Explicit
+overrides (``--feature-gates``) win over both.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
+from kubectl_gpu.cel.device import current_slices
+from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
+from kubectl_gpu.core.constants import DRA_GROUP
+from kubectl_gpu.core.model import ApiVersion
+
+# resource.k8s.io versions kubectl-gpu writes, newest first, and the Kubernetes minor that
+# introduced each (v1beta1 1.32, v1beta2 1.33, v1 GA in 1.34).
+DRA_VERSIONS: tuple[tuple[str, int], ...] = (("v1", 34), ("v1beta2", 33), ("v1beta1", 32))
+
+
+class ProfileError(ValueError):
+    """The profile cannot be read; the message says what to change."""
+
+
+@dataclass(frozen=True, eq=False)  # compared and cached by identity: one profile, one answer
+class ClusterProfile:
+    source: str  # where it was read: "cluster https://...", "files a.yaml, slices/"
+    kubernetes_minor: int | None  # 34 for 1.34; None when unknown
+    served_versions: tuple[str, ...]  # resource.k8s.io versions the API server serves, newest first
+    feature_gates: frozenset[str]  # DRA gates taken as on
+    gates_source: str  # how the gates were decided, for reports
+    device_classes: tuple[Mapping[str, Any], ...] = ()
+    resource_slices: tuple[Mapping[str, Any], ...] = ()
+    # A short content identity: caches keyed by it never mix answers for two different clusters.
+    revision: str = ""
+
+    @property
+    def api_version(self) -> ApiVersion | None:
+        """The newest resource.k8s.io version the cluster serves and kubectl-gpu writes."""
+        for version, _ in DRA_VERSIONS:
+            if version in self.served_versions:
+                return ApiVersion.parse(version)
+        return None
+
+    def gate(self, name: str) -> bool:
+        return name in self.feature_gates
+
+    @functools.cached_property
+    def devices(self) -> tuple[Device, ...]:
+        """Every device of the newest generation of each pool (what the scheduler considers)."""
+        found: list[Device] = []
+        for slice_obj in current_slices(self.resource_slices):
+            found.extend(devices_from_slice(slice_obj))
+        return tuple(found)
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return tuple(sorted(str((c.get("metadata") or {}).get("name", "")) for c in self.device_classes))
+
+    def shareable_devices(self, driver: str) -> tuple[Device, ...]:
+        """Devices of ``driver`` that accept several claims at once (consumable capacity)."""
+        return tuple(d for d in self.devices if d.driver == driver and d.allow_multiple_allocations)
+
+    def describe(self) -> str:
+        version = f"Kubernetes 1.{self.kubernetes_minor}" if self.kubernetes_minor else "Kubernetes version unknown"
+        served = ", ".join(self.served_versions) or "no resource.k8s.io version"
+        gates = ", ".join(sorted(self.feature_gates)) or "none"
+        return (f"cluster profile from {self.source}: {version}; serves {served}; DRA gates on ({self.gates_source}): "
+                f"{gates}; {len(self.device_classes)} DeviceClass(es), {len(self.devices)} device(s) in "
+                f"{len(self.resource_slices)} ResourceSlice(s)")
+
+
+def build_profile(
+    source: str,
+    *,
+    objects: Iterable[Any] = (),
+    kubernetes_minor: int | None = None,
+    served_versions: Sequence[str] | None = None,
+    gate_overrides: Mapping[str, bool] | None = None,
+) -> ClusterProfile:
+    """A profile from API objects (DeviceClasses, ResourceSlices; `kind: List` is expanded).
+
+    Without ``served_versions`` (files), the versions are those the objects were written in: what
+    `kubectl get` printed is what the server served.  Without ``kubernetes_minor``, the oldest
+    Kubernetes that serves the newest of those versions is assumed (its gate defaults are the
+    most conservative)."""
+    classes: list[Mapping[str, Any]] = []
+    slices: list[Mapping[str, Any]] = []
+    seen_versions: set[str] = set()
+    for obj in _flatten(objects):
+        api_version = str(obj.get("apiVersion", ""))
+        group, _, version = api_version.partition("/")
+        if group != DRA_GROUP:
+            continue
+        if obj.get("kind") == "DeviceClass":
+            classes.append(obj)
+        elif is_resource_slice(obj):
+            slices.append(obj)
+        else:
+            continue
+        seen_versions.add(version)
+    if served_versions is None:
+        served = tuple(v for v, _ in DRA_VERSIONS if v in seen_versions)
+    else:
+        served = tuple(v for v, _ in DRA_VERSIONS if v in served_versions)
+    minor = kubernetes_minor
+    assumed_minor = minor is None
+    if minor is None and served:
+        minor = dict(DRA_VERSIONS)[served[0]]
+    if minor is None or minor < SUPPORTED_MINORS[0]:
+        gates: frozenset[str] = frozenset()
+        how = ["no supported Kubernetes version: every DRA gate off"]
+    else:
+        # A release newer than kubectl-gpu knows keeps at least the newest known defaults.
+        known = min(minor, SUPPORTED_MINORS[-1])
+        gates = default_gates(known)
+        how = [f"defaults of Kubernetes 1.{known}" + (" (assumed from the served API version)" if assumed_minor else "")]
+    profile = ClusterProfile(source, minor, served, gates, "", tuple(classes), tuple(slices))
+    try:
+        proven = any(d.allow_multiple_allocations for d in profile.devices)
+    except ValueError as err:  # InvalidResourceSlice
+        raise ProfileError(f"{source}: {err}") from err
+    if proven and CONSUMABLE_CAPACITY not in gates:
+        gates = gates | {CONSUMABLE_CAPACITY}
+        how.append(f"{CONSUMABLE_CAPACITY} seen on (devices carry allowMultipleAllocations)")
+    if gate_overrides:
+        gates = apply_overrides(gates, gate_overrides)
+        how.append("--feature-gates: " + ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(gate_overrides.items())))
+    revision = _revision(minor, served, gates, classes, slices)
+    return ClusterProfile(source, minor, served, frozenset(gates), "; ".join(how), tuple(classes), tuple(slices),
+                          revision)
+
+
+def parse_kubernetes_version(text: str) -> int:
+    """"1.34", "v1.34.2" -> 34; ProfileError unless it is a supported 1.x."""
+    try:
+        return kubernetes_minor(text)
+    except ValueError as err:
+        raise ProfileError(str(err)) from err
+
+
+PRIORITIZED_LIST = "DRAPrioritizedList"
+
+
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``"DRAConsumableCapacity=true,DRAPrioritizedList=false"`` -> mapping; the syntax of
+    kube-apiserver's ``--feature-gates``.  ProfileError names the bad entry."""
+    out: dict[str, bool] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        name, sep, value = part.partition("=")
+        name, value = name.strip(), value.strip().lower()
+        if not sep or value not in ("true", "false") or not name:
+            raise ProfileError(f"feature gate {part!r}: write NAME=true or NAME=false, e.g. DRAConsumableCapacity=true")
+        if name not in DRA_GATES:
+            raise ProfileError(f"feature gate {name!r} is not a DRA gate kubectl-gpu knows; known: "
+                               f"{', '.join(sorted(DRA_GATES))}")
+        out[name] = value == "true"
+    return out
+
+
+def apply_overrides(gates: Iterable[str], overrides: Mapping[str, bool]) -> frozenset[str]:
+    result = set(gates)
+    for gate, on in overrides.items():
+        (result.add if on else result.discard)(gate)
+    return frozenset(result)
+
+
+# GET path (+ query) -> decoded JSON; raises the caller's ApiError (with .not_found) on failure.
+Fetch = Callable[[str, Sequence[tuple[str, str]]], Mapping[str, Any]]
+PAGE_SIZE = "500"
+
+
+def read_live_profile(fetch: Fetch, source: str, gate_overrides: Mapping[str, bool] | None = None) -> ClusterProfile:
+    """Read the profile from an API server: /version, the served resource.k8s.io versions, and
+    every DeviceClass and ResourceSlice at the newest of them."""
+    info = fetch("/version", ())
+    minor_text = str(info.get("minor") or "")
+    minor_match = re.match(r"\d+", minor_text)
+    minor = int(minor_match.group()) if minor_match else None
+    try:
+        group = fetch(f"/apis/{DRA_GROUP}", ())
+    except Exception as exc:  # noqa: BLE001 - both faces' ApiError say not_found the same way
+        if not getattr(exc, "not_found", False):
+            raise
+        group = {}
+    served = [str(v.get("version")) for v in group.get("versions") or () if isinstance(v, Mapping)]
+    objects: list[Mapping[str, Any]] = []
+    newest = next((v for v, _ in DRA_VERSIONS if v in served), None)
+    if newest is not None:
+        for plural, kind in (("deviceclasses", "DeviceClass"), ("resourceslices", "ResourceSlice")):
+            objects.extend(_list_all(fetch, f"/apis/{DRA_GROUP}/{newest}/{plural}", f"{DRA_GROUP}/{newest}", kind))
+    return build_profile(source, objects=objects, kubernetes_minor=minor, served_versions=served,
+                         gate_overrides=gate_overrides)
+
+
+def _list_all(fetch: Fetch, path: str, api_version: str, kind: str) -> list[Mapping[str, Any]]:
+    items: list[Mapping[str, Any]] = []
+    token = ""
+    for _ in range(10_000):
+        query = [("limit", PAGE_SIZE)] + ([("continue", token)] if token else [])
+        page = fetch(path, query)
+        for item in page.get("items") or ():
+            if isinstance(item, dict):
+                # List items come without apiVersion/kind; put them back, as kubectl does.
+                items.append({"apiVersion": api_version, "kind": kind, **item})
+        token = str((page.get("metadata") or {}).get("continue") or "")
+        if not token:
+            break
+    return items
+
+
+def _flatten(objects: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
+    for obj in objects:
+        if not isinstance(obj, Mapping):
+            continue
+        if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
+            yield from _flatten(obj["items"])
+        else:
+            yield obj
+
+
+def _revision(minor: int | None, served: Sequence[str], gates: Iterable[str],
+              classes: Sequence[Mapping[str, Any]], slices: Sequence[Mapping[str, Any]]) -> str:
+    import hashlib
+    import json
+
+    def key(obj: Mapping[str, Any]) -> tuple[str, str]:
+        meta = obj.get("metadata") or {}
+        return str(meta.get("name", "")), str(meta.get("resourceVersion", ""))
+
+    parts = [minor, list(served), sorted(gates), sorted(map(key, classes)), sorted(map(key, slices))]
+    if not any(key(o)[1] for o in [*classes, *slices]):
+        parts.append([json.dumps(o, sort_keys=True, default=str) for o in [*classes, *slices]])
+    return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]
+
+
+def prioritized_list_on(profile: ClusterProfile | None) -> bool:
+    """firstAvailable is served (beta, on by default from 1.34) and the API version has it (v1beta2+)."""
+    return (profile is not None and profile.gate(PRIORITIZED_LIST)
+            and profile.api_version in (ApiVersion.V1, ApiVersion.V1BETA2))

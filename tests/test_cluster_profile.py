@@ -1,0 +1,280 @@
+"""migrate fitted to the target cluster: the API version it serves, the gates it runs, the GPUs it has.
+
+Sources: Kubernetes' feature gate table (kubernetes/kubernetes pkg/features/kube_features.go,
+defaultVersionedKubernetesFeatureGates); the resource.k8s.io versions per release (v1beta1 in 1.32,
+v1beta2 in 1.33, v1 GA in 1.34); the Kubernetes API reference for DeviceCapacity.requestPolicy
+("If unset, ... If request is also unset, default is the full capacity value"); NVIDIA's driver
+(kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/consumable_shares.go: in its
+`unlimited` and `N` modes the memory requestPolicy default is 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cel.gates import default_gates
+from kubectl_gpu.cli.main import main
+from kubectl_gpu.cluster import ProfileError, build_profile, parse_feature_gates, load_profile_files, read_live_profile
+from kubectl_gpu.explain import explain_objects
+from kubectl_gpu.k8s.rest import get_json
+from tests.k8sdouble import K8sDouble
+
+DATA = Path(__file__).parent / "data"
+SHARES = DATA / "cluster" / "h100-unlimited-shares.yaml"
+H100_NODE = DATA / "slices" / "nvidia-h100-node.yaml"
+A100_MIG_V1BETA1 = DATA / "slices" / "nvidia-a100-mig-v1beta1.yaml"
+
+HALF_GPU_DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: notebook, namespace: ml}
+spec:
+  selector: {matchLabels: {app: notebook}}
+  template:
+    metadata: {labels: {app: notebook}}
+    spec:
+      containers:
+      - name: main
+        image: jupyter
+        resources:
+          limits: {nvidia.com/gpumem: "20000", nvidia.com/gpu: "1"}
+"""
+
+WHOLE_GPU_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: ml}
+spec:
+  containers:
+  - name: main
+    image: trainer
+    resources:
+      limits: {nvidia.com/gpu: "%s"}
+"""
+
+L40S_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: render, namespace: ml}
+spec:
+  nodeSelector: {nvidia.com/gpu.product: NVIDIA-L40S}
+  containers:
+  - name: main
+    image: render
+    resources:
+      limits: {nvidia.com/gpu: "1"}
+"""
+
+
+def migrate(text: str, *options: str):
+    result = CliRunner().invoke(main, ["migrate", *options, "-"], input=text)
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d is not None] if result.exit_code in (0, 3) else []
+    return result, docs
+
+
+def claims_of(docs):
+    return [d for d in docs if d["kind"] in ("ResourceClaimTemplate", "ResourceClaim")]
+
+
+def request_of(claim):
+    spec = claim["spec"]["spec"] if claim["kind"] == "ResourceClaimTemplate" else claim["spec"]
+    [request] = spec["devices"]["requests"]
+    return request
+
+
+def assert_valid_for(obj, versions):
+    for version in versions:
+        kubernetes_validate.validate(obj, version, strict=True)
+
+
+# --- feature gates ------------------------------------------------------------------------------
+
+
+def test_gate_defaults_follow_kubernetes_feature_gate_table() -> None:
+    assert "DRAPrioritizedList" not in default_gates(33)  # alpha in 1.33
+    assert "DRAPrioritizedList" in default_gates(34)  # beta, on by default
+    for minor in (34, 35):  # alpha: off
+        assert not {"DRAConsumableCapacity", "DRAExtendedResource"} & default_gates(minor)
+    assert {"DRAConsumableCapacity", "DRAExtendedResource", "DRADeviceTaints"} <= default_gates(36)
+    assert "DynamicResourceAllocation" not in default_gates(33) and "DynamicResourceAllocation" in default_gates(34)
+
+
+def test_feature_gate_overrides_use_kube_apiserver_syntax_and_name_what_is_wrong() -> None:
+    assert parse_feature_gates("DRAConsumableCapacity=true, DRAPrioritizedList=false") == {
+        "DRAConsumableCapacity": True, "DRAPrioritizedList": False}
+    with pytest.raises(ProfileError, match="NAME=true or NAME=false"):
+        parse_feature_gates("DRAConsumableCapacity")
+    with pytest.raises(ProfileError, match="not a DRA gate"):
+        parse_feature_gates("DRAConsumableCapacty=true")
+
+
+# --- profile from files ---------------------------------------------------------------------------
+
+
+def test_profile_files_give_the_served_version_and_prove_consumable_capacity_on() -> None:
+    profile = load_profile_files([str(SHARES)])
+    assert profile.served_versions == ("v1",) and profile.kubernetes_minor == 34
+    # 1.34's default has the gate off, but the API server drops allowMultipleAllocations while it is
+    # off, so a slice carrying it proves it on.
+    assert profile.gate("DRAConsumableCapacity")
+    assert profile.class_names == ("gpu.nvidia.com",) and len(profile.devices) == 2
+
+
+def test_a_profile_of_nothing_usable_is_a_usage_error_saying_what_to_pass(tmp_path) -> None:
+    empty = tmp_path / "pods.yaml"
+    empty.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n")
+    result, _ = migrate(WHOLE_GPU_POD % 1, "--cluster", str(empty))
+    assert result.exit_code == 2 and "kubectl get resourceslices,deviceclasses -o yaml" in result.stderr
+    result, _ = migrate(WHOLE_GPU_POD % 1, "--cluster", str(tmp_path / "missing.yaml"))
+    assert result.exit_code == 2 and "no such file or directory" in result.stderr
+    result, _ = migrate(WHOLE_GPU_POD % 1, "--feature-gates", "DRAPrioritizedList=true")
+    assert result.exit_code == 2 and "add --cluster" in result.stderr
+
+
+def test_a_v1beta1_cluster_gets_v1beta1_claims_valid_for_1_32() -> None:
+    result, docs = migrate(WHOLE_GPU_POD % 1, "--cluster", str(A100_MIG_V1BETA1))
+    [claim] = claims_of(docs)
+    assert result.exit_code == 0, result.stderr
+    assert claim["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert request_of(claim)["deviceClassName"] == "gpu.nvidia.com"  # flat v1beta1 request
+    assert_valid_for(claim, ["1.32", "1.33"])
+    assert "v1beta1, the newest resource.k8s.io version the cluster serves" in result.stderr
+
+
+# --- every claim is checked against the devices ---------------------------------------------------
+
+
+def test_a_claim_no_device_can_satisfy_is_an_error_with_explains_reason_and_the_pod_is_left_alone() -> None:
+    result, docs = migrate(L40S_POD, "--cluster", str(H100_NODE))
+    assert result.exit_code == 3
+    assert "no device in the cluster can satisfy it" in result.stderr
+    assert "productName" in result.stderr and "matches none of 8 device(s)" in result.stderr
+    [pod] = docs
+    assert pod["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "1"}
+    assert not claims_of(docs)
+
+
+def test_more_gpus_than_any_node_has_is_an_error() -> None:
+    result, _ = migrate(WHOLE_GPU_POD % 9, "--cluster", str(H100_NODE))
+    assert result.exit_code == 3 and "needs 9 devices" in result.stderr
+    ok, docs = migrate(WHOLE_GPU_POD % 8, "--cluster", str(H100_NODE))
+    assert ok.exit_code == 0 and claims_of(docs)
+
+
+# --- --sharing auto --------------------------------------------------------------------------------
+
+
+def test_sharing_auto_without_a_profile_gives_whole_gpus_and_says_why() -> None:
+    result, docs = migrate(HALF_GPU_DEPLOYMENT)
+    [claim] = claims_of(docs)
+    assert "capacity" not in request_of(claim)["exactly"]
+    assert "--sharing auto without a cluster profile" in result.stderr
+
+
+def test_sharing_auto_on_gpus_without_multiple_allocations_gives_whole_gpus_and_says_why() -> None:
+    result, docs = migrate(HALF_GPU_DEPLOYMENT, "--cluster", str(H100_NODE))
+    [claim] = claims_of(docs)
+    assert "capacity" not in request_of(claim)["exactly"]
+    assert "no NVIDIA GPU in the cluster advertises allowMultipleAllocations" in result.stderr
+
+
+def test_sharing_auto_where_the_gate_is_off_gives_whole_gpus(tmp_path) -> None:
+    result, docs = migrate(HALF_GPU_DEPLOYMENT, "--cluster", str(SHARES), "--feature-gates",
+                           "DRAConsumableCapacity=false")
+    assert "DRAConsumableCapacity feature gate is off" in result.stderr
+    assert "capacity" not in request_of(claims_of(docs)[0])["exactly"]
+
+
+def test_sharing_auto_on_shareable_gpus_gives_a_memory_share_and_names_the_driver_requirements() -> None:
+    result, docs = migrate(HALF_GPU_DEPLOYMENT, "--cluster", str(SHARES))
+    assert result.exit_code == 0, result.stderr
+    [claim] = claims_of(docs)
+    assert request_of(claim)["exactly"]["capacity"] == {"requests": {"memory": "20000Mi"}}
+    assert "ConsumableShares feature gate" in result.stderr and "not enforced" in result.stderr
+    assert_valid_for(claim, ["1.34", "1.35", "1.36", "1.37"])
+
+
+def test_whole_gpu_claims_stay_whole_on_gpus_whose_shares_default_to_nothing() -> None:
+    """In the driver's unlimited mode a claim without a capacity request consumes 0 memory, so two
+    whole-GPU claims would stack on one GPU; asking for the GPU's full memory takes all of it."""
+    result, docs = migrate(WHOLE_GPU_POD % 1, "--cluster", str(SHARES))
+    assert result.exit_code == 0, result.stderr
+    [claim] = claims_of(docs)
+    assert request_of(claim)["exactly"]["capacity"] == {"requests": {"memory": "81559Mi"}}
+    assert_valid_for(claim, ["1.34", "1.37"])
+    # Allocated to gpu-0, it leaves nothing of gpu-0 for another whole-GPU claim.
+    first = yaml.safe_load(yaml.safe_dump(claim))
+    first.update(kind="ResourceClaim", spec=claim["spec"]["spec"])
+    first["metadata"]["name"] = "first"
+    first["status"] = {"allocation": {"devices": {"results": [
+        {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "shares-node-1", "device": "gpu-0",
+         "consumedCapacity": {"memory": "81559Mi"}}]}}}
+    second = {**first, "metadata": {"name": "second", "namespace": "ml"}}
+    second.pop("status")
+    profile = load_profile_files([str(SHARES)])
+    report = explain_objects([second], profile.resource_slices, profile.device_classes, allocated_claims=[first])
+    [alternative] = report.items[0].requests[0].alternatives
+    gpu0 = next(d for d in alternative.device_results if d.device.endswith("/gpu-0"))
+    assert not gpu0.free and alternative.free == 1
+
+
+def test_sharing_timeslicing_report_says_one_claim_pins_every_replica_to_its_node_and_needs_the_gate() -> None:
+    result, _ = migrate(HALF_GPU_DEPLOYMENT, "--sharing", "timeslicing")
+    assert "TimeSlicingSettings" in result.stderr
+    assert "all such pods run on the node holding it" in result.stderr
+
+
+# --- the live cluster -------------------------------------------------------------------------------
+
+
+def slices_as(path: Path, version: str) -> list[dict]:
+    """The fixture's slices as the API server of that version stores them (v1beta2 has v1's shape)."""
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return [{**d, "apiVersion": f"resource.k8s.io/{version}"} for d in docs] if version == "v1beta2" else docs
+
+
+@pytest.mark.parametrize("minor, disabled, slices, gpus, expected", [
+    ("1.32", ["resource.k8s.io/v1", "resource.k8s.io/v1beta2"], (A100_MIG_V1BETA1, "v1beta1"), 1, "v1beta1"),
+    ("1.33", ["resource.k8s.io/v1"], (H100_NODE, "v1beta2"), 2, "v1beta2"),
+    ("1.34", [], (H100_NODE, "v1"), 2, "v1"),
+])
+def test_from_cluster_writes_the_version_the_api_server_serves(minor, disabled, slices, gpus, expected) -> None:
+    with K8sDouble(kubernetes_version=minor, disabled_group_versions=disabled) as api:
+        api.seed(*slices_as(*slices))
+        result = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()}).invoke(
+            main, ["migrate", "--from-cluster", "-"], input=WHOLE_GPU_POD % gpus)
+    assert result.exit_code == 0, result.stderr
+    [claim] = claims_of([d for d in yaml.safe_load_all(result.stdout) if d])
+    assert claim["apiVersion"] == f"resource.k8s.io/{expected}"
+    assert_valid_for(claim, [minor])
+    assert f"Kubernetes {minor}" in result.stderr
+
+
+def test_live_profile_reads_version_and_devices_through_any_json_getter() -> None:
+    with K8sDouble(kubernetes_version="1.33", disabled_group_versions=["resource.k8s.io/v1"]) as api:
+        api.seed(*slices_as(H100_NODE, "v1beta2"))
+        client = api.api_client()
+        profile = read_live_profile(lambda path, query: get_json(client, path, query), "double")
+    assert profile.kubernetes_minor == 33 and profile.served_versions == ("v1beta2", "v1beta1")
+    assert profile.api_version.value == "resource.k8s.io/v1beta2" and len(profile.devices) == 8
+    assert not profile.gate("DRAPrioritizedList")
+
+
+def test_from_cluster_that_cannot_be_reached_exits_4_without_a_traceback(tmp_path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    with K8sDouble() as api:
+        kubeconfig.write_text(Path(api.kubeconfig_path()).read_text())
+    result = CliRunner(env={"KUBECONFIG": str(kubeconfig)}).invoke(main, ["migrate", "--from-cluster", "-"],
+                                                             input=WHOLE_GPU_POD % 1)
+    assert result.exit_code == 4 and "cannot read the cluster profile" in result.stderr  # unreachable
+    assert "Traceback" not in result.stderr
+
+
+def test_build_profile_from_objects_without_dra_objects_serves_nothing() -> None:
+    profile = build_profile("nothing", objects=[{"apiVersion": "v1", "kind": "Node"}])
+    assert profile.api_version is None and profile.devices == ()
