@@ -19,9 +19,11 @@ def _rejected(tmp_path, values_yaml: str) -> str:
 
 @pytest.mark.parametrize("values_yaml, message", [
     ("config: {translation: {sharing: half}}",
-     "at '/config/translation/sharing': value must be one of 'consumable', 'exclusive', 'timeslicing', 'mps'"),
+     "at '/config/translation/sharing': value must be one of 'auto', 'consumable', 'exclusive', 'timeslicing', 'mps'"),
     ("config: {translation: {apiVersion: v1alpha3}}",
-     "at '/config/translation/apiVersion': value must be one of 'v1', 'v1beta2', 'v1beta1'"),
+     "at '/config/translation/apiVersion': value must be one of 'auto', 'v1', 'v1beta2', 'v1beta1'"),
+    ("config: {cluster: {unsatisfiableClaims: reject}}",
+     "at '/config/cluster/unsatisfiableClaims': value must be one of 'warn', 'deny', 'ignore'"),
     ("config: {translation: {integerGpus: keep}}",
      "at '/config/translation/integerGpus': value must be one of 'rewrite', 'extended-resource'"),
     ("config: {translation: {aliyunMemoryUnit: GB}}",

@@ -71,6 +71,10 @@ def test_the_server_can_only_get_and_create_what_admission_needs():
         ("apps", "replicasets", "get"),
         ("batch", "jobs", "get"),
         ("batch", "cronjobs", "get"),
+        # The cluster profile: served devices and classes (translation.apiVersion/sharing auto,
+        # cluster.unsatisfiableClaims).
+        ("resource.k8s.io", "resourceslices", "list"),
+        ("resource.k8s.io", "deviceclasses", "list"),
     }
     assert not any(verb in ("delete", "deletecollection", "update", "escalate", "bind", "impersonate")
                    for _, _, verb in rules)

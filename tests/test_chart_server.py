@@ -48,8 +48,14 @@ def test_the_server_parses_the_rendered_config_to_the_values_given(value_set, tm
     options = config.translate_options
     assert config.port == values["containerPort"]
     assert (config.cert_file, config.key_file) == ("/etc/kubectl-gpu/tls/tls.crt", "/etc/kubectl-gpu/tls/tls.key")
-    assert options.api_version.value == f"resource.k8s.io/{given['translation']['apiVersion']}"
+    if given["translation"]["apiVersion"] == "auto":
+        assert config.api_version_auto
+    else:
+        assert options.api_version.value == f"resource.k8s.io/{given['translation']['apiVersion']}"
     assert options.sharing.value == given["translation"]["sharing"]
+    assert config.unsatisfiable_claims == given["cluster"]["unsatisfiableClaims"]
+    assert config.profile_ttl_seconds == given["cluster"]["profileTtlSeconds"]
+    assert dict(config.feature_gates) == (given["cluster"].get("featureGates") or {})
     assert options.integer_gpus.value == given["translation"]["integerGpus"]
     assert options.gpu_memory == given["translation"]["gpuMemory"]
     assert options.aliyun_memory_unit == given["translation"]["aliyunMemoryUnit"]

@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from kubectl_gpu.core import TranslateOptions, translate_pod_template
+from kubectl_gpu.core import Sharing, TranslateOptions, translate_pod_template
 from kubectl_gpu.manifests.locate import find_pod_sites
 from tests.conftest import admission_review, patch_of
 from tests.corpus import corpus_files, corpus_params, requires_corpus
@@ -65,7 +65,8 @@ def valid_v1_pod(pod: dict) -> str | None:
 def what_the_core_yields(pod: dict) -> dict:
     """The core's rewrite (what `kubectl gpu migrate` applies), then the double-counting fence
     for whatever legacy GPU request is left."""
-    translation = translate_pod_template(pod, TranslateOptions())
+    # The webhook's default sharing is auto; the double publishes no shareable GPU, so whole GPUs.
+    translation = translate_pod_template(pod, TranslateOptions(sharing=Sharing.AUTO))
     expected = jsonpatch.apply_patch(pod, list(translation.patch))
     return jsonpatch.apply_patch(expected, double_counting.fence_legacy_pod(expected, DRA_NODES))
 

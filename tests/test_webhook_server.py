@@ -247,7 +247,7 @@ def test_mutation_is_idempotent_on_reinvocation(start_webhook):
 
 
 def test_fractional_gpu_deployment_is_rewritten_under_spec_template(start_webhook, k8s_double):
-    hook = start_webhook(translation={"gpuMemory": "80Gi"})
+    hook = start_webhook(translation={"gpuMemory": "80Gi", "sharing": "consumable"})
     deploy = deployment("0.5")
     response = hook.review("/mutate", admission_review(deploy))
     ops = patch_of(response)

@@ -11,10 +11,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.k8s import ApiError, Resource
 
 from . import double_counting
+from .cluster_profile import ProfileCache
 from .config import WebhookConfig
 from .dra_validation import validate_dra_object
 from .labelcache import LabelCache
@@ -54,13 +56,15 @@ class PlanCache:
 
     def __init__(self, size: int = 1024) -> None:
         self.size = size
-        self._plans: OrderedDict[tuple[str, str, str | None, bool, bytes], MutationPlan] = OrderedDict()
+        self._plans: OrderedDict[tuple[str, str, str | None, bool, bytes, str], MutationPlan] = OrderedDict()
 
     def get_or_plan(
-        self, site: TemplateSite, config: WebhookConfig, skip_translation: bool, cacheable: bool = True
+        self, site: TemplateSite, config: WebhookConfig, skip_translation: bool, cacheable: bool = True,
+        revision: str = "",
     ) -> MutationPlan:
         """``cacheable=False`` for a template parsed leniently (NaN...), whose encoding may equal
-        another template's."""
+        another template's.  ``revision``: the cluster profile ``config`` was fitted to (plans for
+        different clusters never mix)."""
         if not cacheable:
             return plan(site, config, skip_translation=skip_translation)
         try:
@@ -69,7 +73,7 @@ class PlanCache:
             return plan(site, config, skip_translation=skip_translation)
         if len(encoded) > MAX_CACHED_TEMPLATE_BYTES:
             return plan(site, config, skip_translation=skip_translation)
-        key = (site.kind, site.prefix, site.sharing_group, skip_translation, encoded)
+        key = (site.kind, site.prefix, site.sharing_group, skip_translation, encoded, revision)
         cached = self._plans.get(key)
         if cached is not None:
             self._plans.move_to_end(key)
@@ -91,6 +95,9 @@ class Admission:
     # kind -> labels and owners of the workloads that own pods (opt-out on a Deployment).
     owners: dict[str, LabelCache] = field(default_factory=dict)
     plans: PlanCache = field(default_factory=PlanCache)
+    profiles: ProfileCache | None = None  # the cluster's profile (version, gates, devices); None: not used
+    _fitted: dict[str, tuple[WebhookConfig, tuple[str, ...]]] = field(default_factory=dict)
+    _unsatisfiable: OrderedDict[tuple[str, str], str | None] = field(default_factory=OrderedDict)
 
     def excluded(self, request: AdmissionRequest) -> bool:
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
@@ -116,6 +123,12 @@ class Admission:
         if not mutation.patch and not mutation.claims and not mutation.errors:
             # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
             return allow(audit_warnings(mutation) if self.config.audit else mutation.warnings)
+        if mutation.claims and self.profiles is not None and self.config.needs_cluster_profile:
+            # Something will be rewritten: fit it to the cluster (served version, sharing, devices).
+            fitted = await self._fit_to_cluster(request, site, skip)
+            if isinstance(fitted, Verdict):
+                return fitted
+            mutation = fitted
         if not skip:
             try:
                 opted = opted_out(await self.namespaces.labels(namespace), self.config)
@@ -220,17 +233,66 @@ class Admission:
                 return True
         return False
 
-    def _plan(self, request: AdmissionRequest, site: TemplateSite, skip: bool) -> MutationPlan:
-        # A plan is a pure function of the template and this configuration.
-        key = ("plan", id(self), skip)
+    def _plan(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
+              config: WebhookConfig | None = None, revision: str = "") -> MutationPlan:
+        # A plan is a pure function of the template and this configuration (fitted to one profile).
+        key = ("plan", id(self), skip, revision)
         mutation = request.derived.get(key)
         if mutation is None:
-            mutation = self.plans.get_or_plan(site, self.config, skip, request.strict_json)
+            mutation = self.plans.get_or_plan(site, config or self.config, skip, request.strict_json, revision)
             request.derived[key] = mutation
         return mutation
 
     def _plan_site(self, site: TemplateSite, skip: bool) -> MutationPlan:
         return self.plans.get_or_plan(site, self.config, skip, False)
+
+    async def _fit_to_cluster(self, request: AdmissionRequest, site: TemplateSite, skip: bool) -> MutationPlan | Verdict:
+        assert self.profiles is not None
+        try:
+            profile = await self.profiles.get()
+        except Exception as exc:  # noqa: BLE001 - ApiError or a profile the API returned that cannot be read
+            if self.config.api_version_auto:
+                return deny(f"kubectl-gpu: cannot read which {DRA_GROUP} versions the API server serves ({exc}): "
+                            f"{RETRY_HINT}", 503)
+            return self._plan(request, site, skip)
+        config, _notes = self._config_for(profile)
+        mutation = self._plan(request, site, skip, config, profile.revision)
+        warnings: list[str] = []
+        if mutation.claims and self.config.unsatisfiable_claims != "ignore":
+            problems = self._check(mutation, profile)
+            if problems and self.config.unsatisfiable_claims == "deny" and not self.config.audit:
+                return deny(MESSAGE_PREFIX + "no device in the cluster can satisfy " + "; ".join(
+                    f"{kind} {name}: {reason}" for kind, name, reason in problems), 403, mutation.warnings)
+            # Warnings stay short (the API server may cut them at 120 characters); deny says why in full.
+            warnings += [f"{MESSAGE_PREFIX}no device in the cluster can satisfy {kind} {name}"
+                         for kind, name, _ in problems]
+        if not warnings:
+            return mutation
+        return replace(mutation, warnings=mutation.warnings + tuple(warnings))
+
+    def _config_for(self, profile: ClusterProfile) -> tuple[WebhookConfig, tuple[str, ...]]:
+        cached = self._fitted.get(profile.revision)
+        if cached is None:
+            fitted = fit_options(self.config.translate_options, profile,
+                                 api_version_given=not self.config.api_version_auto)
+            cached = (replace(self.config, translate_options=fitted.options), fitted.notes)
+            self._fitted.clear()  # one cluster at a time: only the newest profile is planned with
+            self._fitted[profile.revision] = cached
+        return cached
+
+    def _check(self, mutation: MutationPlan, profile: ClusterProfile) -> list[tuple[str, str, str]]:
+        # Claim names are derived from their content, so (profile, name) identifies the answer.
+        problems = []
+        for claim in mutation.claims:
+            key = (profile.revision, claim.name)
+            if key not in self._unsatisfiable:
+                self._unsatisfiable[key] = unsatisfiable([claim], profile).get(claim.name)
+                if len(self._unsatisfiable) > 4096:
+                    self._unsatisfiable.popitem(last=False)
+            reason = self._unsatisfiable[key]
+            if reason:
+                problems.append((claim.kind, claim.name, reason))
+        return problems
 
     def _count(self, mutation: MutationPlan) -> None:
         metrics = self.metrics

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from kubectl_gpu.cluster import ProfileError, parse_feature_gates
 from kubectl_gpu.core.model import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
 
 from .double_counting import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
@@ -39,6 +40,7 @@ FLAG_KEYS: dict[str, str] = {
 }
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+UNSATISFIABLE_CLAIMS = ("warn", "deny", "ignore")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
@@ -47,11 +49,17 @@ DEFAULTS: dict[str, Any] = {
     "port": 8443,
     "tls": {"certFile": "/etc/kubectl-gpu/tls/tls.crt", "keyFile": "/etc/kubectl-gpu/tls/tls.key"},
     "translation": {
-        "apiVersion": "v1",
-        "sharing": "consumable",
+        "apiVersion": "auto",
+        "sharing": "auto",
         "integerGpus": "rewrite",
         "gpuMemory": None,
         "aliyunMemoryUnit": "GiB",
+    },
+    # The webhook's own cluster, read through its API access (kubectl_gpu.cluster.ClusterProfile).
+    "cluster": {
+        "profileTtlSeconds": 60,
+        "unsatisfiableClaims": "warn",  # warn | deny | ignore: a claim no published device can satisfy
+        "featureGates": {},  # DRA gates that differ from the Kubernetes version's defaults
     },
     "passThroughFamilies": [],
     "rewriteWorkloads": True,
@@ -85,6 +93,17 @@ class WebhookConfig:
     log_level: str
     own_namespace: str | None = None
     pass_through_families: frozenset[str] = field(default_factory=frozenset)
+    # translation.apiVersion: auto - the newest resource.k8s.io version the API server serves.
+    api_version_auto: bool = False
+    profile_ttl_seconds: float = 60.0
+    unsatisfiable_claims: str = "warn"
+    feature_gates: Mapping[str, bool] = field(default_factory=dict)
+
+    @property
+    def needs_cluster_profile(self) -> bool:
+        """Translation depends on the cluster: the version, the sharing mode or the claim check."""
+        return (self.api_version_auto or self.translate_options.sharing is Sharing.AUTO
+                or self.unsatisfiable_claims != "ignore")
 
     def options_for(self, sharing_group: str | None) -> TranslateOptions:
         """Translation options for one pod template; ``sharing_group`` names its workload."""
@@ -133,7 +152,7 @@ def _reject_unknown_keys(data: Mapping[str, Any], known: Mapping[str, Any], pref
             close = difflib.get_close_matches(str(key), list(known), n=1)
             hint = f" (did you mean {prefix}{close[0]!r}?)" if close else ""
             raise ConfigError(f"unknown config key {where!r}{hint}; known keys: {', '.join(prefix + k for k in known)}")
-        if isinstance(known[key], dict):
+        if isinstance(known[key], dict) and known[key]:  # an empty default ({}) is a free-form mapping
             if not isinstance(value, dict):
                 raise ConfigError(f"{where} must be a mapping, got {value!r}")
             _reject_unknown_keys(value, known[key], prefix=f"{where}.")
@@ -187,10 +206,30 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
     unit = tr["aliyunMemoryUnit"]
     if unit not in ("GiB", "MiB"):
         raise ConfigError(f"translation.aliyunMemoryUnit: {unit!r}; use GiB or MiB (the gpushare --memory-unit)")
+    api_version_auto = str(tr["apiVersion"]) == "auto"
     try:
-        api_version = ApiVersion.parse(str(tr["apiVersion"]))
+        # auto: decided per admission from the served versions; v1 only until the first lookup.
+        api_version = ApiVersion.V1 if api_version_auto else ApiVersion.parse(str(tr["apiVersion"]))
     except ValueError as exc:
-        raise ConfigError(f"translation.apiVersion: {exc}") from exc
+        raise ConfigError(f"translation.apiVersion: {exc} (or auto: the newest the API server serves)") from exc
+    cluster = raw["cluster"]
+    unsatisfiable = str(cluster["unsatisfiableClaims"])
+    if unsatisfiable not in UNSATISFIABLE_CLAIMS:
+        raise ConfigError(f"cluster.unsatisfiableClaims: {unsatisfiable!r}; use one of: {', '.join(UNSATISFIABLE_CLAIMS)}")
+    try:
+        ttl = float(cluster["profileTtlSeconds"])
+    except (TypeError, ValueError):
+        ttl = -1.0
+    if isinstance(cluster["profileTtlSeconds"], bool) or not 0 < ttl <= 3600:
+        raise ConfigError(f"cluster.profileTtlSeconds: {cluster['profileTtlSeconds']!r}; use seconds above 0, at most 3600")
+    gates = cluster["featureGates"] or {}
+    if not isinstance(gates, dict):
+        raise ConfigError(f"cluster.featureGates must map gate names to true/false, got {gates!r}")
+    try:
+        feature_gates = parse_feature_gates(",".join(
+            f"{k}={str(_bool(v, f'cluster.featureGates.{k}')).lower()}" for k, v in gates.items()))
+    except ProfileError as exc:
+        raise ConfigError(f"cluster.featureGates: {exc}") from exc
     options = TranslateOptions(
         api_version=api_version,
         sharing=_enum(Sharing, tr["sharing"], "translation.sharing"),
@@ -223,6 +262,10 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         log_level=log_level,
         own_namespace=own_namespace,
         pass_through_families=frozenset(families),
+        api_version_auto=api_version_auto,
+        profile_ttl_seconds=ttl,
+        unsatisfiable_claims=unsatisfiable,
+        feature_gates=feature_gates,
     )
 
 

@@ -22,6 +22,7 @@ from kubectl_gpu.k8s import WORKLOAD_RESOURCES, AsyncClient, Resource
 
 from . import logs
 from .admission import Admission
+from .cluster_profile import ProfileCache
 from .config import WebhookConfig
 from .labelcache import LabelCache
 from .metrics import Metrics, kind_label, operation_label
@@ -106,6 +107,7 @@ class WebhookServer:
                 for resource in WORKLOAD_RESOURCES
             },
             metrics=self.metrics,
+            profiles=ProfileCache(api, config.profile_ttl_seconds, config.feature_gates, on_api_error=on_error),
         )
 
     # --- app ------------------------------------------------------------------------------

@@ -1,0 +1,150 @@
+"""The webhook writes claims its own cluster can take: the served resource.k8s.io version, sharing the
+GPUs allow, and a warning or denial for a claim no published device can satisfy.
+
+Kubernetes serves resource.k8s.io v1beta1 from 1.32, v1beta2 from 1.33 and v1 from 1.34: a webhook
+that always wrote v1 denied every GPU pod on 1.32/1.33 (its template could never be created).  The
+API double stands in for those releases by not serving the newer versions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import jsonpatch
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.conftest import RunningWebhook, admission_review, patch_of, write_config
+from tests.k8sdouble import K8sDouble
+
+DATA = Path(__file__).parent / "data"
+H100_NODE = DATA / "slices" / "nvidia-h100-node.yaml"
+A100_MIG_V1BETA1 = DATA / "slices" / "nvidia-a100-mig-v1beta1.yaml"
+SHARES = DATA / "cluster" / "h100-unlimited-shares.yaml"
+
+
+def docs(path: Path, version: str | None = None) -> list[dict]:
+    found = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        if not doc:
+            continue
+        for item in doc.get("items", [doc]) if doc.get("kind") == "List" else [doc]:
+            found.append({**item, "apiVersion": f"resource.k8s.io/{version}"} if version else item)
+    return found
+
+
+def gpu_pod(limits: dict, **spec) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "default"},
+            "spec": {"containers": [{"name": "cuda", "image": "cuda", "resources": {"limits": limits}}], **spec}}
+
+
+@pytest.fixture
+def webhook_on(webhook_certs, tmp_path) -> Iterator:
+    """``webhook_on(double, **settings)``: a webhook talking to that API double."""
+    from webhook.config import load_config
+    from webhook.kubeapi import AsyncKubeApi, KubeApi
+    from webhook.server import Timings, WebhookServer
+
+    started: list[tuple[RunningWebhook, threading.Thread]] = []
+
+    def start(double: K8sDouble, **settings) -> RunningWebhook:
+        config = load_config(write_config(tmp_path, webhook_certs, settings), {}, {})
+        api = AsyncKubeApi(KubeApi(double.api_client(), config.api_timeout_seconds))
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, daemon=True)
+        thread.start()
+        server = WebhookServer(config, api, Timings(tls_poll=0.2))
+        asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
+        running = RunningWebhook(server, loop, str(webhook_certs.ca_cert))
+        started.append((running, thread))
+        return running
+
+    yield start
+    for running, thread in started:
+        running.close()
+        thread.join(10)
+
+
+def template_of(double: K8sDouble, response: dict, pod: dict, version: str) -> dict:
+    patched = jsonpatch.apply_patch(pod, patch_of(response))
+    [entry] = patched["spec"]["resourceClaims"]
+    stored = double.get("ResourceClaimTemplate", entry["resourceClaimTemplateName"], "default", version=version)
+    assert stored is not None
+    return stored
+
+
+@pytest.mark.parametrize("minor, disabled, slices, version", [
+    ("1.32", ["resource.k8s.io/v1", "resource.k8s.io/v1beta2"], (A100_MIG_V1BETA1, None), "v1beta1"),
+    ("1.33", ["resource.k8s.io/v1"], (H100_NODE, "v1beta2"), "v1beta2"),
+])
+def test_gpu_pods_are_admitted_with_claims_in_the_version_the_api_server_serves(
+        webhook_on, minor, disabled, slices, version) -> None:
+    with K8sDouble(kubernetes_version=minor, disabled_group_versions=disabled) as double:
+        double.seed(*docs(*slices))
+        hook = webhook_on(double)
+        pod = gpu_pod({"nvidia.com/gpu": "1"})
+        response = hook.review("/mutate", admission_review(pod))
+        assert response["allowed"] is True, response
+        template = template_of(double, response, pod, version)
+        assert template["apiVersion"] == f"resource.k8s.io/{version}"
+        kubernetes_validate.validate(template, minor, strict=True)
+
+
+def test_a_claim_no_device_can_satisfy_is_warned_by_default_and_denied_when_configured(webhook_on) -> None:
+    with K8sDouble() as double:
+        double.seed(*docs(H100_NODE))
+        l40s = gpu_pod({"nvidia.com/gpu": "1"}, nodeSelector={"nvidia.com/gpu.product": "NVIDIA-L40S"})
+        warned = webhook_on(double).review("/mutate", admission_review(l40s))
+        assert warned["allowed"] is True
+        assert any("no device in the cluster can satisfy ResourceClaimTemplate" in w for w in warned["warnings"])
+        assert all(len(w) <= 120 for w in warned["warnings"])
+        denied = webhook_on(double, cluster={"unsatisfiableClaims": "deny"}).review("/mutate", admission_review(l40s))
+        assert denied["allowed"] is False
+        assert "productName" in denied["status"]["message"] and "matches none of 8 device(s)" in denied["status"]["message"]
+        h100 = webhook_on(double, cluster={"unsatisfiableClaims": "deny"}).review(
+            "/mutate", admission_review(gpu_pod({"nvidia.com/gpu": "1"})))
+        assert h100["allowed"] is True
+
+
+def test_sharing_auto_gives_memory_shares_only_on_gpus_that_advertise_them(webhook_on) -> None:
+    half = gpu_pod({"nvidia.com/gpumem": "20000", "nvidia.com/gpu": "1"})
+    with K8sDouble() as double:
+        double.seed(*docs(SHARES))
+        hook = webhook_on(double)
+        shared = template_of(double, hook.review("/mutate", admission_review(half)), half, "v1")
+        assert shared["spec"]["spec"]["devices"]["requests"][0]["exactly"]["capacity"] == {
+            "requests": {"memory": "20000Mi"}}
+        whole_pod = gpu_pod({"nvidia.com/gpu": "1"})
+        whole = template_of(double, hook.review("/mutate", admission_review(whole_pod)), whole_pod, "v1")
+        # The driver's unlimited mode gives a claim without a capacity request no share: ask for all of it.
+        assert whole["spec"]["spec"]["devices"]["requests"][0]["exactly"]["capacity"] == {
+            "requests": {"memory": "81559Mi"}}
+    with K8sDouble() as double:
+        double.seed(*docs(H100_NODE))
+        response = webhook_on(double).review("/mutate", admission_review(half))
+        exclusive = template_of(double, response, half, "v1")
+        assert "capacity" not in exclusive["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+
+
+def test_the_profile_is_read_once_for_many_pods(webhook_on) -> None:
+    with K8sDouble() as double:
+        double.seed(*docs(H100_NODE))
+        hook = webhook_on(double)
+        for name in ("a", "b", "c"):
+            pod = gpu_pod({"nvidia.com/gpu": "1"})
+            pod["metadata"]["name"] = name
+            assert hook.review("/mutate", admission_review(pod))["allowed"]
+        assert double.count(verb="list", resource="resourceslices") == 1
+
+
+def test_api_version_auto_denies_with_a_retry_only_while_the_api_server_cannot_say(webhook_on) -> None:
+    with K8sDouble() as double:
+        hook = webhook_on(double)
+        double.fail("list", "resourceslices", status=500, times=None)
+        response = hook.review("/mutate", admission_review(gpu_pod({"nvidia.com/gpu": "1"})))
+        assert response["allowed"] is False and response["status"]["code"] == 503
+        assert "resource.k8s.io versions" in response["status"]["message"]
