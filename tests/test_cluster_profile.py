@@ -278,3 +278,72 @@ def test_from_cluster_that_cannot_be_reached_exits_4_without_a_traceback(tmp_pat
 def test_build_profile_from_objects_without_dra_objects_serves_nothing() -> None:
     profile = build_profile("nothing", objects=[{"apiVersion": "v1", "kind": "Node"}])
     assert profile.api_version is None and profile.devices == ()
+
+
+# --- DRA's own fallbacks: firstAvailable ------------------------------------------------------------
+
+
+def a100_mig_cluster(tmp_path: Path, version: str) -> str:
+    """The A100 static-MIG node as a 1.33+/1.34+ API server serves it (v1beta2/v1 drop `basic:`)."""
+    objects = []
+    for doc in yaml.safe_load_all(A100_MIG_V1BETA1.read_text()):
+        if not doc:
+            continue
+        devices = [{"name": d["name"], **d["basic"]} for d in doc["spec"]["devices"]]
+        objects.append({**doc, "apiVersion": f"resource.k8s.io/{version}", "spec": {**doc["spec"], "devices": devices}})
+    path = tmp_path / f"a100-{version}.yaml"
+    path.write_text(yaml.safe_dump_all(objects))
+    return str(path)
+
+
+SMALL_SHARE_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: infer, namespace: ml}
+spec:
+  containers:
+  - name: main
+    image: infer
+    resources:
+      limits: {nvidia.com/gpumem: "4000", nvidia.com/gpu: "1"}
+"""
+
+
+def test_prioritized_list_tries_the_smallest_mig_that_holds_the_memory_then_a_whole_gpu(tmp_path) -> None:
+    cluster = a100_mig_cluster(tmp_path, "v1")
+    result, docs = migrate(SMALL_SHARE_POD, "--cluster", cluster, "--kubernetes-version", "1.34")
+    assert result.exit_code == 0, result.stderr
+    [claim] = claims_of(docs)
+    request = request_of(claim)
+    assert [s["name"] for s in request["firstAvailable"]] == ["mig", "whole"]
+    mig, whole = request["firstAvailable"]
+    assert mig["deviceClassName"] == "mig.nvidia.com" and '"1g.5gb"' in mig["selectors"][0]["cel"]["expression"]
+    assert whole["deviceClassName"] == "gpu.nvidia.com"
+    assert "first available of: MIG 1g.5gb (4864Mi), else a whole GPU" in result.stderr
+    assert_valid_for(claim, ["1.34", "1.35", "1.36", "1.37"])
+    # explain: the scheduler would take the MIG device, on the A100 node.
+    profile = load_profile_files([cluster])
+    [item] = explain_objects([claim], profile.resource_slices, profile.device_classes).items
+    assert item.allocatable and item.requests[0].chosen.endswith("/mig") and item.node == "a100-node-1"
+
+
+def test_prioritized_list_on_shareable_gpus_offers_mig_then_a_share_then_a_whole_gpu(tmp_path) -> None:
+    mixed = yaml.safe_load(SHARES.read_text())["items"] + list(yaml.safe_load_all(
+        Path(a100_mig_cluster(tmp_path, "v1")).read_text()))
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump_all(mixed))
+    result, docs = migrate(SMALL_SHARE_POD, "--cluster", str(path), "--sharing", "consumable")
+    assert result.exit_code == 0, result.stderr
+    request = request_of(claims_of(docs)[0])
+    assert [s["name"] for s in request["firstAvailable"]] == ["mig", "share", "whole"]
+    assert request["firstAvailable"][1]["capacity"] == {"requests": {"memory": "4000Mi"}}
+
+
+def test_no_prioritized_list_where_the_gate_is_off(tmp_path) -> None:
+    cluster = a100_mig_cluster(tmp_path, "v1beta2")  # 1.33: DRAPrioritizedList is alpha, off
+    result, docs = migrate(SMALL_SHARE_POD, "--cluster", cluster)
+    assert "firstAvailable" not in request_of(claims_of(docs)[0])
+    on, docs = migrate(SMALL_SHARE_POD, "--cluster", cluster, "--feature-gates", "DRAPrioritizedList=true")
+    [claim] = claims_of(docs)
+    assert claim["apiVersion"] == "resource.k8s.io/v1beta2" and "firstAvailable" in request_of(claim)
+    assert_valid_for(claim, ["1.33"])

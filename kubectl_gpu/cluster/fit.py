@@ -22,7 +22,7 @@ from kubectl_gpu.core.model import ApiVersion, ClaimObject, Note, PodTranslation
 from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
 from kubectl_gpu.explain.model import ClaimResult
 
-from .profile import ClusterProfile
+from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
 
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 
@@ -60,9 +60,43 @@ def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
         elif options.api_version.value.split("/")[1] not in profile.served_versions:
             notes.append(f"--api-version {options.api_version.value} is not served by the cluster (it serves "
                          f"{', '.join(profile.served_versions)}): the API server will refuse these claims")
+    options = _fit_gpu_memory(options, profile, notes)
     options = _fit_sharing(options, profile, notes)
     options = _keep_whole_gpus_whole(options, profile, notes)
+    options = _fit_prioritized_list(options, profile, notes)
     return FittedOptions(options, tuple(notes))
+
+
+def _nvidia_devices(profile: ClusterProfile, kind: str) -> list[Device]:
+    return [d for d in profile.devices if d.driver == c.NVIDIA_DRIVER and d.attribute("type") == kind]
+
+
+def _fit_gpu_memory(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:
+    """Without --gpu-memory, a cluster whose GPUs all have one memory size says what a fraction is."""
+    if options.gpu_memory or profile is None:
+        return options
+    sizes = {str(d.capacity_value("memory")) for d in _nvidia_devices(profile, "gpu") if d.capacity_value("memory")}
+    if len(sizes) != 1:
+        return options
+    (size,) = sizes
+    notes.append(f"every NVIDIA GPU in the cluster has {size} of memory: fractions of a GPU are shares of it")
+    return replace(options, gpu_memory=size)
+
+
+def _fit_prioritized_list(options: TranslateOptions, profile: ClusterProfile | None,
+                          notes: list[str]) -> TranslateOptions:
+    if not prioritized_list_on(profile):
+        return options
+    assert profile is not None
+    mig: dict[str, int] = {}
+    for device in _nvidia_devices(profile, "mig"):
+        name, memory = device.attribute("profile"), device.capacity_value("memory")
+        if isinstance(name, str) and memory is not None:
+            mig[name] = int(memory.value)
+    notes.append(f"{PRIORITIZED_LIST} is on: GPU shares become firstAvailable lists (the smallest MIG profile that "
+                 "holds the memory, else a consumable share, else a whole GPU, tried in that order)"
+                 + (f"; MIG profiles published: {', '.join(sorted(mig))}" if mig else ""))
+    return replace(options, prioritized_list=True, mig_profiles=tuple(sorted(mig.items())))
 
 
 def _fit_sharing(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:

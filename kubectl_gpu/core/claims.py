@@ -63,6 +63,11 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
         request = _whole_gpu_request(demand.count, selectors, options)
         return _finish(demand, options, request, None, whole, f"gpu-{demand.count}", False), notes
 
+    if options.prioritized_list and strategy in (Sharing.CONSUMABLE, Sharing.EXCLUSIVE, Sharing.AUTO):
+        prioritized = _prioritized(demand, selectors, options, strategy, asked, whole, container)
+        if prioritized is not None:
+            return prioritized
+
     if strategy is Sharing.EXCLUSIVE:
         return exclusive(options.sharing_reason or "sharing strategy 'exclusive'")
     if strategy is Sharing.AUTO:  # not resolved against a cluster: nothing says a GPU can be shared
@@ -110,6 +115,49 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
     return _finish(demand, options, request, config, summary, slug, True), notes
 
 
+def _share_memory(share: Any, options: TranslateOptions) -> int | None:
+    """Bytes per device the share stands for: its own figure, else its fraction of --gpu-memory."""
+    if share.memory is not None:
+        return int(share.memory)
+    gpu_memory = _gpu_memory(options)
+    if gpu_memory is None or share.fraction is None:
+        return None
+    return int(gpu_memory * share.fraction)
+
+
+def _prioritized(demand: Demand, selectors: list[str], options: TranslateOptions, strategy: Sharing, asked: str,
+                 whole: str, container: str) -> tuple[PlannedClaim, list[Note]] | None:
+    """DRA's own fallback list (firstAvailable, KEP-4816): the smallest MIG profile that holds the
+    memory, else a consumable share of a GPU, else a whole GPU.  The scheduler takes the first
+    sub-request it can allocate, in this order.  None when no MIG profile holds the memory."""
+    memory = _share_memory(demand.share, options)
+    alternatives: list[tuple[dict[str, Any], str]] = []
+    if memory is not None:
+        fitting = sorted((size, name) for name, size in options.mig_profiles if size >= memory)
+        if fitting:
+            size, profile = fitting[0]
+            profile_sel = (f'("profile" in device.attributes["{c.NVIDIA_ATTRIBUTE_DOMAIN}"] && '
+                           f'device.attributes["{c.NVIDIA_ATTRIBUTE_DOMAIN}"].profile == {json.dumps(profile)})')
+            alternatives.append((_request("mig", options.mig_device_class, demand.count, [profile_sel, *selectors],
+                                          None), f"MIG {profile} ({format_bytes(size)})"))
+        if strategy is Sharing.CONSUMABLE and options.api_version.supports_consumable_capacity:
+            alternatives.append((_request("share", options.gpu_device_class, demand.count, selectors,
+                                          format_bytes(memory)), f"a {format_bytes(memory)} share of a GPU"))
+    if not alternatives or alternatives[0][0]["name"] != "mig":
+        # Without a MIG profile there is no real choice: a share request is served whole by a GPU
+        # that cannot be shared, so a single request says the same.
+        return None
+    whole_request = _whole_gpu_request(demand.count, selectors, options)
+    alternatives.append(({**whole_request, "name": "whole"}, "a whole GPU"))
+    sub_requests = [{"name": r["name"], **r["exactly"]} for r, _ in alternatives]
+    request = {"name": "gpu", "firstAvailable": sub_requests}
+    order = ", else ".join(text for _, text in alternatives)
+    summary = f"{demand.count} x first available of: {order} (DRA prioritized list, tried in this order)"
+    notes = [Note(Severity.WARNING, f"{demand.legacy_text} ({asked}) -> {summary}", container)]
+    slug = f"gpu-{demand.count}-first-" + "-".join(str(r["name"]) for r, _ in alternatives)
+    return _finish(demand, options, request, None, summary, slug, False), notes
+
+
 def _gpu_memory(options: TranslateOptions) -> Fraction | None:
     if not options.gpu_memory:
         return None
@@ -150,6 +198,8 @@ def _whole_gpu_request(count: int, selectors: list[str], options: TranslateOptio
 
 def render_request(request: dict[str, Any], api_version: ApiVersion) -> dict[str, Any]:
     """v1/v1beta2 nest the device request under `exactly`; v1beta1 puts its fields on the request."""
+    if "firstAvailable" in request:
+        return request  # the same shape in every version that has it
     if api_version is ApiVersion.V1BETA1:
         return {"name": request["name"], **request["exactly"]}
     return request

@@ -112,6 +112,10 @@ class TranslateOptions:
     # Capacity requests that make a whole-GPU claim take all of a shareable GPU (KEP-5075 devices
     # whose requestPolicy default is less than the capacity), e.g. (("memory", "81559Mi"),).
     whole_gpu_capacity: tuple[tuple[str, str], ...] = ()
+    # DRAPrioritizedList is on (firstAvailable): a GPU share becomes an ordered list of ways to get it.
+    prioritized_list: bool = False
+    # MIG profiles the cluster publishes, with the memory of each: ((profile, bytes), ...).
+    mig_profiles: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
