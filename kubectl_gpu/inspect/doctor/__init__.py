@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kubectl_gpu.inspect.devices import current_devices
-from kubectl_gpu.inspect.doctor import api_versions, double_counting, extended_resources, selectors, \
-    unused, webhooks
+from kubectl_gpu.inspect.doctor import api_versions, device_taints, double_counting, extended_resources, \
+    selectors, unused, webhooks
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult, DoctorReport
 from kubectl_gpu.inspect.findings import Finding, Severity
@@ -17,10 +17,11 @@ NEEDS: dict[str, tuple[str, ...]] = {
     selectors.NAME: ("resourceslices", "resourceclaimtemplates", "resourceclaims", "deviceclasses"),
     unused.NAME: ("resourceclaimtemplates", "resourceclaims", "pods", "workloads"),
     api_versions.NAME: ("discovery",),
+    device_taints.NAME: ("resourceslices",),
 }
 TITLES = {double_counting.NAME: double_counting.TITLE, extended_resources.NAME: extended_resources.TITLE,
           webhooks.NAME: webhooks.TITLE, selectors.NAME: selectors.TITLE, unused.NAME: unused.TITLE,
-          api_versions.NAME: api_versions.TITLE}
+          api_versions.NAME: api_versions.TITLE, device_taints.NAME: device_taints.TITLE}
 
 
 def run_doctor(inputs: DoctorInputs) -> DoctorReport:
@@ -32,6 +33,7 @@ def run_doctor(inputs: DoctorInputs) -> DoctorReport:
         webhooks.NAME: lambda: webhooks.check_webhooks(inputs),
         selectors.NAME: lambda: selectors.check_selectors(inputs, devices),
         unused.NAME: lambda: unused.check_unused(inputs),
+        device_taints.NAME: lambda: device_taints.check_device_taints(inputs),
     }
     results = []
     for name, run in runners.items():
