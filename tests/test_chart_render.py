@@ -89,7 +89,7 @@ def test_every_object_carries_the_standard_labels(value_set):
 @pytest.mark.parametrize("value_set", ALL_SETS)
 def test_namespaced_objects_go_to_the_release_namespace(value_set):
     cluster_scoped = {"ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
-                      "ValidatingWebhookConfiguration"}
+                      "ValidatingWebhookConfiguration", "DeviceClass"}
     for doc in rendered(value_set):
         if doc["kind"] in cluster_scoped:
             assert "namespace" not in doc["metadata"]

@@ -347,3 +347,63 @@ def test_no_prioritized_list_where_the_gate_is_off(tmp_path) -> None:
     [claim] = claims_of(docs)
     assert claim["apiVersion"] == "resource.k8s.io/v1beta2" and "firstAvailable" in request_of(claim)
     assert_valid_for(claim, ["1.33"])
+
+
+# --- KEP-5004 DeviceClasses ---------------------------------------------------------------------------
+
+MIG_PODS = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: small, namespace: ml}
+spec:
+  selector: {matchLabels: {app: small}}
+  template:
+    metadata: {labels: {app: small}}
+    spec:
+      containers:
+      - name: main
+        image: cuda
+        resources:
+          limits: {nvidia.com/mig-1g.10gb.me: "1"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: big, namespace: ml}
+spec:
+  containers:
+  - name: main
+    image: cuda
+    resources:
+      limits: {nvidia.com/mig-3g.40gb: "2"}
+"""
+
+
+def test_device_classes_map_each_requested_mig_resource_to_the_drivers_profile() -> None:
+    """NVIDIA's own example (dra-driver-nvidia-gpu demo/specs/extended-resources/mig-1g-12gb.yaml):
+    class mig-1g-12gb.gpu.nvidia.com, type == 'mig' and profile == '1g.12gb', extendedResourceName
+    nvidia.com/mig-1g.12gb.  The device plugin spells `1g.10gb+me` as `nvidia.com/mig-1g.10gb.me`."""
+    result, docs = migrate(MIG_PODS, "--device-classes")
+    assert result.exit_code == 0, result.stderr
+    classes = {d["metadata"]["name"]: d for d in docs if d["kind"] == "DeviceClass"}
+    assert set(classes) == {"mig-1g-10gb-me.gpu.nvidia.com", "mig-3g-40gb.gpu.nvidia.com"}
+    me = classes["mig-1g-10gb-me.gpu.nvidia.com"]
+    assert me["spec"]["extendedResourceName"] == "nvidia.com/mig-1g.10gb.me"
+    assert "profile == '1g.10gb+me'" in me["spec"]["selectors"][0]["cel"]["expression"]
+    for obj in classes.values():
+        assert_valid_for(obj, ["1.34", "1.35", "1.36", "1.37"])
+    assert "nvidia.com/mig-1g.10gb.me (1 pod template(s))" in result.stderr
+    assert "without any rewrite" in result.stderr and "DRAExtendedResource" in result.stderr
+    assert [d["kind"] for d in docs][:2] == ["DeviceClass", "DeviceClass"]  # before the manifests
+
+
+def test_device_classes_cover_the_mig_profiles_a_cluster_publishes_and_go_to_a_file_with_output_dir(tmp_path) -> None:
+    manifests = tmp_path / "in" / "pods.yaml"
+    manifests.parent.mkdir()
+    manifests.write_text(MIG_PODS)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["migrate", "--device-classes", "--cluster", a100_mig_cluster(tmp_path, "v1"),
+                                       "--output-dir", str(out), str(manifests)])
+    classes = list(yaml.safe_load_all((out / "device-classes.yaml").read_text()))
+    names = {c["spec"]["extendedResourceName"] for c in classes}
+    assert {"nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb",
+            "nvidia.com/mig-1g.10gb.me", "nvidia.com/mig-3g.40gb"} <= names, result.stderr

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import click
+import yaml
 from rich.console import Console
 
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
+from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions, translate_pod_template
+from kubectl_gpu.core.constants import MIG
 from kubectl_gpu.core.facts import DRA_VERSIONS
 from kubectl_gpu.core.quantity import QuantityError, parse_quantity
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
@@ -112,6 +116,11 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
               default=IntegerGpuMode.REWRITE.value, show_default=True,
               help="Plain nvidia.com/gpu: N: rewrite to claims, or leave it to a DeviceClass with "
                    "extendedResourceName (KEP-5004).")
+@click.option("--device-classes", is_flag=True,
+              help="Also emit a DeviceClass with extendedResourceName (KEP-5004) for every MIG profile the "
+                   "inputs request (and the cluster profile publishes), so nvidia.com/mig-* requests can be "
+                   "served by DRA without a rewrite (Kubernetes 1.34+, DRAExtendedResource). Written before the "
+                   "manifests on stdout, or to device-classes.yaml under --output-dir.")
 @click.option("--gpu-memory", callback=_gpu_memory, metavar="QUANTITY",
               help="Memory of one GPU in the node pool (e.g. 80Gi): lets fractions become memory shares.")
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
@@ -133,6 +142,7 @@ def command(
     kubernetes_version: str | None,
     feature_gates: str | None,
     integer_gpus: str,
+    device_classes: bool,
     gpu_memory: str | None,
     aliyun_memory_unit: str,
     namespace: str | None,
@@ -171,11 +181,28 @@ def command(
     except InputError as err:
         raise click.UsageError(str(err)) from err
     translate = checked_translator(profile) if profile is not None else translate_pod_template
-    result = migrate_sources(sources, options, Format(output_format) if output_format else None, translate)
+    mig_requests: dict[str, int] = {}  # legacy MIG resource -> pod templates asking for it
+
+    def recording(template, translate_options):  # type: ignore[no-untyped-def]
+        translation = translate(template, translate_options)
+        for name in {r.name for r in translation.legacy if r.family == MIG and r.amount > 0}:
+            mig_requests[name] = mig_requests.get(name, 0) + 1
+        return translation
+
+    result = migrate_sources(sources, options, Format(output_format) if output_format else None, recording)
     rendered = [f.rendered for f in result.files]
+    classes = _device_classes(mig_requests, profile) if device_classes else []
 
     writes = WriteReport()
     if not check:
+        if classes and output_dir is not None:
+            write_file(output_dir / "device-classes.yaml", yaml.safe_dump_all(classes, sort_keys=False))
+        elif classes and not show_diff:
+            # The classes come first, in the stream's own format (JSON values, or YAML documents).
+            if output_format == "json":
+                click.echo("".join(json.dumps(c, indent=2) + "\n" for c in classes), nl=False)
+            else:
+                click.echo(yaml.safe_dump_all(classes, sort_keys=False) + "---")
         if output_dir is not None:
             try:
                 targets = output_paths(rendered, output_dir)
@@ -195,11 +222,33 @@ def command(
         console.print(profile.describe(), markup=False)
     for line in fitted.notes:
         console.print(line, markup=False)
+    if device_classes:
+        console.print(_device_classes_report(classes, mig_requests), markup=False)
     print_report(result, console)
     if writes.failed:
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)
     sys.exit(_exit_code(result, check or show_diff))
+
+
+def _device_classes(mig_requests: dict[str, int], profile: ClusterProfile | None) -> list[dict]:
+    published = profile.mig_profiles() if profile is not None else ()
+    return mig_device_classes(sorted(mig_requests), published)
+
+
+def _device_classes_report(classes: list[dict], mig_requests: dict[str, int]) -> str:
+    if not classes:
+        return "--device-classes: no MIG profile is requested here (or published by the cluster profile): no DeviceClass"
+    served = {c["spec"]["extendedResourceName"] for c in classes}
+    needed = ", ".join(f"{name} ({count} pod template(s))" for name, count in sorted(mig_requests.items())
+                       if name in served)
+    lines = [f"--device-classes: {len(classes)} DeviceClass(es) with extendedResourceName (KEP-5004): "
+             + ", ".join(f"{c['metadata']['name']} -> {c['spec']['extendedResourceName']}" for c in classes),
+             "on Kubernetes 1.34+ with DRAExtendedResource (alpha in 1.34-1.35, on by default from 1.36) and no "
+             "device plugin advertising the same names, the scheduler serves these requests from DRA devices "
+             "without any rewrite" + (f": {needed}" if needed else ""),
+             "(nvidia.com/gpu needs no class of ours: NVIDIA's gpu.nvidia.com DeviceClass maps it on resource.k8s.io/v1)"]
+    return "\n".join(lines)
 
 
 def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None, context: str | None,

@@ -25,7 +25,7 @@ from typing import Any
 from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
 from kubectl_gpu.cel.device import current_slices
 from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
-from kubectl_gpu.core.constants import DRA_GROUP
+from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
 from kubectl_gpu.core.model import ApiVersion
 
 # resource.k8s.io versions kubectl-gpu writes, newest first, and the Kubernetes minor that
@@ -71,6 +71,12 @@ class ClusterProfile:
     @property
     def class_names(self) -> tuple[str, ...]:
         return tuple(sorted(str((c.get("metadata") or {}).get("name", "")) for c in self.device_classes))
+
+    def mig_profiles(self) -> tuple[str, ...]:
+        """The MIG profiles NVIDIA's driver publishes here (its `profile` attribute)."""
+        found = {d.attribute("profile") for d in self.devices
+                 if d.driver == NVIDIA_DRIVER and d.attribute("type") == "mig"}
+        return tuple(sorted(p for p in found if isinstance(p, str)))
 
     def shareable_devices(self, driver: str) -> tuple[Device, ...]:
         """Devices of ``driver`` that accept several claims at once (consumable capacity)."""
