@@ -407,3 +407,42 @@ def test_device_classes_cover_the_mig_profiles_a_cluster_publishes_and_go_to_a_f
     names = {c["spec"]["extendedResourceName"] for c in classes}
     assert {"nvidia.com/mig-1g.5gb", "nvidia.com/mig-2g.10gb", "nvidia.com/mig-3g.20gb",
             "nvidia.com/mig-1g.10gb.me", "nvidia.com/mig-3g.40gb"} <= names, result.stderr
+
+
+# --- explain compiles new claims under the profile's gates ---------------------------------------------
+
+SHARED_ONLY_CLAIM = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: shared-only, namespace: ml}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.nvidia.com
+        selectors:
+        - cel: {expression: device.allowMultipleAllocations}
+"""
+
+
+def test_explain_compiles_a_new_claim_under_the_gates_the_slices_and_flags_describe(tmp_path) -> None:
+    """k8s.io/dynamic-resource-allocation/cel: device.allowMultipleAllocations is declared only with
+    DRAConsumableCapacity; a new claim using it where the gate is off does not compile."""
+    claim = tmp_path / "claim.yaml"
+    claim.write_text(SHARED_ONLY_CLAIM)
+
+    def explain(*args: str):
+        result = CliRunner().invoke(main, ["explain", "-f", str(claim), "-o", "json", *args])
+        return result, yaml.safe_load(result.stdout) if result.stdout.strip() else None
+
+    # H100 slices at resource.k8s.io/v1 without allowMultipleAllocations: 1.34 defaults, gate off.
+    off, data = explain("--slices", str(H100_NODE))
+    assert "compile" in off.stdout and "allowMultipleAllocations" in off.stdout
+    # Slices carrying allowMultipleAllocations prove the gate on: the selector compiles and matches.
+    on, data = explain("--slices", str(SHARES))
+    assert on.exit_code == 0, on.stdout
+    forced, _ = explain("--slices", str(H100_NODE), "--feature-gates", "DRAConsumableCapacity=true")
+    assert "compile error" not in forced.stdout
+    bad, _ = explain("--slices", str(H100_NODE), "--feature-gates", "DRAConsumableCapacity")
+    assert bad.exit_code == 2 and "NAME=true or NAME=false" in bad.stderr

@@ -66,8 +66,15 @@ def _local_slices() -> list[dict[str, Any]]:
 @click.option("--allocations", "allocation_files", multiple=True, metavar="FILE",
               help="Allocated ResourceClaims (`kubectl get resourceclaims -A -o yaml`) to tell free devices from taken.")
 @click.option("--local", is_flag=True, help="Also use this machine's GPUs, as the NVIDIA DRA driver would publish them.")
+@click.option("--kubernetes-version", metavar="1.MINOR",
+              help="With -f: compile the claims' selectors under this release's DRA feature gates (default: the "
+                   "oldest release serving the slices' API version; a slice with allowMultipleAllocations proves "
+                   "DRAConsumableCapacity on).")
+@click.option("--feature-gates", metavar="NAME=BOOL,...",
+              help="With -f: DRA feature gates that differ from the release's defaults (e.g. DRAConsumableCapacity=true).")
 def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
-            allocation_files: tuple[str, ...], local: bool, **values: Any) -> None:
+            allocation_files: tuple[str, ...], local: bool, kubernetes_version: str | None,
+            feature_gates: str | None, **values: Any) -> None:
     """Explain how each device request of a claim meets the devices in ResourceSlices.
 
     For every request: devices in the DeviceClass, how many each selector matches and rejects,
@@ -82,7 +89,8 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     if pod:
         explanation = _explain_live(pod, options)
     elif files:
-        explanation = _explain_files(files, slice_files, class_files, allocation_files, local, options)
+        explanation = _explain_files(files, slice_files, class_files, allocation_files, local, options,
+                                     kubernetes_version, feature_gates)
     elif options.all_namespaces or options.selector:
         explanation = _explain_live(None, options)
     else:
@@ -146,8 +154,25 @@ def _live_devices(options: ClusterOptions) -> Any:
             "or use --local") from None
 
 
+def _profile_gates(slices: list[Any], classes: list[Any], kubernetes_version: str | None,
+                   feature_gates: str | None) -> frozenset[str] | None:
+    """The DRA feature gates of the cluster these objects describe (kubectl_gpu.cluster), so a new
+    claim compiles as that API server would compile it; None (the CEL default) when nothing says."""
+    from kubectl_gpu.cluster import ProfileError, build_profile, parse_feature_gates, parse_kubernetes_version
+
+    try:
+        minor = parse_kubernetes_version(kubernetes_version) if kubernetes_version else None
+        overrides = parse_feature_gates(feature_gates) if feature_gates else None
+        profile = build_profile("explain inputs", objects=[*slices, *classes], kubernetes_minor=minor,
+                                gate_overrides=overrides)
+    except ProfileError as err:
+        raise click.UsageError(str(err)) from err
+    return profile.feature_gates if profile.kubernetes_minor is not None or overrides else None
+
+
 def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
-                   allocation_files: tuple[str, ...], local: bool, options: ClusterOptions) -> Any:
+                   allocation_files: tuple[str, ...], local: bool, options: ClusterOptions,
+                   kubernetes_version: str | None = None, feature_gates: str | None = None) -> Any:
     main = sort_objects(doc for path in files for doc in _load(path))
     extra = sort_objects(doc for path in (*slice_files, *class_files) for doc in _load(path))
     allocated = sort_objects(doc for path in allocation_files for doc in _load(path))
@@ -173,6 +198,7 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
             classes=classes,
             allocated_claims=allocated_claims,
             avoid_nodes=avoid,
+            gates=_profile_gates(slices, classes, kubernetes_version, feature_gates),
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
