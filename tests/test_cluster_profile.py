@@ -21,6 +21,7 @@ from kubectl_gpu.cel.gates import default_gates
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.cluster import ProfileError, build_profile, parse_feature_gates, load_profile_files, read_live_profile
 from kubectl_gpu.explain import explain_objects
+from kubectl_gpu.k8s import Client
 from kubectl_gpu.k8s.rest import get_json
 from tests.k8sdouble import K8sDouble
 
@@ -258,7 +259,7 @@ def test_from_cluster_writes_the_version_the_api_server_serves(minor, disabled, 
 def test_live_profile_reads_version_and_devices_through_any_json_getter() -> None:
     with K8sDouble(kubernetes_version="1.33", disabled_group_versions=["resource.k8s.io/v1"]) as api:
         api.seed(*slices_as(H100_NODE, "v1beta2"))
-        client = api.api_client()
+        client = Client(api.api_client().configuration)
         profile = read_live_profile(lambda path, query: get_json(client, path, query), "double")
     assert profile.kubernetes_minor == 33 and profile.served_versions == ("v1beta2", "v1beta1")
     assert profile.api_version.value == "resource.k8s.io/v1beta2" and len(profile.devices) == 8

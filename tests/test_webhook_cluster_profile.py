@@ -45,15 +45,15 @@ def gpu_pod(limits: dict, **spec) -> dict:
 @pytest.fixture
 def webhook_on(webhook_certs, tmp_path) -> Iterator:
     """``webhook_on(double, **settings)``: a webhook talking to that API double."""
+    from kubectl_gpu.k8s import AsyncClient
     from webhook.config import load_config
-    from webhook.kubeapi import AsyncKubeApi, KubeApi
     from webhook.server import Timings, WebhookServer
 
     started: list[tuple[RunningWebhook, threading.Thread]] = []
 
     def start(double: K8sDouble, **settings) -> RunningWebhook:
         config = load_config(write_config(tmp_path, webhook_certs, settings), {}, {})
-        api = AsyncKubeApi(KubeApi(double.api_client(), config.api_timeout_seconds))
+        api = AsyncClient(double.api_client().configuration, config.api_timeout_seconds)
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, daemon=True)
         thread.start()

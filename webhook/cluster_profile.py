@@ -14,16 +14,17 @@ import time
 from collections.abc import Mapping
 from typing import Callable
 
-from kubectl_gpu.cluster import ClusterProfile, read_live_profile
+from kubectl_gpu.cluster.profile import ClusterProfile, dra_list_paths, profile_from_discovery, stamped
+from kubectl_gpu.core.constants import DRA_GROUP
+from kubectl_gpu.k8s import ApiError, AsyncClient
 
-from .kubeapi import AsyncKubeApi
 from .singleflight import SingleFlight
 
 
 class ProfileCache:
     def __init__(
         self,
-        api: AsyncKubeApi,
+        api: AsyncClient,
         ttl_seconds: float = 60.0,
         gate_overrides: Mapping[str, bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -51,12 +52,18 @@ class ProfileCache:
             raise
 
     async def _refresh(self) -> ClusterProfile:
-        sync = self.api.sync
-
-        def fetch(path: str, query):  # type: ignore[no-untyped-def]
-            return sync.request("GET", path, query=list(query))
-
-        profile = await self.api.call(read_live_profile, fetch, "the webhook's cluster", self.gate_overrides)
+        # The same GETs as `kubectl gpu migrate --from-cluster` (kubectl_gpu.cluster.read_live_profile).
+        version = await self.api.get_json("/version")
+        try:
+            group = await self.api.get_json(f"/apis/{DRA_GROUP}")
+        except ApiError as exc:
+            if not exc.not_found:
+                raise
+            group = {}
+        objects = []
+        for path, api_version, kind in dra_list_paths(group):
+            objects.extend(stamped(await self.api.list_objects(path), api_version, kind))
+        profile = profile_from_discovery("the webhook's cluster", version, group, objects, self.gate_overrides)
         self._profile = profile
         self._expires = self.clock() + self.ttl
         return profile

@@ -195,9 +195,7 @@ def command(
 
     writes = WriteReport()
     if not check:
-        if classes and output_dir is not None:
-            write_file(output_dir / "device-classes.yaml", yaml.safe_dump_all(classes, sort_keys=False))
-        elif classes and not show_diff:
+        if classes and output_dir is None and not show_diff:
             # The classes come first, in the stream's own format (JSON values, or YAML documents).
             if output_format == "json":
                 click.echo("".join(json.dumps(c, indent=2) + "\n" for c in classes), nl=False)
@@ -208,7 +206,10 @@ def command(
                 targets = output_paths(rendered, output_dir)
             except OutputError as err:
                 raise click.UsageError(str(err)) from err
-            writes = write_files([(target, file.text, file.source.path) for target, file in zip(targets, rendered)])
+            jobs = [(target, file.text, file.source.path) for target, file in zip(targets, rendered)]
+            if classes:
+                jobs.append((output_dir / "device-classes.yaml", yaml.safe_dump_all(classes, sort_keys=False), None))
+            writes = write_files(jobs)
         elif in_place:
             writes = write_files([(file.source.path, file.text, file.source.path) for file in rendered
                                   if file.changed and file.source.path is not None])

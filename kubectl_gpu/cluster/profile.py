@@ -196,37 +196,58 @@ PAGE_SIZE = "500"
 
 def read_live_profile(fetch: Fetch, source: str, gate_overrides: Mapping[str, bool] | None = None) -> ClusterProfile:
     """Read the profile from an API server: /version, the served resource.k8s.io versions, and
-    every DeviceClass and ResourceSlice at the newest of them."""
-    info = fetch("/version", ())
-    minor_text = str(info.get("minor") or "")
-    minor_match = re.match(r"\d+", minor_text)
-    minor = int(minor_match.group()) if minor_match else None
+    every DeviceClass and ResourceSlice at the newest of them.  (The webhook does the same GETs
+    on its async client: it shares dra_list_paths and profile_from_discovery.)"""
+    version = fetch("/version", ())
     try:
         group = fetch(f"/apis/{DRA_GROUP}", ())
-    except Exception as exc:  # noqa: BLE001 - both faces' ApiError say not_found the same way
+    except Exception as exc:  # noqa: BLE001 - every client's ApiError says not_found
         if not getattr(exc, "not_found", False):
             raise
         group = {}
-    served = [str(v.get("version")) for v in group.get("versions") or () if isinstance(v, Mapping)]
     objects: list[Mapping[str, Any]] = []
+    for path, api_version, kind in dra_list_paths(group):
+        objects.extend(stamped(_list_all(fetch, path), api_version, kind))
+    return profile_from_discovery(source, version, group, objects, gate_overrides)
+
+
+def dra_list_paths(group: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(collection path, apiVersion, kind) of the DeviceClasses and ResourceSlices to list, at the
+    newest served version kubectl-gpu reads; [] when the group is not served."""
+    served = _served(group)
     newest = next((v for v, _ in DRA_VERSIONS if v in served), None)
-    if newest is not None:
-        for plural, kind in (("deviceclasses", "DeviceClass"), ("resourceslices", "ResourceSlice")):
-            objects.extend(_list_all(fetch, f"/apis/{DRA_GROUP}/{newest}/{plural}", f"{DRA_GROUP}/{newest}", kind))
-    return build_profile(source, objects=objects, kubernetes_minor=minor, served_versions=served,
+    if newest is None:
+        return []
+    return [(f"/apis/{DRA_GROUP}/{newest}/{plural}", f"{DRA_GROUP}/{newest}", kind)
+            for plural, kind in (("deviceclasses", "DeviceClass"), ("resourceslices", "ResourceSlice"))]
+
+
+def profile_from_discovery(source: str, version: Mapping[str, Any], group: Mapping[str, Any],
+                           objects: Iterable[Mapping[str, Any]],
+                           gate_overrides: Mapping[str, bool] | None = None) -> ClusterProfile:
+    """The profile from /version, /apis/resource.k8s.io and the listed objects."""
+    minor_match = re.match(r"\d+", str(version.get("minor") or ""))
+    minor = int(minor_match.group()) if minor_match else None
+    return build_profile(source, objects=objects, kubernetes_minor=minor, served_versions=_served(group),
                          gate_overrides=gate_overrides)
 
 
-def _list_all(fetch: Fetch, path: str, api_version: str, kind: str) -> list[Mapping[str, Any]]:
-    items: list[Mapping[str, Any]] = []
+def stamped(items: Iterable[Any], api_version: str, kind: str) -> list[Mapping[str, Any]]:
+    # List items come without apiVersion/kind; put them back, as kubectl does.
+    return [{"apiVersion": api_version, "kind": kind, **item} for item in items if isinstance(item, dict)]
+
+
+def _served(group: Mapping[str, Any]) -> list[str]:
+    return [str(v.get("version")) for v in group.get("versions") or () if isinstance(v, Mapping)]
+
+
+def _list_all(fetch: Fetch, path: str) -> list[Any]:
+    items: list[Any] = []
     token = ""
     for _ in range(10_000):
         query = [("limit", PAGE_SIZE)] + ([("continue", token)] if token else [])
         page = fetch(path, query)
-        for item in page.get("items") or ():
-            if isinstance(item, dict):
-                # List items come without apiVersion/kind; put them back, as kubectl does.
-                items.append({"apiVersion": api_version, "kind": kind, **item})
+        items.extend(page.get("items") or ())
         token = str((page.get("metadata") or {}).get("continue") or "")
         if not token:
             break
