@@ -371,3 +371,29 @@ def test_claim_templates_use_the_version_an_older_cluster_serves():
             "resourceClaimTemplateName"] == template["metadata"]["name"]
         assert any(r.resource == "resourceclaimtemplates" and r.version == "v1beta2" and not r.dry_run
                    for r in double.requests)
+
+
+@pytest.mark.parametrize("obj, ready", [
+    ({"kind": "Deployment", "metadata": {"generation": 2}, "spec": {"replicas": 2},
+      "status": {"observedGeneration": 1, "updatedReplicas": 2, "replicas": 2, "availableReplicas": 2}}, False),
+    ({"kind": "Deployment", "metadata": {"generation": 2}, "spec": {"replicas": 2},
+      "status": {"observedGeneration": 2, "updatedReplicas": 2, "replicas": 3, "availableReplicas": 2}}, False),
+    ({"kind": "Deployment", "metadata": {"generation": 2}, "spec": {"replicas": 2},
+      "status": {"observedGeneration": 2, "updatedReplicas": 2, "replicas": 2, "availableReplicas": 2}}, True),
+    ({"kind": "StatefulSet", "metadata": {"generation": 3}, "spec": {"replicas": 3},
+      "status": {"observedGeneration": 3, "readyReplicas": 2, "updatedReplicas": 3}}, False),
+    ({"kind": "DaemonSet", "metadata": {"generation": 1},
+      "status": {"observedGeneration": 1, "desiredNumberScheduled": 4, "updatedNumberScheduled": 4,
+                 "numberAvailable": 3}}, False),
+    ({"kind": "DaemonSet", "metadata": {"generation": 1},
+      "status": {"observedGeneration": 1, "desiredNumberScheduled": 4, "updatedNumberScheduled": 4,
+                 "numberAvailable": 4}}, True),
+    ({"kind": "CronJob", "metadata": {"generation": 5}, "status": {}}, True),
+])
+def test_rollout_readiness_follows_kubectl_rollout_status(obj, ready):
+    """kubectl/pkg/polymorphichelpers/rollout_status.go: observed generation first, then
+    updated/available (Deployment), ready/updated (StatefulSet), updated/available scheduled
+    (DaemonSet); kinds without a rollout are done at once."""
+    from kubectl_gpu.fleet.execute import rollout_ready
+
+    assert rollout_ready(obj)[0] is ready
