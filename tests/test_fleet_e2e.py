@@ -397,3 +397,10 @@ def test_rollout_readiness_follows_kubectl_rollout_status(obj, ready):
     from kubectl_gpu.fleet.execute import rollout_ready
 
     assert rollout_ready(obj)[0] is ready
+
+
+def test_live_plan_narrows_to_a_node_pool_and_names_workloads(cluster):
+    doc = json.loads(cluster.kubectl_gpu("plan", "-l", "kubernetes.io/hostname=legacy-1", "-o", "json", expect=None))
+    assert [n["name"] for n in doc["nodes"]] == ["legacy-1"]
+    names = cluster.kubectl_gpu("plan", "-o", "name", expect=None).split()
+    assert "deployment/web" in names and "pytorchjob/bert" in names

@@ -43,6 +43,9 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
     PodDisruptionBudgets allow the drain, and the workloads it migrates fit on
     the DRA nodes' devices (nodes not yet on DRA: predicted from GPU Feature
     Discovery labels).
+
+    Namespaced objects come from all namespaces unless -n is given; -l narrows
+    the nodes (a node pool); -o name lists the workloads.
     """
     from kubectl_gpu.fleet import snapshot_from_objects
     from kubectl_gpu.fleet.plan import plan_migration
@@ -51,6 +54,9 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
     options = ClusterOptions(**values)
     labels = parse_dra_labels(dra_node_labels)
     if files:
+        if options.selector:
+            raise click.UsageError("-l selects the live cluster's nodes; with -f, leave the other nodes out of "
+                                   "the files instead")
         snapshot = snapshot_from_objects(read_files(files))
     else:
         snapshot = _live_snapshot(options)
@@ -61,7 +67,8 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
         plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels)
     except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it
         fail(f"cannot plan: {exc}", exits.USAGE)
-    emit(options, plan.to_dict(), lambda: _text(render_plan(plan)))
+    emit(options, plan.to_dict(), lambda: _text(render_plan(plan)),
+         names=lambda: [w.ref.rsplit("/", 1)[0].split("/")[0].lower() + "/" + w.name for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
 
 
@@ -73,11 +80,11 @@ def _text(text: str) -> Any:
 
 def _live_snapshot(options: ClusterOptions):
     from kubectl_gpu.fleet.live import fetch_snapshot
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
 
     try:
-        connection = connect(options.kubeconfig, options.context)
+        connection = options.connect()
         namespace = options.namespace if options.namespace and not options.all_namespaces else None
-        return fetch_snapshot(connection.api, namespace)
+        return fetch_snapshot(connection.api, namespace, node_selector=options.selector)
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)

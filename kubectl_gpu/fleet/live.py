@@ -55,11 +55,14 @@ def custom_workload_resources(api: Client) -> list[tuple[str, str, str]]:
     return found
 
 
-def fetch_snapshot(api: Client, namespace: str | None = None) -> Snapshot:
-    """Nodes, pods, PDBs, workloads (built-in and custom), ResourceSlices and DeviceClasses."""
-    def listed(group: str, version: str, plural: str, namespaced: bool = True) -> list[dict[str, Any]]:
+def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str | None = None) -> Snapshot:
+    """Nodes (those ``node_selector`` selects), pods, PDBs, workloads (built-in and custom),
+    ResourceSlices, DeviceClasses and claim templates."""
+    def listed(group: str, version: str, plural: str, namespaced: bool = True,
+               label_selector: str | None = None) -> list[dict[str, Any]]:
         try:
-            return list_objects(api, collection_path(group, version, plural, namespace if namespaced else None))
+            return list_objects(api, collection_path(group, version, plural, namespace if namespaced else None),
+                                label_selector=label_selector)
         except ApiError as exc:
             if exc.not_found:
                 return []
@@ -73,7 +76,8 @@ def fetch_snapshot(api: Client, namespace: str | None = None) -> Snapshot:
             if find_pod_sites(obj):
                 workloads.append(obj)
                 plurals[(str(obj.get("apiVersion")), str(obj.get("kind")))] = plural
-    objects = [*listed("", "v1", "nodes", namespaced=False), *listed("", "v1", "pods"), *workloads,
+    objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector), *listed("", "v1", "pods"),
+               *workloads,
                *listed("policy", "v1", "poddisruptionbudgets")]
     if dra_version:
         objects += [*listed("resource.k8s.io", dra_version, "resourceslices", False),
