@@ -148,3 +148,17 @@ def test_api_version_auto_denies_with_a_retry_only_while_the_api_server_cannot_s
         response = hook.review("/mutate", admission_review(gpu_pod({"nvidia.com/gpu": "1"})))
         assert response["allowed"] is False and response["status"]["code"] == 503
         assert "resource.k8s.io versions" in response["status"]["message"]
+
+
+def test_a_legacy_gpu_beside_a_gpu_claim_is_denied_on_a_1_32_cluster_too(webhook_on) -> None:
+    """The claim is read in the version the API server serves: a v1 GET is 404 on 1.32, which
+    would hide the second GPU."""
+    with K8sDouble(kubernetes_version="1.32",
+                   disabled_group_versions=["resource.k8s.io/v1", "resource.k8s.io/v1beta2"]) as double:
+        double.seed({"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaimTemplate",
+                     "metadata": {"name": "gpu", "namespace": "default"},
+                     "spec": {"spec": {"devices": {"requests": [{"name": "g", "deviceClassName": "gpu.nvidia.com"}]}}}})
+        pod = gpu_pod({"nvidia.com/gpu": "1"}, resourceClaims=[{"name": "g", "resourceClaimTemplateName": "gpu"}])
+        pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "g"}]
+        response = webhook_on(double).review("/validate", admission_review(pod))
+        assert response["allowed"] is False and "asks for GPUs twice" in response["status"]["message"]

@@ -371,6 +371,10 @@ class Admission:
 
     async def _gpu_claims(self, pod: Mapping[str, Any], namespace: str) -> set[str]:
         version = self.config.translate_options.api_version.value
+        if self.config.api_version_auto and self.profiles is not None:
+            # Read the claims in a version the API server serves (v1 is 404 on 1.32/1.33).
+            served = (await self.profiles.get()).api_version
+            version = served.value if served is not None else version
         names = set()
         for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
             if not isinstance(entry, dict) or not entry.get("name"):
