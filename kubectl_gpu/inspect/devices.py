@@ -9,6 +9,7 @@ how the scheduler resolves `device.attributes["gpu.nvidia.com"].productName`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from kubectl_gpu.cel.device import current_slices  # noqa: F401 (part of this module's API)
@@ -53,15 +54,15 @@ class SliceDevice:
         value = self.attribute(name)
         return str(value) if value is not None else None
 
-    @property
+    @cached_property  # read for every row, count and total of a 1,000-node report
     def type(self) -> str | None:
         return self.text("type")
 
-    @property
+    @cached_property  # read for every row, count and total of a 1,000-node report
     def product(self) -> str | None:
         return self.text("productName") or self.text("model")
 
-    @property
+    @cached_property  # read for every row, count and total of a 1,000-node report
     def uuid(self) -> str | None:
         return self.text("uuid")
 
@@ -73,16 +74,16 @@ class SliceDevice:
     def mig_profile(self) -> str | None:
         return self.text("profile")
 
-    @property
+    @cached_property  # read for every row, count and total of a 1,000-node report
     def parent_uuid(self) -> str | None:
         """A MIG device's GPU (the NVIDIA driver's parentUUID attribute)."""
         return self.text("parentUUID")
 
-    @property
+    @cached_property  # read for every row, count and total of a 1,000-node report
     def is_mig(self) -> bool:
         return self.type == "mig"
 
-    @property
+    @cached_property  # read for every row, count and total of a 1,000-node report
     def is_gpu(self) -> bool:
         """A GPU or a slice of one (MIG, vGPU); not an IMEX channel or a NIC."""
         kind = self.type
