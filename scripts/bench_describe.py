@@ -162,7 +162,7 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     from click.testing import CliRunner
 
     from kubectl_gpu.cli.main import main as cli
-    from kubectl_gpu.inspect import render
+    from kubectl_gpu.inspect import tables
     from kubectl_gpu.inspect.cluster import cluster_report
     from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS
     from kubectl_gpu.inspect.live import (discover_dra, explain_pod_live, explain_pod_objects, fetch_cluster,
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
 
     def start_up() -> None:
         subprocess.run([sys.executable, "-c", "import kubectl_gpu.cli.describe, kubectl_gpu.inspect.live, "
-                        "kubectl_gpu.inspect.render"], cwd=ROOT, check=True)
+                        "kubectl_gpu.inspect.tables"], cwd=ROOT, check=True)
 
     process_times, _ = timed(describe_process, args.repeat)
     startup_times, _ = timed(start_up, args.repeat)
@@ -244,7 +244,7 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
 
     def table() -> int:
         buffer = io.StringIO()
-        Console(file=buffer, width=240, soft_wrap=False, highlight=False).print(render.cluster(report))
+        Console(file=buffer, width=240, soft_wrap=False, highlight=False).print(tables.cluster(report))
         return len(buffer.getvalue())
 
     render_times, _ = timed(table, args.repeat)

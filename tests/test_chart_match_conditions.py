@@ -24,7 +24,7 @@ from kubectl_gpu.core.constants import FAMILIES
 from kubectl_gpu.core.families import LEGACY_RESOURCE_NAMES as CORE_RESOURCE_NAMES
 from kubectl_gpu.core.families import family_of, has_legacy_gpu_request
 from kubectl_gpu.manifests.locate import find_pod_sites
-from kubectl_gpu.manifests.patch import resolve
+from kubectl_gpu.manifests.tree_patch import resolve
 from tests.corpus import SHARED_CORPUS, requires_corpus
 from tests.test_chart_support import (
     NAMESPACE,
@@ -398,7 +398,7 @@ def _node(labels: dict[str, str] | None, capacity: dict[str, Any]) -> dict[str, 
 
 
 def test_node_status_guard_only_sees_dra_nodes_that_report_legacy_gpus(tmp_path):
-    double_counting = pytest.importorskip("webhook.double_counting", reason="the webhook's node guard is not there yet")
+    double_counting = pytest.importorskip("webhook.fencing", reason="the webhook's node guard is not there yet")
     webhook_config = pytest.importorskip("webhook.config", reason="webhook/config.py (the server's loader) is missing")
     expression = condition("node-status-guard.yaml", "MutatingWebhookConfiguration", "node-status.kubectl-gpu.io")
     # The selectors as the server reads them from the rendered config file.

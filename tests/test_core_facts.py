@@ -94,7 +94,7 @@ def test_device_classes_select_their_device_type_as_the_drivers_chart_does():
 def test_inventorys_preview_publishes_only_attributes_the_table_knows(recording, monkeypatch):
     """inventory mirrors the driver from NVML; the facts mirror it from its source: they must agree."""
     from kubectl_gpu.inventory import nvml_reader
-    from kubectl_gpu.inventory.plan import plan_inventory
+    from kubectl_gpu.inventory.published_devices import plan_inventory
     from kubectl_gpu.inventory.recorded_nvml import RecordedNvml
     from kubectl_gpu.inventory.resource_slice import resource_slice
 
@@ -128,11 +128,11 @@ def test_mig_device_names_in_the_fixtures_are_the_ones_inventory_derives_like_th
 def test_the_webhook_and_describe_doctor_agree_on_which_nodes_are_dra_nodes(labels):
     """One marker rule: a key alone matches any value, key=value that value only."""
     from kubectl_gpu.inspect import dra_nodes
-    from webhook import double_counting
+    from webhook import fencing
 
     for markers in (facts.DEFAULT_DRA_NODE_MARKERS, (facts.DraNodeMarker("pool"),),
                     (facts.DraNodeMarker.parse("pool=dra"),)):
-        assert double_counting.is_dra_node(labels, markers) == dra_nodes.is_dra_node(labels, markers)
+        assert fencing.is_dra_node(labels, markers) == dra_nodes.is_dra_node(labels, markers)
     assert dra_nodes.is_dra_node(labels, (facts.DraNodeMarker("pool"),)) == ("pool" in labels)
 
 

@@ -25,7 +25,7 @@ from kubectl_gpu.manifests import FileResult, MigrateOptions, Source, collect_so
 from kubectl_gpu.manifests.locate import find_pod_sites
 from kubectl_gpu.manifests.nodes import to_plain
 from kubectl_gpu.manifests.objects import iter_objects
-from kubectl_gpu.manifests.patch import join_pointer, resolve
+from kubectl_gpu.manifests.tree_patch import join_pointer, resolve
 from tests.corpus import corpus_dir, requires_corpus
 
 CORPUS = corpus_dir("legacy")

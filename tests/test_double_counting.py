@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubectl_gpu.manifests.locate import find_pod_sites
-from kubectl_gpu.manifests.patch import resolve
+from kubectl_gpu.manifests.tree_patch import resolve
 from tests.corpus import corpus_files, corpus_params, requires_corpus
 from webhook.config import ConfigError, load_config
-from webhook.double_counting import (
+from webhook.fencing import (
     DEFAULT_DRA_NODE_SELECTORS,
     DraNodeSelector,
     claim_spec_requests_gpus,

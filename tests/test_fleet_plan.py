@@ -168,7 +168,7 @@ def test_the_translation_input_projection_translates_exactly_like_the_whole_temp
     from kubectl_gpu.core import Sharing, TranslateOptions, translate_pod_template
     from kubectl_gpu.fleet.workloads import Translations, pod_demand, translation_input
     from kubectl_gpu.manifests.locate import find_pod_sites
-    from kubectl_gpu.manifests.patch import resolve
+    from kubectl_gpu.manifests.tree_patch import resolve
 
     objects = mixed_cluster()
     for path in sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.yaml")):

@@ -16,7 +16,7 @@ from kubectl_gpu.core import Sharing, TranslateOptions, translate_pod_template
 from kubectl_gpu.manifests.locate import find_pod_sites
 from tests.conftest import admission_review, patch_of
 from tests.corpus import corpus_files, corpus_params, requires_corpus
-from webhook import double_counting
+from webhook import fencing
 from webhook.config import load_config
 
 LEGACY = corpus_files("legacy", "*.y*ml")
@@ -68,12 +68,12 @@ def what_the_core_yields(pod: dict) -> dict:
     # The webhook's default sharing is auto; the double publishes no shareable GPU, so whole GPUs.
     translation = translate_pod_template(pod, TranslateOptions(sharing=Sharing.AUTO))
     expected = jsonpatch.apply_patch(pod, list(translation.patch))
-    return jsonpatch.apply_patch(expected, double_counting.fence_legacy_pod(expected, DRA_NODES))
+    return jsonpatch.apply_patch(expected, fencing.fence_legacy_pod(expected, DRA_NODES))
 
 
 @requires_corpus
 def test_the_corpus_has_gpu_pods():
-    gpu_files = [p for p in LEGACY if any(double_counting.legacy_gpu_resources(pod) for pod in corpus_pods(p))]
+    gpu_files = [p for p in LEGACY if any(fencing.legacy_gpu_resources(pod) for pod in corpus_pods(p))]
     assert len(gpu_files) >= 40
 
 

@@ -1,6 +1,6 @@
 """The admission decisions: one AdmissionRequest in, one Verdict out.
 
-Pure planning lives in mutation.py, dra_validation.py and double_counting.py; this module adds
+Pure planning lives in mutation.py, dra_validation.py and fencing.py; this module adds
 what needs the cluster (namespace and node labels, the templates a pod needs) and the order in
 which things are checked.  HTTP, logs and metrics are the server's business.
 """
@@ -15,7 +15,7 @@ from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.k8s import ApiError, Resource
 
-from . import double_counting
+from . import fencing
 from .cluster_profile import ProfileCache
 from .config import WebhookConfig
 from .dra_validation import validate_dra_object
@@ -141,11 +141,11 @@ class Admission:
                 mutation = self._plan(request, site, True)
         if mutation.errors:
             return self._refuse(request, site, mutation)
-        if mutation.claims and double_counting.same_gpus_twice(site.template):
+        if mutation.claims and fencing.same_gpus_twice(site.template):
             # Rewriting would silently give the container a second GPU claim: deny it as /validate
             # does for the same container (only claims that allocate GPUs count).
             try:
-                twice = double_counting.same_gpus_twice(site.template, await self._gpu_claims(site.template, namespace))
+                twice = fencing.same_gpus_twice(site.template, await self._gpu_claims(site.template, namespace))
             except ApiError as exc:
                 return deny(f"kubectl-gpu: cannot read this object's ResourceClaims ({exc.status or exc.reason}): "
                             f"{RETRY_HINT}", 503)
@@ -306,7 +306,7 @@ class Admission:
         node = request.obj
         if not self.config.node_status_guard or request.operation != "UPDATE" or node is None:
             return allow()
-        ops = tuple(double_counting.strip_legacy_capacity(node, self.config.dra_node_selectors))
+        ops = tuple(fencing.strip_legacy_capacity(node, self.config.dra_node_selectors))
         if not ops:
             return allow()
         self.metrics.double_counting.labels(finding="node_status_stripped").inc()
@@ -338,7 +338,7 @@ class Admission:
     async def _validate_pod(self, request: AdmissionRequest) -> Verdict:
         assert request.obj is not None
         pod = device_plugin_view(request.obj, self.config)
-        if not double_counting.legacy_gpu_resources(pod):
+        if not fencing.legacy_gpu_resources(pod):
             # Both findings are about device-plugin GPU requests: a pod without any (a DRA-only
             # pod) needs no node lookup, and is never denied because the API is unreachable.
             return allow()
@@ -348,14 +348,14 @@ class Admission:
         try:
             if selectors:
                 node_labels: dict[str, dict[str, str]] = {}
-                for name in double_counting.pinned_node_names(pod):
+                for name in fencing.pinned_node_names(pod):
                     node_labels[name] = await self.nodes.labels(name)
-                findings["pinned"] = double_counting.pinned_to_dra_node(pod, selectors, node_labels)
-            twice = double_counting.same_gpus_twice(pod)
+                findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels)
+            twice = fencing.same_gpus_twice(pod)
             if twice:
                 # Only claims that really allocate GPUs count (not an IMEX channel or a NIC).
                 gpu_claims = await self._gpu_claims(pod, request.namespace)
-                twice = double_counting.same_gpus_twice(pod, gpu_claims)
+                twice = fencing.same_gpus_twice(pod, gpu_claims)
             findings["same_gpus_twice"] = twice
         except ApiError as exc:
             return deny(f"kubectl-gpu: cannot check this pod against DRA nodes ({exc.status or exc.reason}): {RETRY_HINT}", 503)
@@ -393,7 +393,7 @@ class Admission:
                 raise
             spec = obj.get("spec") or {}
             claim_spec = spec.get("spec") if kind == "ResourceClaimTemplate" else spec
-            if double_counting.claim_spec_requests_gpus(claim_spec or {}):
+            if fencing.claim_spec_requests_gpus(claim_spec or {}):
                 names.add(entry["name"])
         return names
 

@@ -19,7 +19,7 @@ import yaml
 from kubectl_gpu.cluster import ProfileError, parse_feature_gates
 from kubectl_gpu.core.model import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
 
-from .double_counting import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
+from .fencing import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
 
 ENV_PREFIX = "KUBECTL_GPU_WEBHOOK_"
 # Set by the Downward API in the chart; the webhook never touches its own namespace, so that a

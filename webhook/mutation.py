@@ -1,7 +1,7 @@
 """What /mutate does to one admitted object (pure: the decision, not the API calls).
 
 The webhook never decides anything about GPUs itself: the translation core rewrites the pod
-template (the same call `kubectl gpu migrate` makes), and double_counting decides the fence.
+template (the same call `kubectl gpu migrate` makes), and fencing.py decides the fence.
 This module finds the pod template inside the admitted object, calls them, and puts the
 patches together under the right prefix.
 """
@@ -16,9 +16,9 @@ from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from kubectl_gpu.core.constants import TPU
 from kubectl_gpu.core.families import LegacyRequest, is_plain_integer_gpu, legacy_requests
 from kubectl_gpu.core.model import ClaimObject, IntegerGpuMode, PodTranslation
-from kubectl_gpu.core.patch import prefix as prefix_patch
+from kubectl_gpu.core.json_patch import prefix as prefix_patch
 
-from . import double_counting, patches
+from . import fencing, patched_copy
 from .config import WebhookConfig
 from .review import AdmissionRequest, Verdict, encode_patch
 
@@ -37,7 +37,7 @@ POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 # ... and that path as the JSON pointer its patches go under.
 POD_TEMPLATE_PREFIXES: dict[tuple[str, str], str] = {
-    key: "".join("/" + patches.escape(part) for part in path) for key, path in POD_TEMPLATE_PATHS.items()
+    key: "".join("/" + patched_copy.escape(part) for part in path) for key, path in POD_TEMPLATE_PATHS.items()
 }
 MESSAGE_PREFIX = "kubectl-gpu: "
 AUDIT_PREFIX = "kubectl-gpu audit (not applied): "
@@ -142,17 +142,17 @@ def plan(
     warnings = [MESSAGE_PREFIX + n.render() for n in notes]
     # One copy is changed (the core's rewrite, then the fence on the pod as it will be admitted),
     # and the answer is the diff of the original and that copy.
-    changed = patches.apply(site.template, translation.patch) if translation and translation.patch \
+    changed = patched_copy.apply(site.template, translation.patch) if translation and translation.patch \
         else site.template
     fenced = False
     if site.kind == "Pod" and config.dra_node_selectors and _needs_device_plugin(after, config):
-        fence = double_counting.fence_legacy_pod(changed, config.dra_node_selectors)
+        fence = fencing.fence_legacy_pod(changed, config.dra_node_selectors)
         if fence:
             fenced = True
-            changed = patches.apply(changed, fence)
+            changed = patched_copy.apply(changed, fence)
             warnings.append(MESSAGE_PREFIX + "keeps device-plugin GPU requests; added node affinity that avoids DRA nodes")
     rewritten = sorted({r.family for r in before} - {r.family for r in after})
-    ops = patches.diff(site.template, changed) if changed is not site.template else []
+    ops = patched_copy.diff(site.template, changed) if changed is not site.template else []
     patch = prefix_patch(ops, site.prefix)
     return MutationPlan(
         patch=patch,
@@ -190,8 +190,8 @@ def device_plugin_view(pod: Mapping[str, Any], config: WebhookConfig) -> Mapping
         resources = pod["spec"][r.container.field][r.container.index]["resources"]
         for part in ("limits", "requests"):
             if isinstance(resources.get(part), dict) and r.resource in resources[part]:
-                ops.append({"op": "remove", "path": f"{container}/{part}/{patches.escape(r.resource)}"})
-    return patches.apply(pod, ops)
+                ops.append({"op": "remove", "path": f"{container}/{part}/{patched_copy.escape(r.resource)}"})
+    return patched_copy.apply(pod, ops)
 
 
 def audit_warnings(mutation: MutationPlan) -> tuple[str, ...]:

@@ -153,7 +153,7 @@ def _settings(ctx: click.Context, values: dict[str, Any], dra_node_labels: tuple
 
 
 def _describe_cluster(settings: _Settings) -> None:
-    from kubectl_gpu.inspect import render
+    from kubectl_gpu.inspect import tables
     from kubectl_gpu.inspect.cluster import cluster_report
     from kubectl_gpu.inspect.live import discover_dra, fetch_cluster
 
@@ -164,8 +164,8 @@ def _describe_cluster(settings: _Settings) -> None:
                                 namespace=settings.options.namespace or connection.namespace)
     report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels)
     warn_unreadable(objects.unreadable)
-    people = (lambda: render.tree(report.nodes)) if settings.tree else (
-        lambda: render.cluster(report, settings.options.output == "wide", headers=not settings.options.no_headers))
+    people = (lambda: tables.tree(report.nodes)) if settings.tree else (
+        lambda: tables.cluster(report, settings.options.output == "wide", headers=not settings.options.no_headers))
     emit(settings.options, report.to_dict(), people,
          lambda: [f"node/{n.name}" for n in report.nodes])
 
@@ -184,7 +184,7 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
     settings = _settings(ctx, values, dra_node_labels, tree)
 
     def run() -> None:
-        from kubectl_gpu.inspect import render
+        from kubectl_gpu.inspect import tables
         from kubectl_gpu.inspect.cluster import build_node_reports
         from kubectl_gpu.inspect.devices import current_devices
         from kubectl_gpu.inspect.live import discover_dra, fetch_cluster
@@ -203,14 +203,14 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
                                         objects.pods, settings.dra_labels, only_gpu_nodes=name is None)
         wide = settings.options.output == "wide"
         if settings.tree:
-            emit(settings.options, as_list([r.to_dict() for r in reports]), lambda: render.tree(reports),
+            emit(settings.options, as_list([r.to_dict() for r in reports]), lambda: tables.tree(reports),
                  lambda: [f"node/{r.name}" for r in reports])
             return
         if name:
             (report,) = reports
-            emit(settings.options, report.to_dict(), lambda: render.node(report, wide), lambda: [f"node/{name}"])
+            emit(settings.options, report.to_dict(), lambda: tables.node(report, wide), lambda: [f"node/{name}"])
             return
-        emit_reports(settings.options, reports, render.node, "No GPU nodes found.", "node")
+        emit_reports(settings.options, reports, tables.node, "No GPU nodes found.", "node")
 
     fail_on_errors(run)
 
@@ -227,7 +227,7 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     settings = _settings(ctx, values, ())
 
     def run() -> None:
-        from kubectl_gpu.inspect import render
+        from kubectl_gpu.inspect import tables
         from kubectl_gpu.inspect.devices import current_devices
         from kubectl_gpu.inspect.live import (NotFound, NothingToExplain, discover_dra, explain_pod_objects,
                                               fetch_dra, fetch_pod, list_pods, pod_claim_objects)
@@ -253,11 +253,11 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
                 except (NotFound, NothingToExplain):
                     explanation = None  # the claim rows already say what is missing
                 report = pod_report(pod, dra_objects.claims, devices, explanation)
-            emit(options, report.to_dict(), lambda: render.pod(report, wide), lambda: [f"pod/{name}"])
+            emit(options, report.to_dict(), lambda: tables.pod(report, wide), lambda: [f"pod/{name}"])
             return
         pods = list_pods(connection.api, None if options.all_namespaces else namespace, options.selector)
         reports = [r for r in pod_reports(pods, dra_objects.claims, devices) if r.claims or r.legacy_requests]
-        emit_reports(options, reports, render.pod, "No pods using GPUs found.", "pod", render.pod_list)
+        emit_reports(options, reports, tables.pod, "No pods using GPUs found.", "pod", tables.pod_list)
 
     fail_on_errors(run)
 
@@ -274,7 +274,7 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     settings = _settings(ctx, values, ())
 
     def run() -> None:
-        from kubectl_gpu.inspect import render
+        from kubectl_gpu.inspect import tables
         from kubectl_gpu.inspect.claims import claim_report, claim_reports
         from kubectl_gpu.inspect.devices import current_devices
         from kubectl_gpu.inspect.live import discover_dra, explain_claims, fetch_claim, fetch_dra
@@ -294,12 +294,12 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
             report = claim_report(claim, devices)
             if not report.devices:
                 report = claim_report(claim, devices, explain_claims([claim], dra_objects))
-            emit(options, report.to_dict(), lambda: render.claim(report, wide),
+            emit(options, report.to_dict(), lambda: tables.claim(report, wide),
                  lambda: [f"{CLAIM_KIND}/{name}"])
             return
         path = dra.path("resourceclaims", None if options.all_namespaces else namespace)
         claims = list_objects(connection.api, path, label_selector=options.selector)
         reports = claim_reports(claims, devices)
-        emit_reports(options, reports, render.claim, "No ResourceClaims found.", CLAIM_KIND, render.claim_list)
+        emit_reports(options, reports, tables.claim, "No ResourceClaims found.", CLAIM_KIND, tables.claim_list)
 
     fail_on_errors(run)

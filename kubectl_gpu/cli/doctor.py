@@ -33,7 +33,7 @@ def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
 
     Namespaced objects are read from all namespaces unless -n is given; -l narrows the nodes.
     """
-    from kubectl_gpu.inspect import render
+    from kubectl_gpu.inspect import tables
     from kubectl_gpu.inspect.doctor import run_doctor
     from kubectl_gpu.inspect.live import fetch_doctor_inputs
     from kubectl_gpu.k8s import ApiError, KubeconfigError
@@ -48,5 +48,5 @@ def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     report = run_doctor(inputs)
-    emit(options, report.to_dict(), lambda: render.doctor(report))
+    emit(options, report.to_dict(), lambda: tables.doctor(report))
     sys.exit(exits.OK if report.healthy else exits.FINDINGS)

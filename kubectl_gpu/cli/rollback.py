@@ -37,7 +37,7 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
     from kubectl_gpu.fleet.live import fetch_snapshot
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
     from kubectl_gpu.manifests.locate import find_pod_sites
-    from kubectl_gpu.manifests.patch import resolve
+    from kubectl_gpu.manifests.tree_patch import resolve
 
     try:
         connection = connect(kubeconfig, context)

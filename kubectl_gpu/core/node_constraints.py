@@ -21,7 +21,7 @@ from typing import Any
 from .facts import architecture_of_gfd_family, attr, cap, driver_mig_profile, guarded_attr
 from .facts import guarded_cap, literal
 from .model import Note, Severity
-from .patch import escape
+from .json_patch import escape
 
 PRODUCT = "nvidia.com/gpu.product"
 MEMORY = "nvidia.com/gpu.memory"

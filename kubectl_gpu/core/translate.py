@@ -19,7 +19,7 @@ from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_co
 from .hints import annotation_only_notes, hami_selectors
 from .model import IntegerGpuMode, Note, PodTranslation, Severity, TranslateOptions
 from .node_constraints import NodeConstraints, translate_node_constraints
-from .patch import escape
+from .json_patch import escape
 from .selfcheck import selector_errors
 
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")

@@ -21,9 +21,9 @@ from typing import Any
 
 from kubectl_gpu.core import Severity, Sharing, TranslateOptions, legacy_requests, translate_pod_template
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
-from kubectl_gpu.core.patch import prefix
+from kubectl_gpu.core.json_patch import prefix
 from kubectl_gpu.manifests.locate import PodSite, find_pod_sites, is_pod_spec
-from kubectl_gpu.manifests.patch import PatchError, apply_patch, resolve, split_pointer
+from kubectl_gpu.manifests.tree_patch import PatchError, apply_patch, resolve, split_pointer
 
 from .snapshot import Obj, Snapshot, ref
 

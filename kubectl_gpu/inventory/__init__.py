@@ -14,7 +14,7 @@ from typing import Any
 
 from kubectl_gpu.inventory.errors import ExitCode, InventoryUnavailable
 from kubectl_gpu.inventory.nvml_reader import read_node
-from kubectl_gpu.inventory.plan import InventoryPlan, PublishedDevice, plan_inventory
+from kubectl_gpu.inventory.published_devices import InventoryPlan, PublishedDevice, plan_inventory
 from kubectl_gpu.inventory.readings import DeviceFailure, NodeReadings
 from kubectl_gpu.inventory.resource_slice import DRIVER_NAME, resource_slice
 

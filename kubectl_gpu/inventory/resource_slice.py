@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER as DRIVER_NAME
-from kubectl_gpu.inventory.plan import InventoryPlan, PublishedDevice
+from kubectl_gpu.inventory.published_devices import InventoryPlan, PublishedDevice
 from kubectl_gpu.inventory.quantity import binary_si
 
 API_VERSION = "resource.k8s.io/v1"

@@ -14,7 +14,7 @@ from kubectl_gpu.core import translate_pod_template
 from .apply import apply_plan
 from .loader import Format, InputError, ParsedFile, Source, collect_sources, parse_source
 from .plan import Emission, FilePlan, MigrateOptions, TemplatePlan, Translator, plan_migration
-from .render import RenderedFile, render_file, unified_diff
+from .serialize import RenderedFile, render_file, unified_diff
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from .loader import Format
 from .nodes import to_round_trip
-from .patch import PatchError, apply_patch
+from .tree_patch import PatchError, apply_patch
 from .plan import FilePlan
 from .unshare import operation_pointers, unshare_paths
 

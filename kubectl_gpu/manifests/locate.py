@@ -16,7 +16,7 @@ from kubectl_gpu.core import constants
 from kubectl_gpu.core.families import family_of
 from kubectl_gpu.core.quantity import QuantityError, parse_quantity
 
-from .patch import join_pointer
+from .tree_patch import join_pointer
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .loader import Format
-from .render import RenderedFile
+from .serialize import RenderedFile
 
 
 class OutputError(Exception):

@@ -19,7 +19,7 @@ from .loader import ParsedDocument, ParsedFile
 from .locate import Finding, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
-from .patch import PatchError, apply_patch, resolve
+from .tree_patch import PatchError, apply_patch, resolve
 
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ruamel.yaml.comments import Comment, CommentedMap, CommentedSeq
 
-from .patch import split_pointer
+from .tree_patch import split_pointer
 
 _COLLECTIONS = (CommentedMap, CommentedSeq)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubectl_gpu.inspect.devices import current_devices
-from kubectl_gpu.inspect.doctor import api_versions, device_taints, double_counting, extended_resources, \
+from kubectl_gpu.inspect.doctor import api_versions, device_taints, double_counted_nodes, extended_resources, \
     selectors, unused, webhooks
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult, DoctorReport
@@ -11,7 +11,7 @@ from kubectl_gpu.inspect.findings import Finding, Severity
 
 # The objects each check reads: a check whose objects could not be listed is skipped, not passed.
 NEEDS: dict[str, tuple[str, ...]] = {
-    double_counting.NAME: ("nodes", "resourceslices", "resourceclaims", "pods"),
+    double_counted_nodes.NAME: ("nodes", "resourceslices", "resourceclaims", "pods"),
     extended_resources.NAME: ("deviceclasses", "nodes"),
     webhooks.NAME: ("mutatingwebhookconfigurations", "validatingwebhookconfigurations", "services"),
     selectors.NAME: ("resourceslices", "resourceclaimtemplates", "resourceclaims", "deviceclasses"),
@@ -19,7 +19,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     api_versions.NAME: ("discovery",),
     device_taints.NAME: ("resourceslices",),
 }
-TITLES = {double_counting.NAME: double_counting.TITLE, extended_resources.NAME: extended_resources.TITLE,
+TITLES = {double_counted_nodes.NAME: double_counted_nodes.TITLE, extended_resources.NAME: extended_resources.TITLE,
           webhooks.NAME: webhooks.TITLE, selectors.NAME: selectors.TITLE, unused.NAME: unused.TITLE,
           api_versions.NAME: api_versions.TITLE, device_taints.NAME: device_taints.TITLE}
 
@@ -28,7 +28,7 @@ def run_doctor(inputs: DoctorInputs) -> DoctorReport:
     devices = current_devices(inputs.resource_slices)
     runners = {
         api_versions.NAME: lambda: api_versions.check_api_versions(inputs, webhooks.installed(inputs)),
-        double_counting.NAME: lambda: double_counting.check_double_counting(inputs, devices),
+        double_counted_nodes.NAME: lambda: double_counted_nodes.check_double_counting(inputs, devices),
         extended_resources.NAME: lambda: extended_resources.check_extended_resources(inputs),
         webhooks.NAME: lambda: webhooks.check_webhooks(inputs),
         selectors.NAME: lambda: selectors.check_selectors(inputs, devices),

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence
 from typing import Any
 
-from kubectl_gpu.core.patch import escape, unescape
+from kubectl_gpu.core.json_patch import escape, unescape
 
 from .comments import attach_trailing_lines, detach_trailing_lines
 

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import jsonpatch
 
-from kubectl_gpu.core.patch import escape, unescape as _unescape  # noqa: F401 (escape: re-exported)
+from kubectl_gpu.core.json_patch import escape, unescape as _unescape  # noqa: F401 (escape: re-exported)
 
 
 class PatchError(ValueError):
