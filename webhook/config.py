@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import yaml
 
 from kubectl_gpu.cluster import ProfileError, parse_feature_gates
-from kubectl_gpu.core.model import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
 
 from .fencing import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
 

@@ -26,11 +26,11 @@ from kubectl_gpu.core.driver_config import (
     MPS,
     NVIDIA_GPU_DRIVER,
     TIME_SLICING,
-    Finding,
+    FieldError,
     validate_nvidia_parameters,
 )
 
-__all__ = ["Finding", "ValidationResult", "validate_dra_object", "MAX_WARNING_LENGTH"]
+__all__ = ["FieldError", "ValidationResult", "validate_dra_object", "MAX_WARNING_LENGTH"]
 
 # Versions whose claim shape this module understands.  v1 (1.34) and v1beta2 (1.33) nest a
 # request's device fields under ``exactly``; v1beta1 (1.32) puts them on the request itself.
@@ -59,7 +59,7 @@ _REMOVED_ATTRIBUTE_USE = re.compile(
 class ValidationResult:
     """Deny when there is any error; warnings are returned to the user either way."""
 
-    errors: list[Finding] = field(default_factory=list)
+    errors: list[FieldError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -86,13 +86,13 @@ def validate_dra_object(obj: Any) -> ValidationResult:
     version (v1, v1beta2, v1beta1)."""
     result = ValidationResult()
     if not isinstance(obj, Mapping):
-        result.errors.append(Finding("", "expected a ResourceClaim or ResourceClaimTemplate object"))
+        result.errors.append(FieldError("", "expected a ResourceClaim or ResourceClaimTemplate object"))
         return result
 
     version = _check_api_version(obj.get("apiVersion"), result)
     kind = obj.get("kind")
     if kind not in KINDS:
-        result.errors.append(Finding("kind", f"expected {' or '.join(KINDS)}, got {kind!r}"))
+        result.errors.append(FieldError("kind", f"expected {' or '.join(KINDS)}, got {kind!r}"))
     if version is None or kind not in KINDS:
         return result
 
@@ -104,7 +104,7 @@ def validate_dra_object(obj: Any) -> ValidationResult:
         return result
     devices_path = f"{spec_path}.devices"
     if not isinstance(devices, Mapping):
-        result.errors.append(Finding(devices_path, "must be an object with requests"))
+        result.errors.append(FieldError(devices_path, "must be an object with requests"))
         return result
 
     requests = _read_requests(devices.get("requests"), devices_path, version, result)
@@ -127,13 +127,13 @@ def _check_api_version(api_version: Any, result: ValidationResult) -> str | None
         detail = ("classic DRA (resourceClassName, parametersRef) was removed in Kubernetes 1.31"
                   if version in ("v1alpha1", "v1alpha2")
                   else "it was replaced by v1beta1 in Kubernetes 1.32")
-        result.errors.append(Finding(
+        result.errors.append(FieldError(
             "apiVersion",
             f"unsupported apiVersion {api_version}: {detail}; rewrite the object for {supported} "
             "(kubectl gpu migrate can do it)",
         ))
         return None
-    result.errors.append(Finding(
+    result.errors.append(FieldError(
         "apiVersion", f"unsupported apiVersion {api_version!r}; use one of {supported}"))
     return None
 
@@ -143,12 +143,12 @@ def _claim_spec(obj: Mapping[str, Any], kind: str,
     spec = obj.get("spec")
     if kind == "ResourceClaimTemplate":
         if not isinstance(spec, Mapping) or not isinstance(spec.get("spec"), Mapping):
-            result.errors.append(Finding(
+            result.errors.append(FieldError(
                 "spec.spec", "a ResourceClaimTemplate needs spec.spec (the ResourceClaim spec)"))
             return None, "spec.spec"
         return spec["spec"], "spec.spec"
     if not isinstance(spec, Mapping):
-        result.errors.append(Finding("spec", "a ResourceClaim needs a spec with devices"))
+        result.errors.append(FieldError("spec", "a ResourceClaim needs a spec with devices"))
         return None, "spec"
     return spec, "spec"
 
@@ -162,17 +162,17 @@ def _read_requests(raw: Any, devices_path: str, version: str,
     if raw is None:
         return []
     if not isinstance(raw, list):
-        result.errors.append(Finding(path, "must be a list of requests"))
+        result.errors.append(FieldError(path, "must be a list of requests"))
         return []
     requests = []
     for index, request in enumerate(raw):
         request_path = f"{path}[{index}]"
         if not isinstance(request, Mapping):
-            result.errors.append(Finding(request_path, "must be an object with a name"))
+            result.errors.append(FieldError(request_path, "must be an object with a name"))
             continue
         name = request.get("name")
         if not isinstance(name, str) or not name:
-            result.errors.append(Finding(f"{request_path}.name", "every request needs a name"))
+            result.errors.append(FieldError(f"{request_path}.name", "every request needs a name"))
             name = ""
         if version in NESTED_VERSIONS:
             classes = _read_nested_request(request, request_path, version, result)
@@ -191,22 +191,22 @@ def _read_nested_request(request: Mapping[str, Any], path: str, version: str,
                          result: ValidationResult) -> tuple[str, ...]:
     flat = [f for f in EXACT_REQUEST_FIELDS if f in request]
     if flat:
-        result.errors.append(Finding(
+        result.errors.append(FieldError(
             f"{path}.{flat[0]}",
             f"resource.k8s.io/{version} nests {', '.join(flat)} under 'exactly:' (flat fields are "
             "the v1beta1 shape); move them under exactly or use apiVersion resource.k8s.io/v1beta1",
         ))
     exactly = request.get("exactly")
     if exactly is not None and "firstAvailable" in request:
-        result.errors.append(Finding(path, "set either exactly or firstAvailable, not both"))
+        result.errors.append(FieldError(path, "set either exactly or firstAvailable, not both"))
     if exactly is None:
         if "firstAvailable" not in request and not flat:
-            result.errors.append(Finding(
+            result.errors.append(FieldError(
                 f"{path}.exactly",
                 "is required: set exactly (deviceClassName, count, selectors) or firstAvailable"))
         return ()
     if not isinstance(exactly, Mapping):
-        result.errors.append(Finding(f"{path}.exactly", "must be an object with deviceClassName"))
+        result.errors.append(FieldError(f"{path}.exactly", "must be an object with deviceClassName"))
         return ()
     _check_selectors(exactly.get("selectors"), f"{path}.exactly.selectors", result)
     device_class = exactly.get("deviceClassName")
@@ -216,7 +216,7 @@ def _read_nested_request(request: Mapping[str, Any], path: str, version: str,
 def _read_flat_request(request: Mapping[str, Any], path: str,
                        result: ValidationResult) -> tuple[str, ...]:
     if "exactly" in request:
-        result.errors.append(Finding(
+        result.errors.append(FieldError(
             f"{path}.exactly",
             "resource.k8s.io/v1beta1 has no 'exactly'; move its fields up onto the request, "
             "or use apiVersion resource.k8s.io/v1 (Kubernetes 1.34+)",
@@ -234,13 +234,13 @@ def _read_first_available(request: Mapping[str, Any], path: str,
         return []
     list_path = f"{path}.firstAvailable"
     if not isinstance(raw, list) or not raw:
-        result.errors.append(Finding(list_path, "must be a non-empty list of alternatives"))
+        result.errors.append(FieldError(list_path, "must be a non-empty list of alternatives"))
         return []
     alternatives = []
     for index, sub in enumerate(raw):
         sub_path = f"{list_path}[{index}]"
         if not isinstance(sub, Mapping):
-            result.errors.append(Finding(sub_path, "must be an object with name and deviceClassName"))
+            result.errors.append(FieldError(sub_path, "must be an object with name and deviceClassName"))
             continue
         _check_selectors(sub.get("selectors"), f"{sub_path}.selectors", result)
         name = sub.get("name")
@@ -254,24 +254,24 @@ def _check_selectors(raw: Any, path: str, result: ValidationResult) -> None:
     if raw is None:
         return
     if not isinstance(raw, list):
-        result.errors.append(Finding(path, "must be a list of {cel: {expression: ...}}"))
+        result.errors.append(FieldError(path, "must be a list of {cel: {expression: ...}}"))
         return
     for index, selector in enumerate(raw):
         selector_path = f"{path}[{index}]"
         cel = selector.get("cel") if isinstance(selector, Mapping) else None
         if not isinstance(cel, Mapping):
-            result.errors.append(Finding(f"{selector_path}.cel",
+            result.errors.append(FieldError(f"{selector_path}.cel",
                                          "every selector needs cel: {expression: ...}"))
             continue
         expression = cel.get("expression")
         expression_path = f"{selector_path}.cel.expression"
         if not isinstance(expression, str) or not expression.strip():
-            result.errors.append(Finding(expression_path,
+            result.errors.append(FieldError(expression_path,
                                          "must be a CEL expression such as device.driver == \"gpu.nvidia.com\""))
             continue
         error = _compile_error(expression)
         if error is not None:
-            result.errors.append(Finding(expression_path, error))
+            result.errors.append(FieldError(expression_path, error))
         for attribute in _removed_attributes(expression):
             result.warnings.append(_warning(
                 f"{_short(selector_path)}: gpu.nvidia.com '{attribute}' was removed in driver "
@@ -324,14 +324,14 @@ def _check_request_names(raw: Any, path: str, known: set[str], result: Validatio
     if raw is None:
         return
     if not isinstance(raw, list):
-        result.errors.append(Finding(path, "must be a list of request names"))
+        result.errors.append(FieldError(path, "must be a list of request names"))
         return
     valid = ", ".join(sorted(known)) or "none: the claim has no requests"
     for index, name in enumerate(raw):
         if not isinstance(name, str):
-            result.errors.append(Finding(f"{path}[{index}]", f"must be a request name (a string), not {name!r}"))
+            result.errors.append(FieldError(f"{path}[{index}]", f"must be a request name (a string), not {name!r}"))
         elif name not in known:
-            result.errors.append(Finding(
+            result.errors.append(FieldError(
                 f"{path}[{index}]",
                 f"no request named {name!r} in this claim; use one of: {valid}"))
 
@@ -341,12 +341,12 @@ def _check_configs(raw: Any, path: str, requests: list[_Request], known: set[str
     if raw is None:
         return
     if not isinstance(raw, list):
-        result.errors.append(Finding(path, "must be a list of device configurations"))
+        result.errors.append(FieldError(path, "must be a list of device configurations"))
         return
     for index, config in enumerate(raw):
         config_path = f"{path}[{index}]"
         if not isinstance(config, Mapping):
-            result.errors.append(Finding(config_path, "must be an object with opaque"))
+            result.errors.append(FieldError(config_path, "must be an object with opaque"))
             continue
         _check_request_names(config.get("requests"), f"{config_path}.requests", known, result)
         opaque = config.get("opaque")

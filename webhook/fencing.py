@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from kubectl_gpu.core import ContainerRef, LegacyRequest, escape_pointer, family_of, legacy_requests
 from kubectl_gpu.core.constants import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TPU
 from kubectl_gpu.core.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
-from kubectl_gpu.core.families import ContainerRef, LegacyRequest, family_of, legacy_requests
-from kubectl_gpu.core.json_patch import escape as escape_pointer
 
 __all__ = [
     "DraNodeSelector",

@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Mapping
 
-from kubectl_gpu.core import TranslateOptions, translate_pod_template
+from kubectl_gpu.core import (ClaimObject, IntegerGpuMode, LegacyRequest, PodTranslation, TranslateOptions,
+                              is_plain_integer_gpu, legacy_requests, prefix_patch, translate_pod_template)
 from kubectl_gpu.core.constants import TPU
-from kubectl_gpu.core.families import LegacyRequest, is_plain_integer_gpu, legacy_requests
-from kubectl_gpu.core.model import ClaimObject, IntegerGpuMode, PodTranslation
-from kubectl_gpu.core.json_patch import prefix as prefix_patch
 
 from . import fencing, patched_copy
 from .config import WebhookConfig

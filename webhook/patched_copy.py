@@ -12,11 +12,9 @@ from typing import Any, Iterable
 
 import jsonpatch
 
-from kubectl_gpu.core.json_patch import escape, unescape as _unescape  # noqa: F401 (escape: re-exported)
-
-
-class PatchError(ValueError):
-    pass
+from kubectl_gpu.core import PatchError
+from kubectl_gpu.core import escape_pointer as escape  # noqa: F401 (re-exported)
+from kubectl_gpu.core import unescape_pointer as _unescape
 
 
 def apply(doc: Any, ops: Iterable[dict[str, Any]]) -> Any:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kubectl_gpu.core import ClaimObject
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE, OPT_OUT_LABEL
-from kubectl_gpu.core.model import ClaimObject
 from kubectl_gpu.k8s import ApiError, AsyncClient, Resource
 
 from .singleflight import SingleFlight

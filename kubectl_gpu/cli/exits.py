@@ -63,6 +63,14 @@ def code_for(exc: BaseException) -> int:
     return FINDINGS
 
 
+def bad_input(exc: BaseException) -> click.ClickException:
+    """`Error: <message>` and exit 2 (usage), for input a person must fix
+    (kubectl_gpu.input_error.InputError)."""
+    error = click.ClickException(str(exc))
+    error.exit_code = USAGE
+    return error
+
+
 def fail(exc: BaseException) -> NoReturn:
     click.echo(f"error: {exc}", err=True)
     sys.exit(code_for(exc))

@@ -22,11 +22,8 @@ from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
 from kubectl_gpu.explain.loading import UnreadableInput, load_documents
 from kubectl_gpu.explain.render import render_table, to_dict
+from kubectl_gpu.input_error import InputError
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
-
-
-class InputError(click.ClickException):
-    exit_code = 2
 
 
 def _load(path: str) -> list[Any]:
@@ -86,16 +83,19 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     output = options.output
     if output == "name":
         raise click.UsageError("explain prints explanations, not objects: use -o table, wide, json or yaml")
-    if pod:
-        explanation = _explain_live(pod, options)
-    elif files:
-        explanation = _explain_files(files, slice_files, class_files, allocation_files, local, options,
-                                     kubernetes_version, feature_gates)
-    elif options.all_namespaces or options.selector:
-        explanation = _explain_live(None, options)
-    else:
-        raise InputError("pass a POD or claim/NAME (live cluster), -A or -l SELECTOR (every pod with DRA "
-                         "claims), or -f FILE (claims or templates)")
+    try:
+        if pod:
+            explanation = _explain_live(pod, options)
+        elif files:
+            explanation = _explain_files(files, slice_files, class_files, allocation_files, local, options,
+                                         kubernetes_version, feature_gates)
+        elif options.all_namespaces or options.selector:
+            explanation = _explain_live(None, options)
+        else:
+            raise InputError("pass a POD or claim/NAME (live cluster), -A or -l SELECTOR (every pod with DRA "
+                             "claims), or -f FILE (claims or templates)")
+    except InputError as err:
+        raise exits.bad_input(err) from None
     if output in {"json", "yaml"}:
         data = to_dict(explanation)
         if output == "json":

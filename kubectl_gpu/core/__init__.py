@@ -1,12 +1,24 @@
-"""The pure translation core: legacy GPU requests -> DRA claims + a JSON patch. No I/O."""
+"""The pure translation core: legacy GPU requests -> DRA claims + a JSON patch. No I/O.
 
-from .families import LegacyRequest, has_legacy_gpu_request, is_plain_integer_gpu, legacy_requests
+This module is the core's public face: the webhook imports from here (and from the fact tables
+`constants`, `facts` and `driver_config`), never from the other modules, which are the core's own
+business (.importlinter checks it; tests/test_architecture.py runs the check).
+"""
+
+from .families import (ContainerRef, LegacyRequest, family_of, has_legacy_gpu_request, is_plain_integer_gpu,
+                       legacy_requests)
+from .json_patch import PatchError
+from .json_patch import escape as escape_pointer
+from .json_patch import prefix as prefix_patch
+from .json_patch import unescape as unescape_pointer
 from .model import (ApiVersion, ClaimObject, IntegerGpuMode, Note, PodTranslation, Severity, Sharing,
                     TranslateOptions)
+from .quantity import QuantityError, parse_quantity
 from .translate import translate_pod_template
 
 __all__ = [
-    "ApiVersion", "ClaimObject", "IntegerGpuMode", "LegacyRequest", "Note", "PodTranslation", "Severity",
-    "Sharing", "TranslateOptions", "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests",
-    "translate_pod_template",
+    "ApiVersion", "ClaimObject", "ContainerRef", "IntegerGpuMode", "LegacyRequest", "Note", "PatchError",
+    "PodTranslation", "QuantityError", "Severity", "Sharing", "TranslateOptions", "escape_pointer", "family_of",
+    "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "parse_quantity", "prefix_patch",
+    "translate_pod_template", "unescape_pointer",
 ]

@@ -6,6 +6,10 @@ from collections.abc import Iterable
 from typing import Any
 
 
+class PatchError(ValueError):
+    """A patch operation does not fit the document it is applied to."""
+
+
 def escape(token: str) -> str:
     """One JSON Pointer reference token: `nvidia.com/gpu` -> `nvidia.com~1gpu`."""
     return token.replace("~", "~0").replace("/", "~1")

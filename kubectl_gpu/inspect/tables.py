@@ -325,7 +325,7 @@ def doctor(report: DoctorReport) -> RenderableType:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[check.status]
         table.add_row(check.title, Text(check.status.upper(), style=style), check.summary)
     verdict = (Text("No problems found.", style="bold green") if report.healthy else
-               Text(f"{sum(1 for f in report.findings if f.severity.fails)} problem(s) found.", style="bold red"))
+               Text(f"{sum(1 for f in report.findings if f.fails)} problem(s) found.", style="bold red"))
     return Group(table, Text(""), findings(report.findings), Text(""), verdict)
 
 

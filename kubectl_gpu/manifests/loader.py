@@ -14,6 +14,8 @@ from enum import Enum
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
+from kubectl_gpu.input_error import InputError  # raised for an argument that cannot be read at all
+
 from .stream import Chunk, is_blank, split_leading_comments, split_stream
 from .yamlio import MAX_DEPTH, DuplicateKey, YamlCodec, _too_deep, guess_indentation
 
@@ -24,10 +26,6 @@ STDIN = "-"
 class Format(str, Enum):
     YAML = "yaml"
     JSON = "json"
-
-
-class InputError(Exception):
-    """An input argument that cannot be read at all (missing path, not text)."""
 
 
 @dataclass(frozen=True)

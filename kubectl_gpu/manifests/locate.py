@@ -31,7 +31,7 @@ class PodSite:
 
 
 @dataclass(frozen=True)
-class Finding:
+class Unrewritable:
     """A GPU spec migrate sees but must not rewrite; the message says what to do instead."""
 
     pointer: str
@@ -91,14 +91,14 @@ _RESOURCE_IN_TEXT = re.compile(
 )
 
 
-def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Finding]:
+def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
     """GPU specs outside the pod templates migrate rewrites: inside strings (embedded
     manifests, pipeline IR), container specs outside a PodSpec, obsolete count fields."""
     spec_prefixes = tuple(site.spec_pointer + "/" for site in sites)
-    findings: dict[str, Finding] = {}  # one per message: a long pipeline repeats the same spec
+    findings: dict[str, Unrewritable] = {}  # one per message: a long pipeline repeats the same spec
 
     def add(pointer: str, message: str) -> None:
-        findings.setdefault(message, Finding(pointer, message))
+        findings.setdefault(message, Unrewritable(pointer, message))
 
     for path, key, value in _iter_nodes(obj, []):
         pointer = join_pointer(path)
@@ -168,7 +168,7 @@ def _is_zero(amount: Any) -> bool:
         return False
 
 
-def _obsolete_count_fields(obj: Any) -> list[Finding]:
+def _obsolete_count_fields(obj: Any) -> list[Unrewritable]:
     if not isinstance(obj, Mapping):
         return []
     spec = obj.get("spec")
@@ -178,7 +178,7 @@ def _obsolete_count_fields(obj: Any) -> list[Finding]:
         and isinstance(spec, Mapping)
         and "gpus" in spec
     ):
-        return [Finding("/spec/gpus",
+        return [Unrewritable("/spec/gpus",
                         f"MPIJob v1alpha1 spec.gpus: {spec['gpus']} makes the operator add nvidia.com/gpu "
                         "limits itself; not rewritten: move to kubeflow.org/v2beta1 with explicit worker "
                         "resources, then migrate")]

@@ -16,7 +16,7 @@ from typing import Any
 from kubectl_gpu.core import ClaimObject, Note, PodTranslation, Severity, TranslateOptions, translate_pod_template
 
 from .loader import ParsedDocument, ParsedFile
-from .locate import Finding, PodSite, find_pod_sites, find_unrewritable
+from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
 from .tree_patch import PatchError, apply_patch, resolve
@@ -175,7 +175,7 @@ def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:
     return usable
 
 
-def _finding_text(finding: Finding) -> str:
+def _finding_text(finding: Unrewritable) -> str:
     return f"{finding.pointer or '/'}: {finding.message}"
 
 

@@ -13,11 +13,9 @@ from typing import Any
 
 from kubectl_gpu.core.json_patch import escape, unescape
 
+from kubectl_gpu.core import PatchError
+
 from .comments import attach_trailing_lines, detach_trailing_lines
-
-
-class PatchError(ValueError):
-    """A patch operation does not fit the document it is applied to."""
 
 
 def split_pointer(pointer: str) -> list[str]:
