@@ -10,6 +10,7 @@ import os
 import stat
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -353,3 +354,47 @@ def test_a_failing_write_leaves_the_file_whole_and_the_next_is_still_written(tmp
     assert "resourceClaims" in second.read_text()
     assert "No space left on device" in result.output and str(second) in result.output
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left behind
+
+
+# --- live objects ---------------------------------------------------------------------------
+
+LIVE_DEPLOYMENT = Path(__file__).parent / "data" / "manifests" / "live-deployment.yaml"
+SERVER_SET = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
+
+
+def test_a_live_deployment_comes_out_applicable_without_server_set_fields() -> None:
+    """ObjectMeta marks uid, resourceVersion, generation, creationTimestamp and managedFields
+    "Populated by the system. Read-only."; a stale resourceVersion makes `kubectl apply` fail
+    with a conflict, and status belongs to the controller."""
+    result = migrate("-", stdin=LIVE_DEPLOYMENT.read_text())
+    assert result.exit_code == 0, result.output
+    deployment = [d for d in objects(result.stdout) if d["kind"] == "Deployment"][0]
+    assert not set(SERVER_SET) & set(deployment["metadata"]) and "status" not in deployment
+    assert deployment["metadata"]["name"] == "train" and deployment["metadata"]["namespace"] == "ml"
+    for obj in objects(result.stdout):
+        kubernetes_validate.validate(obj, "1.34", strict=True)
+    assert "removed what the API server sets" in result.stderr
+
+
+def test_a_live_list_drops_server_set_fields_of_each_rewritten_item() -> None:
+    """`kubectl get deploy -o yaml` of several objects is a List; unchanged items stay as read."""
+    live = yaml.safe_load(LIVE_DEPLOYMENT.read_text())
+    untouched = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "uid": "u-1",
+                                                                       "resourceVersion": "7"}}
+    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [untouched, live]})
+    listing = objects(migrate_text(text).rendered.text)[0]
+    items = {item["kind"]: item for item in listing["items"]}
+    assert "uid" not in items["Deployment"]["metadata"] and "status" not in items["Deployment"]
+    assert items["ConfigMap"] == untouched
+
+
+def test_a_live_pod_is_rewritten_with_a_warning_that_its_owner_must_be_migrated() -> None:
+    """Pod spec is immutable after creation (only image, activeDeadlineSeconds, tolerations
+    additions and a few more may change): the owner has to be migrated instead."""
+    pod = yaml.safe_load(GPU_POD)
+    pod["metadata"].update({"uid": "u-2", "resourceVersion": "9", "ownerReferences": [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "train-5d4f", "uid": "u-3", "controller": True}]})
+    result = migrate("-", stdin=yaml.safe_dump(pod))
+    assert result.exit_code == 0, result.output
+    assert "owned by ReplicaSet train-5d4f" in result.stderr and "immutable" in result.stderr
+    assert "its Deployment" in result.stderr

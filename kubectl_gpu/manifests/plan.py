@@ -16,6 +16,7 @@ from typing import Any
 from kubectl_gpu.core import ClaimObject, Note, PodTranslation, Severity, TranslateOptions, translate_pod_template
 
 from .loader import ParsedDocument, ParsedFile
+from .live import is_live, live_pod_warning, server_set_pointers
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
@@ -143,6 +144,7 @@ def _plan_file(
             sites = find_pod_sites(obj)
             for finding in find_unrewritable(obj, sites):
                 plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding)))
+            first_template = len(plan.templates)
             for site in sites:
                 try:
                     template_plan, claims = _plan_template(ref, obj, site, options, translate)
@@ -154,7 +156,28 @@ def _plan_file(
                         "please report this as a kubectl-gpu bug with the manifest"),)), ()
                 plan.templates.append(template_plan)
                 _place_claims(plan, ref, claims, options, present, emitted)
+            _prepare_live_object(plan, ref, obj, first_template)
     return plan
+
+
+def _prepare_live_object(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any], first_template: int) -> None:
+    """An object read back from a cluster and rewritten: drop what the API server set, so the
+    output applies (see live.py); say that a live Pod must be migrated through its owner."""
+    changed = [i for i in range(first_template, len(plan.templates)) if plan.templates[i].changed]
+    if not changed or not is_live(obj):
+        return
+    pointers = server_set_pointers(obj)
+    if pointers:
+        last = plan.templates[changed[-1]]
+        removals = tuple({"op": "remove", "path": ref.pointer + pointer} for pointer in pointers)
+        plan.templates[changed[-1]] = replace(last, operations=last.operations + removals)
+        names = ", ".join(pointer.lstrip("/").replace("/", ".") for pointer in pointers)
+        plan.object_notes.append(ObjectNote(
+            ref, Severity.INFO,
+            f"read from a cluster: removed what the API server sets ({names}) so the output can be applied"))
+    warning = live_pod_warning(obj)
+    if warning is not None:
+        plan.object_notes.append(ObjectNote(ref, Severity.WARNING, warning))
 
 
 def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:
