@@ -8,6 +8,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
 from .apply import AppliedFile
 from .loader import Format, ParsedFile, Source
 from .nodes import to_plain, to_round_trip
@@ -110,13 +112,35 @@ def _yaml_of_yaml(applied: AppliedFile, errors: list[str] | None = None) -> str:
 def _unfaithful(parsed: ParsedFile, chunk: Any, text: str, tree: Any) -> str | None:
     """Why `text` (a dumped document) does not read back as `tree`, or None.  The YAML writer
     has corner cases (comments on flow-style items) where it writes text that parses as
-    something else; a document is only ever replaced by text proven to mean the same."""
+    something else; a document holding such a construct is only ever replaced by text proven
+    to mean the same (re-reading every document would cost more than the rewrite itself)."""
+    if not _flow_with_comments(tree):
+        return None
     outcome = parsed.codec.parse(chunk.directives + "---\n" + text if chunk.directives else text)
     if outcome.error is not None:
         return f"the YAML writer produced text that does not parse: {outcome.error}"
     if _comparable(outcome.tree) != _comparable(tree):
         return "the YAML writer produced text that reads back differently"
     return None
+
+
+def _flow_with_comments(tree: Any) -> bool:
+    """The tree holds a flow-style collection that carries or is followed by a comment: where
+    ruamel's writer is known to go wrong (`- {name: proxy}  # sidecar` then a block item)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, (CommentedMap, CommentedSeq)):
+            continue
+        keys = node.keys() if isinstance(node, CommentedMap) else range(len(node))
+        items = node.ca.items
+        for key in keys:
+            child = node[key]
+            if isinstance(child, (CommentedMap, CommentedSeq)):
+                if child.fa.flow_style() and (items.get(key) or child.ca.items or child.ca.comment):
+                    return True
+                stack.append(child)
+    return False
 
 
 def _comparable(node: Any) -> Any:
