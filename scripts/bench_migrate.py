@@ -105,7 +105,20 @@ def _child(name: str, documents: int, gpu_share: float, writer) -> None:  # noqa
     start = time.perf_counter()
     function(text)
     elapsed = time.perf_counter() - start
-    writer.send((elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024))  # KiB on Linux
+    writer.send((elapsed, _peak_rss()))
+
+
+def _peak_rss() -> int:
+    """This process's own high-water resident memory in bytes.  VmHWM, not ru_maxrss: Linux
+    carries ru_maxrss over from the parent across fork+exec, so a child would report the
+    benchmark's own peak instead of its run's."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
 
 FUNCTIONS: dict[str, Callable[[str], str]] = {"round_trip": round_trip, "migrate": migrate}
@@ -156,9 +169,13 @@ def main() -> None:
     verdict = "within" if ratio <= 1.5 else "OVER"
     print(f"time ratio migrate / round-trip: {ratio:.2f}x ({verdict} the 1.5x target); "
           f"memory ratio {our_memory / max(floor_memory, 1):.2f}x")
-    verdict = "within" if our_memory <= MEMORY_TARGET else "OVER"
-    print(f"migrate peak RSS {our_memory / 2**20:.0f} MiB ({verdict} the {MEMORY_TARGET / 2**20:.0f} MiB target for "
-          f"10,000 rewritten documents)")
+    if args.documents >= 10_000 and args.gpu_share >= 1:
+        verdict = "within" if our_memory <= MEMORY_TARGET else "OVER"
+        print(f"migrate peak RSS {our_memory / 2**20:.0f} MiB ({verdict} the {MEMORY_TARGET / 2**20:.0f} MiB "
+              "target for 10,000 rewritten documents)")
+    else:
+        print(f"migrate peak RSS {our_memory / 2**20:.0f} MiB (the {MEMORY_TARGET / 2**20:.0f} MiB target is for "
+              "--documents 10000 --gpu-share 1)")
     print("(peak = high-water resident memory of a separate process doing only that run, input text included)")
 
 
