@@ -99,18 +99,19 @@ def write_config(directory: Path, certs: Any, settings: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def start_webhook(k8s_double, webhook_certs, tmp_path) -> Iterator[Any]:  # noqa: F811
-    """``start_webhook(**settings)``: a running webhook whose config file holds ``settings``
-    (keys as in docs/design.md), talking to the API double."""
+def webhook_on(webhook_certs, tmp_path) -> Iterator[Any]:
+    """``webhook_on(double, **settings)``: a running webhook whose config file holds ``settings``
+    (keys as in docs/design.md), talking to that API double."""
     from webhook.config import load_config
     from kubectl_gpu.k8s import AsyncClient
     from webhook.server import Timings, WebhookServer
 
     started: list[tuple[RunningWebhook, threading.Thread]] = []
 
-    def start(env: dict[str, str] | None = None, timings: Timings | None = None, **settings: Any) -> RunningWebhook:
+    def start(double: Any, env: dict[str, str] | None = None, timings: Timings | None = None,
+              **settings: Any) -> RunningWebhook:
         config = load_config(write_config(tmp_path, webhook_certs, settings), env or {}, {})
-        api = AsyncClient(k8s_double.api_client().configuration, config.api_timeout_seconds)
+        api = AsyncClient(double.api_client().configuration, config.api_timeout_seconds)
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, daemon=True)
         thread.start()
@@ -124,6 +125,12 @@ def start_webhook(k8s_double, webhook_certs, tmp_path) -> Iterator[Any]:  # noqa
     for running, thread in started:
         running.close()
         thread.join(10)
+
+
+@pytest.fixture
+def start_webhook(k8s_double, webhook_on) -> Any:  # noqa: F811
+    """``start_webhook(**settings)``: ``webhook_on`` talking to the session's API double."""
+    return lambda **kwargs: webhook_on(k8s_double, **kwargs)
 
 
 def admission_review(obj: dict[str, Any], *, operation: str = "CREATE", namespace: str = "default",

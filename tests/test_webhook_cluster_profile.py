@@ -8,9 +8,6 @@ API double stands in for those releases by not serving the newer versions.
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import jsonpatch
@@ -18,7 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.conftest import RunningWebhook, admission_review, patch_of, write_config
+from tests.conftest import admission_review, patch_of
 from tests.k8sdouble import K8sDouble
 
 DATA = Path(__file__).parent / "data"
@@ -40,33 +37,6 @@ def docs(path: Path, version: str | None = None) -> list[dict]:
 def gpu_pod(limits: dict, **spec) -> dict:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "trainer", "namespace": "default"},
             "spec": {"containers": [{"name": "cuda", "image": "cuda", "resources": {"limits": limits}}], **spec}}
-
-
-@pytest.fixture
-def webhook_on(webhook_certs, tmp_path) -> Iterator:
-    """``webhook_on(double, **settings)``: a webhook talking to that API double."""
-    from kubectl_gpu.k8s import AsyncClient
-    from webhook.config import load_config
-    from webhook.server import Timings, WebhookServer
-
-    started: list[tuple[RunningWebhook, threading.Thread]] = []
-
-    def start(double: K8sDouble, **settings) -> RunningWebhook:
-        config = load_config(write_config(tmp_path, webhook_certs, settings), {}, {})
-        api = AsyncClient(double.api_client().configuration, config.api_timeout_seconds)
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, daemon=True)
-        thread.start()
-        server = WebhookServer(config, api, Timings(tls_poll=0.2))
-        asyncio.run_coroutine_threadsafe(server.start("127.0.0.1", 0), loop).result(10)
-        running = RunningWebhook(server, loop, str(webhook_certs.ca_cert))
-        started.append((running, thread))
-        return running
-
-    yield start
-    for running, thread in started:
-        running.close()
-        thread.join(10)
 
 
 def template_of(double: K8sDouble, response: dict, pod: dict, version: str) -> dict:
