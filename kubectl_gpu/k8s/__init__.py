@@ -10,14 +10,33 @@ building models for 10,000 pods costs seconds, and the inspection code reads the
 kubectl users know from `-o yaml`.
 """
 
-from kubectl_gpu.k8s.errors import (ApiError, Conflict, Expired, Forbidden, KubeconfigError, NotFound,
-                                    Unavailable, Unreachable)
-from kubectl_gpu.k8s.client import AsyncClient, Client, run_sync
-from kubectl_gpu.k8s.kubeconfig import Connection, connect
-from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, list_objects
-from kubectl_gpu.k8s.rest import get_json, get_object
-from kubectl_gpu.k8s.discovery import DRA_GROUP, DRA_VERSIONS, served_versions, preferred_dra_version
-from kubectl_gpu.k8s.paths import PLURALS, WORKLOAD_RESOURCES, Resource, collection_path, object_path
+from importlib import import_module
+from typing import Any
+
+# Where each public name lives.  The package loads a module only when one of its names is first
+# used: the client pulls in aiohttp and the kubernetes package (~0.85 s), which offline commands
+# (`explain -f --slices`, `migrate FILE`) never need.
+_HOMES = {
+    "errors": ("ApiError", "Conflict", "Expired", "Forbidden", "KubeconfigError", "NotFound", "Unavailable",
+               "Unreachable"),
+    "client": ("AsyncClient", "Client", "run_sync"),
+    "kubeconfig": ("Connection", "connect"),
+    "lists": ("DEFAULT_PAGE_SIZE", "list_objects"),
+    "rest": ("get_json", "get_object"),
+    "discovery": ("DRA_GROUP", "DRA_VERSIONS", "served_versions", "preferred_dra_version"),
+    "paths": ("PLURALS", "WORKLOAD_RESOURCES", "Resource", "collection_path", "object_path"),
+}
+_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ApiError",

@@ -31,15 +31,12 @@ import aiohttp
 from kubernetes.client import Configuration
 
 from kubectl_gpu.k8s.errors import ApiError
+from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
 from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages
 from kubectl_gpu.k8s.paths import Resource
 
 T = TypeVar("T")
 
-# `kubectl --request-timeout` defaults to 0 (wait forever); a GPU report that hangs for minutes
-# on a dead control plane helps nobody, and a page of 1,000 pods comes back in well under a
-# second from a healthy API server, so each request gets 30 s unless the user says otherwise.
-REQUEST_TIMEOUT_SECONDS = 30.0
 
 
 class AsyncClient:

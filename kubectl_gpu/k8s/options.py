@@ -15,7 +15,7 @@ import re
 
 import click
 
-from kubectl_gpu.k8s.client import REQUEST_TIMEOUT_SECONDS
+from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
 
 OUTPUT_FORMATS = ("table", "wide", "json", "yaml", "name")
 
