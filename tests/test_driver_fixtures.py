@@ -25,11 +25,12 @@ from kubectl_gpu.core import ApiVersion, Sharing, TranslateOptions
 from kubectl_gpu.core.facts import SUPPORTED_KUBERNETES_MINORS, DRA_VERSION_SINCE
 from kubectl_gpu.explain.inputs import explain_objects
 from kubectl_gpu.manifests import MigrateOptions, Source, migrate_sources
+from tests.corpus import MISSING, corpus_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "tests" / "data" / "driver"
 EXAMPLES = ROOT / "examples"
-CORPUS = ROOT.parent / "shared" / "corpus" / "legacy"
+CORPUS = corpus_dir("legacy")
 FIXTURES = ("h100", "l40s", "gh200", "a100-mig")
 EXPECTED = "test.kubectl-gpu.io/allocates-on"
 CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim")
@@ -161,7 +162,7 @@ def _claims_of_all_sources() -> list[tuple[str, dict[str, Any]]]:
 
 def test_the_shared_corpus_is_judged_too():
     if not CORPUS.is_dir():
-        pytest.skip(f"shared corpus not found at {CORPUS}: only examples/ were judged")
+        pytest.skip(MISSING)
     assert any(source.endswith(".yaml") and not (EXAMPLES / source).exists()
                for source, _ in _claims_of_all_sources())
 
