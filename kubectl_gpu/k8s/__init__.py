@@ -2,7 +2,7 @@
 
 `AsyncClient` (client.py) speaks raw JSON over aiohttp; `Client` is its synchronous face for the
 CLI.  One error hierarchy (errors.py), one table of kinds and URL paths (paths.py), one paginator
-that restarts on HTTP 410 (lists.py).  Kubeconfig loading is kubeconfig.py, API discovery
+that restarts on HTTP 410 (lists.py), one list-then-watch copy of a collection (watch.py).  Kubeconfig loading is kubeconfig.py, API discovery
 discovery.py.
 
 Objects come back as plain dicts (the API's own JSON), never as the client's generated models:
@@ -22,6 +22,7 @@ _HOMES = {
     "client": ("AsyncClient", "Client", "run_sync"),
     "kubeconfig": ("Connection", "connect"),
     "lists": ("DEFAULT_PAGE_SIZE", "list_objects"),
+    "watch": ("Informer",),
     "rest": ("get_json", "get_object"),
     "discovery": ("DRA_GROUP", "DRA_VERSIONS", "served_versions", "preferred_dra_version"),
     "paths": ("PLURALS", "WORKLOAD_RESOURCES", "Resource", "collection_path", "object_path"),
@@ -49,6 +50,7 @@ __all__ = [
     "DRA_VERSIONS",
     "Expired",
     "Forbidden",
+    "Informer",
     "KubeconfigError",
     "NotFound",
     "PLURALS",

@@ -25,7 +25,7 @@ import os
 import ssl
 import threading
 import weakref
-from typing import Any, Awaitable, Callable, Sequence, TypeVar
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 
 import aiohttp
 from kubernetes.client import Configuration
@@ -178,6 +178,65 @@ class AsyncClient:
         return await self.list_objects(resource.path(namespace), label_selector=label_selector,
                                        page_size=page_size)
 
+    async def watch(self, path: str, *, resource_version: str = "",
+                    label_selector: str | None = None, field_selector: str | None = None,
+                    timeout_seconds: int = 300, bookmarks: bool = True
+                    ) -> AsyncIterator[dict[str, Any]]:
+        """One watch of the collection at `path` from `resource_version`: its events
+        (`{"type": ADDED|MODIFIED|DELETED|BOOKMARK, "object": {...}}`) until the server ends it.
+
+        An `ERROR` event raises its Status as an `ApiError`: 410 `Expired` ("too old resource
+        version") means the history is compacted and the caller must list again (the Kubernetes
+        API concepts page, "Efficient detection of changes").  Keeping a watch going across
+        timeouts, bookmarks and 410s is `kubectl_gpu.k8s.watch.Informer`'s job.
+        """
+        query: list[tuple[str, str]] = [("watch", "1"), ("timeoutSeconds", str(timeout_seconds))]
+        if resource_version:
+            query.append(("resourceVersion", resource_version))
+        if bookmarks:
+            query.append(("allowWatchBookmarks", "true"))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        headers = {"Accept": "application/json", **self._auth_headers()}
+        extra: dict[str, Any] = {}
+        if self.configuration.proxy:
+            extra["proxy"] = self.configuration.proxy
+        if getattr(self.configuration, "tls_server_name", None):
+            extra["server_hostname"] = self.configuration.tls_server_name
+        # No total limit (the server ends the watch); a stream silent for longer than its own
+        # timeout plus one request timeout is a dead connection.
+        limit = aiohttp.ClientTimeout(total=None, connect=self.timeout,
+                                      sock_read=timeout_seconds + (self.timeout or 30))
+        try:
+            async with self._open_session().get(self._host + path, params=query, headers=headers,
+                                                timeout=limit, **extra) as response:
+                if not 200 <= response.status <= 299:
+                    raise ApiError.from_response(response.status, path, await response.read(), "GET")
+                # One JSON event per line; a line (a big object) may span many chunks, so only
+                # the new chunk is searched for the end of a line.
+                pending = bytearray()
+                async for chunk in response.content.iter_any():
+                    end = chunk.rfind(b"\n")
+                    if end < 0:
+                        pending += chunk
+                        continue
+                    pending += chunk[:end]
+                    for line in bytes(pending).split(b"\n"):
+                        if line.strip():
+                            yield _watch_event(path, line)
+                    pending = bytearray(chunk[end + 1:])
+                if bytes(pending).strip():
+                    yield _watch_event(path, bytes(pending))
+        except asyncio.TimeoutError as exc:
+            raise ApiError.from_status(
+                0, path, f"the watch of {path} on {self._host} went silent", method="GET") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise ApiError.from_status(
+                0, path, f"the watch of {path} on {self._host} broke: {_root_cause(exc)}",
+                method="GET") from exc
+
     # ------------------------------------------------------------------ lifecycle
 
     async def close(self) -> None:
@@ -215,6 +274,21 @@ def _ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
     if configuration.cert_file:
         context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
     return context
+
+
+def _watch_event(path: str, line: bytes) -> dict[str, Any]:
+    try:
+        event = json.loads(line)
+    except ValueError as exc:
+        raise ApiError(200, path, f"a watch event is not JSON: {exc}") from exc
+    if not isinstance(event, dict) or not isinstance(event.get("object"), dict):
+        raise ApiError(200, path, "a watch event has no object")
+    if event.get("type") == "ERROR":
+        status = event["object"]
+        raise ApiError.from_status(int(status.get("code") or 500), path,
+                                   str(status.get("message") or "the watch failed"),
+                                   str(status.get("reason") or ""))
+    return event
 
 
 def _root_cause(exc: BaseException) -> str:

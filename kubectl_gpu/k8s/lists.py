@@ -31,6 +31,16 @@ async def read_all_pages(get_json: GetPage, path: str, *,
                          field_selector: str | None = None,
                          page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
     """All items of the collection at `path`, read page by page with `get_json(path, query)`."""
+    return (await read_snapshot(get_json, path, label_selector=label_selector,
+                                field_selector=field_selector, page_size=page_size))[0]
+
+
+async def read_snapshot(get_json: GetPage, path: str, *,
+                        label_selector: str | None = None,
+                        field_selector: str | None = None,
+                        page_size: int = DEFAULT_PAGE_SIZE) -> tuple[list[dict[str, Any]], str]:
+    """All items of the collection at `path` and the list's resourceVersion (every page of one
+    list is read at the first page's version), from which a watch continues (k8s/watch.py)."""
     if page_size < 1:
         raise ValueError(f"page size must be at least 1, not {page_size}")
     for _ in range(MAX_RESTARTS + 1):
@@ -45,9 +55,10 @@ async def read_all_pages(get_json: GetPage, path: str, *,
 
 
 async def _read_pages(get_json: GetPage, path: str, label_selector: str | None,
-                      field_selector: str | None, page_size: int) -> list[dict[str, Any]]:
+                      field_selector: str | None, page_size: int) -> tuple[list[dict[str, Any]], str]:
     items: list[dict[str, Any]] = []
     token = ""
+    version = ""
     for _ in range(MAX_PAGES):
         query: list[tuple[str, Any]] = [("limit", page_size)]
         if label_selector:
@@ -58,9 +69,11 @@ async def _read_pages(get_json: GetPage, path: str, label_selector: str | None,
             query.append(("continue", token))
         page = await get_json(path, query)
         items.extend(_stamped(page))
-        token = (page.get("metadata") or {}).get("continue") or ""
+        metadata = page.get("metadata") or {}
+        version = version or str(metadata.get("resourceVersion") or "")
+        token = metadata.get("continue") or ""
         if not token:
-            return items
+            return items, version
     raise ApiError(200, path, f"the server kept returning continue tokens after {MAX_PAGES} pages")
 
 

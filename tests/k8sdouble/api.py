@@ -13,7 +13,7 @@ from typing import Any, Iterator
 import yaml
 
 from . import discovery, errors
-from .conversion import convert
+from .conversion import clone, convert
 from .errors import ApiError
 from .eviction import evict
 from .faults import RecordedRequest
@@ -21,7 +21,7 @@ from .managed import check_manager, default_manager, record_update, server_side_
 from .kinds import Registry, ResourceKind
 from .patching import APPLY, apply_patch
 from .selectors import SelectorError, make_matcher
-from .store import Entry, Store
+from .store import Entry, Event, Store
 from .validation import metadata_causes, schema_causes
 
 MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's request size limit
@@ -62,6 +62,9 @@ class ApiOptions:
     kubernetes_version: str = "1.34"
     validate: bool = True
     max_watch_seconds: float = 30.0
+    # How often a watch with allowWatchBookmarks=true gets a BOOKMARK (the watch cache's
+    # bookmarkFrequency is one minute; tests pass less).
+    bookmark_seconds: float = 60.0
     address: str = "127.0.0.1:0"
     # GET pods/NAME/log answers these (namespace, name) -> text, set by K8sDouble.set_pod_log: the
     # double runs no containers, so a test plays the kubelet.
@@ -411,6 +414,33 @@ class Api:
             raise ApiError(400, f"resourceVersion must be a number, not {since!r}")
         return Stream(self._watch_events(req, matches, as_table, int(since), time.monotonic() + timeout))
 
+    def _bookmark(self, req: ResourceRequest, rv: int, annotations: dict[str, str] | None = None) -> bytes:
+        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+        if annotations:
+            metadata["annotations"] = annotations
+        marker = {"kind": req.kind.kind, "apiVersion": req.kind.api_version(req.version), "metadata": metadata}
+        return b'{"type":"BOOKMARK","object":' + json.dumps(marker, separators=(",", ":")).encode() + b"}\n"
+
+    @staticmethod
+    def _as_seen_through_selector(event: Event, matches) -> tuple[str, Entry] | None:
+        """What a watch with a label/field selector reports for one change, as the API server's
+        watch cache does (staging/src/k8s.io/apiserver/pkg/storage/cacher/cache_watcher.go,
+        convertToWatchEvent): an object that starts matching is ADDED, one that stops matching is
+        DELETED (its last matching state at the event's resourceVersion), others as they happened."""
+        entry, prev = event.entry, event.prev
+        if event.type == "ADDED":
+            return ("ADDED", entry) if matches(entry.obj) else None
+        if event.type == "DELETED":
+            return ("DELETED", entry) if matches(prev.obj if prev is not None else entry.obj) else None
+        now, before = matches(entry.obj), prev is not None and matches(prev.obj)
+        if now:
+            return ("MODIFIED" if before else "ADDED"), entry
+        if before:
+            gone = clone(prev.obj)
+            gone["metadata"]["resourceVersion"] = str(event.rv)
+            return "DELETED", Entry(entry.kind, gone, event.rv)
+        return None
+
     def _encode_event(self, req: ResourceRequest, event_type: str, entry: Entry, as_table: bool) -> bytes:
         if as_table:
             obj = json.dumps(discovery.table([entry], req.version, req.query.get("includeObject", "Metadata"),
@@ -422,6 +452,7 @@ class Api:
     def _watch_events(self, req: ResourceRequest, matches, as_table: bool, since: int,
                       deadline: float) -> Iterator[bytes]:
         namespace = req.namespace or None
+        bookmarks = req.query.get("allowWatchBookmarks") == "true"
         if since == 0:  # "start at most recent": the current state as ADDED events, then changes
             with self.store.cond:
                 since = self.store.rv
@@ -432,10 +463,8 @@ class Api:
             if req.query.get("sendInitialEvents") == "true":
                 # Streaming lists (KEP-3157, kubectl >= 1.35's WatchListClient) wait for this
                 # bookmark to know the initial state is complete.
-                marker = {"kind": req.kind.kind, "apiVersion": req.kind.api_version(req.version),
-                          "metadata": {"resourceVersion": str(since),
-                                       "annotations": {"k8s.io/initial-events-end": "true"}}}
-                yield b'{"type":"BOOKMARK","object":' + json.dumps(marker).encode() + b"}\n"
+                yield self._bookmark(req, since, {"k8s.io/initial-events-end": "true"})
+        next_bookmark = time.monotonic() + self.options.bookmark_seconds
         while not self.stopping.is_set():
             try:
                 events = self.store.events_after(since)
@@ -444,12 +473,21 @@ class Api:
                 return
             for event in events:
                 since = event.rv
-                entry = event.entry
-                if entry.kind is req.kind and (namespace is None or entry.key[0] == namespace) and matches(entry.obj):
-                    yield self._encode_event(req, event.type, entry, as_table)
-            remaining = deadline - time.monotonic()
+                if event.entry.kind is req.kind and (namespace is None or event.entry.key[0] == namespace):
+                    seen = self._as_seen_through_selector(event, matches)
+                    if seen is not None:
+                        yield self._encode_event(req, seen[0], seen[1], as_table)
+            now = time.monotonic()
+            remaining = deadline - now
+            if bookmarks and (now >= next_bookmark or remaining <= 0):
+                # "Watch bookmarks" (api-concepts): only the resourceVersion the watch has reached,
+                # sent periodically and, as the watch cache does, before the watch's deadline; a
+                # client re-watching from it does not replay or miss anything.
+                yield self._bookmark(req, since)
+                next_bookmark = now + self.options.bookmark_seconds
             if remaining <= 0:
                 return
             with self.store.cond:
                 if self.store.rv == since and not self.stopping.is_set():
-                    self.store.cond.wait(min(remaining, 1.0))
+                    wait = min(remaining, 1.0, max(next_bookmark - now, 0.0) if bookmarks else 1.0)
+                    self.store.cond.wait(wait)

@@ -35,14 +35,14 @@ class K8sDouble:
     def __init__(self, *, kubernetes_version: str = "1.34", validate: bool = True,
                  disabled_group_versions: Iterable[str] = (), default_namespaces: Iterable[str] = DEFAULT_NAMESPACES,
                  max_watch_seconds: float = 30.0, token: str | None = None, random_seed: int | None = None,
-                 event_log_size: int = 100_000, controllers: bool = False,
+                 event_log_size: int = 100_000, controllers: bool = False, bookmark_seconds: float = 60.0,
                  extra_kinds: Iterable[ResourceKind] = ()):
         self.registry = Registry((*KINDS, *extra_kinds), disabled_group_versions)
         self.store = Store(random.Random(random_seed), event_log_size=event_log_size)
         self.controllers = Controllers(self.registry, self.store) if controllers else None
         self.token = token
         self._stopping = threading.Event()
-        self._options = ApiOptions(kubernetes_version, validate, max_watch_seconds)
+        self._options = ApiOptions(kubernetes_version, validate, max_watch_seconds, bookmark_seconds)
         self._plan = FaultPlan()
         self._server: DoubleHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -234,6 +234,11 @@ class K8sDouble:
         self.store.delete(resource, namespace, name)
         if resource.kind == "Namespace":
             self.store.delete_namespace_contents([k for k in self.registry.kinds if k.namespaced], name)
+
+    def compact(self) -> None:
+        """Compact the event history now, as etcd does every five minutes: a watch (or a
+        reflector re-watching) from any earlier resourceVersion gets 410 Gone and must list again."""
+        self.store.compact()
 
     def clear(self) -> None:
         """Forget every object (default namespaces come back), fault and logged request."""

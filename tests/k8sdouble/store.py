@@ -60,6 +60,9 @@ class Event:
     rv: int
     type: str  # ADDED | MODIFIED | DELETED
     entry: Entry
+    # The object before this change (MODIFIED, DELETED): a watch with a selector needs it to turn
+    # a change into or out of the selection into ADDED/DELETED, as the watch cache does.
+    prev: Entry | None = None
 
 
 @dataclass
@@ -165,8 +168,8 @@ class Store:
         self.rv += 1
         return self.rv
 
-    def _record(self, event_type: str, entry: Entry) -> None:
-        self._events.append(Event(entry.rv, event_type, entry))
+    def _record(self, event_type: str, entry: Entry, prev: Entry | None = None) -> None:
+        self._events.append(Event(entry.rv, event_type, entry, prev))
         if len(self._events) > self._event_log_size:
             dropped = self._events[: len(self._events) // 2]
             del self._events[: len(dropped)]
@@ -244,7 +247,7 @@ class Store:
             meta["resourceVersion"] = str(rv)
             entry = Entry(kind, new, rv)
             self.bucket(kind)[(namespace, name)] = entry
-            self._record("MODIFIED", entry)
+            self._record("MODIFIED", entry, old)
             return entry
 
     @staticmethod
@@ -283,7 +286,7 @@ class Store:
             rv = self._next_rv()
             gone["metadata"]["resourceVersion"] = str(rv)
             entry = Entry(kind, gone, rv)
-            self._record("DELETED", entry)
+            self._record("DELETED", entry, old)
             return entry
 
     def delete_namespace_contents(self, kinds: list[ResourceKind], namespace: str) -> None:
@@ -292,6 +295,14 @@ class Store:
             for kind in kinds:
                 for key in [k for k in self.bucket(kind) if k[0] == namespace]:
                     self.delete(kind, namespace, key[1])
+
+    def compact(self) -> None:
+        """Forget every event so far, as etcd's compaction does: watches from an older
+        resourceVersion get 410 Expired and must list again."""
+        with self.cond:
+            self.compacted_rv = self.rv
+            self._events.clear()
+            self.cond.notify_all()
 
     def clear(self) -> None:
         with self.cond:
