@@ -262,7 +262,8 @@ def _capacity(raw: Mapping[str, Any], driver: str, slice_name: str, index: int) 
         # v1beta1+ wraps the quantity as {value: ...}; v1alpha3 stored it directly.
         text = entry.get("value") if _is_mapping(entry) else entry
         try:
-            quantity = _parse_quantity(text if text.__class__ is str else str(text))
+            # As the API server read it (Quantity.UnmarshalJSON trims the text).
+            quantity = _parse_quantity(text.strip() if text.__class__ is str else str(text))
         except InvalidValue as err:
             where = f"{_where(slice_name, index)}.capacity.{qualified}"
             raise InvalidResourceSlice(f"{where}: {text!r}: {err}") from None

@@ -8,35 +8,15 @@ Kubernetes' CEL libraries wrap.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubectl_gpu.core.quantity import format_bytes
+from kubectl_gpu.core.quantity import FORMAT_ERROR, QuantityError, format_bytes, parse_kubernetes_quantity
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
-QUANTITY_FORMAT_ERROR = (
-    "quantities must match the regular expression "
-    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
-
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
-_BINARY_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL_SUFFIXES = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 10**3),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-}
 _NANO = Fraction(1, 10**9)
 
 
@@ -54,31 +34,13 @@ class Quantity:
 
     @classmethod
     def parse(cls, text: str) -> "Quantity":
+        """CEL's ``quantity(text)``: resource.ParseQuantity (core/quantity.py), its errors word for word."""
         if not isinstance(text, str):
-            raise InvalidValue(QUANTITY_FORMAT_ERROR)
-        stripped = text.strip()
-        match = _QUANTITY_RE.match(stripped)
-        if not stripped or match is None:
-            raise InvalidValue(QUANTITY_FORMAT_ERROR)
-        number, suffix = match.groups()
+            raise InvalidValue(FORMAT_ERROR)
         try:
-            base = Fraction(number)
-        except (ValueError, ZeroDivisionError):
-            raise InvalidValue("unable to parse numeric part of quantity") from None
-        if suffix in _BINARY_SUFFIXES:
-            scaled = base * _BINARY_SUFFIXES[suffix]
-        elif suffix in _DECIMAL_SUFFIXES:
-            scaled = base * _DECIMAL_SUFFIXES[suffix]
-        elif suffix[:1] in {"e", "E"} and re.fullmatch(r"[-+]?[0-9]+", suffix[1:]):
-            scaled = base * Fraction(10) ** int(suffix[1:])
-        else:
-            raise InvalidValue("unable to parse quantity's suffix")
-        # Kubernetes cannot represent less than 1n: it rounds away from zero to nano units.
-        nanos = scaled / _NANO
-        if nanos.denominator != 1:
-            rounded = math.ceil(abs(nanos)) * (1 if nanos >= 0 else -1)
-            scaled = Fraction(rounded) * _NANO
-        return cls(scaled, stripped)
+            return cls(parse_kubernetes_quantity(text), text)
+        except QuantityError as err:
+            raise InvalidValue(err.reason) from None
 
     @classmethod
     def from_int(cls, number: int) -> "Quantity":
