@@ -8,6 +8,7 @@ import yaml
 
 from kubectl_gpu.inspect.claims import claim_report
 from kubectl_gpu.inspect.cluster import cluster_report
+from kubectl_gpu.cel import devices_from_slice
 from kubectl_gpu.inspect.devices import current_devices, devices_of_slice
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import ALLOCATED, NOT_CREATED, pod_report
@@ -213,3 +214,27 @@ def test_claim_report_reads_v1beta1_flat_requests():
     assert (request.device_class, request.count) == ("gpu.nvidia.com", 2)
     assert report.state == "waiting for allocation"
     assert request.describe() == "2 x gpu.nvidia.com"
+
+
+def test_describe_reads_slices_with_the_one_parser_that_explain_uses():
+    """resource.k8s.io/v1 ResourceSlice: with `spec.perDeviceNodeSelection: true` each device names
+    its own node (Device.nodeName), and a version attribute is a semantic version; describe shows
+    what the scheduler (and explain) sees."""
+    gpus = [b.gpu_device("dra-1", 0), b.gpu_device("dra-2", 1)]
+    gpus[0]["nodeName"], gpus[1]["nodeName"] = "dra-1", "dra-2"
+    gpus[0]["attributes"]["driverVersion"] = {"version": "580.65.6"}
+    shared = b.gpu_slice("pool-a", devices=gpus)
+    del shared["spec"]["nodeName"]
+    shared["spec"]["perDeviceNodeSelection"] = True
+    devices = devices_of_slice(shared)
+    assert [d.node for d in devices] == ["dra-1", "dra-2"]
+    assert devices[0].text("driverVersion") == "580.65.6"
+    assert devices[0].attributes["gpu.nvidia.com/driverVersion"] == "580.65.6"
+    explained = devices_from_slice(shared)
+    assert [d.node_name for d in explained] == [d.node for d in devices]
+
+
+def test_a_slice_the_api_server_would_refuse_shows_no_devices():
+    broken = b.gpu_slice("dra-1", 2)
+    broken["spec"]["devices"][1]["capacity"]["memory"] = {"value": "80GB"}
+    assert devices_of_slice(broken) == []

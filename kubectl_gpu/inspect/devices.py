@@ -1,7 +1,8 @@
-"""Devices as ResourceSlices publish them, in one shape whatever the API version.
+"""Devices as ResourceSlices publish them, for describe and doctor to show.
 
-v1/v1beta2 put attributes and capacity on the device; v1beta1 and v1alpha3 wrap them in `basic`;
-v1alpha3 capacity values are bare quantities.  Attribute names are qualified here
+The slices are read by the one ResourceSlice parser (``kubectl_gpu.cel.device.devices_from_slice``:
+v1, v1beta2, v1beta1 and v1alpha3's ``basic:``, per-device node names, capacities as quantities);
+a ``SliceDevice`` is a view of one parsed ``Device`` with names qualified
 ("gpu.nvidia.com/productName"): an unqualified name belongs to the driver's own domain, which is
 how the scheduler resolves `device.attributes["gpu.nvidia.com"].productName`.
 """
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from kubectl_gpu.cel.device import current_slices  # noqa: F401 (part of this module's API)
+from kubectl_gpu.cel.device import Device, InvalidResourceSlice, current_slices, devices_from_slice
+from kubectl_gpu.cel.values import Semver
 
 # NVIDIA and the example driver both call their GPU memory capacity "memory".
 MEMORY_CAPACITY = "memory"
@@ -29,14 +31,45 @@ class DeviceKey(NamedTuple):
 
 @dataclass(frozen=True)
 class SliceDevice:
-    driver: str
-    pool: str
-    name: str
-    node: str | None  # None: the device is reachable from several nodes (nodeSelector/allNodes)
-    slice_name: str
-    attributes: Mapping[str, Any]  # qualified name -> str | int | bool (versions as text)
-    capacity: Mapping[str, str]  # qualified name -> quantity text
-    allow_multiple_allocations: bool = False  # KEP-5075: consumable capacity, shared by claims
+    device: Device  # as the one ResourceSlice parser read it
+
+    @property
+    def driver(self) -> str:
+        return self.device.driver
+
+    @property
+    def pool(self) -> str:
+        return self.device.pool
+
+    @property
+    def name(self) -> str:
+        return self.device.name
+
+    @property
+    def node(self) -> str | None:
+        """The device's node; None when it is reachable from several (nodeSelector/allNodes)."""
+        return self.device.node_name
+
+    @property
+    def slice_name(self) -> str:
+        return self.device.slice_name
+
+    @property
+    def allow_multiple_allocations(self) -> bool:
+        """KEP-5075: consumable capacity, shared by claims."""
+        return self.device.allow_multiple_allocations
+
+    @cached_property
+    def attributes(self) -> Mapping[str, Any]:
+        """Qualified name -> str | int | bool (versions as their text; list attributes as lists)."""
+        return {f"{domain}/{name}": _plain(value)
+                for domain, values in self.device.attributes.items() for name, value in values.items()}
+
+    @cached_property
+    def capacity(self) -> Mapping[str, str]:
+        """Qualified name -> quantity text, as published."""
+        return {f"{domain}/{name}": quantity.text
+                for domain, values in self.device.capacity.items() for name, quantity in values.items()}
 
     @property
     def key(self) -> DeviceKey:
@@ -44,10 +77,12 @@ class SliceDevice:
 
     def attribute(self, name: str) -> Any:
         """An attribute by bare name (driver's domain) or qualified name; None when absent."""
-        return self.attributes.get(name if "/" in name else f"{self.driver}/{name}")
+        value = self.device.attribute(name)
+        return None if value is None else _plain(value)
 
     def capacity_of(self, name: str) -> str | None:
-        return self.capacity.get(name if "/" in name else f"{self.driver}/{name}")
+        quantity = self.device.capacity_value(name)
+        return None if quantity is None else quantity.text
 
     def text(self, name: str) -> str | None:
         """An attribute as text (versions and numbers too); None when absent."""
@@ -110,27 +145,11 @@ class SliceDevice:
 
 
 def devices_of_slice(resource_slice: Mapping[str, Any]) -> list[SliceDevice]:
-    spec = resource_slice.get("spec") or {}
-    driver = str(spec.get("driver") or "")
-    pool = str((spec.get("pool") or {}).get("name") or "")
-    node = spec.get("nodeName") or None
-    slice_name = str((resource_slice.get("metadata") or {}).get("name") or "")
-    found = []
-    for raw in spec.get("devices") or ():
-        if not isinstance(raw, dict):
-            continue
-        body = raw.get("basic") if isinstance(raw.get("basic"), dict) else raw
-        found.append(SliceDevice(
-            driver=driver,
-            pool=pool,
-            name=str(raw.get("name") or ""),
-            node=node,
-            slice_name=slice_name,
-            attributes=_attributes(driver, body.get("attributes")),
-            capacity=_capacity(driver, body.get("capacity")),
-            allow_multiple_allocations=bool(body.get("allowMultipleAllocations")),
-        ))
-    return found
+    """The devices of one slice; none for a slice the API server would have refused."""
+    try:
+        return [SliceDevice(device) for device in devices_from_slice(resource_slice)]
+    except InvalidResourceSlice:
+        return []
 
 
 def current_devices(resource_slices: Iterable[Mapping[str, Any]]) -> list[SliceDevice]:
@@ -149,37 +168,9 @@ def published_attribute_names(devices: Iterable[SliceDevice]) -> dict[str, int]:
     return counts
 
 
-def _qualify(driver: str, name: str) -> str:
-    return name if "/" in name else f"{driver}/{name}"
-
-
-def _attributes(driver: str, raw: Any) -> dict[str, Any]:
-    if not isinstance(raw, dict):
-        return {}
-    out: dict[str, Any] = {}
-    for name, value in raw.items():
-        if isinstance(value, dict):
-            for kind in ("string", "int", "bool", "version"):
-                if kind in value:
-                    out[_qualify(driver, str(name))] = value[kind]
-                    break
-    return out
-
-
-def _capacity(driver: str, raw: Any) -> dict[str, str]:
-    if not isinstance(raw, dict):
-        return {}
-    out: dict[str, str] = {}
-    for name, value in raw.items():
-        # v1beta1+: {value: "80Gi", requestPolicy: ...}; v1alpha3: a bare quantity.
-        quantity = value.get("value") if isinstance(value, dict) else value
-        if quantity is not None:
-            out[_qualify(driver, str(name))] = str(quantity)
-    return out
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+def _plain(value: Any) -> Any:
+    if value.__class__ is Semver:
+        return str(value)
+    if value.__class__ is list:
+        return [_plain(item) for item in value]
+    return value
