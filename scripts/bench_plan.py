@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -90,13 +91,15 @@ def cluster(nodes: int, workloads: int, dra_share: float, seed: int = 7) -> list
     return objects
 
 
-def timed(function, repeat: int) -> tuple[float, object]:
-    best, result = float("inf"), None
+def timed(function, repeat: int) -> tuple[float, float, object]:
+    """Best wall time and best CPU time of this process (CPU time is what a busy machine
+    disturbs least: other processes' share of the cores does not count)."""
+    best, best_cpu, result = float("inf"), float("inf"), None
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = function()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        best, best_cpu = min(best, time.perf_counter() - start), min(best_cpu, time.process_time() - start_cpu)
+    return best, best_cpu, result
 
 
 def main() -> None:
@@ -111,15 +114,16 @@ def main() -> None:
     pods = sum(1 for o in objects if o["kind"] == "Pod")
     print(f"cluster: {args.nodes} GPU nodes ({int(args.nodes * args.dra_share)} on DRA), {args.workloads} workloads, "
           f"{pods} running GPU pods, {len(json.dumps(objects)) / 1e6:.1f} MB of JSON")
-    floor, _ = timed(lambda: json.loads(json.dumps(objects)), args.repeat)
-    ours, plan = timed(lambda: plan_migration(snapshot_from_objects(objects)), args.repeat)
+    floor, floor_cpu, _ = timed(lambda: json.loads(json.dumps(objects)), args.repeat)
+    ours, ours_cpu, plan = timed(lambda: plan_migration(snapshot_from_objects(objects)), args.repeat)
     waves = [w for w in plan.waves if w.nodes]
     moved = sum(len(w.workloads) for w in plan.waves)
     print(f"plan: {len(plan.workloads)} workloads, {len(waves)} node waves, {moved} workloads placed on DRA devices, "
           f"{len(plan.unplaced)} not placed, refused: {plan.refused}")
-    print(f"floor (JSON encode+decode of the objects): {floor:.2f} s")
-    print(f"kubectl gpu plan:                           {ours:.2f} s  ({ours / floor:.1f}x the floor; target <= 5 s: "
-          f"{'PASS' if ours <= 5 else 'MISS'})")
+    print(f"load average (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
+    print(f"floor (JSON encode+decode of the objects): {floor:.2f} s wall, {floor_cpu:.2f} s CPU")
+    print(f"kubectl gpu plan:                           {ours:.2f} s wall, {ours_cpu:.2f} s CPU  "
+          f"({ours_cpu / floor_cpu:.1f}x the floor in CPU; target <= 5 s wall: {'PASS' if ours <= 5 else 'MISS'})")
 
 
 if __name__ == "__main__":

@@ -112,6 +112,22 @@ def test_migrated_pods_must_fit_on_dra_devices():
     assert plan.waves[1].workloads == ["Deployment/ml/w2", "Deployment/ml/w3"]
 
 
+def test_a_workload_that_half_fits_takes_nothing_and_leaves_room_for_the_next():
+    """All-or-nothing placement: a three-replica, 2-GPU workload fits only one pod on each of two
+    3-GPU DRA nodes, so it takes nothing; the single-GPU workloads after it still land on those
+    nodes (every GPU: 3 + 3 = 6 single-GPU pods)."""
+    big = template("big", container("2"))
+    smalls = [template(f"s{i}") for i in range(6)]
+    objects = [node("dra-1", dra=True), resource_slice("dra-1", gpus=3), node("dra-2", dra=True),
+               resource_slice("dra-2", gpus=3), device_class(),
+               workload("Deployment", "a-big", "ml", big, 3),
+               *(workload("Deployment", f"s{i}", "ml", t, 1) for i, t in enumerate(smalls))]
+    plan = plan_migration(snapshot_from_objects(objects))
+    assert plan.waves[0].workloads == [f"Deployment/ml/s{i}" for i in range(6)]
+    assert plan.waves[0].dra_devices_used == 6
+    assert plan.unplaced == ["Deployment/ml/a-big"]
+
+
 def test_devices_of_nodes_not_yet_on_dra_are_predicted_from_gfd_labels():
     plan = plan_migration(snapshot_from_objects([node("legacy-1", gpus=4)]))
     (gpu_node,) = plan.nodes

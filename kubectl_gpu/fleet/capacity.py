@@ -206,6 +206,10 @@ class DraPool:
         self._groups: dict[str, list[Device]] | None = None
         self._by_identity: dict[int, tuple[Mapping[str, Any], str]] = {}  # the same claim dict, asked again
         self._cursors: dict[tuple, int] = {}
+        # Devices of each node neither taken whole nor shared yet: a node with fewer of them than
+        # a pod's exclusive requests want is passed over without looking at its devices.
+        self.free_count: dict[str, int] = {}
+        self.node_of: dict[str, str] = {}
 
     def add_node(self, node: GpuNode) -> None:
         if node.name in self.by_node:
@@ -214,6 +218,9 @@ class DraPool:
         self.by_node[node.name] = [d.id for d in node.devices]
         for device in node.devices:
             self.devices[device.id] = device
+            self.node_of[device.id] = node.name
+        self.free_count[node.name] = sum(1 for d in node.devices if d.id not in self.exclusive
+                                         and d.id not in self.used_capacity)
         if self.universe is None:
             self._needs.clear()  # candidates depend on the devices known
         # Cursors stay valid: nodes are only ever appended after them.
@@ -294,8 +301,12 @@ class DraPool:
 
     def _commit(self, taken) -> None:
         exclusive, shared = taken
+        for device in exclusive:
+            self.free_count[self.node_of[device]] -= 1
         self.exclusive.update(exclusive)
         for device, amounts in shared.items():
+            if device not in self.used_capacity:
+                self.free_count[self.node_of[device]] -= 1
             used = self.used_capacity.setdefault(device, {})
             for name, amount in amounts.items():
                 used[name] = used.get(name, Fraction(0)) + amount
@@ -306,18 +317,25 @@ class DraPool:
 
     def undo(self, mark: tuple[int, dict[tuple, int]]) -> None:
         position, cursors = mark
+        if len(self.journal) == position:
+            return  # nothing was taken: every node a cursor passed still cannot fit its shape
         while len(self.journal) > position:
             exclusive, shared = self.journal.pop()
             self.exclusive.difference_update(exclusive)
+            for device in exclusive:
+                self.free_count[self.node_of[device]] += 1
             for device, amounts in shared.items():
                 used = self.used_capacity[device]
                 for name, amount in amounts.items():
                     used[name] -= amount
                 if not any(used.values()):
                     del self.used_capacity[device]
+                    self.free_count[self.node_of[device]] += 1
         self._cursors = cursors
 
     def _take(self, node: str, requests: Sequence[RequestNeed]):
+        if sum(r.count for r in requests if not r.capacity) > self.free_count[node]:
+            return None  # fewer untouched devices than the exclusive requests want
         exclusive: set[str] = set()
         shared: dict[str, dict[str, Fraction]] = {}
         for request in requests:

@@ -17,6 +17,7 @@ with the numbers, and planning stops there (later waves would build on it).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -205,7 +206,8 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
         pods_by_ns.setdefault(str((pod.get("metadata") or {}).get("namespace")), []).append(pod)
 
     waves: list[Wave] = []
-    remaining = [n.name for n in sorted(legacy_nodes, key=lambda n: (_load(n.name, loads), n.name))]
+    pods_on = Counter(load.node for load in loads)
+    remaining = [n.name for n in sorted(legacy_nodes, key=lambda n: (pods_on[n.name], n.name))]
     index = 0
     if pool.node_order:  # DRA nodes already exist: move what fits there before switching more
         wave = Wave(0)
@@ -237,10 +239,6 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
         _close(wave, pool, remaining, free)
     unplaced = [p.ref for p in pending if p.ref not in migrated and not any(w.refused for w in waves)]
     return MigrationPlan(plans, nodes, waves, unplaced, tuple(dra_labels))
-
-
-def _load(node: str, loads: Sequence[LegacyPodLoad]) -> int:
-    return sum(1 for load in loads if load.node == node)
 
 
 def _close(wave: Wave, pool: DraPool, remaining: Sequence[str], free: Mapping[str, Mapping[str, Fraction]]) -> None:

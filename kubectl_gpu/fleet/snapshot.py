@@ -57,6 +57,16 @@ SHAPES: dict[str, tuple[tuple[tuple[str, ...], type | tuple[type, ...]], ...]] =
 }
 
 
+def _is_map(value: Any) -> bool:
+    return type(value) is dict or isinstance(value, Mapping)  # a plain dict skips the ABC check (10,000s of objects)
+
+
+def _has_type(value: Any, wanted: type | tuple[type, ...]) -> bool:
+    if wanted is Mapping:
+        return _is_map(value)
+    return isinstance(value, wanted) and not (wanted is int and isinstance(value, bool))
+
+
 def shape_error(obj: Mapping[str, Any]) -> str | None:
     """Why ``obj`` cannot be planned (a field of the wrong type), or None. The planner reads
     only objects that pass, so a malformed object is left out with this reason instead of
@@ -65,21 +75,24 @@ def shape_error(obj: Mapping[str, Any]) -> str | None:
     for path, wanted in (*SHAPES["*"], *SHAPES.get(str(kind), ())):
         value: Any = obj
         for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        if value is not None and (not isinstance(value, wanted) or (wanted is int and isinstance(value, bool))):
+            value = value.get(key) if _is_map(value) else None
+            if value is None:
+                break
+        if value is not None and not _has_type(value, wanted):
             return f"{'.'.join(path)} must be {_type_name(wanted)}, not {type(value).__name__}"
     for path in (("metadata", "labels"), ("metadata", "annotations"), ("status", "allocatable")):
         value = obj
         for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        if isinstance(value, Mapping) and not all(isinstance(v, (str, int, float)) and not isinstance(v, bool)
-                                                  for v in value.values()):
+            value = value.get(key) if _is_map(value) else None
+        if value and _is_map(value) and not all(type(v) is str or (isinstance(v, (str, int, float))
+                                                                   and not isinstance(v, bool))
+                                                for v in value.values()):
             return f"{'.'.join(path)} values must be strings"
     for owner in ((obj.get("metadata") or {}).get("ownerReferences") or ()):
-        if not isinstance(owner, Mapping):
+        if not _is_map(owner):
             return "metadata.ownerReferences must hold objects"
     for item in ((obj.get("status") or {}).get("conditions") or ()) if kind == "Pod" else ():
-        if not isinstance(item, Mapping):
+        if not _is_map(item):
             return "status.conditions must hold objects"
     return None
 

@@ -132,6 +132,17 @@ def translation_input(template: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True)
+class SiteOutcome:
+    """One pod template's translation as a workload's plan uses it (shared, read-only)."""
+    demand: Mapping[str, Fraction]
+    notes: tuple[str, ...]
+    errors: tuple[str, ...]
+    ops: tuple[Mapping[str, Any], ...]  # the patch, prefixed with the template's place in its object
+    claims: Mapping[str, Mapping[str, Any]]  # claim name -> manifest
+    pod_claims: tuple[str, ...]
+
+
 class Translations:
     """translate_pod_template, once per distinct translation input: a fleet of 10,000 workloads
     has a few dozen GPU request shapes."""
@@ -140,6 +151,7 @@ class Translations:
         self._cache: dict[str, Any] = {}
         self._demands: dict[str, dict[str, Fraction]] = {}
         self._manifests: dict[tuple[int, str], Mapping[str, Any]] = {}
+        self._sites: dict[tuple[str, str, str], SiteOutcome] = {}
 
     def manifest(self, claim: Any, namespace: str | None) -> Mapping[str, Any]:
         """claim.manifest(namespace), built once per claim and namespace (read-only: shared)."""
@@ -149,14 +161,35 @@ class Translations:
             found = self._manifests[key] = claim.manifest(namespace)
         return found
 
-    def __call__(self, template: Mapping[str, Any], options: TranslateOptions):
+    def __call__(self, template: Mapping[str, Any], options: TranslateOptions, group: str | None = None):
+        """translate_pod_template(template, options with sharing_group=group)."""
+        return self._translate(translation_input(template), options, group)[1]
+
+    def _translate(self, projection: Mapping[str, Any], options: TranslateOptions, group: str | None):
         shared = options.sharing not in (Sharing.CONSUMABLE, Sharing.EXCLUSIVE)  # claim names carry the workload
-        projection = translation_input(template)
-        key = json.dumps([projection, options.sharing_group if shared else None], sort_keys=True, default=str)
+        key = json.dumps([projection, (group or options.sharing_group) if shared else None], sort_keys=True,
+                         default=str)
         result = self._cache.get(key)
         if result is None:
-            result = self._cache[key] = translate_pod_template(projection, options)
-        return result
+            grouped = replace(options, sharing_group=group) if group is not None else options
+            result = self._cache[key] = translate_pod_template(projection, grouped)
+        return key, result
+
+    def site(self, template: Mapping[str, Any], options: TranslateOptions, group: str, pointer: str,
+             namespace: str | None) -> SiteOutcome:
+        """What one pod template of a workload needs and becomes, once per distinct template,
+        sharing group, place in its object and namespace (a fleet repeats a few dozen)."""
+        key, result = self._translate(translation_input(template), options, group)
+        outcome_key = (key, pointer, namespace or "")
+        found = self._sites.get(outcome_key)
+        if found is None:
+            claims = {claim.name: self.manifest(claim, namespace) for claim in result.claims}
+            found = self._sites[outcome_key] = SiteOutcome(
+                self.demand(template),
+                tuple(n.render() for n in result.notes if n.severity is not Severity.INFO or result.changed),
+                tuple(n.render() for n in result.errors), prefix(result.patch, pointer), claims,
+                tuple(claim.name for claim in result.claims))
+        return found
 
     def demand(self, template: Mapping[str, Any]) -> dict[str, Fraction]:
         """pod_demand, once per distinct set of containers."""
@@ -200,11 +233,14 @@ def _controller(obj: Obj) -> Mapping[str, Any] | None:
 def _pod_count(obj: Obj, pointer: str, pods_by_owner: Mapping[str, int]) -> int:
     if obj.get("kind") == "DaemonSet":
         return max(pods_by_owner.get(str((obj.get("metadata") or {}).get("uid")), 0), 1)
-    parent = split_pointer(pointer)[:-1]
-    try:
-        holder = resolve(obj, "".join(f"/{t}" for t in parent)) if parent else obj
-    except Exception:  # noqa: BLE001 - a shape we do not know: one pod
-        holder = {}
+    if pointer == "/spec/template":  # the built-in workloads: replicas or parallelism beside the template
+        holder = obj.get("spec")
+    else:
+        parent = split_pointer(pointer)[:-1]
+        try:
+            holder = resolve(obj, "".join(f"/{t}" for t in parent)) if parent else obj
+        except Exception:  # noqa: BLE001 - a shape we do not know: one pod
+            holder = {}
     for key in ("replicas", "parallelism"):
         value = holder.get(key) if isinstance(holder, Mapping) else None
         if isinstance(value, int) and value >= 0:
@@ -237,12 +273,14 @@ def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
 
 
 def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
-                  pods_by_owner: Mapping[str, int] | None = None, translate=translate_pod_template) -> WorkloadPlan | None:
+                  pods_by_owner: Mapping[str, int] | None = None, translate: Translations | None = None,
+                  ) -> WorkloadPlan | None:
     meta = obj.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
     kind = str(obj.get("kind"))
     sites = _sites(obj, kind)
-    options = replace(options, sharing_group=f"{kind}/{meta.get('name')}")
+    group = f"{kind}/{meta.get('name')}"
+    translate = translate or Translations()
     ops: list[Mapping[str, Any]] = []
     claims: dict[str, Mapping[str, Any]] = {}
     pod_claims: list[str] = []
@@ -254,7 +292,6 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
     dra_pods, dra_claims = 0, []  # what an already migrated object runs on DRA devices
     for site in sites:
         template = resolve(obj, site.pointer)
-        demand = translate.demand(template) if isinstance(translate, Translations) else pod_demand(template)
         template_meta = template.get("metadata")
         annotations = template_meta.get("annotations") if isinstance(template_meta, Mapping) else None
         if isinstance(annotations, Mapping) and ORIGINAL_RESOURCES_ANNOTATION in annotations:
@@ -264,20 +301,19 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
             dra_claims.extend(str(c.get("resourceClaimTemplateName")) for c in
                               (claims_list if isinstance(claims_list, list) else ())
                               if isinstance(c, Mapping) and c.get("resourceClaimTemplateName"))
+        demand = translate.demand(template)
         if not demand:
             continue
         for key, value in demand.items():
             legacy[key] = max(legacy.get(key, Fraction(0)), value)
         pods += _pod_count(obj, site.pointer, pods_by_owner or {})
-        result = translate(template, options)
-        notes.extend(n.render() for n in result.notes if n.severity is not Severity.INFO or result.changed)
-        errors.extend(n.render() for n in result.errors)
-        ops.extend(prefix(result.patch, site.pointer))
-        for claim in result.claims:
-            if claim.name not in claims:
-                claims[claim.name] = (translate.manifest(claim, namespace or None) if isinstance(translate, Translations)
-                                      else claim.manifest(namespace or None))
-            pod_claims.append(claim.name)
+        outcome = translate.site(template, options, group, site.pointer, namespace or None)
+        notes.extend(outcome.notes)
+        errors.extend(outcome.errors)
+        ops.extend(outcome.ops)
+        for name, manifest in outcome.claims.items():
+            claims.setdefault(name, manifest)
+        pod_claims.extend(outcome.pod_claims)
     if not legacy:
         if not had_record:
             return None
