@@ -125,3 +125,16 @@ def test_template_errors_carry_the_admission_status_they_are_answered_with():
     # kopf's AdmissionError carries its code; a conflicting object is 409, an API outage 503.
     assert TemplateConflict("x").code == 409
     assert TemplateUnavailable("x").code == 503
+
+
+def test_a_named_object_that_is_not_there_is_the_clients_one_not_found(k8s_double):
+    """kubectl: `Error from server (NotFound): pods "ghost" not found` (HTTP 404, reason NotFound).
+    Every lookup of the tools raises the client's one NotFound, whose message is what people see."""
+    from kubectl_gpu.inspect.live import fetch_pod
+
+    with pytest.raises(NotFound) as missing:
+        fetch_pod(Client(configuration(k8s_double), 5), "default", "ghost")
+    assert isinstance(missing.value, ApiError) and missing.value.not_found
+    assert (missing.value.status, missing.value.reason) == (404, "NotFound")
+    assert missing.value.path == "/api/v1/namespaces/default/pods/ghost"
+    assert str(missing.value) == 'pod "ghost" not found in namespace "default"'

@@ -229,8 +229,9 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     def run() -> None:
         from kubectl_gpu.inspect import tables
         from kubectl_gpu.inspect.devices import current_devices
-        from kubectl_gpu.inspect.live import (NotFound, NothingToExplain, discover_dra, explain_pod_objects,
-                                              fetch_dra, fetch_pod, list_pods, pod_claim_objects)
+        from kubectl_gpu.inspect.live import (NothingToExplain, discover_dra, explain_pod_objects, fetch_dra,
+                                              fetch_pod, list_pods, pod_claim_objects)
+        from kubectl_gpu.k8s import NotFound
         from kubectl_gpu.inspect.pods import pod_report, pod_reports
 
         options = settings.options

@@ -77,10 +77,10 @@ def fail(exc: BaseException) -> NoReturn:
 
 
 def cluster_errors() -> tuple[type[BaseException], ...]:
-    from kubectl_gpu.inspect.live import NotFound, NothingToExplain
+    from kubectl_gpu.inspect.live import NothingToExplain
     from kubectl_gpu.k8s import ApiError, KubeconfigError
 
-    return (KubeconfigError, ApiError, NotFound, NothingToExplain)
+    return (KubeconfigError, ApiError, NothingToExplain)  # ApiError holds NotFound
 
 
 def run_reporting_errors(action: Callable[[], None]) -> None:

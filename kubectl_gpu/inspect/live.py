@@ -14,17 +14,13 @@ from kubectl_gpu.collector import collector_paused
 from kubectl_gpu.inspect.doctor import DoctorInputs
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names
-from kubectl_gpu.k8s import (ApiError, Client, DRA_GROUP, collection_path, get_object, list_objects,
+from kubectl_gpu.k8s import (ApiError, Client, DRA_GROUP, NotFound, collection_path, get_object, list_objects,
                              object_path, preferred_dra_version, served_versions)
 
 Objects = list[dict[str, Any]]
 # Pods that finished hold no GPU; the API server filters them so 10,000 completed Jobs cost nothing.
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 _WORKERS = 4
-
-
-class NotFound(LookupError):
-    """The named object does not exist; the message says where it looked."""
 
 
 class NothingToExplain(ValueError):
@@ -163,7 +159,7 @@ def fetch_cluster(api: Client, dra: DraApi, *, node_selector: str | None = None,
     }
     got = _parallel(calls)
     if node_name and not got["nodes"] and not any(u.resource == "nodes" for u in unreadable):
-        raise NotFound(f'node "{node_name}" not found')
+        raise NotFound.named("/api/v1/nodes", f'node "{node_name}" not found')
     return ClusterObjects(got["nodes"], got["slices"], got["claims"], got["pods"], tuple(unreadable))
 
 
@@ -175,9 +171,10 @@ def _dra_list(api: Client, dra: DraApi, plural: str, namespace: str | None = Non
 
 
 def fetch_pod(api: Client, namespace: str, name: str) -> dict[str, Any]:
-    pod = get_object(api, object_path("", "v1", "pods", name, namespace))
+    path = object_path("", "v1", "pods", name, namespace)
+    pod = get_object(api, path)
     if pod is None:
-        raise NotFound(f'pod "{name}" not found in namespace "{namespace}"')
+        raise NotFound.named(path, f'pod "{name}" not found in namespace "{namespace}"')
     return pod
 
 
@@ -186,9 +183,10 @@ def list_pods(api: Client, namespace: str | None, label_selector: str | None) ->
 
 
 def fetch_claim(api: Client, dra: DraApi, namespace: str, name: str) -> dict[str, Any]:
-    claim = get_object(api, f"{dra.path('resourceclaims', namespace)}/{name}")
+    path = f"{dra.path('resourceclaims', namespace)}/{name}"
+    claim = get_object(api, path)
     if claim is None:
-        raise NotFound(f'resourceclaim "{name}" not found in namespace "{namespace}"')
+        raise NotFound.named(path, f'resourceclaim "{name}" not found in namespace "{namespace}"')
     claim.setdefault("apiVersion", f"{DRA_GROUP}/{dra.version}")
     claim.setdefault("kind", "ResourceClaim")
     return claim
@@ -257,14 +255,17 @@ def pod_claim_objects(api: Client, dra: DraApi, pod: Mapping[str, Any],
             objects.append(by_name[claim_name])
             continue
         if claim_name:
-            raise NotFound(f'pod {namespace}/{metadata.get("name")} uses resourceclaim '
-                           f'"{claim_name}", which does not exist; create it, or fix '
-                           f"spec.resourceClaims[{entry.get('name')}]")
+            raise NotFound.named(f"{dra.path('resourceclaims', namespace)}/{claim_name}",
+                                 f'pod {namespace}/{metadata.get("name")} uses resourceclaim '
+                                 f'"{claim_name}", which does not exist; create it, or fix '
+                                 f"spec.resourceClaims[{entry.get('name')}]")
         template_name = entry.get("resourceClaimTemplateName")
-        template = get_object(api, f"{dra.path('resourceclaimtemplates', namespace)}/{template_name}")
+        template_path = f"{dra.path('resourceclaimtemplates', namespace)}/{template_name}"
+        template = get_object(api, template_path)
         if template is None:
-            raise NotFound(f'pod {namespace}/{metadata.get("name")} uses resourceclaimtemplate '
-                           f'"{template_name}", which does not exist in namespace "{namespace}"')
+            raise NotFound.named(template_path,
+                                 f'pod {namespace}/{metadata.get("name")} uses resourceclaimtemplate '
+                                 f'"{template_name}", which does not exist in namespace "{namespace}"')
         template.setdefault("apiVersion", f"{DRA_GROUP}/{dra.version}")
         template.setdefault("kind", "ResourceClaimTemplate")
         objects.append(template)
@@ -300,7 +301,8 @@ def explain_pod_live(api_client: Client, namespace: str, pod_name: str) -> Any:
     """Explain, as the scheduler sees it, how each device request of a pod's claims matches the
     cluster's devices.  Returns kubectl_gpu.explain.Explanation.
 
-    Raises NotFound (pod, claim or template missing), NothingToExplain (no DRA claims), ApiError.
+    Raises NotFound (kubectl_gpu.k8s: pod, claim or template missing), NothingToExplain (no DRA
+    claims), ApiError.
     """
     dra = discover_dra(api_client)
     got = _parallel({"pod": lambda: fetch_pod(api_client, namespace, pod_name),
@@ -436,6 +438,6 @@ def fetch_doctor_inputs(api: Client, namespace: str | None = None,
     )
 
 
-__all__ = ["ClusterObjects", "DraApi", "DraObjects", "NotFound", "NothingToExplain", "Unreadable", "discover_dra",
+__all__ = ["ClusterObjects", "DraApi", "DraObjects", "NothingToExplain", "Unreadable", "discover_dra",
            "explain_claim_live", "explain_claims", "explain_pod_live", "explain_pods_live", "fetch_claim", "fetch_cluster", "fetch_doctor_inputs", "fetch_dra",
            "fetch_pod", "list_pods", "pod_claim_objects", "referenced_claim_names"]

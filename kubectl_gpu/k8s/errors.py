@@ -102,6 +102,14 @@ class Forbidden(ApiError):
 class NotFound(ApiError):
     """404: the object, or the resource itself, does not exist."""
 
+    @classmethod
+    def named(cls, path: str, message: str) -> "NotFound":
+        """An object a command was asked about (or one it refers to) is not there: `message`
+        says what is missing and where it looked, as kubectl's own "not found" does."""
+        error = cls(404, path, message, "NotFound")
+        Exception.__init__(error, message)
+        return error
+
 
 class Conflict(ApiError):
     """409: the object exists already, or changed since it was read."""
