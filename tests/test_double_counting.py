@@ -28,13 +28,11 @@ from webhook.config import ConfigError, load_config
 from webhook.fencing import (
     DEFAULT_DRA_NODE_SELECTORS,
     DraNodeSelector,
-    claim_spec_requests_gpus,
     escape_pointer,
     fence_legacy_pod,
     is_dra_node,
     legacy_gpu_resources,
     pinned_to_dra_node,
-    same_gpus_twice,
     strip_legacy_capacity,
 )
 
@@ -385,52 +383,7 @@ def test_pods_without_legacy_gpus_are_never_reported_as_pinned() -> None:
     assert pinned_to_dra_node(pod, ACK) == []
 
 
-# --- denials: the same GPUs asked for twice ----------------------------------------------------
-
-
-def test_a_container_with_a_legacy_gpu_and_a_claim_is_reported_by_name() -> None:
-    pod = _pod({
-        "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-        "containers": [
-            {"name": "both", "image": "x",
-             "resources": {"limits": {"nvidia.com/gpu": "1"}, "claims": [{"name": "gpu"}]}},
-            {"name": "claim-only", "image": "x", "resources": {"claims": [{"name": "gpu"}]}},
-            {"name": "legacy-only", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}},
-        ]})
-    [reason] = same_gpus_twice(pod)
-    assert "'both'" in reason and "nvidia.com/gpu" in reason and "'gpu'" in reason
-
-
-def test_a_zero_legacy_quantity_is_not_a_second_request() -> None:
-    pod = _pod({"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-                "containers": [{"name": "c", "image": "x", "resources": {
-                    "limits": {"nvidia.com/gpu": "0"}, "claims": [{"name": "gpu"}]}}]})
-    assert same_gpus_twice(pod) == []
-
-
-def test_a_legacy_gpu_beside_non_gpu_claims_passes_once_the_claims_are_resolved() -> None:
-    """A GKE A4X-style JobSet asks for 4 nvidia.com/gpu plus an IMEX channel and RDMA NICs by DRA."""
-    documents = list(_documents(A4X_JOBSET))
-    [jobset] = [d for d in documents if d.get("kind") == "JobSet"]
-    [template] = [d for d in documents if d.get("kind") == "ResourceClaimTemplate"]
-    [spec] = list(_pod_specs(jobset))
-    pod = _pod(spec)
-
-    assert same_gpus_twice(pod), "unresolved claims are counted, conservatively"
-    assert not claim_spec_requests_gpus(template["spec"]["spec"])
-    assert same_gpus_twice(pod, gpu_claims=set()) == []
-    assert same_gpus_twice(pod, gpu_claims={"compute-domain-channel", "rdma"})
-
-
-@pytest.mark.parametrize("claim_spec", [
-    {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
-    {"devices": {"requests": [{"name": "g", "deviceClassName": "mig.nvidia.com", "count": 2}]}},  # v1beta1
-    {"devices": {"requests": [{"name": "g", "firstAvailable": [
-        {"name": "big", "deviceClassName": "gpu.nvidia.com"}]}]}},
-])
-def test_claims_for_nvidia_device_classes_are_gpu_claims_in_every_shape(claim_spec: dict[str, Any]) -> None:
-    assert claim_spec_requests_gpus(claim_spec)
-    assert not claim_spec_requests_gpus(claim_spec, device_classes=("tpu.google.com",))
+# --- denials: the same GPUs asked for twice: the core's rule (tests/test_core_existing_claims.py) ---------
 
 
 # --- node status guard ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
+from kubectl_gpu.core import KnownClaim, claims_beside_legacy_gpus, gpus_asked_twice, known_claims
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.k8s import ApiError, Resource
 
@@ -141,18 +142,20 @@ class Admission:
                 mutation = self._plan(request, site, True)
         if mutation.errors:
             return self._refuse(request, site, mutation)
-        if mutation.claims and fencing.same_gpus_twice(site.template):
+        options = self.config.translate_options
+        if mutation.claims and claims_beside_legacy_gpus(site.template, options):
             # Rewriting would silently give the container a second GPU claim: deny it as /validate
-            # does for the same container (only claims that allocate GPUs count).
+            # does for the same container and migrate for the same input (the core's verdict; only
+            # claims that allocate GPUs count, not an IMEX channel).
             try:
-                twice = fencing.same_gpus_twice(site.template, await self._gpu_claims(site.template, namespace))
+                twice = gpus_asked_twice(site.template, await self._claims_of(site.template, namespace), options)
             except ApiError as exc:
                 return deny(f"kubectl-gpu: cannot read this object's ResourceClaims ({exc.status or exc.reason}): "
                             f"{RETRY_HINT}", 503)
             if twice:
                 self.metrics.double_counting.labels(finding="same_gpus_twice").inc()
                 if not self.config.audit:
-                    return deny("kubectl-gpu: " + "; ".join(twice), 403)
+                    return deny("kubectl-gpu: " + "; ".join(n.render() for n in twice), 403)
         self._count(mutation)
         if self.config.audit:
             return allow(audit_warnings(mutation))
@@ -351,12 +354,11 @@ class Admission:
                 for name in fencing.pinned_node_names(pod):
                     node_labels[name] = await self.nodes.labels(name)
                 findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels)
-            twice = fencing.same_gpus_twice(pod)
-            if twice:
+            if claims_beside_legacy_gpus(pod, self.config.translate_options):
                 # Only claims that really allocate GPUs count (not an IMEX channel or a NIC).
-                gpu_claims = await self._gpu_claims(pod, request.namespace)
-                twice = fencing.same_gpus_twice(pod, gpu_claims)
-            findings["same_gpus_twice"] = twice
+                known = await self._claims_of(pod, request.namespace)
+                findings["same_gpus_twice"] = [
+                    n.render() for n in gpus_asked_twice(pod, known, self.config.translate_options)]
         except ApiError as exc:
             return deny(f"kubectl-gpu: cannot check this pod against DRA nodes ({exc.status or exc.reason}): {RETRY_HINT}", 503)
         reasons = [reason for found in findings.values() for reason in found]
@@ -369,33 +371,25 @@ class Admission:
             return allow(tuple(f"{MESSAGE_PREFIX}audit: {r}" for r in reasons))
         return deny("kubectl-gpu: " + "; ".join(reasons), 403)
 
-    async def _gpu_claims(self, pod: Mapping[str, Any], namespace: str) -> set[str]:
+    async def _claims_of(self, pod: Mapping[str, Any], namespace: str) -> list[KnownClaim]:
+        """The claims the pod's containers use beside a legacy GPU, read from the API (a claim that
+        does not exist is left out: the scheduler will report it; it is no proof of double use)."""
         version = self.config.translate_options.api_version.value
         if self.config.api_version_auto and self.profiles is not None:
             # Read the claims in a version the API server serves (v1 is 404 on 1.32/1.33).
             served = (await self.profiles.get()).api_version
             version = served.value if served is not None else version
-        names = set()
-        for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
-            if not isinstance(entry, dict) or not entry.get("name"):
-                continue
-            if entry.get("resourceClaimTemplateName"):
-                kind, ref = "ResourceClaimTemplate", entry["resourceClaimTemplateName"]
-            elif entry.get("resourceClaimName"):
-                kind, ref = "ResourceClaim", entry["resourceClaimName"]
-            else:
-                continue
+        wanted = {c for beside in claims_beside_legacy_gpus(pod, self.config.translate_options) for c in beside.claims}
+        known: list[KnownClaim] = []
+        for ref in sorted(wanted, key=lambda c: (c.kind, c.name)):
             try:
-                obj = await self.templates.api.get(Resource(version, kind), namespace, ref)
+                obj = await self.templates.api.get(Resource(version, ref.kind), namespace, ref.name)
             except ApiError as exc:
                 if exc.not_found:
-                    continue  # unknown claim: the scheduler will report it; not proof of double use
+                    continue
                 raise
-            spec = obj.get("spec") or {}
-            claim_spec = spec.get("spec") if kind == "ResourceClaimTemplate" else spec
-            if fencing.claim_spec_requests_gpus(claim_spec or {}):
-                names.add(entry["name"])
-        return names
+            known.extend(known_claims({**obj, "kind": ref.kind}))
+        return known
 
 
 def _metadata(obj: dict[str, Any] | None) -> dict[str, Any]:

@@ -107,9 +107,11 @@ class WebhookConfig:
 
     def options_for(self, sharing_group: str | None) -> TranslateOptions:
         """Translation options for one pod template; ``sharing_group`` names its workload."""
-        if sharing_group == self.translate_options.sharing_group:
-            return self.translate_options
-        return replace(self.translate_options, sharing_group=sharing_group)
+        options = self.translate_options
+        if sharing_group == options.sharing_group and options.known_claims is None:
+            return options
+        # The pod's own claims are checked by admission against the API (known_claims None).
+        return replace(options, sharing_group=sharing_group, known_claims=None)
 
 
 def load_config(path: str | None, env: Mapping[str, str], overrides: Mapping[str, Any]) -> WebhookConfig:
@@ -237,6 +239,7 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         gpu_memory=gpu_memory,
         aliyun_memory_unit=unit,
         pass_through_families=frozenset(families),
+        known_claims=None,  # admission reads a pod's claims from the API
     )
     excluded = set(_string_list(raw["excludedNamespaces"], "excludedNamespaces"))
     if own_namespace:

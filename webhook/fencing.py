@@ -7,16 +7,18 @@ two pods can be given one GPU.  These pure functions decide what to patch or den
 webhook server does the I/O (fetching node labels, sending patches).
 
 Which resource names are legacy GPU requests comes from ``kubectl_gpu.core.families``
-(the single table shared with ``migrate``); TPUs are not GPUs and are ignored here.
+(the single table shared with ``migrate``); TPUs are not GPUs and are ignored here.  A legacy GPU
+beside a GPU claim in one container is the core's verdict (``kubectl_gpu.core.gpus_asked_twice``),
+so ``migrate`` refuses the same pod with the same words.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubectl_gpu.core import ContainerRef, LegacyRequest, escape_pointer, family_of, legacy_requests
-from kubectl_gpu.core.constants import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TPU
+from kubectl_gpu.core import LegacyRequest, escape_pointer, family_of, legacy_requests
+from kubectl_gpu.core.constants import TPU
 from kubectl_gpu.core.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
 
 __all__ = [
@@ -28,8 +30,6 @@ __all__ = [
     "fence_legacy_pod",
     "pinned_to_dra_node",
     "pinned_node_names",
-    "same_gpus_twice",
-    "claim_spec_requests_gpus",
     "strip_legacy_capacity",
     "escape_pointer",
 ]
@@ -40,9 +40,6 @@ _AFFINITY_PATH = "/spec/affinity"
 _NODE_AFFINITY_PATH = f"{_AFFINITY_PATH}/nodeAffinity"
 _REQUIRED_PATH = f"{_NODE_AFFINITY_PATH}/{_REQUIRED}"
 _TERMS_PATH = f"{_REQUIRED_PATH}/nodeSelectorTerms"
-
-NVIDIA_GPU_DEVICE_CLASSES = (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS)
-
 
 # A node label that marks a DRA node (key=value, or key alone): one type, shared with describe/doctor.
 DraNodeSelector = DraNodeMarker
@@ -312,54 +309,6 @@ def _term_only_dra(term: Mapping[str, Any], selectors: tuple[DraNodeSelector, ..
                     and field.get("operator") == "In" and field.get("values")
                     and all(_matching(node_labels_by_name.get(n), selectors) for n in field["values"])):
                 return True
-    return False
-
-
-def same_gpus_twice(pod: Mapping[str, Any], gpu_claims: Collection[str] | None = None) -> list[str]:
-    """Containers that ask for GPUs both by a legacy resource and by a DRA claim.
-
-    ``gpu_claims``: names of the pod's ``spec.resourceClaims`` that allocate GPUs (see
-    :func:`claim_spec_requests_gpus`).  None counts every claim, which also flags a
-    legacy GPU beside a non-GPU claim (an IMEX channel, a NIC); pass the names when the
-    claims can be resolved.
-    """
-    spec = pod.get("spec")
-    if not isinstance(spec, Mapping):
-        return []
-    by_container: dict[ContainerRef, set[str]] = {}
-    for request in _device_plugin_gpu_requests(pod):
-        by_container.setdefault(request.container, set()).add(request.name)
-    reasons = []
-    for ref, legacy in by_container.items():
-        container = spec[ref.field][ref.index]
-        resources = container.get("resources")
-        claims = resources.get("claims") if isinstance(resources, Mapping) else None
-        names = [c.get("name") for c in claims or [] if isinstance(c, Mapping) and c.get("name")]
-        if gpu_claims is not None:
-            names = [n for n in names if n in gpu_claims]
-        if not names:
-            continue
-        reasons.append(
-            f"container {ref.name!r} asks for GPUs twice, by {', '.join(sorted(legacy))} and by "
-            f"ResourceClaim {', '.join(repr(n) for n in dict.fromkeys(names))}: the device plugin and "
-            "the DRA driver can hand out the same GPU; keep only the claim")
-    return reasons
-
-
-def claim_spec_requests_gpus(claim_spec: Mapping[str, Any],
-                             device_classes: Collection[str] = NVIDIA_GPU_DEVICE_CLASSES) -> bool:
-    """True when a ResourceClaim spec (any of v1, v1beta2, v1beta1) asks for a device of one
-    of ``device_classes``; used by the server to compute ``gpu_claims``."""
-    devices = claim_spec.get("devices") if isinstance(claim_spec, Mapping) else None
-    requests = devices.get("requests") if isinstance(devices, Mapping) else None
-    for request in requests if isinstance(requests, list) else []:
-        if not isinstance(request, Mapping):
-            continue
-        exactly = request.get("exactly")
-        holders = [exactly if isinstance(exactly, Mapping) else request]
-        holders += [s for s in request.get("firstAvailable") or [] if isinstance(s, Mapping)]
-        if any(h.get("deviceClassName") in device_classes for h in holders):
-            return True
     return False
 
 

@@ -5,6 +5,8 @@ This module is the core's public face: the webhook imports from here (and from t
 business (.importlinter checks it; tests/test_architecture.py runs the check).
 """
 
+from .existing_claims import (BesideLegacy, ClaimRef, KnownClaim, claim_spec_requests_gpus, claims_beside_legacy_gpus,
+                              gpus_asked_twice, known_claims)
 from .families import (ContainerRef, LegacyRequest, family_of, has_legacy_gpu_request, is_plain_integer_gpu,
                        legacy_requests)
 from .json_patch import PatchError
@@ -17,7 +19,8 @@ from .quantity import QuantityError, parse_quantity
 from .translate import translate_pod_template
 
 __all__ = [
-    "ApiVersion", "ClaimObject", "ContainerRef", "IntegerGpuMode", "LegacyRequest", "Note", "PatchError",
+    "ApiVersion", "BesideLegacy", "ClaimObject", "ClaimRef", "KnownClaim", "claim_spec_requests_gpus",
+    "claims_beside_legacy_gpus", "gpus_asked_twice", "known_claims", "ContainerRef", "IntegerGpuMode", "LegacyRequest", "Note", "PatchError",
     "PodTranslation", "QuantityError", "Severity", "Sharing", "TranslateOptions", "escape_pointer", "family_of",
     "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "parse_quantity", "prefix_patch",
     "translate_pod_template", "unescape_pointer",

@@ -111,6 +111,25 @@ DEVICE_CLASS_SELECTORS = {
 }
 # GKE's TPU DeviceClass.
 TPU_DEVICE_CLASS = "tpu.google.com"
+# Classes whose devices are GPUs (whole, MIG, passthrough): a legacy GPU request beside a claim of one
+# in the same container asks for GPUs twice.  Besides the driver's three, NVIDIA names per-profile
+# classes `<name>.gpu.nvidia.com` (demo/specs/extended-resources/mig-1g-12gb.yaml: mig-1g-12gb.gpu.nvidia.com).
+GPU_ALLOCATING_DEVICE_CLASSES = (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, VFIO_DEVICE_CLASS)
+GPU_DEVICE_CLASS_SUFFIX = "." + GPU_DEVICE_CLASS
+# The driver's ComputeDomain (IMEX) classes: IMEX channels and daemons, not GPUs
+# (cmd/compute-domain-controller/computedomain.go; deployments/helm/.../deviceclass-compute-domain-*.yaml).
+COMPUTE_DOMAIN_DEVICE_CLASSES = ("compute-domain-default-channel.nvidia.com", "compute-domain-channel.nvidia.com",
+                                 "compute-domain-daemon.nvidia.com")
+# A ComputeDomain (resource.nvidia.com) makes the controller create, in its namespace, the
+# ResourceClaimTemplate named by spec.channel.resourceClaimTemplate.name with the default-channel class
+# (cmd/compute-domain-controller/resourceclaimtemplate.go, WorkloadResourceClaimTemplateManager.Create).
+COMPUTE_DOMAIN_KIND = "ComputeDomain"
+COMPUTE_DOMAIN_CHANNEL_CLASS = COMPUTE_DOMAIN_DEVICE_CLASSES[0]
+
+
+def allocates_gpus(device_class: str) -> bool:
+    """True for a DeviceClass whose devices are NVIDIA GPUs (or MIG slices of them)."""
+    return device_class in GPU_ALLOCATING_DEVICE_CLASSES or device_class.endswith(GPU_DEVICE_CLASS_SUFFIX)
 
 _ALL = (GPU_TYPE, MIG_TYPE, VFIO_TYPE)
 _GPU_MIG = (GPU_TYPE, MIG_TYPE)

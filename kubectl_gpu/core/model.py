@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .constants import DRA_GROUP, GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TPU_DEVICE_CLASS
 
 if TYPE_CHECKING:
+    from .existing_claims import KnownClaim
     from .families import LegacyRequest
 
 
@@ -116,6 +117,11 @@ class TranslateOptions:
     prioritized_list: bool = False
     # MIG profiles the cluster publishes, with the memory of each: ((profile, bytes), ...).
     mig_profiles: tuple[tuple[str, int], ...] = ()
+    # The ResourceClaimTemplates/ResourceClaims the caller can see (the same input, what a ComputeDomain
+    # makes): a container asking for a device-plugin GPU beside a claim of these that allocates GPUs is
+    # refused; one beside a claim not among them gets a warning.  None: the caller checks the pod's claims
+    # itself with existing_claims.gpus_asked_twice (the webhook reads them from the API).
+    known_claims: tuple["KnownClaim", ...] | None = ()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import constants as c
 from .claims import PlannedClaim, plan_claim
+from .existing_claims import gpus_asked_twice, unseen_claim_notes
 from .demand import ContainerDemands, Demand, container_demands
 from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_containers, read_container
 from .hints import annotation_only_notes, hami_selectors
@@ -50,6 +51,11 @@ def translate_pod_template(template: Mapping[str, Any],
     unchanged = PodTranslation((), (), (), tuple(legacy), tuple(legacy))
     for demands, _ in containers:
         notes.extend(demands.notes)
+    if options.known_claims is not None and spec.get("resourceClaims"):
+        twice = gpus_asked_twice(template, options.known_claims, options)
+        if twice:
+            return replace(unchanged, notes=tuple([*notes, *twice]))
+        notes.extend(unseen_claim_notes(template, options.known_claims, options))
     if any(n.severity is Severity.ERROR for n in notes):
         return replace(unchanged, notes=tuple(notes))
 

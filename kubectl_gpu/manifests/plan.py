@@ -13,7 +13,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubectl_gpu.core import ClaimObject, Note, PodTranslation, Severity, TranslateOptions, translate_pod_template
+from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, Severity, TranslateOptions, known_claims,
+                              translate_pod_template)
+from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
 
 from .loader import ParsedDocument, ParsedFile
 from .live import is_live, live_pod_warning, server_set_pointers
@@ -25,6 +27,7 @@ from .tree_patch import PatchError, apply_patch, resolve
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 
 DRA_KINDS = frozenset({"ResourceClaimTemplate", "ResourceClaim"})
+KNOWN_CLAIM_KINDS = DRA_KINDS | {COMPUTE_DOMAIN_KIND}
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class MigrateOptions:
     # each carries the DRA objects its own pods need: a duplicate object is applied idempotently,
     # a missing one leaves pods Pending forever.  A single output stream gets each object once.
     self_contained_files: bool = False
+    # Filled by plan_migration from the input: the claims it holds, by namespace.
+    known_claims: Mapping[str | None, tuple[KnownClaim, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -104,12 +109,27 @@ def plan_migration(
     options: MigrateOptions = MigrateOptions(),
     translate: Translator = translate_pod_template,
 ) -> list[FilePlan]:
+    # Claims the input holds (and the channel templates its ComputeDomains make), by namespace: the
+    # core refuses a legacy GPU beside one that allocates GPUs, whichever file it is in.
+    options = replace(options, known_claims=_known_claims(files, options))
     if options.self_contained_files:
         return [_plan_file(parsed, options, translate, _existing_dra_objects([parsed], options), set())
                 for parsed in files]
     present = _existing_dra_objects(files, options)
     emitted: set[ObjectKey] = set()
     return [_plan_file(parsed, options, translate, present, emitted) for parsed in files]
+
+
+def _known_claims(files: Sequence[ParsedFile], options: MigrateOptions) -> dict[str | None, tuple[KnownClaim, ...]]:
+    found: dict[str | None, list[KnownClaim]] = {}
+    for parsed in files:
+        for index, document in enumerate(parsed.documents):
+            if document.error is not None:
+                continue
+            for ref, obj in iter_objects(index, document.tree):
+                if ref.kind in KNOWN_CLAIM_KINDS:
+                    found.setdefault(ref.namespace or options.namespace, []).extend(known_claims(to_plain(obj)))
+    return {namespace: tuple(claims) for namespace, claims in found.items()}
 
 
 def _existing_dra_objects(files: Sequence[ParsedFile], options: MigrateOptions) -> dict[ObjectKey, Any]:
@@ -214,7 +234,10 @@ def _plan_template(
     misshapen = _misshapen_fields(template)
     if misshapen:
         return TemplatePlan(ref, site, (), (Note(Severity.ERROR, misshapen),)), ()
-    translation = translate(template, replace(options.translate, sharing_group=_sharing_group(ref)))
+    # An object that names no namespace goes where kubectl puts it: perhaps the pod's.
+    namespace = ref.namespace or options.namespace
+    known = options.known_claims.get(namespace, ()) + (options.known_claims.get(None, ()) if namespace else ())
+    translation = translate(template, replace(options.translate, sharing_group=_sharing_group(ref), known_claims=known))
     notes = list(translation.notes)
     if translation.errors or not translation.patch:
         return TemplatePlan(ref, site, (), tuple(notes)), () if translation.errors else translation.claims

@@ -1,0 +1,161 @@
+"""A legacy GPU beside a GPU claim in one container: refused by the core, so migrate and the
+webhook give the same verdict in the same words.
+
+Upstream facts the tests are built on:
+* kubernetes-sigs/dra-driver-nvidia-gpu deployments/helm/dra-driver-nvidia-gpu/templates/
+  deviceclass-{gpu,mig,vfio-gpu}.yaml: the classes whose devices are GPUs; demo/specs/
+  extended-resources/mig-1g-12gb.yaml names a per-profile class `mig-1g-12gb.gpu.nvidia.com`.
+* The same chart's deviceclass-compute-domain-{daemon,default-channel}.yaml and
+  cmd/compute-domain-controller/computedomain.go: IMEX channels and daemons, not GPUs;
+  cmd/compute-domain-controller/resourceclaimtemplate.go: a ComputeDomain makes the
+  ResourceClaimTemplate named in spec.channel.resourceClaimTemplate.name, in its namespace, with
+  the class compute-domain-default-channel.nvidia.com.
+* GoogleCloudPlatform/container-engine-accelerators gpudirect-rdma/nccl-test-a4x-max-jobset.yaml
+  (in ../shared/corpus): whole GPUs through the device plugin beside an IMEX channel and RDMA NICs
+  through DRA claims, the pattern that must keep working.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+from kubectl_gpu.core import (IntegerGpuMode, KnownClaim, Severity, TranslateOptions, claim_spec_requests_gpus,
+                              gpus_asked_twice, known_claims, translate_pod_template)
+from kubectl_gpu.core.facts import allocates_gpus
+from tests.corpus import corpus_file, requires_corpus
+
+DATA = Path(__file__).parent / "data" / "manifests"
+
+
+def claim_template(name: str, device_class: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name},
+            "spec": {"spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": device_class}}]}}}}
+
+
+def pod(claim_entry: dict, legacy: dict | None = None) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"resourceClaims": [claim_entry],
+                     "containers": [{"name": "main", "image": "cuda", "resources": {
+                         "limits": legacy if legacy is not None else {"nvidia.com/gpu": 1},
+                         "claims": [{"name": claim_entry["name"]}]}}]}}
+
+
+def migrate(*documents: dict):
+    text = yaml.safe_dump_all(documents, sort_keys=False)
+    return CliRunner().invoke(main, ["migrate", "-"], input=text)
+
+
+@pytest.mark.parametrize("device_class, gpus", [
+    ("gpu.nvidia.com", True), ("mig.nvidia.com", True), ("vfio.gpu.nvidia.com", True),
+    ("mig-1g-12gb.gpu.nvidia.com", True),
+    ("compute-domain-default-channel.nvidia.com", False), ("compute-domain-channel.nvidia.com", False),
+    ("compute-domain-daemon.nvidia.com", False), ("mrdma.google.com", False), ("tpu.google.com", False),
+])
+def test_which_device_classes_allocate_gpus(device_class: str, gpus: bool) -> None:
+    assert allocates_gpus(device_class) is gpus
+
+
+@pytest.mark.parametrize("claim_spec", [
+    {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+    {"devices": {"requests": [{"name": "g", "deviceClassName": "mig.nvidia.com", "count": 2}]}},  # v1beta1
+    {"devices": {"requests": [{"name": "g", "firstAvailable": [
+        {"name": "small", "deviceClassName": "compute-domain-default-channel.nvidia.com"},
+        {"name": "big", "deviceClassName": "gpu.nvidia.com"}]}]}},
+])
+def test_claims_for_nvidia_gpu_classes_are_gpu_claims_in_every_shape(claim_spec: dict) -> None:
+    assert claim_spec_requests_gpus(claim_spec)
+
+
+def test_migrate_refuses_a_legacy_gpu_beside_a_gpu_claim_of_the_same_input() -> None:
+    result = migrate(claim_template("one-gpu", "gpu.nvidia.com"),
+                     pod({"name": "g", "resourceClaimTemplateName": "one-gpu"}))
+    assert result.exit_code == 3
+    assert "container 'main': asks for GPUs twice, by nvidia.com/gpu and by ResourceClaim 'g'" in result.stderr
+    assert "keep only the claim" in result.stderr
+    [_, migrated] = list(yaml.safe_load_all(result.stdout))
+    assert migrated["spec"]["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": 1}, "left as written"
+
+
+def test_a_shared_resource_claim_in_the_input_counts_too() -> None:
+    claim = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim", "metadata": {"name": "shared"},
+             "spec": {"devices": {"requests": [{"name": "g", "deviceClassName": "mig.nvidia.com"}]}}}
+    translation = translate_pod_template(pod({"name": "s", "resourceClaimName": "shared"}),
+                                         TranslateOptions(known_claims=known_claims(claim)))
+    assert not translation.patch
+    assert [n.severity for n in translation.errors] == [Severity.ERROR]
+
+
+def test_a_legacy_gpu_beside_the_channel_template_of_a_compute_domain_in_the_input_is_rewritten() -> None:
+    compute_domain = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                      "metadata": {"name": "cd"},
+                      "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": "cd-channel"}}}}
+    result = migrate(compute_domain, pod({"name": "ch", "resourceClaimTemplateName": "cd-channel"}))
+    assert result.exit_code == 0, result.stderr
+    assert "asks for GPUs twice" not in result.stderr and "not checked" not in result.stderr
+    migrated = [d for d in yaml.safe_load_all(result.stdout) if d["kind"] == "Pod"][0]
+    assert migrated["spec"]["containers"][0]["resources"]["claims"][0] == {"name": "ch"}
+    assert len(migrated["spec"]["resourceClaims"]) == 2
+
+
+def test_a_claim_not_in_the_input_is_rewritten_beside_with_a_warning_naming_it() -> None:
+    """tests/data's A4X-style JobSet carries the RDMA template but not the ComputeDomain."""
+    result = CliRunner().invoke(main, ["migrate", str(DATA / "gpu-beside-dra-claims-jobset.yaml")])
+    assert result.exit_code == 0, result.stderr
+    assert "claim 'compute-domain-channel' (ResourceClaimTemplate compute-domain-channel)" in result.stderr
+    assert "'rdma'" not in result.stderr, "the RDMA template is in the input: checked, no GPU"
+
+
+@requires_corpus
+def test_the_a4x_jobset_of_the_corpus_is_rewritten_without_doubt() -> None:
+    path = corpus_file("legacy", "GoogleCloudPlatform__container-engine-accelerators__gpudirect-rdma_nccl-test-a4x-max-jobset.yaml")
+    result = CliRunner().invoke(main, ["migrate", str(path)])
+    assert result.exit_code == 0, result.stderr
+    assert "asks for GPUs twice" not in result.stderr and "not checked" not in result.stderr
+
+
+def test_a_whole_gpu_the_scheduler_serves_from_dra_is_not_a_device_plugin_request() -> None:
+    """KEP-5004: with a DeviceClass extendedResourceName the scheduler serves nvidia.com/gpu from DRA
+    devices, so no device plugin hands out the same GPU."""
+    template = pod({"name": "g", "resourceClaimTemplateName": "one-gpu"})
+    known = known_claims(claim_template("one-gpu", "gpu.nvidia.com"))
+    assert gpus_asked_twice(template, known, TranslateOptions(integer_gpus=IntegerGpuMode.EXTENDED_RESOURCE)) == ()
+    assert gpus_asked_twice(template, known, TranslateOptions())
+
+
+def test_zero_legacy_quantities_and_tpus_are_not_gpu_requests() -> None:
+    known = (KnownClaim("ResourceClaimTemplate", "one-gpu", frozenset({"gpu.nvidia.com"})),)
+    entry = {"name": "g", "resourceClaimTemplateName": "one-gpu"}
+    assert gpus_asked_twice(pod(entry, {"nvidia.com/gpu": 0}), known) == ()
+    assert gpus_asked_twice(pod(entry, {"google.com/tpu": 4}), known) == ()
+
+
+def test_translating_the_output_again_changes_nothing() -> None:
+    compute_domain = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain", "metadata": {"name": "cd"},
+                      "spec": {"channel": {"resourceClaimTemplate": {"name": "cd-channel"}}}}
+    first = migrate(compute_domain, pod({"name": "ch", "resourceClaimTemplateName": "cd-channel"}))
+    again = CliRunner().invoke(main, ["migrate", "-"], input=first.stdout)
+    assert again.exit_code == 0 and again.stdout == first.stdout
+
+
+def test_the_webhook_denies_with_the_words_migrate_uses(start_webhook, k8s_double) -> None:
+    from tests.conftest import admission_review
+
+    template = claim_template("one-gpu", "gpu.nvidia.com")
+    k8s_double.seed({**template, "metadata": {"name": "one-gpu", "namespace": "default"}})
+    legacy_pod = pod({"name": "g", "resourceClaimTemplateName": "one-gpu"})
+    legacy_pod["metadata"]["namespace"] = "default"
+    refused = migrate(template, legacy_pod)
+    [reason] = [n.render() for n in translate_pod_template(
+        legacy_pod, TranslateOptions(known_claims=known_claims(template))).errors]
+    assert reason in refused.stderr
+    hook = start_webhook()
+    for path in ("/mutate", "/validate"):
+        response = hook.review(path, admission_review(legacy_pod))
+        assert response["allowed"] is False and response["status"]["code"] == 403
+        assert response["status"]["message"] == "kubectl-gpu: " + reason
