@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kubectl_gpu.fleet import snapshot_from_objects  # noqa: E402
-from kubectl_gpu.fleet.plan import plan_migration  # noqa: E402
+from kubectl_gpu.fleet.migration_plan import plan_migration  # noqa: E402
 
 GPUS_PER_NODE = 8
 PRODUCT = "NVIDIA-A100-SXM4-80GB"

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.fleet import snapshot_from_objects
-from kubectl_gpu.fleet.plan import plan_migration
+from kubectl_gpu.fleet.migration_plan import plan_migration
 from tests.fleet_cluster import (container, device_class, mixed_cluster, node, owned_by, pdb, pod, resource_slice,
                                  template, workload)
 

@@ -48,7 +48,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     """Switch one wave of GPU nodes (the plan's next, or the NODEs given) to the DRA driver."""
     from kubectl_gpu.fleet.execute import StepFailed, cordon_and_label, evict
     from kubectl_gpu.fleet.live import fetch_snapshot
-    from kubectl_gpu.fleet.plan import check_wave, next_wave_nodes, plan_migration
+    from kubectl_gpu.fleet.migration_plan import check_wave, next_wave_nodes, plan_migration
     from kubectl_gpu.fleet.workloads import pod_demand
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
 

@@ -48,8 +48,8 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
     the nodes (a node pool); -o name lists the workloads.
     """
     from kubectl_gpu.fleet import snapshot_from_objects
-    from kubectl_gpu.fleet.plan import plan_migration
-    from kubectl_gpu.fleet.render import render_plan
+    from kubectl_gpu.fleet.migration_plan import plan_migration
+    from kubectl_gpu.fleet.plan_display import render_plan
 
     options = ClusterOptions(**values)
     labels = parse_dra_labels(dra_node_labels)

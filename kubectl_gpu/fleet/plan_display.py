@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .capacity import _text
-from .plan import MigrationPlan, Wave
+from .migration_plan import MigrationPlan, Wave
 from .workloads import STATUSES
 
 BAR_WIDTH = 30
