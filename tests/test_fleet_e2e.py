@@ -404,3 +404,38 @@ def test_live_plan_narrows_to_a_node_pool_and_names_workloads(cluster):
     assert [n["name"] for n in doc["nodes"]] == ["legacy-1"]
     names = cluster.kubectl_gpu("plan", "-o", "name", expect=None).split()
     assert "deployment/web" in names and "pytorchjob/bert" in names
+
+
+@pytest.mark.parametrize("shareable", [False, True])
+def test_from_cluster_fits_claims_to_the_cluster_exactly_as_migrate_cluster_does(tmp_path, shareable):
+    """`migrate --from-cluster` and `plan` read the same cluster profile as `migrate --cluster`
+    (kubectl_gpu/cluster: served version, gates, classes, published devices) and fit claims to it
+    the same way. A half GPU becomes a consumable share only where the GPUs advertise
+    allowMultipleAllocations (KEP-5075; NVIDIA's driver with ConsumableShares), else a whole GPU
+    (a share claim on a GPU that cannot be shared never allocates)."""
+    from tests.fleet_cluster import container, device_class, node, template, workload
+
+    gpu_slice = resource_slice("dra-1", gpus=2)
+    if shareable:
+        for device in gpu_slice["spec"]["devices"]:
+            device["allowMultipleAllocations"] = True
+    deployment = workload("Deployment", "half", "serving", template("half", container("500m")), 1)
+    with K8sDouble(controllers=True) as double:
+        c = Cluster(double)
+        for obj in (node("dra-1", dra=True), gpu_slice, device_class(),
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}}, deployment):
+            c.create(obj)
+        c.kubectl_gpu("migrate", "--from-cluster", "--output-dir", str(tmp_path / "live"))
+        (from_cluster,) = [yaml.safe_load(p.read_text()) for p in (tmp_path / "live" / "serving").iterdir()
+                           if p.name.startswith("resourceclaimtemplate-")]
+        profile = tmp_path / "profile.yaml"
+        profile.write_text(yaml.safe_dump_all([gpu_slice, device_class()]))
+        manifest = tmp_path / "half.yaml"
+        manifest.write_text(yaml.safe_dump(deployment))
+        result = c.runner.invoke(main, ["migrate", "--cluster", str(profile), str(manifest)])
+        assert result.exit_code == 0, result.output
+        (from_files,) = [d for d in yaml.safe_load_all(result.stdout) if d and d["kind"] == "ResourceClaimTemplate"]
+    assert from_cluster["apiVersion"] == from_files["apiVersion"]
+    assert from_cluster["spec"] == from_files["spec"]
+    request = from_files["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert ("capacity" in request) is shareable

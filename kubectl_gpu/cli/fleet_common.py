@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -24,26 +25,66 @@ def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
     decorators = [
         click.option("--api-version", type=click.Choice(["v1", "v1beta2", "v1beta1"]), default=None,
                      help="resource.k8s.io version of the claim templates (default: the newest the cluster "
-                          "serves; v1 for files)."),
-        click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.CONSUMABLE.value,
-                     show_default=True, help="How fractional GPUs become claims (as in migrate)."),
+                          "serves; v1 for files without DRA objects)."),
+        click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.AUTO.value,
+                     show_default=True,
+                     help="How fractional GPUs become claims, as in migrate: auto gives consumable shares where "
+                          "the cluster's GPUs advertise allowMultipleAllocations and DRAConsumableCapacity is on, "
+                          "else whole GPUs."),
         click.option("--integer-gpus", type=click.Choice([m.value for m in IntegerGpuMode]),
                      default=IntegerGpuMode.REWRITE.value, show_default=True,
                      help="Plain nvidia.com/gpu: N: rewrite, or leave to a KEP-5004 DeviceClass."),
         click.option("--gpu-memory", callback=_gpu_memory, metavar="QUANTITY",
-                     help="Memory of one GPU (e.g. 80Gi): lets fractions become memory shares."),
+                     help="Memory of one GPU (e.g. 80Gi): lets fractions become memory shares (default: the "
+                          "size every published GPU has)."),
+        click.option("--kubernetes-version", metavar="1.MINOR",
+                     help="Kubernetes version of the cluster (its DRA feature gate defaults); default: the live "
+                          "cluster's, or the oldest that serves the files' resource.k8s.io version."),
+        click.option("--feature-gates", metavar="NAME=BOOL,...",
+                     help="DRA feature gates that differ from the version's defaults, as kube-apiserver takes "
+                          "them (e.g. DRAConsumableCapacity=true)."),
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
     return func
 
 
-def build_translate_options(api_version: str | None, sharing: str, integer_gpus: str,
-                            gpu_memory: str | None, served: str | None = None) -> TranslateOptions:
-    """``served``: the newest resource.k8s.io version the cluster serves, used unless
-    --api-version says otherwise (a v1 claim is refused by a 1.32/1.33 API server)."""
-    return TranslateOptions(api_version=ApiVersion.parse(api_version or served or "v1"), sharing=Sharing(sharing),
-                            integer_gpus=IntegerGpuMode(integer_gpus), gpu_memory=gpu_memory)
+@dataclass(frozen=True)
+class ProfileChoices:
+    """--kubernetes-version and --feature-gates, parsed (a usage error says what is wrong)."""
+    kubernetes_minor: int | None
+    gate_overrides: dict[str, bool] | None
+
+    @classmethod
+    def parse(cls, kubernetes_version: str | None, feature_gates: str | None) -> "ProfileChoices":
+        from kubectl_gpu.cluster import ProfileError, parse_feature_gates, parse_kubernetes_version
+
+        try:
+            return cls(parse_kubernetes_version(kubernetes_version) if kubernetes_version else None,
+                       parse_feature_gates(feature_gates) if feature_gates else None)
+        except ProfileError as err:
+            raise click.UsageError(str(err)) from err
+
+    def check_live(self, profile: Any) -> None:
+        if self.kubernetes_minor is not None and profile is not None \
+                and profile.kubernetes_minor != self.kubernetes_minor:
+            raise click.UsageError(f"--kubernetes-version 1.{self.kubernetes_minor}, but the cluster runs "
+                                   f"1.{profile.kubernetes_minor}")
+
+
+def fitted_translate_options(snapshot: Any, api_version: str | None, sharing: str, integer_gpus: str,
+                             gpu_memory: str | None, **_profile_choices: Any) -> tuple[TranslateOptions, list[str]]:
+    """The translation options fitted to the snapshot's cluster profile exactly as
+    ``migrate --cluster/--from-cluster`` fits them (kubectl_gpu.cluster.fit_options: served
+    version, sharing the GPUs allow, whole GPUs kept whole, firstAvailable where served), and the
+    lines that say which profile and what was decided from it (migrate's report prints them)."""
+    from kubectl_gpu.cluster import fit_options
+
+    fitted = fit_options(TranslateOptions(api_version=ApiVersion.parse(api_version or "v1"), sharing=Sharing(sharing),
+                                          integer_gpus=IntegerGpuMode(integer_gpus), gpu_memory=gpu_memory),
+                         snapshot.profile, api_version_given=api_version is not None)
+    lines = [snapshot.profile.describe()] if snapshot.profile is not None else []
+    return fitted.options, [*lines, *fitted.notes]
 
 
 def fail(message: str, code: int) -> None:

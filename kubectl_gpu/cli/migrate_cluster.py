@@ -13,8 +13,8 @@ import click
 
 from kubectl_gpu.cli.describe import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
-from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, build_translate_options,
-                                          fail, translate_options)
+from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, fail,
+                                          fitted_translate_options, translate_options)
 
 EPILOG = exits.epilog("""\b
 Without --apply nothing is written: every write is sent with dryRun=All
@@ -63,14 +63,21 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     if do_apply and output_dir:
         raise click.UsageError("--output-dir writes files instead of the cluster: drop --apply")
     wanted = _parse_selector(selector)
+    choices = ProfileChoices.parse(translate.get("kubernetes_version"), translate.get("feature_gates"))
     try:
         connection = connect(kubeconfig, context)
-        snapshot = fetch_snapshot(connection.api, namespace)
+        snapshot = fetch_snapshot(connection.api, namespace, source=f"cluster {connection.server}",
+                                  gate_overrides=choices.gate_overrides)
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
+    except ValueError as exc:  # an invalid ResourceSlice: every answer depends on it
+        fail(f"cannot read the cluster profile: {exc}", exits.USAGE)
+    choices.check_live(snapshot.profile)
     if snapshot.dra_version is None:
         fail("the cluster serves no resource.k8s.io version: DRA needs Kubernetes 1.32 or newer", EXIT_STOPPED)
-    options = build_translate_options(**translate, served=snapshot.dra_version)
+    options, fitted = fitted_translate_options(snapshot, **translate)
+    for line in fitted:
+        click.echo(line)
     plan = plan_migration(snapshot, options, dra_labels=parse_dra_labels(dra_node_labels))
     by_ref = {_ref(w): w for w in snapshot.workloads}
     chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]

@@ -8,7 +8,7 @@ import click
 
 from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
 from kubectl_gpu.cli import exits
-from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, build_translate_options, fail,
+from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, ProfileChoices, fail, fitted_translate_options,
                                           read_files, translate_options)
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
@@ -31,7 +31,8 @@ Examples:
               help="GPU nodes switched per wave (default: a tenth of the device-plugin GPU nodes). "
                    "A wave that fails its checks is halved down to one node before it is refused.")
 def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tuple[str, ...], api_version: str | None,
-            sharing: str, integer_gpus: str, gpu_memory: str | None, **values: Any) -> None:
+            sharing: str, integer_gpus: str, gpu_memory: str | None, kubernetes_version: str | None,
+            feature_gates: str | None, **values: Any) -> None:
     """Plan the move of a running cluster from device plugins to DRA.
 
     \b
@@ -50,24 +51,34 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
     from kubectl_gpu.fleet import snapshot_from_objects
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.plan_display import render_plan
+    from kubectl_gpu.fleet.snapshot import with_file_profile
 
     options = ClusterOptions(**values)
     labels = parse_dra_labels(dra_node_labels)
+    choices = ProfileChoices.parse(kubernetes_version, feature_gates)
     if files:
         if options.selector:
             raise click.UsageError("-l selects the live cluster's nodes; with -f, leave the other nodes out of "
                                    "the files instead")
-        snapshot = snapshot_from_objects(read_files(files))
+        try:
+            snapshot = with_file_profile(snapshot_from_objects(read_files(files)), "files " + ", ".join(files),
+                                         kubernetes_minor=choices.kubernetes_minor,
+                                         gate_overrides=choices.gate_overrides)
+        except ValueError as exc:  # an invalid ResourceSlice: every answer depends on it
+            fail(f"cannot plan: {exc}", exits.USAGE)
     else:
-        snapshot = _live_snapshot(options)
-    translate = build_translate_options(api_version, sharing, integer_gpus, gpu_memory, snapshot.dra_version)
+        snapshot = _live_snapshot(options, choices)
+    translate, fitted = fitted_translate_options(snapshot, api_version, sharing, integer_gpus, gpu_memory)
+    if options.output in ("table", "wide"):
+        for line in fitted:
+            click.echo(line, err=True)
     for problem in snapshot.rejected:
         click.echo(f"warning: {problem}: left out of the plan", err=True)
     try:
         plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels)
     except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it
         fail(f"cannot plan: {exc}", exits.USAGE)
-    emit(options, plan.to_dict(), lambda: _text(render_plan(plan)),
+    emit(options, {**plan.to_dict(), "cluster": fitted}, lambda: _text(render_plan(plan)),
          names=lambda: [w.ref.rsplit("/", 1)[0].split("/")[0].lower() + "/" + w.name for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
 
@@ -78,13 +89,18 @@ def _text(text: str) -> Any:
     return Text(text.rstrip("\n"))
 
 
-def _live_snapshot(options: ClusterOptions):
+def _live_snapshot(options: ClusterOptions, choices: ProfileChoices):
     from kubectl_gpu.fleet.live import fetch_snapshot
     from kubectl_gpu.k8s import ApiError, KubeconfigError
 
     try:
         connection = options.connect()
         namespace = options.namespace if options.namespace and not options.all_namespaces else None
-        return fetch_snapshot(connection.api, namespace, node_selector=options.selector)
+        snapshot = fetch_snapshot(connection.api, namespace, node_selector=options.selector,
+                                  source=f"cluster {connection.server}", gate_overrides=choices.gate_overrides)
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
+    except ValueError as exc:  # an invalid ResourceSlice: every answer depends on it
+        fail(f"cannot plan: {exc}", exits.USAGE)
+    choices.check_live(snapshot.profile)
+    return snapshot

@@ -184,10 +184,12 @@ class ClaimNeed:
 class DraPool:
     """Devices on DRA nodes and what is taken from them, across waves."""
 
-    def __init__(self, classes: Iterable[Mapping[str, Any]] = (), universe: Sequence[Device] | None = None):
+    def __init__(self, classes: Iterable[Mapping[str, Any]] = (), universe: Sequence[Device] | None = None,
+                 gates: frozenset[str] | None = None):
         # Claims are matched once against every device the cluster will have (``universe``:
         # published and predicted); a pool then only counts the candidates on its own nodes.
         self.universe = universe
+        self.gates = gates  # the cluster's DRA feature gates (its profile); None: upstream's defaults
         self.devices: dict[str, Device] = {}
         self.by_node: dict[str, list[str]] = {}
         self.node_order: list[str] = []
@@ -253,7 +255,7 @@ class DraPool:
         if self.universe is not None:
             self._groups = groups
         result = explain_claim(spec, [members[0] for members in groups.values()], self.classes,
-                               class_passes=self._class_passes)
+                               class_passes=self._class_passes, gates=self.gates)
         by_representative = {members[0].id: members for members in groups.values()}
         requests = []
         for request in result.requests:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from kubectl_gpu.cluster.profile import profile_from_discovery, stamped
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects
@@ -55,9 +56,12 @@ def custom_workload_resources(api: Client) -> list[tuple[str, str, str]]:
     return found
 
 
-def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str | None = None) -> Snapshot:
+def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str | None = None, *,
+                   source: str = "cluster", gate_overrides: Mapping[str, bool] | None = None) -> Snapshot:
     """Nodes (those ``node_selector`` selects), pods, PDBs, workloads (built-in and custom),
-    ResourceSlices, DeviceClasses and claim templates."""
+    ResourceSlices, DeviceClasses and claim templates, and the cluster profile (kubectl_gpu.cluster:
+    /version, the served resource.k8s.io versions, the classes and slices) read from the same GETs
+    ``migrate --from-cluster`` for files reads."""
     def listed(group: str, version: str, plural: str, namespaced: bool = True,
                label_selector: str | None = None) -> list[dict[str, Any]]:
         try:
@@ -68,7 +72,8 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
                 return []
             raise
 
-    dra_version = _dra_version(api)
+    dra_group = _dra_group(api)
+    dra_version = next((v for v in ("v1", "v1beta2", "v1beta1") if v in _served(dra_group)), None)
     workloads: list[dict[str, Any]] = []
     plurals: dict[tuple[str, str], str] = {}
     for group, version, plural in (*BUILTIN_WORKLOADS, *custom_workload_resources(api)):
@@ -79,12 +84,16 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector), *listed("", "v1", "pods"),
                *workloads,
                *listed("policy", "v1", "poddisruptionbudgets")]
+    dra_objects: list[dict[str, Any]] = []
     if dra_version:
-        objects += [*listed("resource.k8s.io", dra_version, "resourceslices", False),
-                    *listed("resource.k8s.io", dra_version, "deviceclasses", False),
-                    *listed("resource.k8s.io", dra_version, "resourceclaimtemplates")]
+        dra_objects = [*stamped(listed("resource.k8s.io", dra_version, "resourceslices", False),
+                                f"resource.k8s.io/{dra_version}", "ResourceSlice"),
+                       *stamped(listed("resource.k8s.io", dra_version, "deviceclasses", False),
+                                f"resource.k8s.io/{dra_version}", "DeviceClass")]
+        objects += [*dra_objects, *listed("resource.k8s.io", dra_version, "resourceclaimtemplates")]
+    profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides)
     # The same sorting and shape checks as for files: one way into the planner.
-    return replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version)
+    return replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version, profile=profile)
 
 
 def object_path(api_version: str, plural: str, namespace: str, name: str, subresource: str = "") -> str:
@@ -93,15 +102,17 @@ def object_path(api_version: str, plural: str, namespace: str, name: str, subres
     return f"{base}/{name}" + (f"/{subresource}" if subresource else "")
 
 
-def _dra_version(api: Client) -> str | None:
+def _dra_group(api: Client) -> Mapping[str, Any]:
     try:
-        group = get_json(api, "/apis/resource.k8s.io")
+        return get_json(api, "/apis/resource.k8s.io")
     except ApiError as exc:
         if exc.not_found:
-            return None
+            return {}
         raise
-    served = [v.get("version") for v in group.get("versions") or ()]
-    return next((v for v in ("v1", "v1beta2", "v1beta1") if v in served), None)
+
+
+def _served(group: Mapping[str, Any]) -> list[str]:
+    return [str(v.get("version")) for v in group.get("versions") or () if isinstance(v, Mapping)]
 
 
 def send(api: Client, method: str, path: str, body: Any = None, *,

@@ -182,7 +182,8 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels)
     claims = claims_by_name(plans)
     universe = [d for node in nodes for d in node.devices]
-    pool = DraPool(snapshot.device_classes, universe)
+    pool = DraPool(snapshot.device_classes, universe,
+                   snapshot.profile.feature_gates if snapshot.profile is not None else None)
     for node in nodes:
         if node.dra:
             pool.add_node(node)

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubectl_gpu.cluster import ClusterProfile, build_profile
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.explain.inputs import flatten
 from kubectl_gpu.manifests.locate import find_pod_sites
@@ -28,6 +29,9 @@ class Snapshot:
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
+    # The cluster as translation sees it (version, DRA gates, classes, published devices): the same
+    # profile `migrate --cluster/--from-cluster` fits claims to. None: files with no DRA object.
+    profile: ClusterProfile | None = None
     # (apiVersion, kind) -> plural of the resources listed through discovery (custom resources)
     plurals: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
@@ -136,3 +140,13 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
         else:
             ignored.append(ref(obj))
     return Snapshot(**{k: tuple(v) for k, v in buckets.items()}, ignored=tuple(ignored), rejected=tuple(rejected))
+
+
+def with_file_profile(snapshot: Snapshot, source: str, *, kubernetes_minor: int | None = None,
+                      gate_overrides: Mapping[str, bool] | None = None) -> Snapshot:
+    """The snapshot of files with the cluster profile their DeviceClasses and ResourceSlices
+    describe, exactly as ``migrate --cluster`` reads the same files (kubectl_gpu.cluster)."""
+    if not snapshot.resource_slices and not snapshot.device_classes:
+        return snapshot
+    return replace(snapshot, profile=build_profile(source, objects=[*snapshot.device_classes, *snapshot.resource_slices],
+                                                   kubernetes_minor=kubernetes_minor, gate_overrides=gate_overrides))
