@@ -6,6 +6,7 @@ the client of kubectl_gpu."""
 
 from __future__ import annotations
 
+import configparser
 import subprocess
 import sys
 from pathlib import Path
@@ -39,3 +40,21 @@ def test_module_names_say_what_each_module_does():
     for name in ONCE_SHARED:
         holders = sorted(str(path.relative_to(ROOT)) for path in modules if path.name == name)
         assert len(holders) <= 1, f"{name} names {holders}: give each a name that says what it does"
+
+
+CORE_FACE = ("__init__", "constants", "facts", "driver_config")
+
+
+def test_the_core_face_contract_names_every_internal_module_and_every_package_outside_the_core():
+    """A core module added later is internal until docs/design.md says otherwise, and every package
+    outside the core is bound by the contract: the lists in .importlinter cannot fall behind."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    contract = config["importlinter:contract:core-face"]
+    forbidden = set(contract["forbidden_modules"].split())
+    internals = {f"kubectl_gpu.core.{p.stem}" for p in (ROOT / "kubectl_gpu" / "core").glob("*.py")
+                 if p.stem not in CORE_FACE}
+    assert forbidden == internals
+    outside = {f"kubectl_gpu.{p.stem}" for p in (ROOT / "kubectl_gpu").iterdir()
+               if p.name not in ("core", "__init__.py", "__pycache__") and (p.suffix == ".py" or p.is_dir())}
+    assert set(contract["source_modules"].split()) == outside | {"webhook"}

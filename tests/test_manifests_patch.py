@@ -13,7 +13,8 @@ from ruamel.yaml import YAML
 
 from kubectl_gpu.manifests.nodes import to_plain, to_round_trip
 from kubectl_gpu.manifests.yamlio import YamlCodec
-from kubectl_gpu.manifests.tree_patch import PatchError, apply_patch, escape, join_pointer, split_pointer
+from kubectl_gpu.core import escape_pointer as escape
+from kubectl_gpu.manifests.tree_patch import PatchError, apply_patch, join_pointer, split_pointer
 
 
 def test_pointer_tokens_are_escaped_and_unescaped() -> None:

@@ -12,7 +12,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubectl_gpu.core.quantity import FORMAT_ERROR, QuantityError, format_bytes, parse_kubernetes_quantity
+from kubectl_gpu.core import QUANTITY_FORMAT_ERROR as FORMAT_ERROR
+from kubectl_gpu.core import QuantityError, format_bytes, parse_kubernetes_quantity
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1

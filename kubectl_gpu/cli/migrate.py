@@ -17,7 +17,7 @@ from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions, translate_pod_template
 from kubectl_gpu.core.constants import MIG
 from kubectl_gpu.core.facts import DRA_VERSIONS
-from kubectl_gpu.core.quantity import QuantityError, parse_quantity
+from kubectl_gpu.core import QuantityError, parse_quantity
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.k8s.kubeconfig import connect
 from kubectl_gpu.k8s.rest import get_json

@@ -18,7 +18,7 @@ from typing import Any
 from kubectl_gpu.cel import Device
 from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
 from kubectl_gpu.core import constants as c
-from kubectl_gpu.core.model import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
+from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
 from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
 from kubectl_gpu.explain.model import ClaimResult
 

@@ -26,7 +26,7 @@ from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
 from kubectl_gpu.cel.device import current_slices
 from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
 from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
-from kubectl_gpu.core.model import ApiVersion
+from kubectl_gpu.core import ApiVersion
 
 # resource.k8s.io versions kubectl-gpu writes, newest first, and the Kubernetes minor that
 # introduced each (v1beta1 1.32, v1beta2 1.33, v1 GA in 1.34).

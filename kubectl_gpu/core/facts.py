@@ -238,6 +238,12 @@ ARCHITECTURES: dict[int, str] = {
     2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
     8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell", 0xFFFFFFFF: "Unknown",
 }
+# GPU Feature Discovery's node labels (k8s-device-plugin internal/lm/resource.go) that describe a
+# node's GPUs: what device-plugin pods chose GPUs by, and what predicts a node's devices.
+GFD_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GFD_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB
+GFD_FAMILY_LABEL = "nvidia.com/gpu.family"
+GFD_COUNT_LABEL = "nvidia.com/gpu.count"
 # GPU Feature Discovery's `nvidia.com/gpu.family` label (k8s-device-plugin internal/lm/resource.go
 # getArchFamily, from the compute capability) -> the driver's `architecture`.  GFD families the
 # driver has no name for (tesla, fermi, rubin, undefined) are absent: no selector can match them.

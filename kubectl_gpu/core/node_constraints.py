@@ -18,14 +18,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .facts import GFD_FAMILY_LABEL, GFD_MEMORY_LABEL, GFD_PRODUCT_LABEL
 from .facts import architecture_of_gfd_family, attr, cap, driver_mig_profile, guarded_attr
 from .facts import guarded_cap, literal
 from .model import Note, Severity
 from .json_patch import escape
 
-PRODUCT = "nvidia.com/gpu.product"
-MEMORY = "nvidia.com/gpu.memory"
-FAMILY = "nvidia.com/gpu.family"
+PRODUCT, MEMORY, FAMILY = GFD_PRODUCT_LABEL, GFD_MEMORY_LABEL, GFD_FAMILY_LABEL
 GKE_ACCELERATOR = "cloud.google.com/gke-accelerator"
 MOVED_KEYS = (PRODUCT, MEMORY, FAMILY)
 # GFD labels that describe GPUs but have no attribute to move to.

@@ -21,7 +21,7 @@ from typing import Any
 
 from kubectl_gpu.core import Severity, Sharing, TranslateOptions, legacy_requests, translate_pod_template
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
-from kubectl_gpu.core.json_patch import prefix
+from kubectl_gpu.core import prefix_patch
 from kubectl_gpu.manifests.locate import PodSite, find_pod_sites, is_pod_spec
 from kubectl_gpu.manifests.tree_patch import PatchError, apply_patch, resolve, split_pointer
 
@@ -187,7 +187,7 @@ class Translations:
             found = self._sites[outcome_key] = SiteOutcome(
                 self.demand(template),
                 tuple(n.render() for n in result.notes if n.severity is not Severity.INFO or result.changed),
-                tuple(n.render() for n in result.errors), prefix(result.patch, pointer), claims,
+                tuple(n.render() for n in result.errors), prefix_patch(result.patch, pointer), claims,
                 tuple(claim.name for claim in result.claims))
         return found
 

@@ -7,8 +7,8 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from kubectl_gpu.core import constants
-from kubectl_gpu.core.families import family_of, legacy_requests
-from kubectl_gpu.core.quantity import QuantityError, format_plain, parse_quantity
+from kubectl_gpu.core import family_of, legacy_requests
+from kubectl_gpu.core import QuantityError, format_plain, parse_quantity
 
 TERMINATED_PHASES = ("Succeeded", "Failed")
 # TPUs are accelerators too, but no NVIDIA DRA driver offers them, so they cannot be double counted

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubectl_gpu.core import constants
-from kubectl_gpu.core.families import family_of
-from kubectl_gpu.core.quantity import QuantityError, parse_quantity
+from kubectl_gpu.core import family_of
+from kubectl_gpu.core import QuantityError, parse_quantity
 
 from .tree_patch import join_pointer
 

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence
 from typing import Any
 
-from kubectl_gpu.core.json_patch import escape, unescape
+from kubectl_gpu.core import escape_pointer, unescape_pointer
 
 from kubectl_gpu.core import PatchError
 
@@ -23,11 +23,11 @@ def split_pointer(pointer: str) -> list[str]:
         return []
     if not pointer.startswith("/"):
         raise PatchError(f"JSON pointer {pointer!r} must start with '/'")
-    return [unescape(token) for token in pointer[1:].split("/")]
+    return [unescape_pointer(token) for token in pointer[1:].split("/")]
 
 
 def join_pointer(tokens: Iterable[str | int]) -> str:
-    return "".join("/" + escape(str(token)) for token in tokens)
+    return "".join("/" + escape_pointer(str(token)) for token in tokens)
 
 
 def resolve(document: Any, pointer: str) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from kubectl_gpu.core.families import family_of
+from kubectl_gpu.core import family_of
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult
 from kubectl_gpu.inspect.findings import Finding, Severity
