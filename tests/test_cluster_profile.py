@@ -393,8 +393,60 @@ def test_device_classes_map_each_requested_mig_resource_to_the_drivers_profile()
     for obj in classes.values():
         assert_valid_for(obj, ["1.34", "1.35", "1.36", "1.37"])
     assert "nvidia.com/mig-1g.10gb.me (1 pod template(s))" in result.stderr
-    assert "without any rewrite" in result.stderr and "DRAExtendedResource" in result.stderr
+    assert "left as they are" in result.stderr and "DRAExtendedResource" in result.stderr
     assert [d["kind"] for d in docs][:2] == ["DeviceClass", "DeviceClass"]  # before the manifests
+
+
+def test_mig_requests_the_emitted_classes_serve_are_left_for_the_scheduler() -> None:
+    """KEP-5004 (kubernetes/enhancements keps/sig-scheduling/5004-dra-extended-resource): "All devices
+    matched by the device class can be used to satisfy the extended resource requests in pod's spec"
+    for the class whose extendedResourceName is the requested name; the pod is not modified.  The gate
+    DRAExtendedResource (kep.yaml: alpha v1.34, beta v1.36; kube-apiserver, kube-scheduler, kubelet)."""
+    result, docs = migrate(MIG_PODS, "--device-classes")
+    assert result.exit_code == 0, result.stderr
+    assert not claims_of(docs)
+    requested = {k for d in docs if d["kind"] in ("Deployment", "Pod")
+                 for k in (d["spec"]["template"]["spec"] if d["kind"] == "Deployment" else d["spec"])
+                 ["containers"][0]["resources"]["limits"]}
+    assert requested == {"nvidia.com/mig-1g.10gb.me", "nvidia.com/mig-3g.40gb"}
+    served = {d["spec"]["extendedResourceName"] for d in docs if d["kind"] == "DeviceClass"}
+    assert requested <= served, "each request is served by a class of exactly its name"
+    assert "off by default in 1.34-1.35, on by default from 1.36" in result.stderr
+    assert "nvidia.com/mig-1g.10gb.me: 1 left as it is" in result.stderr
+
+
+def test_an_emitted_class_selects_exactly_the_mig_devices_of_its_profile() -> None:
+    """tests/data/driver/a100-mig.yaml, as NVIDIA's driver v25.12.0 publishes static MIG: the scheduler
+    allocates from the class's devices, so the class must match the two `1g.10gb+me` slices only."""
+    result, docs = migrate(MIG_PODS, "--device-classes")
+    me_class = next(d for d in docs if d["kind"] == "DeviceClass" and d["metadata"]["name"] == "mig-1g-10gb-me.gpu.nvidia.com")
+    profile = load_profile_files([str(DATA / "driver" / "a100-mig.yaml")])
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c", "namespace": "ml"},
+             "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": me_class["metadata"]["name"],
+                                                                          "allocationMode": "All"}}]}}}
+    [item] = explain_objects([claim], profile.resource_slices, [*profile.device_classes, me_class]).items
+    assert item.allocatable, item.verdict
+    [request] = item.requests
+    matched = {d.device.rsplit("/", 1)[-1] for a in request.alternatives for d in a.device_results if d.result == "matched"}
+    assert matched == {"gpu-0-mig-1g10gb-me-20-6", "gpu-1-mig-1g10gb-me-20-2"}
+
+
+def test_with_a_cluster_whose_extended_resource_gate_is_off_mig_requests_are_still_rewritten() -> None:
+    cluster = str(DATA / "driver" / "a100-mig.yaml")
+    off, docs = migrate(MIG_PODS, "--device-classes", "--cluster", cluster, "--kubernetes-version", "1.35")
+    assert "kgpu-mig-1g.10gb-me" in " ".join(c["metadata"]["name"] for c in claims_of(docs)), off.stderr
+    assert "still rewritten: DRAExtendedResource is off" in off.stderr
+    on, docs = migrate(MIG_PODS, "--device-classes", "--cluster", cluster, "--kubernetes-version", "1.36")
+    assert not claims_of(docs) and "left as they are" in on.stderr
+
+
+def test_a_mig_request_whose_node_constraints_need_a_selector_is_rewritten_with_classes_too() -> None:
+    pinned = MIG_PODS.replace("  containers:\n  - name: main", "  nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
+                              "  containers:\n  - name: main", 1)
+    assert pinned != MIG_PODS
+    result, docs = migrate(pinned, "--device-classes")
+    assert result.exit_code == 0, result.stderr
+    assert len(claims_of(docs)) == 1 and "KEP-5004 has none" in result.stderr
 
 
 def test_device_classes_cover_the_mig_profiles_a_cluster_publishes_and_go_to_a_file_with_output_dir(tmp_path) -> None:

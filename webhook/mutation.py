@@ -167,7 +167,10 @@ def plan(
 def _served_by_dra_extended_resource(request: LegacyRequest, config: WebhookConfig) -> bool:
     # With integerGpus: extended-resource a DeviceClass's extendedResourceName (KEP-5004) lets the
     # scheduler give a whole-GPU nvidia.com/gpu request a DRA device; such a pod belongs on DRA nodes.
-    return config.translate_options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE and is_plain_integer_gpu(request)
+    options = config.translate_options
+    if request.name in options.dra_extended_resources:  # MIG classes with extendedResourceName
+        return True
+    return options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE and is_plain_integer_gpu(request)
 
 
 def _needs_device_plugin(requests: list[LegacyRequest], config: WebhookConfig) -> bool:

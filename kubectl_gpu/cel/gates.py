@@ -23,6 +23,7 @@ from typing import Collection
 
 CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
+EXTENDED_RESOURCE = "DRAExtendedResource"  # KEP-5004: DeviceClass.spec.extendedResourceName
 
 # gate -> (minor release, default from that release on), oldest first.
 _VERSIONED_DEFAULTS: dict[str, tuple[tuple[int, bool], ...]] = {
@@ -34,7 +35,7 @@ _VERSIONED_DEFAULTS: dict[str, tuple[tuple[int, bool], ...]] = {
     "DRAPrioritizedList": ((33, False), (34, True)),
     CONSUMABLE_CAPACITY: ((34, False), (36, True)),
     "DRADeviceBindingConditions": ((34, False), (36, True)),
-    "DRAExtendedResource": ((34, False), (36, True)),
+    EXTENDED_RESOURCE: ((34, False), (36, True)),
     "DRASchedulerFilterTimeout": ((34, True),),
     "DRADeviceTaintRules": ((35, False), (37, True)),
     LIST_TYPE_ATTRIBUTES: ((36, False),),
@@ -82,6 +83,17 @@ def default_gates(version: int | str = DEFAULT_MINOR) -> frozenset[str]:
         if state:
             enabled.add(gate)
     return frozenset(enabled)
+
+
+def default_history(gate: str) -> str:
+    """When a gate is on by default, for reports: "off by default in 1.34-1.35, on by default from 1.36"."""
+    history = _VERSIONED_DEFAULTS[gate]
+    parts = []
+    for index, (since, default) in enumerate(history):
+        until = history[index + 1][0] - 1 if index + 1 < len(history) else None
+        span = f"from 1.{since}" if until is None else (f"in 1.{since}" if until == since else f"in 1.{since}-1.{until}")
+        parts.append(f"{'on' if default else 'off'} by default {span}")
+    return ", ".join(parts)
 
 
 def normalize_gates(gates: Collection[str] | dict[str, bool] | None) -> frozenset[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -14,8 +15,11 @@ from kubectl_gpu.cli import exits
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
-from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions, translate_pod_template
+from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history
+from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, Sharing, TranslateOptions, legacy_requests,
+                              translate_pod_template)
 from kubectl_gpu.core.constants import MIG
+from kubectl_gpu.core.families import mig_profile_of
 from kubectl_gpu.core.facts import DRA_VERSIONS
 from kubectl_gpu.core import QuantityError, parse_quantity
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
@@ -118,9 +122,11 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
                    "extendedResourceName (KEP-5004).")
 @click.option("--device-classes", is_flag=True,
               help="Also emit a DeviceClass with extendedResourceName (KEP-5004) for every MIG profile the "
-                   "inputs request (and the cluster profile publishes), so nvidia.com/mig-* requests can be "
-                   "served by DRA without a rewrite (Kubernetes 1.34+, DRAExtendedResource). Written before the "
-                   "manifests on stdout, or to device-classes.yaml under --output-dir.")
+                   "inputs request (and the cluster profile publishes), and leave those nvidia.com/mig-* "
+                   "requests as they are: the scheduler serves them from DRA (needs DRAExtendedResource: off by "
+                   "default in 1.34-1.35, on from 1.36; with a cluster profile whose gate is off they are "
+                   "rewritten). Written before the manifests on stdout, or to device-classes.yaml under "
+                   "--output-dir.")
 @click.option("--gpu-memory", callback=_gpu_memory, metavar="QUANTITY",
               help="Memory of one GPU in the node pool (e.g. 80Gi): lets fractions become memory shares.")
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
@@ -182,8 +188,16 @@ def command(
         raise click.UsageError(str(err)) from err
     translate = checked_translator(profile) if profile is not None else translate_pod_template
     mig_requests: dict[str, int] = {}  # legacy MIG resource -> pod templates asking for it
+    # The classes --device-classes emits serve every MIG profile requested here, so those requests stay as
+    # they are (KEP-5004), unless the cluster profile says the scheduler cannot serve them.
+    leave_mig = device_classes and _extended_resources_served(profile)
 
     def recording(template, translate_options):  # type: ignore[no-untyped-def]
+        if leave_mig:
+            served = {r.name for r in legacy_requests(template) if r.family == MIG and mig_profile_of(r.name)}
+            if served:
+                translate_options = replace(translate_options,
+                                            dra_extended_resources=translate_options.dra_extended_resources | served)
         translation = translate(template, translate_options)
         for name in {r.name for r in translation.legacy if r.family == MIG and r.amount > 0}:
             mig_requests[name] = mig_requests.get(name, 0) + 1
@@ -224,7 +238,7 @@ def command(
     for line in fitted.notes:
         console.print(line, markup=False)
     if device_classes:
-        console.print(_device_classes_report(classes, mig_requests), markup=False)
+        console.print(_device_classes_report(classes, mig_requests, profile), markup=False)
     print_report(result, console)
     if writes.failed:
         print_write_failures(writes, console)
@@ -237,18 +251,31 @@ def _device_classes(mig_requests: dict[str, int], profile: ClusterProfile | None
     return mig_device_classes(sorted(mig_requests), published)
 
 
-def _device_classes_report(classes: list[dict], mig_requests: dict[str, int]) -> str:
+def _extended_resources_served(profile: ClusterProfile | None) -> bool:
+    """Whether the scheduler serves extended resources from DRA: unknown without a profile (the report
+    names the gate), else the profile's DRAExtendedResource gate."""
+    return profile is None or profile.gate(EXTENDED_RESOURCE)
+
+
+def _device_classes_report(classes: list[dict], mig_requests: dict[str, int], profile: ClusterProfile | None) -> str:
     if not classes:
         return "--device-classes: no MIG profile is requested here (or published by the cluster profile): no DeviceClass"
     served = {c["spec"]["extendedResourceName"] for c in classes}
     needed = ", ".join(f"{name} ({count} pod template(s))" for name, count in sorted(mig_requests.items())
                        if name in served)
     lines = [f"--device-classes: {len(classes)} DeviceClass(es) with extendedResourceName (KEP-5004): "
-             + ", ".join(f"{c['metadata']['name']} -> {c['spec']['extendedResourceName']}" for c in classes),
-             "on Kubernetes 1.34+ with DRAExtendedResource (alpha in 1.34-1.35, on by default from 1.36) and no "
-             "device plugin advertising the same names, the scheduler serves these requests from DRA devices "
-             "without any rewrite" + (f": {needed}" if needed else ""),
-             "(nvidia.com/gpu needs no class of ours: NVIDIA's gpu.nvidia.com DeviceClass maps it on resource.k8s.io/v1)"]
+             + ", ".join(f"{c['metadata']['name']} -> {c['spec']['extendedResourceName']}" for c in classes)]
+    gate = f"{EXTENDED_RESOURCE} ({default_history(EXTENDED_RESOURCE)}; kube-apiserver, kube-scheduler, kubelet)"
+    if _extended_resources_served(profile):
+        lines.append("MIG requests they serve are left as they are" + (f": {needed}" if needed else "")
+                     + f"; the scheduler serves them from DRA devices once the classes exist, which needs {gate} "
+                       "and no device plugin advertising the same names on those nodes")
+    else:
+        lines.append(f"MIG requests are still rewritten: {EXTENDED_RESOURCE} is off in the cluster profile "
+                     f"({profile.gates_source if profile else ''}); with {gate} on, the classes would serve "
+                     + (needed or "them") + " without any rewrite")
+    lines.append("(nvidia.com/gpu needs no class of ours: NVIDIA's gpu.nvidia.com DeviceClass maps it on "
+                 "resource.k8s.io/v1; see --integer-gpus extended-resource)")
     return "\n".join(lines)
 
 

@@ -170,7 +170,9 @@ def unseen_claim_notes(template: Mapping[str, Any], known: Collection[KnownClaim
 def _served_by_device_plugin(request: LegacyRequest, options: TranslateOptions) -> bool:
     if request.family == TPU or request.amount <= 0:
         return False
-    # KEP-5004: the scheduler serves a whole nvidia.com/gpu from DRA devices, no device plugin involved.
+    # KEP-5004: the scheduler serves these from DRA devices, no device plugin involved.
+    if request.name in options.dra_extended_resources:
+        return False
     return not (options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE and is_plain_integer_gpu(request))
 
 

@@ -122,6 +122,10 @@ class TranslateOptions:
     # refused; one beside a claim not among them gets a warning.  None: the caller checks the pod's claims
     # itself with existing_claims.gpus_asked_twice (the webhook reads them from the API).
     known_claims: tuple["KnownClaim", ...] | None = ()
+    # Extended resources a DeviceClass's extendedResourceName serves from DRA devices (KEP-5004), e.g.
+    # the MIG classes `migrate --device-classes` emits: a whole-device MIG request of one of these
+    # names is left for the scheduler, not rewritten.
+    dra_extended_resources: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

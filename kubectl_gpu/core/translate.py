@@ -72,6 +72,12 @@ def translate_pod_template(template: Mapping[str, Any],
                                          "GPU model choice needs a device selector (KEP-5004 has none)"))
         leave_integer = False
 
+    leave_mig = bool(options.dra_extended_resources)
+    if leave_mig and selectors and any(d.kind == "mig" and _served_mig(d, options) for d in gpu_demands):
+        notes.append(Note(Severity.INFO, "MIG requests rewritten although a DeviceClass serves them from DRA: the "
+                                         "node constraints need a device selector (KEP-5004 has none)"))
+        leave_mig = False
+
     plan = _Plan(template, spec, metadata, annotations, options)
     # Containers that hold devices while the pod runs claim first, so that init containers,
     # which run before them one at a time, can reuse those devices instead of adding more.
@@ -82,6 +88,9 @@ def translate_pod_template(template: Mapping[str, Any],
                 notes.append(Note(Severity.INFO, f"{demand.legacy_text} left for the scheduler's extended-resource"
                                                  " mapping (KEP-5004 DeviceClass extendedResourceName)",
                                   demands.container.name))
+                continue
+            if leave_mig and demand.kind == "mig" and _served_mig(demand, options):
+                notes.append(_left_for_dra_note(demand, demands.container.name))
                 continue
             if constraints.mig_profile and demand.kind == "gpu" and demand.share is None:
                 demand = replace(demand, kind="mig", profile=constraints.mig_profile)
@@ -100,6 +109,19 @@ def translate_pod_template(template: Mapping[str, Any],
         return replace(unchanged, notes=tuple([*notes, *broken]))
     remaining = tuple(r for r in legacy if r not in plan.replaced)
     return PodTranslation(tuple(plan.ops), tuple(plan.claims.values()), tuple(notes), tuple(legacy), remaining)
+
+
+def _left_for_dra_note(demand: Demand, container: str) -> Note:
+    from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history  # the CEL package loads on first use
+
+    return Note(Severity.INFO, f"{demand.legacy_text} left as it is: a DeviceClass with extendedResourceName "
+                               f"{demand.requests[0].name} serves it from DRA devices (KEP-5004); the API server and "
+                               f"scheduler need the {EXTENDED_RESOURCE} gate ({default_history(EXTENDED_RESOURCE)}), "
+                               "and no device plugin may advertise the same name on those nodes", container)
+
+
+def _served_mig(demand: Demand, options: TranslateOptions) -> bool:
+    return all(r.name in options.dra_extended_resources for r in demand.requests)
 
 
 def _plain_integer_gpu(demand: Demand) -> bool:
