@@ -16,10 +16,9 @@ from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translato
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history
-from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, Sharing, TranslateOptions, legacy_requests,
+from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, Sharing, TranslateOptions, legacy_requests, mig_profile_of,
                               translate_pod_template)
 from kubectl_gpu.core.constants import MIG
-from kubectl_gpu.core.families import mig_profile_of
 from kubectl_gpu.core.facts import DRA_VERSIONS
 from kubectl_gpu.core import QuantityError, parse_quantity
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
