@@ -54,6 +54,7 @@ class AsyncClient:
         self._session: aiohttp.ClientSession | None = None
         self._ssl = _ssl_context(configuration)
         self._host = configuration.host.rstrip("/")
+        self._route = _route(configuration)
 
     # ------------------------------------------------------------------ raw requests
 
@@ -67,18 +68,13 @@ class AsyncClient:
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body, separators=(",", ":")).encode()
-        extra: dict[str, Any] = {}
-        if self.configuration.proxy:
-            extra["proxy"] = self.configuration.proxy
-        if getattr(self.configuration, "tls_server_name", None):
-            extra["server_hostname"] = self.configuration.tls_server_name
         params = [(k, str(v)) for k, v in query]
         seconds = self.timeout if timeout is None else timeout
         limit = aiohttp.ClientTimeout(total=seconds)
         try:
             async with self._open_session().request(
                     method, self._host + path, params=params, data=data, headers=headers,
-                    timeout=limit, **extra) as response:
+                    timeout=limit, **self._route) as response:
                 status = response.status
                 raw = await response.read()
         except asyncio.TimeoutError as exc:
@@ -113,7 +109,8 @@ class AsyncClient:
         seconds = self.timeout
         try:
             async with self._open_session().get(self._host + path, headers=headers,
-                                                timeout=aiohttp.ClientTimeout(total=seconds)) as response:
+                                                timeout=aiohttp.ClientTimeout(total=seconds),
+                                                **self._route) as response:
                 status, raw = response.status, await response.read()
         except asyncio.TimeoutError as exc:
             raise ApiError.from_status(0, path, f"the API server {self._host} did not answer GET {path} within "
@@ -200,18 +197,13 @@ class AsyncClient:
         if field_selector:
             query.append(("fieldSelector", field_selector))
         headers = {"Accept": "application/json", **self._auth_headers()}
-        extra: dict[str, Any] = {}
-        if self.configuration.proxy:
-            extra["proxy"] = self.configuration.proxy
-        if getattr(self.configuration, "tls_server_name", None):
-            extra["server_hostname"] = self.configuration.tls_server_name
         # No total limit (the server ends the watch); a stream silent for longer than its own
         # timeout plus one request timeout is a dead connection.
         limit = aiohttp.ClientTimeout(total=None, connect=self.timeout,
                                       sock_read=timeout_seconds + (self.timeout or 30))
         try:
             async with self._open_session().get(self._host + path, params=query, headers=headers,
-                                                timeout=limit, **extra) as response:
+                                                timeout=limit, **self._route) as response:
                 if not 200 <= response.status <= 299:
                     raise ApiError.from_response(response.status, path, await response.read(), "GET")
                 # One JSON event per line; a line (a big object) may span many chunks, so only
@@ -263,6 +255,17 @@ class AsyncClient:
             if setting.get("in") == "header" and setting.get("value"):
                 headers[setting["key"]] = setting["value"]
         return headers
+
+
+def _route(configuration: Configuration) -> dict[str, Any]:
+    """How every request reaches the server, as the kubeconfig says: its `proxy-url`, and the name
+    its TLS certificate is checked against (`tls-server-name`, else the server's host)."""
+    route: dict[str, Any] = {}
+    if configuration.proxy:
+        route["proxy"] = configuration.proxy
+    if getattr(configuration, "tls_server_name", None):
+        route["server_hostname"] = configuration.tls_server_name
+    return route
 
 
 def _ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
