@@ -128,6 +128,52 @@ def test_a_workload_that_half_fits_takes_nothing_and_leaves_room_for_the_next():
     assert plan.unplaced == ["Deployment/ml/a-big"]
 
 
+def allocated_claim(name: str, namespace: str, node_name: str, *devices: str) -> dict:
+    """A ResourceClaim the scheduler has allocated: status.allocation.devices.results name each
+    device by driver, pool and device (resource.k8s.io/v1 DeviceRequestAllocationResult)."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": "gpu.nvidia.com", "pool": node_name, "device": d} for d in devices]}}}}
+
+
+def test_devices_allocated_to_existing_claims_are_not_offered_to_migrated_workloads():
+    """A DRA-native workload already holds one of the DRA node's two GPUs (its claim's
+    status.allocation): only one of two single-GPU workloads fits now, the other waits for the
+    next wave, and the numbers count the allocated device."""
+    tmpls = [template(f"w{i}") for i in range(2)]
+    deps = [workload("Deployment", f"w{i}", "ml", t, 1) for i, t in enumerate(tmpls)]
+    objects = [node("dra-1", dra=True), resource_slice("dra-1", gpus=2), device_class(), node("legacy-1", gpus=4),
+               node("legacy-2", gpus=4), allocated_claim("native-gpu", "research", "dra-1", "gpu-1"), *deps,
+               *(pod(f"w{i}-0", "ml", t, "legacy-1", d) for i, (t, d) in enumerate(zip(tmpls, deps)))]
+    plan = plan_migration(snapshot_from_objects(objects), wave_size=1)
+    wave0 = plan.waves[0]
+    assert wave0.index == 0 and wave0.workloads == ["Deployment/ml/w0"]
+    assert (wave0.dra_devices, wave0.dra_devices_used, wave0.dra_devices_allocated) == (2, 2, 1)
+    assert wave0.to_dict()["dra"] == {"nodes": 1, "devices": 2, "devicesUsed": 2, "allocatedBefore": 1}
+    assert plan.waves[1].nodes == ["legacy-2"] and plan.waves[1].workloads == ["Deployment/ml/w1"]
+
+
+def test_a_running_pod_whose_claim_is_allocated_is_counted_once():
+    """A migrated pod running on a DRA node holds its devices through its ResourceClaim (the
+    claim made from its template, named in status.resourceClaimStatuses): counted from the
+    allocation, not a second time from the template."""
+    claim_template = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                      "metadata": {"name": "one-gpu", "namespace": "ml"},
+                      "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                          "deviceClassName": "gpu.nvidia.com"}}]}}}}
+    running = pod("dra-0", "ml", template("dra"), "dra-1")
+    running["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]
+    running["spec"]["containers"][0].pop("resources")
+    running["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": "dra-0-gpu-x7k2p"}]
+    dep = workload("Deployment", "w0", "ml", template("w0"), 1)
+    objects = [node("dra-1", dra=True), resource_slice("dra-1", gpus=2), device_class(), claim_template, running,
+               allocated_claim("dra-0-gpu-x7k2p", "ml", "dra-1", "gpu-0"), dep]
+    plan = plan_migration(snapshot_from_objects(objects))
+    assert plan.waves[0].workloads == ["Deployment/ml/w0"] and plan.waves[0].dra_devices_used == 2
+
+
 def test_devices_of_nodes_not_yet_on_dra_are_predicted_from_gfd_labels():
     plan = plan_migration(snapshot_from_objects([node("legacy-1", gpus=4)]))
     (gpu_node,) = plan.nodes

@@ -89,9 +89,13 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
 
     fits_now = set(plan.waves[0].workloads) if plan.waves and plan.waves[0].index == 0 else set()
     movable = [w for w in chosen if w.status == MIGRATE and w.ref in fits_now]
+    now = plan.waves[0] if plan.waves and plan.waves[0].index == 0 else None
+    room = (f": {now.dra_devices_used} of {now.dra_devices} DRA devices taken after this wave, "
+            f"{now.dra_devices_allocated} of them by claims already allocated" if now is not None else "")
     for w in chosen:
         if w.status == MIGRATE and w.ref not in fits_now:
-            click.echo(f"{w.ref}: waits: its pods do not fit on the DRA nodes yet (kubectl gpu plan shows its wave)")
+            click.echo(f"{w.ref}: waits: its pods do not fit on the DRA nodes yet{room} (kubectl gpu plan shows "
+                       "its wave)")
         elif w.status not in (MIGRATE, "migrated"):
             click.echo(f"{w.ref}: {w.status}: {'; '.join(w.reasons)}")
     simulate = not do_apply

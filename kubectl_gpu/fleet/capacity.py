@@ -209,6 +209,7 @@ class DraPool:
         # Devices of each node neither taken whole nor shared yet: a node with fewer of them than
         # a pod's exclusive requests want is passed over without looking at its devices.
         self.free_count: dict[str, int] = {}
+        self.allocated_before = 0  # devices held by ResourceClaims allocated before the plan
         self.node_of: dict[str, str] = {}
 
     def add_node(self, node: GpuNode) -> None:
@@ -224,6 +225,29 @@ class DraPool:
         if self.universe is None:
             self._needs.clear()  # candidates depend on the devices known
         # Cursors stay valid: nodes are only ever appended after them.
+
+    def hold_allocated(self, allocations: Mapping[str, Sequence[Any]]) -> int:
+        """Take the devices existing ResourceClaims hold (explain's reading of their
+        status.allocation.devices.results): whole, or the capacity a shared device's holders
+        consumed (KEP-5075). Admin access takes nothing (it never blocks other claims). Returns
+        how many of the pool's devices are held."""
+        held = 0
+        for device_id, holders in allocations.items():
+            device = self.devices.get(device_id)
+            holding = [h for h in holders if not h.admin_access]
+            if device is None or not holding:
+                continue
+            held += 1
+            if device.allow_multiple_allocations:
+                consumed: dict[str, Fraction] = {}
+                for holder in holding:
+                    for name, quantity in holder.consumed.items():
+                        consumed[name] = consumed.get(name, Fraction(0)) + Fraction(quantity.value)
+                self._commit((set(), {device_id: consumed}))
+            else:
+                self._commit(({device_id}, {}))
+        self.allocated_before += held
+        return held
 
     @property
     def used(self) -> int:

@@ -59,7 +59,8 @@ def custom_workload_resources(api: Client) -> list[tuple[str, str, str]]:
 def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str | None = None, *,
                    source: str = "cluster", gate_overrides: Mapping[str, bool] | None = None) -> Snapshot:
     """Nodes (those ``node_selector`` selects), pods, PDBs, workloads (built-in and custom),
-    ResourceSlices, DeviceClasses and claim templates, and the cluster profile (kubectl_gpu.cluster:
+    ResourceSlices, DeviceClasses, claim templates and ResourceClaims (their allocations hold
+    devices), and the cluster profile (kubectl_gpu.cluster:
     /version, the served resource.k8s.io versions, the classes and slices) read from the same GETs
     ``migrate --from-cluster`` for files reads."""
     def listed(group: str, version: str, plural: str, namespaced: bool = True,
@@ -90,7 +91,9 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
                                 f"resource.k8s.io/{dra_version}", "ResourceSlice"),
                        *stamped(listed("resource.k8s.io", dra_version, "deviceclasses", False),
                                 f"resource.k8s.io/{dra_version}", "DeviceClass")]
-        objects += [*dra_objects, *listed("resource.k8s.io", dra_version, "resourceclaimtemplates")]
+        objects += [*dra_objects, *listed("resource.k8s.io", dra_version, "resourceclaimtemplates"),
+                    *stamped(listed("resource.k8s.io", dra_version, "resourceclaims"),
+                             f"resource.k8s.io/{dra_version}", "ResourceClaim")]
     profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides)
     # The same sorting and shape checks as for files: one way into the planner.
     return replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version, profile=profile)

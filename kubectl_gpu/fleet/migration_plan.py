@@ -26,6 +26,8 @@ from typing import Any
 from kubectl_gpu.core import TranslateOptions
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 
+from kubectl_gpu.explain import allocations_from_claims
+
 from .capacity import DraPool, GpuNode, LegacyPodLoad, _text, fit_legacy, gpu_nodes
 from .snapshot import Snapshot
 from .workloads import BLOCKED, MIGRATE, Translations, WorkloadPlan, _controller, claims_by_name, plan_workloads
@@ -58,6 +60,7 @@ class Wave:
     dra_nodes: int = 0
     dra_devices: int = 0
     dra_devices_used: int = 0
+    dra_devices_allocated: int = 0  # held by ResourceClaims allocated before the plan (their status.allocation)
     pdbs: list[PdbCheck] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # why the wave cannot run, with the numbers
 
@@ -67,7 +70,8 @@ class Wave:
             "legacy": {"podsMoved": self.moved_pods, "nodesLeft": self.legacy_nodes_left,
                        "freeBefore": {k: _text(v) for k, v in sorted(self.legacy_free_before.items())},
                        "freeAfter": {k: _text(v) for k, v in sorted(self.legacy_free_after.items())}},
-            "dra": {"nodes": self.dra_nodes, "devices": self.dra_devices, "devicesUsed": self.dra_devices_used},
+            "dra": {"nodes": self.dra_nodes, "devices": self.dra_devices, "devicesUsed": self.dra_devices_used,
+                    "allocatedBefore": self.dra_devices_allocated},
             "pdbs": [p.to_dict() for p in self.pdbs],
         }
         if self.refused:
@@ -187,10 +191,11 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     for node in nodes:
         if node.dra:
             pool.add_node(node)
+    pool.hold_allocated(allocations_from_claims(snapshot.resource_claims))
     blocked = _unsatisfiable([p for p in plans if p.status == MIGRATE], claims, pool) if universe else {}
     plans = [blocked.get(p.ref, p) for p in plans]
     pending = [p for p in plans if p.status == MIGRATE]
-    _place_running(snapshot, pool)
+    _place_running(snapshot, pool, {_claim_key(c) for c in snapshot.resource_claims})
     daemon_nodes = {p.ref: p.nodes for p in plans if p.kind == "DaemonSet"}
 
     loads = _legacy_pods(snapshot, translate)
@@ -246,6 +251,7 @@ def _close(wave: Wave, pool: DraPool, remaining: Sequence[str], free: Mapping[st
     wave.dra_nodes = len(pool.node_order)
     wave.dra_devices = len(pool.devices)
     wave.dra_devices_used = pool.used
+    wave.dra_devices_allocated = pool.allocated_before
     wave.legacy_nodes_left = len(remaining)
     wave.legacy_free_after = _total(free)
 
@@ -329,8 +335,16 @@ def _migrate_fitting(wave: Wave, pending: Sequence[WorkloadPlan], migrated: set[
                     free[load.node][resource] = free[load.node].get(resource, Fraction(0)) + amount
 
 
-def _place_running(snapshot: Snapshot, pool: DraPool) -> None:
-    """Pods already running on DRA nodes hold devices there: take them first, on their nodes."""
+def _claim_key(claim: Mapping[str, Any]) -> tuple[str, str]:
+    meta = claim.get("metadata") or {}
+    return str(meta.get("namespace")), str(meta.get("name"))
+
+
+def _place_running(snapshot: Snapshot, pool: DraPool, read_claims: set[tuple[str, str]]) -> None:
+    """Pods already running on DRA nodes hold devices there: take them first, on their nodes.
+    A pod claim backed by a ResourceClaim that was read is already counted from its allocation
+    (the claim a template made is named in status.resourceClaimStatuses); only the others (a
+    snapshot of files without claims) are placed from their templates."""
     templates = {(str((t.get("metadata") or {}).get("namespace")), str((t.get("metadata") or {}).get("name"))): t
                  for t in snapshot.claim_templates}
     for pod in snapshot.pods:
@@ -338,9 +352,19 @@ def _place_running(snapshot: Snapshot, pool: DraPool) -> None:
         if node not in pool.by_node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
         namespace = str((pod.get("metadata") or {}).get("namespace"))
-        claims = [templates[(namespace, str(c.get("resourceClaimTemplateName")))]
-                  for c in (pod.get("spec") or {}).get("resourceClaims") or ()
-                  if isinstance(c, Mapping) and (namespace, str(c.get("resourceClaimTemplateName"))) in templates]
+        made = {str(s.get("name")): str(s.get("resourceClaimName"))
+                for s in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+                if isinstance(s, Mapping) and s.get("resourceClaimName")}
+        claims = []
+        for entry in (pod.get("spec") or {}).get("resourceClaims") or ():
+            if not isinstance(entry, Mapping):
+                continue
+            backing = entry.get("resourceClaimName") or made.get(str(entry.get("name")))
+            if backing and (namespace, str(backing)) in read_claims:
+                continue  # held through the claim's allocation
+            key = (namespace, str(entry.get("resourceClaimTemplateName")))
+            if key in templates:
+                claims.append(templates[key])
         if claims:
             pool.place_on(node, claims)
 

@@ -67,7 +67,9 @@ def _wave(wave: Wave) -> list[str]:
         lines.append(f"  migrate: {', '.join(wave.workloads)}")
     if not wave.refused:
         lines.append(f"  DRA:     {_bar(wave.dra_devices_used, wave.dra_devices)} {wave.dra_devices_used}/"
-                     f"{wave.dra_devices} devices used on {wave.dra_nodes} node(s)")
+                     f"{wave.dra_devices} devices used on {wave.dra_nodes} node(s)"
+                     + (f" ({wave.dra_devices_allocated} held by claims allocated before)"
+                        if wave.dra_devices_allocated else ""))
         free_after = ", ".join(f"{k}={_text(v)}" for k, v in sorted(wave.legacy_free_after.items())) or "nothing"
         lines.append(f"  legacy:  {wave.legacy_nodes_left} node(s) left, free after the wave: {free_after}")
     return lines

@@ -26,6 +26,7 @@ class Snapshot:
     resource_slices: tuple[Obj, ...] = ()
     device_classes: tuple[Obj, ...] = ()
     claim_templates: tuple[Obj, ...] = ()
+    resource_claims: tuple[Obj, ...] = ()  # allocated ones hold their devices (status.allocation)
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
@@ -110,7 +111,7 @@ def _type_name(wanted: type | tuple[type, ...]) -> str:
 def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
     """Sort a pile of objects (several files, `kind: List`, `kubectl get -o yaml` output)."""
     buckets: dict[str, list[Obj]] = {k: [] for k in ("nodes", "pods", "workloads", "pdbs", "resource_slices",
-                                                       "device_classes", "claim_templates")}
+                                                       "device_classes", "claim_templates", "resource_claims")}
     ignored: list[str] = []
     rejected: list[str] = []
     for obj in flatten(objects):
@@ -135,6 +136,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
             buckets["device_classes"].append(obj)
         elif group == DRA_GROUP and kind == "ResourceClaimTemplate":
             buckets["claim_templates"].append(obj)
+        elif group == DRA_GROUP and kind == "ResourceClaim":
+            buckets["resource_claims"].append(obj)
         elif kind in TEMPLATE_KINDS.get(group, ()) or (kind not in NOT_WORKLOADS and find_pod_sites(obj)):
             buckets["workloads"].append(obj)
         else:
