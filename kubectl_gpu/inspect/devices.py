@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 from typing import Any, Iterable, Mapping, NamedTuple
 
 from kubectl_gpu.cel.device import Device, InvalidResourceSlice, current_slices, devices_from_slice
@@ -29,35 +30,21 @@ class DeviceKey(NamedTuple):
     device: str
 
 
+def _of_device(field: str, doc: str = "") -> Any:
+    """A field of the parsed Device, read through the view."""
+    return property(attrgetter(f"device.{field}"), doc=doc)
+
+
 @dataclass(frozen=True)
 class SliceDevice:
     device: Device  # as the one ResourceSlice parser read it
 
-    @property
-    def driver(self) -> str:
-        return self.device.driver
-
-    @property
-    def pool(self) -> str:
-        return self.device.pool
-
-    @property
-    def name(self) -> str:
-        return self.device.name
-
-    @property
-    def node(self) -> str | None:
-        """The device's node; None when it is reachable from several (nodeSelector/allNodes)."""
-        return self.device.node_name
-
-    @property
-    def slice_name(self) -> str:
-        return self.device.slice_name
-
-    @property
-    def allow_multiple_allocations(self) -> bool:
-        """KEP-5075: consumable capacity, shared by claims."""
-        return self.device.allow_multiple_allocations
+    driver = _of_device("driver")
+    pool = _of_device("pool")
+    name = _of_device("name")
+    node = _of_device("node_name", "The device's node; None when it is reachable from several (nodeSelector/allNodes).")
+    slice_name = _of_device("slice_name")
+    allow_multiple_allocations = _of_device("allow_multiple_allocations", "KEP-5075: consumable capacity, shared by claims.")
 
     @cached_property
     def attributes(self) -> Mapping[str, Any]:
