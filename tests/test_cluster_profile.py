@@ -266,6 +266,60 @@ def test_live_profile_reads_version_and_devices_through_any_json_getter() -> Non
     assert not profile.gate("DRAPrioritizedList")
 
 
+# kube-apiserver /metrics, as a 1.35 server scrapes (component-base metrics/prometheus/feature/metrics.go:
+# gauge kubernetes_feature_enabled, labels name and stage, 1 or 0; other series around it).
+APISERVER_METRICS = """\
+# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each verb.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",verb="GET"} 4012
+# HELP kubernetes_feature_enabled [BETA] This metric records the data about the stage and enablement of a k8s feature.
+# TYPE kubernetes_feature_enabled gauge
+kubernetes_feature_enabled{name="DRAConsumableCapacity",stage="ALPHA"} 1
+kubernetes_feature_enabled{name="DRAPrioritizedList",stage="BETA"} 0
+kubernetes_feature_enabled{stage="",name="DynamicResourceAllocation"} 1
+kubernetes_feature_enabled{name="InPlacePodVerticalScaling",stage="BETA"} 1
+"""
+
+
+def test_feature_metrics_are_read_as_the_api_server_reports_them() -> None:
+    from kubectl_gpu.cluster.profile import parse_feature_metrics
+
+    assert parse_feature_metrics(APISERVER_METRICS) == {
+        "DRAConsumableCapacity": True, "DRAPrioritizedList": False, "DynamicResourceAllocation": True,
+        "InPlacePodVerticalScaling": True}
+
+
+def test_from_cluster_takes_the_gates_from_the_api_servers_metrics() -> None:
+    """A 1.35 API server with DRAConsumableCapacity turned on and DRAPrioritizedList off: the
+    version's defaults say the opposite of both, /metrics says what the server runs with."""
+    with K8sDouble(kubernetes_version="1.35") as api:
+        api.seed(*slices_as(H100_NODE, "v1"))
+        api.set_feature_gates({"DRAConsumableCapacity": True}, stage="ALPHA")
+        api.set_feature_gates({"DRAPrioritizedList": False, "DynamicResourceAllocation": True})
+        client = Client(api.api_client().configuration)
+        profile = read_live_profile(lambda path, query: get_json(client, path, query), "double",
+                                    fetch_text=client.get_text)
+        result = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()}).invoke(
+            main, ["migrate", "--from-cluster", "-"], input=WHOLE_GPU_POD % 1)
+    assert profile.gate("DRAConsumableCapacity") and not profile.gate("DRAPrioritizedList")
+    assert "the API server's /metrics for 3 DRA gate(s)" in profile.gates_source
+    assert result.exit_code == 0, result.stderr
+    assert "the API server's /metrics" in result.stderr
+
+
+def test_from_cluster_without_metrics_permission_keeps_the_defaults_and_says_so() -> None:
+    """RBAC: /metrics is a nonResourceURL; without `get` on it the API server answers 403."""
+    with K8sDouble(kubernetes_version="1.35") as api:
+        api.seed(*slices_as(H100_NODE, "v1"))
+        api.set_feature_gates({"DRAPrioritizedList": False})
+        api.forbid_path("/metrics")
+        result = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()}).invoke(
+            main, ["migrate", "--from-cluster", "-"], input=WHOLE_GPU_POD % 1)
+    assert result.exit_code == 0, result.stderr
+    assert "defaults of Kubernetes 1.35 (/metrics is forbidden: grant get on nonResourceURL /metrics" in result.stderr
+    assert "DRAPrioritizedList" in result.stderr.split("DRA gates on")[1].split(";")[0], "1.35 default kept"
+
+
 def test_from_cluster_that_cannot_be_reached_exits_4_without_a_traceback(tmp_path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     with K8sDouble() as api:

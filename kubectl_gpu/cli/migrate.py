@@ -300,7 +300,7 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
         raise click.UsageError(str(err)) from err
     try:
         profile = read_live_profile(lambda path, query: get_json(connection.api, path, query),
-                                    f"cluster {connection.server}", overrides)
+                                    f"cluster {connection.server}", overrides, fetch_text=connection.api.get_text)
     except ApiError as err:
         # Nothing was written; the code says unreachable or forbidden, as for every command.
         click.echo(f"error: cannot read the cluster profile: {err}", err=True)

@@ -7,11 +7,15 @@ publish (ResourceSlices) under which DeviceClasses.  migrate, the webhook and ex
 same profile, from the live cluster or from files (``kubectl get resourceslices,deviceclasses
 -o yaml``).
 
-The API server does not publish its feature gates to ordinary clients, so a profile starts from
-upstream's defaults for its Kubernetes version (kubectl_gpu.cel.gates) and corrects them with what
-the served objects prove: the API server drops ``allowMultipleAllocations`` from a ResourceSlice
-while DRAConsumableCapacity is off, so a slice that carries it proves the gate on.  Explicit
-overrides (``--feature-gates``) win over both.
+A profile's gates start from upstream's defaults for its Kubernetes version (kubectl_gpu.cel.gates).
+Read live, kube-apiserver's own ``/metrics`` replaces them where it is allowed (RBAC: ``get`` on the
+nonResourceURL ``/metrics``): component-base records every gate as the gauge
+``kubernetes_feature_enabled{name="...",stage="..."} 1|0`` (staging/src/k8s.io/component-base/metrics/
+prometheus/feature/metrics.go, RecordFeatureInfo; since 1.26, kubernetes#112690).  Those are the API
+server's gates; a gate the scheduler also reads is assumed set alike.  Then what the served objects
+prove: the API server drops ``allowMultipleAllocations`` from a ResourceSlice while
+DRAConsumableCapacity is off, so a slice that carries it proves the gate on.  Explicit overrides
+(``--feature-gates``) win over all.
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ def build_profile(
     kubernetes_minor: int | None = None,
     served_versions: Sequence[str] | None = None,
     gate_overrides: Mapping[str, bool] | None = None,
+    server_gates: ServerGates | None = None,
 ) -> ClusterProfile:
     """A profile from API objects (DeviceClasses, ResourceSlices; `kind: List` is expanded).
 
@@ -136,6 +141,13 @@ def build_profile(
         known = min(minor, SUPPORTED_MINORS[-1])
         gates = default_gates(known)
         how = [f"defaults of Kubernetes 1.{known}" + (" (assumed from the served API version)" if assumed_minor else "")]
+    if server_gates is not None and server_gates.gates is not None:
+        reported = {k: v for k, v in server_gates.gates.items() if k in DRA_GATES}
+        gates = apply_overrides(gates, reported)
+        how = [f"the API server's /metrics for {len(reported)} DRA gate(s)"
+               + (f", {how[0]} for the rest" if len(reported) < len(DRA_GATES) else "")]
+    elif server_gates is not None and server_gates.note:
+        how[0] += f" ({server_gates.note})"
     profile = ClusterProfile(source, minor, served, gates, "", tuple(classes), tuple(slices))
     try:
         proven = any(d.allow_multiple_allocations for d in profile.devices)
@@ -191,13 +203,66 @@ def apply_overrides(gates: Iterable[str], overrides: Mapping[str, bool]) -> froz
 
 # GET path (+ query) -> decoded JSON; raises the caller's ApiError (with .not_found) on failure.
 Fetch = Callable[[str, Sequence[tuple[str, str]]], Mapping[str, Any]]
+FetchText = Callable[[str], str]  # GET path -> the body as text (for /metrics)
 PAGE_SIZE = "500"
+METRICS_PATH = "/metrics"
+FEATURE_METRIC = "kubernetes_feature_enabled"
+_SAMPLE = re.compile(r"^" + FEATURE_METRIC + r"\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
-def read_live_profile(fetch: Fetch, source: str, gate_overrides: Mapping[str, bool] | None = None) -> ClusterProfile:
-    """Read the profile from an API server: /version, the served resource.k8s.io versions, and
-    every DeviceClass and ResourceSlice at the newest of them.  (The webhook does the same GETs
-    on its async client: it shares dra_list_paths and profile_from_discovery.)"""
+@dataclass(frozen=True)
+class ServerGates:
+    """kube-apiserver's feature gates as its /metrics reports them, or why they could not be read."""
+
+    gates: Mapping[str, bool] | None
+    note: str = ""
+
+
+def parse_feature_metrics(text: str) -> dict[str, bool]:
+    """Every ``kubernetes_feature_enabled{name="X",stage="..."} 1|0`` sample of a Prometheus text
+    scrape -> {X: enabled}.  Other series, comments and malformed lines are skipped."""
+    gates: dict[str, bool] = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line.strip())
+        if match is None:
+            continue
+        labels = dict(_LABEL.findall(match["labels"]))
+        try:
+            value = float(match["value"])
+        except ValueError:
+            continue
+        if labels.get("name"):
+            gates[labels["name"]] = value == 1
+    return gates
+
+
+def read_server_gates(fetch_text: FetchText) -> ServerGates:
+    """The API server's gates from GET /metrics; when that is refused or unreadable, no gates and a
+    note saying why (the profile then keeps the version's defaults)."""
+    try:
+        text = fetch_text(METRICS_PATH)
+    except Exception as exc:  # noqa: BLE001 - every client's ApiError carries .status
+        status = getattr(exc, "status", None)
+        if status is None:
+            raise
+        if status in (401, 403):
+            return ServerGates(None, f"{METRICS_PATH} is forbidden: grant get on nonResourceURL {METRICS_PATH} "
+                                     "to read the API server's own gates")
+        # The other reads worked: a big scrape that times out must not cost the profile.
+        return ServerGates(None, f"{METRICS_PATH} could not be read: {exc}")
+    gates = parse_feature_metrics(text)
+    if not gates:
+        return ServerGates(None, f"{METRICS_PATH} reports no {FEATURE_METRIC} series")
+    return ServerGates(gates)
+
+
+def read_live_profile(fetch: Fetch, source: str, gate_overrides: Mapping[str, bool] | None = None,
+                      fetch_text: FetchText | None = None) -> ClusterProfile:
+    """Read the profile from an API server: /version, the served resource.k8s.io versions, every
+    DeviceClass and ResourceSlice at the newest of them, and (given ``fetch_text``) the API server's
+    gates from /metrics.  (The webhook does the same GETs but /metrics on its async client: it
+    shares dra_list_paths and profile_from_discovery.)"""
     version = fetch("/version", ())
     try:
         group = fetch(f"/apis/{DRA_GROUP}", ())
@@ -208,7 +273,8 @@ def read_live_profile(fetch: Fetch, source: str, gate_overrides: Mapping[str, bo
     objects: list[Mapping[str, Any]] = []
     for path, api_version, kind in dra_list_paths(group):
         objects.extend(stamped(_list_all(fetch, path), api_version, kind))
-    return profile_from_discovery(source, version, group, objects, gate_overrides)
+    server_gates = read_server_gates(fetch_text) if fetch_text is not None else None
+    return profile_from_discovery(source, version, group, objects, gate_overrides, server_gates)
 
 
 def dra_list_paths(group: Mapping[str, Any]) -> list[tuple[str, str, str]]:
@@ -224,12 +290,13 @@ def dra_list_paths(group: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 def profile_from_discovery(source: str, version: Mapping[str, Any], group: Mapping[str, Any],
                            objects: Iterable[Mapping[str, Any]],
-                           gate_overrides: Mapping[str, bool] | None = None) -> ClusterProfile:
-    """The profile from /version, /apis/resource.k8s.io and the listed objects."""
+                           gate_overrides: Mapping[str, bool] | None = None,
+                           server_gates: ServerGates | None = None) -> ClusterProfile:
+    """The profile from /version, /apis/resource.k8s.io, the listed objects and /metrics' gates."""
     minor_match = re.match(r"\d+", str(version.get("minor") or ""))
     minor = int(minor_match.group()) if minor_match else None
     return build_profile(source, objects=objects, kubernetes_minor=minor, served_versions=_served(group),
-                         gate_overrides=gate_overrides)
+                         gate_overrides=gate_overrides, server_gates=server_gates)
 
 
 def stamped(items: Iterable[Any], api_version: str, kind: str) -> list[Mapping[str, Any]]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kubectl_gpu.cluster.profile import profile_from_discovery, stamped
+from kubectl_gpu.cluster.profile import profile_from_discovery, read_server_gates, stamped
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects
@@ -94,7 +94,8 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
         objects += [*dra_objects, *listed("resource.k8s.io", dra_version, "resourceclaimtemplates"),
                     *stamped(listed("resource.k8s.io", dra_version, "resourceclaims"),
                              f"resource.k8s.io/{dra_version}", "ResourceClaim")]
-    profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides)
+    profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides,
+                                     read_server_gates(api.get_text))
     # The same sorting and shape checks as for files: one way into the planner.
     return replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version, profile=profile)
 

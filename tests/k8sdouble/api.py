@@ -69,10 +69,28 @@ class ApiOptions:
     # GET pods/NAME/log answers these (namespace, name) -> text, set by K8sDouble.set_pod_log: the
     # double runs no containers, so a test plays the kubelet.
     pod_logs: dict = field(default_factory=dict)
+    # kube-apiserver's own feature gates, (name, stage) -> enabled, as GET /metrics reports them
+    # (K8sDouble.set_feature_gates); and the non-resource paths the caller may not get (RBAC).
+    feature_gates: dict = field(default_factory=dict)
+    forbidden_paths: set = field(default_factory=set)
 
 
 def _json(obj: Any, code: int = 200) -> Response:
     return Response(code, json.dumps(obj, separators=(",", ":")).encode())
+
+
+def _metrics_text(gates: dict) -> bytes:
+    """kube-apiserver's /metrics in the Prometheus text format, with the gauge component-base
+    registers for every feature gate (staging/src/k8s.io/component-base/metrics/prometheus/feature/
+    metrics.go: namespace "kubernetes", name "feature_enabled", labels name and stage, 1 or 0)
+    beside an unrelated series, as a real scrape has hundreds."""
+    lines = ["# HELP apiserver_storage_objects [STABLE] Number of stored objects at the time of last check split by kind.",
+             "# TYPE apiserver_storage_objects gauge", 'apiserver_storage_objects{resource="pods"} 12',
+             "# HELP kubernetes_feature_enabled [BETA] This metric records the data about the stage and enablement "
+             "of a k8s feature.", "# TYPE kubernetes_feature_enabled gauge"]
+    lines += [f'kubernetes_feature_enabled{{name="{name}",stage="{stage}"}} {1 if on else 0}'
+              for (name, stage), on in sorted(gates.items())]
+    return ("\n".join(lines) + "\n").encode()
 
 
 def status_response(error: ApiError) -> Response:
@@ -107,8 +125,13 @@ class Api:
         parts = [p for p in path.split("/") if p]
         if parts == ["version"]:
             return _json(discovery.version_info(self.options.kubernetes_version))
+        if path in self.options.forbidden_paths:
+            # What RBAC answers without a nonResourceURLs rule granting get on the path.
+            raise ApiError(403, f'forbidden: User "system:serviceaccount:default:default" cannot get path "{path}"')
         if parts in (["healthz"], ["readyz"], ["livez"]):
             return Response(200, b"ok", "text/plain")
+        if parts == ["metrics"]:
+            return Response(200, _metrics_text(self.options.feature_gates), "text/plain; version=0.0.4; charset=utf-8")
         if parts == ["api"]:
             return _json(discovery.api_versions(self.options.address))
         if parts == ["apis"]:

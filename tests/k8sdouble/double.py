@@ -214,6 +214,15 @@ class K8sDouble:
         """What GET pods/NAME/log answers (the double runs no containers: a test plays the kubelet)."""
         self._options.pod_logs[(namespace, name)] = text
 
+    def set_feature_gates(self, gates: dict[str, bool], stage: str = "BETA") -> None:
+        """The gates GET /metrics reports as kube-apiserver's (kubernetes_feature_enabled)."""
+        self._options.feature_gates.update({(name, stage): on for name, on in gates.items()})
+
+    def forbid_path(self, path: str) -> None:
+        """GET ``path`` (a non-resource URL such as /metrics) answers 403, as RBAC does without a
+        nonResourceURLs rule for it."""
+        self._options.forbidden_paths.add(path)
+
     def seed_yaml(self, text: str, replace: bool = False) -> list[dict]:
         return self.seed(list(yaml.safe_load_all(text)), replace=replace)
 
