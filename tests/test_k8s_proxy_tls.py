@@ -4,7 +4,9 @@ with TLS checked against `tls-server-name`.
 client-go's kubeconfig (tools/clientcmd/api/v1/types.go, Cluster): "TLSServerName is used to
 check server certificate. If TLSServerName is empty, the hostname used to contact the server is
 used." and "ProxyURL is the URL to the proxy to be used for all requests made by this client."
-kubectl applies both to every request, pod logs included.
+kubectl applies both to every request, pod logs included. Without `proxy-url`, client-go takes
+the environment's proxy (http.ProxyFromEnvironment: HTTPS_PROXY for an https server, never for
+localhost or a loopback address, not for a server NO_PROXY names; golang.org/x/net/http/httpproxy).
 
 The API double speaks plain HTTP; the test puts in front of it what a real cluster has: a TLS
 endpoint whose certificate names only `kube-api.internal` (not the 127.0.0.1 the kubeconfig
@@ -23,6 +25,7 @@ import pytest
 import yaml
 
 from kubectl_gpu.k8s import ApiError, AsyncClient, Client, connect
+from kubectl_gpu.k8s.proxy import effective_proxy
 
 pytest.importorskip("cryptography", reason="cryptography (the webhook extra) makes the test certificates")
 from webhook.certs import write_certs  # noqa: E402
@@ -107,7 +110,7 @@ def fronted(k8s_double, tmp_path: Path):
 
     def write_kubeconfig(**cluster: Any) -> str:
         fields = {"server": f"https://127.0.0.1:{tls_port}", "certificate-authority": str(certs.ca_cert),
-                  **{key.replace("_", "-"): value.format(proxy=proxy_port) for key, value in cluster.items()}}
+                  **{key.replace("_", "-"): value.format(proxy=proxy_port, tls=tls_port) for key, value in cluster.items()}}
         config = {"apiVersion": "v1", "kind": "Config",
                   "clusters": [{"name": "c", "cluster": fields}],
                   "users": [{"name": "u", "user": {"token": "t"}}],
@@ -117,6 +120,7 @@ def fronted(k8s_double, tmp_path: Path):
         path.write_text(yaml.safe_dump(config))
         return str(path)
 
+    write_kubeconfig.proxy_port = proxy_port  # type: ignore[attr-defined]
     yield write_kubeconfig, server_names, tunnels, tls_port
     fronts.run(_close(tls, proxy))
     fronts.stop()
@@ -179,3 +183,60 @@ def test_without_the_tls_server_name_the_certificate_does_not_match(fronted):
             assert refused.value.unreachable and "certificate" in str(refused.value).lower()
     finally:
         connection.close()
+
+
+PROXY_ENV = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy")
+
+
+@pytest.mark.parametrize(("environment", "server", "proxied"), [
+    ({"HTTPS_PROXY": "http://127.0.0.1:{proxy}"}, SERVER_NAME, True),
+    ({"https_proxy": "http://127.0.0.1:{proxy}", "NO_PROXY": ".internal"}, SERVER_NAME, False),
+    ({"HTTPS_PROXY": "http://127.0.0.1:{proxy}", "no_proxy": "kube-api.internal:{tls}"}, SERVER_NAME, False),
+    ({"HTTPS_PROXY": "http://127.0.0.1:{proxy}", "NO_PROXY": "other.internal,api.internal:1"}, SERVER_NAME, True),
+    ({"HTTP_PROXY": "http://127.0.0.1:{proxy}"}, SERVER_NAME, False),  # an https server: HTTPS_PROXY only
+    ({"HTTPS_PROXY": "http://127.0.0.1:{proxy}"}, "127.0.0.1", False),  # loopback: never from the environment
+])
+def test_without_proxy_url_the_environment_decides_as_for_kubectl(fronted, monkeypatch, environment, server, proxied):
+    write_kubeconfig, _server_names, tunnels, tls_port = fronted
+    for name in PROXY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value.format(proxy=write_kubeconfig.proxy_port, tls=tls_port))
+    connection = connect(write_kubeconfig(server=f"https://{server}:{{tls}}", tls_server_name=SERVER_NAME))
+    try:
+        try:
+            connection.api.get_text("/version")
+        except ApiError as exc:  # straight to kube-api.internal: this machine cannot resolve it
+            assert exc.unreachable and not proxied
+        assert tunnels == ([f"{server}:{tls_port}"] if proxied else [])
+    finally:
+        connection.close()
+
+
+def test_proxy_url_carries_every_request_whatever_no_proxy_says(fronted, monkeypatch):
+    write_kubeconfig, _server_names, tunnels, tls_port = fronted
+    monkeypatch.setenv("NO_PROXY", "*")
+    connection = connect(write_kubeconfig(proxy_url="http://127.0.0.1:{proxy}", tls_server_name=SERVER_NAME))
+    try:
+        assert connection.api.get_json("/version")
+        assert tunnels == [f"127.0.0.1:{tls_port}"]
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(("no_proxy", "server", "proxy"), [
+    ("10.96.0.0/12", "https://10.96.0.1:443", None),  # the service CIDR of an in-cluster webhook
+    ("10.0.0.0/8,*.svc", "https://kubernetes.default.svc", None),
+    ("", "https://10.96.0.1:443", "http://proxy.corp:3128"),
+    ("10.96.0.1:6443", "https://10.96.0.1:443", "http://proxy.corp:3128"),  # another port
+    ("*", "https://10.96.0.1", None),
+    ("svc", "https://kubernetes.default.svc", None),
+    (".svc", "https://svc", "http://proxy.corp:3128"),  # a leading dot matches subdomains only
+])
+def test_no_proxy_entries_match_as_in_go(monkeypatch, no_proxy, server, proxy):
+    for name in PROXY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.corp:3128")
+    monkeypatch.setenv("NO_PROXY", no_proxy)
+    assert effective_proxy("http://proxy.corp:3128", server) == proxy  # the kubernetes package read it too
+    assert effective_proxy(None, server) == proxy  # or did not (older releases)

@@ -34,6 +34,7 @@ from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
 from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages
 from kubectl_gpu.k8s.paths import Resource
+from kubectl_gpu.k8s.proxy import effective_proxy
 
 T = TypeVar("T")
 
@@ -258,11 +259,13 @@ class AsyncClient:
 
 
 def _route(configuration: Configuration) -> dict[str, Any]:
-    """How every request reaches the server, as the kubeconfig says: its `proxy-url`, and the name
-    its TLS certificate is checked against (`tls-server-name`, else the server's host)."""
+    """How every request reaches the server, as kubectl sends it: through the kubeconfig's
+    `proxy-url` (else the environment's proxy, see proxy.py), checking the TLS certificate
+    against `tls-server-name` (else the server's host)."""
     route: dict[str, Any] = {}
-    if configuration.proxy:
-        route["proxy"] = configuration.proxy
+    proxy = effective_proxy(configuration.proxy, configuration.host)  # HTTPS_PROXY/NO_PROXY as kubectl
+    if proxy:
+        route["proxy"] = proxy
     if getattr(configuration, "tls_server_name", None):
         route["server_hostname"] = configuration.tls_server_name
     return route
