@@ -335,6 +335,38 @@ def test_build_profile_from_objects_without_dra_objects_serves_nothing() -> None
     assert profile.api_version is None and profile.devices == ()
 
 
+def test_live_explain_compiles_under_the_clusters_gates() -> None:
+    """k8s.io/dynamic-resource-allocation/cel (compile.go, Features.EnableConsumableCapacity):
+    device.allowMultipleAllocations is declared only with DRAConsumableCapacity, off by default in
+    1.34-1.35.  A pod's ResourceClaimTemplate becomes a claim on CREATE, which the API server compiles
+    as new expressions under its gates (pkg/apis/resource/validation ValidateResourceClaim, stored=false).
+    Live `explain POD` compiles as that API server would: its own gates from /metrics, else its
+    version's defaults (not kubectl-gpu's newest release)."""
+    template = yaml.safe_load(SHARED_ONLY_CLAIM)
+    template = {**template, "kind": "ResourceClaimTemplate", "spec": {"spec": template["spec"]}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+           "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "shared-only"}],
+                    "containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "gpu"}]}}]}}
+
+    def explain(api, *args):
+        return CliRunner(env={"KUBECONFIG": api.kubeconfig_path()}).invoke(main, ["explain", *args, "-n", "ml"])
+
+    with K8sDouble(kubernetes_version="1.35") as api:
+        api.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+                 *slices_as(H100_NODE, "v1"), template, pod)
+        api.forbid_path("/metrics")
+        off = explain(api, "p")
+        assert "compile" in off.stdout and "allowMultipleAllocations" in off.stdout, off.stdout
+    with K8sDouble(kubernetes_version="1.35") as api:
+        api.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+                 *slices_as(H100_NODE, "v1"), template, pod)
+        api.set_feature_gates({"DRAConsumableCapacity": True}, stage="ALPHA")
+        on = explain(api, "p")
+        assert "compile" not in on.stdout, on.stdout
+        flagged = explain(api, "p", "--feature-gates", "DRAConsumableCapacity=false")
+        assert "compile" in flagged.stdout
+
+
 # --- DRA's own fallbacks: firstAvailable ------------------------------------------------------------
 
 

@@ -9,6 +9,7 @@ claim can be allocated, 1 when one cannot (or is invalid), 2 for bad usage or un
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,11 +65,12 @@ def _local_slices() -> list[dict[str, Any]]:
               help="Allocated ResourceClaims (`kubectl get resourceclaims -A -o yaml`) to tell free devices from taken.")
 @click.option("--local", is_flag=True, help="Also use this machine's GPUs, as the NVIDIA DRA driver would publish them.")
 @click.option("--kubernetes-version", metavar="1.MINOR",
-              help="With -f: compile the claims' selectors under this release's DRA feature gates (default: the "
-                   "oldest release serving the slices' API version; a slice with allowMultipleAllocations proves "
+              help="Compile the claims' selectors under this release's DRA feature gates (default: the live "
+                   "cluster's version and its API server's own gates from /metrics; with -f the oldest release "
+                   "serving the slices' API version; a slice with allowMultipleAllocations proves "
                    "DRAConsumableCapacity on).")
 @click.option("--feature-gates", metavar="NAME=BOOL,...",
-              help="With -f: DRA feature gates that differ from the release's defaults (e.g. DRAConsumableCapacity=true).")
+              help="DRA feature gates that differ from the cluster's (e.g. DRAConsumableCapacity=true).")
 def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
             allocation_files: tuple[str, ...], local: bool, kubernetes_version: str | None,
             feature_gates: str | None, **values: Any) -> None:
@@ -85,12 +87,12 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
         raise click.UsageError("explain prints explanations, not objects: use -o table, wide, json or yaml")
     try:
         if pod:
-            explanation = _explain_live(pod, options)
+            explanation = _explain_live(pod, options, kubernetes_version, feature_gates)
         elif files:
             explanation = _explain_files(files, slice_files, class_files, allocation_files, local, options,
                                          kubernetes_version, feature_gates)
         elif options.all_namespaces or options.selector:
-            explanation = _explain_live(None, options)
+            explanation = _explain_live(None, options, kubernetes_version, feature_gates)
         else:
             raise InputError("pass a POD or claim/NAME (live cluster), -A or -l SELECTOR (every pod with DRA "
                              "claims), or -f FILE (claims or templates)")
@@ -113,10 +115,11 @@ CLAIM_TYPES = ("claim", "claims", "resourceclaim", "resourceclaims", "resourcecl
 POD_TYPES = ("pod", "pods", "po")
 
 
-def _explain_live(target: str | None, options: ClusterOptions) -> Any:
+def _explain_live(target: str | None, options: ClusterOptions, kubernetes_version: str | None = None,
+                  feature_gates: str | None = None) -> Any:
     """`explain POD`, `explain claim/NAME` (kubectl's TYPE/NAME), or with no target every pod with
     DRA claims (-A, -l): claims (or templates) against the cluster's slices, classes and
-    allocations, fetched through kubectl_gpu.inspect.live."""
+    allocations, fetched through kubectl_gpu.inspect.live, compiled under the cluster's gates."""
     from kubectl_gpu.inspect.live import explain_claim_live, explain_pod_live, explain_pods_live
 
     kind, name = "pod", target
@@ -129,15 +132,48 @@ def _explain_live(target: str | None, options: ClusterOptions) -> Any:
     try:
         connection = options.connect()
         namespace = options.namespace or connection.namespace
+        gates = _live_gates(connection.api, kubernetes_version, feature_gates)
         if name is None:
-            return explain_pods_live(connection.api, None if options.all_namespaces else namespace, options.selector)
+            return explain_pods_live(connection.api, None if options.all_namespaces else namespace, options.selector,
+                                     gates)
         if kind == "claim":
-            return explain_claim_live(connection.api, namespace, name)
-        return explain_pod_live(connection.api, namespace, name)
+            return explain_claim_live(connection.api, namespace, name, gates)
+        return explain_pod_live(connection.api, namespace, name, gates)
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
     except exits.cluster_errors() as err:
         exits.fail(err)
+
+
+def _live_gates(api: Any, kubernetes_version: str | None, feature_gates: str | None) -> Any:
+    """The gates of the live cluster's profile (kubectl_gpu.cluster): its version's defaults, the API
+    server's own from /metrics where RBAC allows, what its slices prove, then --feature-gates.  /version
+    and /metrics are read beside the other fetches; the answer is built once those arrive."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubectl_gpu.cluster import ProfileError, build_profile, parse_feature_gates, parse_kubernetes_version
+    from kubectl_gpu.cluster.profile import read_server_gates
+
+    try:
+        minor = parse_kubernetes_version(kubernetes_version) if kubernetes_version else None
+        overrides = parse_feature_gates(feature_gates) if feature_gates else None
+    except ProfileError as err:
+        raise click.UsageError(str(err)) from err
+    pool = ThreadPoolExecutor(2)
+    version = pool.submit(api.get_json, "/version")
+    server = pool.submit(read_server_gates, api.get_text)
+    pool.shutdown(wait=False)
+
+    def gates(dra_objects: Any) -> frozenset[str]:
+        cluster_minor = minor
+        if cluster_minor is None:
+            match = re.match(r"\d+", str(version.result().get("minor") or ""))
+            cluster_minor = int(match.group()) if match else None
+        profile = build_profile("the cluster", objects=[*dra_objects.slices, *dra_objects.classes],
+                                kubernetes_minor=cluster_minor, gate_overrides=overrides, server_gates=server.result())
+        return profile.feature_gates
+
+    return gates
 
 
 def _live_devices(options: ClusterOptions) -> Any:

@@ -72,8 +72,9 @@ class ClaimSpec:
     constraints: tuple[ConstraintSpec, ...] = ()
     # Devices this claim already holds (driver/pool/device), from status.allocation.
     allocated: tuple[str, ...] = ()
-    # The API server already holds this object (it has a uid): its selectors are stored
-    # expressions, which the scheduler compiles whatever the feature gates are now.
+    # The API server already holds this ResourceClaim (it has a uid): its selectors are stored
+    # expressions, which the scheduler compiles whatever the feature gates are now.  A template is
+    # never stored in this sense: the claim made from it is a CREATE.
     stored: bool = False
 
     @property
@@ -160,7 +161,9 @@ def parse_claim(obj: Mapping[str, Any]) -> ClaimSpec:
         requests=requests,
         constraints=tuple(constraints),
         allocated=allocated,
-        stored=bool(meta.get("uid")),
+        # A template's claims are yet to be created: the API server validates each on CREATE as new
+        # expressions under its gates (pkg/apis/resource/validation ValidateResourceClaim: stored=false).
+        stored=bool(meta.get("uid")) and kind == "ResourceClaim",
     )
 
 

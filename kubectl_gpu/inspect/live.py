@@ -275,17 +275,23 @@ def pod_claim_objects(api: Client, dra: DraApi, pod: Mapping[str, Any],
     return objects
 
 
-def explain_pod_objects(pod: Mapping[str, Any], claim_objects: Objects, dra_objects: DraObjects) -> Any:
+def explain_pod_objects(pod: Mapping[str, Any], claim_objects: Objects, dra_objects: DraObjects,
+                        gates: GatesFor | None = None) -> Any:
     """Run the explain engine over the pod's claims (pure; the objects are already fetched)."""
     if not claim_objects:
         metadata = pod.get("metadata") or {}
         raise NothingToExplain(
             f"pod {metadata.get('namespace')}/{metadata.get('name')} has no DRA resource claims to "
             "explain (describe it to see its legacy GPU requests; `kubectl gpu migrate` converts them)")
-    return explain_claims(claim_objects, dra_objects)
+    return explain_claims(claim_objects, dra_objects, gates)
 
 
-def explain_claims(claim_objects: Objects, dra_objects: DraObjects) -> Any:
+# The DRA feature gates to compile claims under, given what was fetched (the caller reads the cluster
+# profile); None: the CEL package's defaults.
+GatesFor = Callable[[DraObjects], "frozenset[str] | None"]
+
+
+def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: GatesFor | None = None) -> Any:
     """Explain these claims against the cluster's slices and classes, every other claim's
     allocation telling free devices from taken (pure; the objects are already fetched)."""
     from kubectl_gpu.explain import explain_objects
@@ -294,10 +300,11 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects) -> Any:
     others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") not in own]
     return explain_objects(claims=claim_objects, slices=dra_objects.slices,
                            classes=dra_objects.classes, allocated_claims=others,
-                           avoid_nodes=dra_objects.double_counted_nodes())
+                           avoid_nodes=dra_objects.double_counted_nodes(),
+                           gates=gates(dra_objects) if gates is not None else None)
 
 
-def explain_pod_live(api_client: Client, namespace: str, pod_name: str) -> Any:
+def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: GatesFor | None = None) -> Any:
     """Explain, as the scheduler sees it, how each device request of a pod's claims matches the
     cluster's devices.  Returns kubectl_gpu.explain.Explanation.
 
@@ -309,18 +316,19 @@ def explain_pod_live(api_client: Client, namespace: str, pod_name: str) -> Any:
                      "dra": lambda: fetch_dra(api_client, dra)})
     pod, dra_objects = got["pod"], got["dra"]
     claims = pod_claim_objects(api_client, dra, pod, dra_objects.claims)
-    return explain_pod_objects(pod, claims, dra_objects)
+    return explain_pod_objects(pod, claims, dra_objects, gates)
 
 
-def explain_claim_live(api_client: Client, namespace: str, name: str) -> Any:
+def explain_claim_live(api_client: Client, namespace: str, name: str, gates: GatesFor | None = None) -> Any:
     """`explain claim/NAME`: one ResourceClaim against the cluster's devices."""
     dra = discover_dra(api_client)
     got = _parallel({"claim": lambda: fetch_claim(api_client, dra, namespace, name),
                      "dra": lambda: fetch_dra(api_client, dra)})
-    return explain_claims([got["claim"]], got["dra"])
+    return explain_claims([got["claim"]], got["dra"], gates)
 
 
-def explain_pods_live(api_client: Client, namespace: str | None, label_selector: str | None) -> Any:
+def explain_pods_live(api_client: Client, namespace: str | None, label_selector: str | None,
+                      gates: GatesFor | None = None) -> Any:
     """`explain -A` / `explain -l SELECTOR`: the claims of every pod that has DRA claims, each
     claim once (pods sharing a ResourceClaim share its answer)."""
     dra = discover_dra(api_client)
@@ -341,7 +349,7 @@ def explain_pods_live(api_client: Client, namespace: str | None, label_selector:
         where = f'namespace "{namespace}"' if namespace else "any namespace"
         raise NothingToExplain(f"no pod in {where}" + (f" matching -l {label_selector}" if label_selector else "")
                                + " has DRA resource claims to explain")
-    return explain_claims(objects, got["dra"])
+    return explain_claims(objects, got["dra"], gates)
 
 
 # -------------------------------------------------------------------- doctor
