@@ -2,13 +2,16 @@
 
 The cluster (tests/fleet_cluster.py) is created through the API by "helm" (so helm owns every
 field, as on a real cluster), then moved with `kubectl gpu plan`, `migrate --from-cluster --apply`
-and `migrate nodes --apply` until no device-plugin GPU node is left. The test plays the parts
-no API server plays: the scheduler and the workload controllers replace pods (evicted ones on
-the device-plugin nodes left, migrated ones on DRA nodes with free devices, failing the test if a
-pod fits nowhere: a stranded pod), the node operator turns the device plugin off and the DRA
-driver publishes the node's ResourceSlice. After every wave, `doctor`'s double-counting check
-finds nothing; at the end `kubectl gpu rollback --apply` restores every migrated object's spec
-byte for byte (canonical JSON, as the API server serialises it).
+and `migrate nodes --apply` until no device-plugin GPU node is left. The double's controllers play
+the cluster (tests/k8sdouble/workloads.py): Deployments make ReplicaSets that make pods,
+StatefulSets, DaemonSets and Jobs make theirs, a rollout replaces them, an evicted pod is made
+again, the scheduler binds each pod to a node that fits (legacy GPUs on device-plugin nodes, DRA
+devices on DRA nodes) or leaves it Pending: a stranded pod. The test plays only what no part of
+Kubernetes does: the Kubeflow operator (the PyTorchJob's pods), the node operator who turns the
+device plugin off, and the DRA driver publishing the node's ResourceSlice. After every wave,
+`doctor`'s double-counting check finds nothing and no pod is stranded; at the end
+`kubectl gpu rollback --apply` restores every migrated object's spec byte for byte (canonical
+JSON, as the API server serialises it).
 """
 from __future__ import annotations
 
@@ -22,7 +25,6 @@ from click.testing import CliRunner
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.fleet.live import send
 from kubectl_gpu.k8s import Client
-from kubectl_gpu.fleet.workloads import pod_demand
 from kubectl_gpu.inspect.doctor import run_doctor
 from kubectl_gpu.inspect.live import fetch_doctor_inputs
 from kubectl_gpu.k8s.paths import collection_path
@@ -80,83 +82,39 @@ class Cluster:
                 if n["metadata"].get("labels", {}).get("ack.node.gpu.schedule") == "disabled"
                 and not n.get("spec", {}).get("unschedulable")]
 
-    def devices_free(self, node: str) -> int:
-        slices = [s for s in self.double.list("resourceslices") if s["spec"].get("nodeName") == node]
-        total = sum(len(s["spec"]["devices"]) for s in slices)
-        used = sum(len(p["spec"].get("resourceClaims") or []) for p in self.pods()
-                   if p["spec"].get("nodeName") == node and p["status"].get("phase") == "Running")
-        return total - used
+    def stranded(self) -> list[str]:
+        """Pods the scheduler could place nowhere (Pending), except those of workloads that never
+        had a node (an H100 nobody has, a value no device plugin serves): not the migration's doing."""
+        return sorted(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in self.pods()
+                      if p["status"].get("phase") == "Pending"
+                      and p["metadata"].get("labels", {}).get("app") not in NEVER_SCHEDULABLE)
 
-    def legacy_free(self, node: dict) -> int:
-        allocatable = int(node["status"]["allocatable"].get("nvidia.com/gpu", "0"))
-        used = sum(int(pod_demand(p).get("nvidia.com/gpu", 0)) for p in self.pods()
-                   if p["spec"].get("nodeName") == node["metadata"]["name"] and p["status"].get("phase") == "Running")
-        return allocatable - used
-
-    def schedule(self, pod: dict) -> str:
-        """Where the scheduler puts a new pod; fails the test for a pod that fits nowhere."""
-        if pod["spec"].get("nodeSelector", {}).get("probe") == "yes":
-            return "legacy-1"  # the DaemonSet's pod stays on its node
-        if pod["spec"].get("resourceClaims"):
-            wanted = len(pod["spec"]["resourceClaims"])
-            fits = [n for n in self.dra_nodes() if self.devices_free(n) >= wanted]
-        else:
-            need = int(pod_demand(pod).get("nvidia.com/gpu", 0))
-            fits = [n["metadata"]["name"] for n in self.nodes() if not n.get("spec", {}).get("unschedulable")
-                    and n["metadata"]["name"] not in self.dra_nodes() and self.legacy_free(n) >= need]
-        assert fits, f"stranded: no node can run {pod['metadata']['namespace']}/{pod['metadata']['name']}"
-        return fits[0]
-
-    def replace_pods(self, owner_uid: str, template: dict, namespace: str, prefix: str, count: int,
-                     owner: dict) -> None:
-        """What a workload controller does after a rollout: old pods out, pods of the template in."""
-        for pod in self.pods():
-            if any(o["uid"] == owner_uid for o in pod["metadata"].get("ownerReferences") or ()):
-                self.double.delete("pods", pod["metadata"]["name"], namespace)
+    def operator_pods(self, job: dict, count: int) -> None:
+        """The Kubeflow operator's part: the PyTorchJob's worker pods (no nodeName: the double's
+        scheduler binds them)."""
+        template = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
         for i in range(count):
-            pod = {"apiVersion": "v1", "kind": "Pod",
-                   "metadata": {"name": f"{prefix}-dra-{i}", "namespace": namespace,
-                                "labels": dict(template["metadata"].get("labels") or {}),
-                                "ownerReferences": [{"apiVersion": owner["apiVersion"], "kind": owner["kind"],
-                                                     "name": owner["metadata"]["name"], "uid": owner_uid,
-                                                     "controller": True}]},
-                   "spec": copy.deepcopy(template["spec"]),
-                   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
-            pod["spec"]["nodeName"] = self.schedule(pod)
-            self.create(pod, manager="kube-controller-manager")
+            self.create({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"generateName": f"{job['metadata']['name']}-worker-{i}-",
+                                      "namespace": job["metadata"]["namespace"],
+                                      "labels": dict(template["metadata"].get("labels") or {}),
+                                      "ownerReferences": [{"apiVersion": job["apiVersion"], "kind": job["kind"],
+                                                           "name": job["metadata"]["name"],
+                                                           "uid": job["metadata"]["uid"], "controller": True}]},
+                         "spec": copy.deepcopy(template["spec"])}, manager="training-operator")
 
-    def roll_migrated_workloads(self) -> None:
-        """Every migrated workload whose pods still hold device-plugin GPUs gets new pods."""
-        for kind in ("deployments", "statefulsets", "daemonsets", "pytorchjobs"):
-            for obj in self.double.list(kind):
-                template = (obj["spec"]["template"] if kind != "pytorchjobs"
-                            else obj["spec"]["pytorchReplicaSpecs"]["Worker"]["template"])
-                if not template["spec"].get("resourceClaims"):
-                    continue
-                owner = obj
-                if kind == "deployments":
-                    owner = next((r for r in self.double.list("replicasets", obj["metadata"]["namespace"])
-                                  if r["metadata"]["ownerReferences"][0]["uid"] == obj["metadata"]["uid"]), obj)
-                uid = owner["metadata"]["uid"]
-                pods = [p for p in self.pods() if any(o["uid"] == uid for o in p["metadata"].get("ownerReferences") or ())]
-                if not any(pod_demand(p) for p in pods):
-                    continue
-                count = len(pods) if kind == "daemonsets" else \
-                    obj["spec"].get("replicas", obj["spec"].get("pytorchReplicaSpecs", {}).get("Worker", {}).get("replicas", 1))
-                self.replace_pods(uid, template, obj["metadata"]["namespace"], obj["metadata"]["name"], count, owner)
-
-    def recreate_evicted(self, before: list[dict]) -> None:
-        """Controllers recreate the pods a drain evicted, on the nodes the scheduler finds."""
-        now = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in self.pods()}
-        for pod in before:
-            if (pod["metadata"]["namespace"], pod["metadata"]["name"]) in now:
-                continue
-            fresh = {"apiVersion": "v1", "kind": "Pod",
-                     "metadata": {k: pod["metadata"][k] for k in ("name", "namespace", "labels", "ownerReferences")},
-                     "spec": {k: v for k, v in pod["spec"].items() if k != "nodeName"},
-                     "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
-            fresh["spec"]["nodeName"] = self.schedule(fresh)
-            self.create(fresh, manager="kube-controller-manager")
+    def operator_reconciles(self) -> None:
+        """A migrated PyTorchJob's old pods go and new ones come; evicted workers come back."""
+        for job in self.double.list("pytorchjobs"):
+            uid = job["metadata"]["uid"]
+            pods = [p for p in self.pods() if any(o["uid"] == uid for o in p["metadata"].get("ownerReferences") or ())
+                    and p["status"].get("phase") not in ("Succeeded", "Failed")]
+            template = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+            stale = [p for p in pods if bool(p["spec"].get("resourceClaims")) != bool(template["spec"].get(
+                "resourceClaims"))]
+            for p in stale:
+                self.double.delete("pods", p["metadata"]["name"], p["metadata"]["namespace"])
+            self.operator_pods(job, job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] - len(pods) + len(stale))
 
     def switch_driver(self, node_name: str) -> None:
         """The operator's part: device plugin off, DRA driver on (it publishes a slice), uncordon."""
@@ -173,13 +131,34 @@ class Cluster:
         return [f.message for f in report.findings if f.code == "double-counting"]
 
 
+NEVER_SCHEDULABLE = ("broken", "h100")
+
+
+def top_level(objects: list[dict]) -> list[dict]:
+    """The objects someone creates: not what the built-in controllers make (ReplicaSets, and the
+    pods of Deployments, StatefulSets, DaemonSets and Jobs), nor the PyTorchJob's pods (its
+    operator makes them). DaemonSets first: their pod stays on its node (as when it was there
+    before the other workloads). The CronJob's Job is suspended: its run is over."""
+    owner_kind = {o["metadata"].get("uid"): o["kind"] for o in objects}
+    kept = []
+    for obj in objects:
+        owners = [owner_kind.get(r["uid"]) for r in obj["metadata"].get("ownerReferences") or ()]
+        if obj["kind"] == "ReplicaSet" or (obj["kind"] == "Pod" and owners):
+            continue
+        if obj["kind"] == "Job" and "CronJob" in owners:
+            obj = copy.deepcopy(obj)
+            obj["spec"]["suspend"] = True
+        kept.append(obj)
+    return sorted(kept, key=lambda o: o["kind"] != "DaemonSet")
+
+
 @pytest.fixture
 def cluster():
     group, version, plural, kind = CR_KIND
     with K8sDouble(controllers=True, extra_kinds=[ResourceKind(group, (version,), plural, kind, True)]) as double:
         c = Cluster(double)
         uids: dict[str, str] = {}
-        for obj in mixed_cluster():
+        for obj in top_level(mixed_cluster()):
             obj = copy.deepcopy(obj)
             for owner in obj["metadata"].get("ownerReferences") or ():
                 owner["uid"] = uids[owner["uid"]]
@@ -187,6 +166,8 @@ def cluster():
             created = c.create(obj)
             if fixture_uid:
                 uids[fixture_uid] = created["metadata"]["uid"]
+        c.operator_reconciles()
+        assert c.stranded() == []
         yield c
 
 
@@ -198,8 +179,9 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
     waves = 0
     for _ in range(8):
         cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "--timeout", "5")
-        cluster.roll_migrated_workloads()
+        cluster.operator_reconciles()
         assert cluster.double_counting() == [], f"after wave {waves}"
+        assert cluster.stranded() == [], f"after wave {waves}"
         plan = json.loads(cluster.kubectl_gpu("plan", "--wave-size", "2", "-o", "json", expect=None))
         switching = next((w for w in plan["waves"] if w["nodes"]), None)
         if switching is None:
@@ -207,22 +189,22 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
         if switching.get("refused"):
             # The only refusal this cluster earns: the running Job holds 2 device-plugin GPUs on
             # the last legacy node. A Job's template is immutable, so it must finish first.
-            assert any("ml/train-0" in r for r in switching["refused"]), switching["refused"]
-            pod = cluster.double.get("pods", "train-0", "ml")
+            assert any("ml/train-" in r for r in switching["refused"]), switching["refused"]
+            (pod,) = [p for p in cluster.pods() if p["metadata"]["labels"].get("job-name") == "train"]
             pod["status"]["phase"] = "Succeeded"
-            send(cluster.api, "PUT", "/api/v1/namespaces/ml/pods/train-0/status", pod)
+            send(cluster.api, "PUT", f"/api/v1/namespaces/ml/pods/{pod['metadata']['name']}/status", pod)
             continue
-        before = cluster.pods()
         output = cluster.kubectl_gpu("migrate", "nodes", *switching["nodes"], "--apply", "--timeout", "5")
         assert "switched" in output
-        cluster.recreate_evicted(before)
+        cluster.operator_reconciles()
+        assert cluster.stranded() == [], f"evicted pods of wave {waves} found no node"
         for node in switching["nodes"]:
             assert cluster.double.get("nodes", node, namespace="")["spec"]["unschedulable"] is True
             cluster.switch_driver(node)
         waves += 1
     assert waves >= 3
     assert sorted(cluster.dra_nodes()) == ["dra-1", "legacy-1", "legacy-2", "legacy-3", "legacy-4"]
-    assert all(p["status"]["phase"] in ("Running", "Succeeded") for p in cluster.pods())
+    assert cluster.stranded() == []
     # Running it again changes nothing.
     rv = cluster.double.resource_version
     cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "--timeout", "5")
@@ -232,7 +214,17 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
         e["manager"] == "kubectl-gpu" for e in cluster.double.get(PLURALS[k[0]], k[2], k[1])["metadata"]["managedFields"])}
     assert {k[2] for k in migrated} == {"web", "infer", "store", "probe", "nightly", "bert", "notebook"}
 
+    # Rolling back needs device-plugin GPUs again: the node operator puts the device plugin back
+    # on the former legacy nodes first (else the restored pods would wait Pending, as rollback says).
+    for name in ("legacy-1", "legacy-2", "legacy-3", "legacy-4"):
+        node = cluster.double.get("nodes", name, namespace="")
+        node["status"]["allocatable"]["nvidia.com/gpu"] = node["status"]["capacity"]["nvidia.com/gpu"] = "4"
+        send(cluster.api, "PUT", f"/api/v1/nodes/{name}/status", node)
+    # The node-pinned DaemonSet first, while its node has room, then everything else.
+    cluster.kubectl_gpu("rollback", "daemonset/probe", "--apply", "--timeout", "5")
     cluster.kubectl_gpu("rollback", "--apply", "--timeout", "5")
+    cluster.operator_reconciles()
+    assert cluster.stranded() == []
     for key in migrated:
         restored = cluster.double.get(PLURALS[key[0]], key[2], key[1])["spec"]
         assert json.dumps(restored, sort_keys=True) == json.dumps(originals[key], sort_keys=True), key
@@ -310,12 +302,14 @@ def test_migrate_nodes_never_touches_a_node_whose_pods_cannot_move(cluster):
 
 
 def test_migrate_nodes_dry_run_checks_evictions_with_the_server(cluster):
+    worker = next(p for p in cluster.pods() if p["metadata"]["labels"].get("app") == "bert")
+    name, node = worker["metadata"]["name"], worker["spec"]["nodeName"]
     cluster.double.reset_requests()
-    output = cluster.kubectl_gpu("migrate", "nodes", "legacy-4")
-    assert "pod/ml/bert-worker-1: would be evicted (server dry run)" in output
+    output = cluster.kubectl_gpu("migrate", "nodes", node)
+    assert f"pod/ml/{name}: would be evicted (server dry run)" in output
     evictions = [r for r in cluster.double.requests if r.resource == "pods" and r.subresource == "eviction"]
     assert evictions and all(r.dry_run for r in evictions)
-    assert cluster.double.get("pods", "bert-worker-1", "ml") is not None
+    assert cluster.double.get("pods", name, "ml") is not None
 
 
 def test_rollback_without_a_record_says_there_is_nothing_to_do(cluster):
@@ -343,11 +337,13 @@ def test_an_eviction_a_budget_refuses_is_reported_not_forced(cluster):
     cluster.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                     "metadata": {"name": "infer", "namespace": "serving"},
                     "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "infer"}}}})
-    ok, message = evict(cluster.api, "serving", "infer-0", dry_run=False)
+    infer, web = (next(p["metadata"]["name"] for p in cluster.pods() if p["metadata"]["labels"].get("app") == app)
+                  for app in ("infer", "web"))
+    ok, message = evict(cluster.api, "serving", infer, dry_run=False)
     assert not ok and "needs 1 healthy pods and has 1 currently" in message
-    assert cluster.double.get("pods", "infer-0", "serving") is not None
-    ok, message = evict(cluster.api, "serving", "web-0", dry_run=False)  # web's budget allows one
-    assert ok and cluster.double.get("pods", "web-0", "serving") is None
+    assert cluster.double.get("pods", infer, "serving") is not None
+    ok, message = evict(cluster.api, "serving", web, dry_run=False)  # web's budget allows one
+    assert ok and cluster.double.get("pods", web, "serving") is None
 
 
 def test_claim_templates_use_the_version_an_older_cluster_serves():
@@ -356,11 +352,10 @@ def test_claim_templates_use_the_version_an_older_cluster_serves():
     with K8sDouble(controllers=True, disabled_group_versions=["resource.k8s.io/v1"],
                    extra_kinds=[ResourceKind(group, (version,), plural, kind, True)]) as double:
         c = Cluster(double)
-        for obj in mixed_cluster():
-            if obj["kind"] in ("Deployment", "ReplicaSet", "Pod", "Node", "Namespace") and \
+        for obj in top_level(mixed_cluster()):
+            if obj["kind"] in ("Deployment", "Node", "Namespace") and \
                     obj["metadata"].get("name", "").startswith(("infer", "legacy", "dra", "serving", "ml")):
                 obj = copy.deepcopy(obj)
-                obj["metadata"].pop("ownerReferences", None)
                 obj["metadata"].pop("uid", None)
                 c.create(obj)
         c.create({"apiVersion": "resource.k8s.io/v1beta2", **{k: v for k, v in resource_slice("dra-1").items()

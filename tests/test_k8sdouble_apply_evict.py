@@ -225,7 +225,14 @@ def eviction(name, dry_run=None):
 
 @pytest.fixture
 def cluster():
+    """The double with its controllers, scheduler and kubelet, and one worker node for pods."""
     with K8sDouble(controllers=True) as double:
+        double.seed({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"},
+                     "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "8"}}},
+                    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "worker-1-gpus"},
+                     "spec": {"driver": "gpu.nvidia.com", "nodeName": "worker-1",
+                              "pool": {"name": "worker-1", "generation": 1, "resourceSliceCount": 1},
+                              "devices": [{"name": f"gpu-{i}"} for i in range(2)]}})
         yield double
 
 
@@ -365,3 +372,68 @@ def test_a_list_item_the_applier_leaves_out_goes_whole(k8s_double):
     assert spec["resourceClaims"] == [{"name": "nic", "resourceClaimTemplateName": "nic"}]
     apply(apps, deployment(), "kubectl-gpu")
     assert "resourceClaims" not in k8s_double.get("deployments", "web")["spec"]["template"]["spec"]
+
+
+# ------------------------------------------------- controllers that create pods
+
+def test_a_deployment_makes_a_replicaset_that_makes_its_pods(cluster):
+    """pkg/controller/deployment: one ReplicaSet per template, ``<name>-<pod-template-hash>``,
+    owned with controller: true, the hash in its labels, selector and pod template; the
+    ReplicaSet controller makes the pods (generateName ``<replicaset>-``), owned by it."""
+    apps = client.AppsV1Api(cluster.api_client())
+    apps.create_namespaced_deployment("default", deployment(replicas=2))
+    (rs,) = cluster.list("replicasets", "default")
+    pod_hash = rs["metadata"]["labels"]["pod-template-hash"]
+    assert rs["metadata"]["name"] == f"web-{pod_hash}"
+    assert rs["spec"]["selector"]["matchLabels"] == {"app": "web", "pod-template-hash": pod_hash}
+    (owner,) = rs["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["name"], owner["controller"], owner["blockOwnerDeletion"]) == \
+        ("Deployment", "web", True, True)
+    pods = cluster.list("pods", "default")
+    assert len(pods) == 2 and all(p["metadata"]["name"].startswith(f"web-{pod_hash}-") for p in pods)
+    assert all(p["metadata"]["ownerReferences"][0]["uid"] == rs["metadata"]["uid"] for p in pods)
+    assert all(p["metadata"]["labels"]["pod-template-hash"] == pod_hash for p in pods)
+    assert all(p["spec"]["nodeName"] == "worker-1" and p["status"]["phase"] == "Running" for p in pods)
+
+    # A new template rolls out: a new ReplicaSet with the pods, the old one scaled to zero.
+    apps.patch_namespaced_deployment("web", "default", {"spec": {"template": {"metadata": {
+        "annotations": {"rolled": "yes"}}}}})
+    sets = {r["metadata"]["name"]: r for r in cluster.list("replicasets", "default")}
+    assert len(sets) == 2 and sets[rs["metadata"]["name"]]["spec"]["replicas"] == 0
+    pods = cluster.list("pods", "default")
+    assert len(pods) == 2 and all(p["metadata"]["labels"]["pod-template-hash"] != pod_hash for p in pods)
+    status = apps.read_namespaced_deployment("web", "default").status
+    assert (status.observed_generation, status.replicas, status.updated_replicas, status.available_replicas) == \
+        (2, 2, 2, 2)
+
+
+def test_a_pod_that_fits_no_node_stays_pending_and_the_rollout_waits(cluster):
+    """The scheduler's NodeResourcesFit: 10 GPUs fit on no node (8 allocatable): Pending."""
+    apps = client.AppsV1Api(cluster.api_client())
+    apps.create_namespaced_deployment("default", deployment(gpu="10"))
+    (pod_obj,) = cluster.list("pods", "default")
+    assert pod_obj["status"]["phase"] == "Pending" and "nodeName" not in pod_obj["spec"]
+    assert apps.read_namespaced_deployment("web", "default").status.ready_replicas == 0
+
+
+def test_a_job_runs_its_pods_until_they_succeed(cluster):
+    """pkg/controller/job: ``parallelism`` pods with the job-name/controller-uid labels, owned by
+    the Job; none is made again once they succeeded, and the Job is Complete."""
+    batch = client.BatchV1Api(cluster.api_client())
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "default"},
+           "spec": {"parallelism": 2, "completions": 2, "template": {"metadata": {"labels": {"app": "train"}}, "spec": {
+               "restartPolicy": "Never", "containers": [{"name": "main", "image": "cuda:12"}]}}}}
+    batch.create_namespaced_job("default", job)
+    pods = cluster.list("pods", "default")
+    uid = cluster.get("jobs", "train")["metadata"]["uid"]
+    assert len(pods) == 2 and all(p["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "train" and
+                                  p["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] == uid for p in pods)
+    assert batch.read_namespaced_job("train", "default").status.active == 2
+    core = client.CoreV1Api(cluster.api_client())
+    for p in pods:
+        p["status"]["phase"] = "Succeeded"
+        core.replace_namespaced_pod_status(p["metadata"]["name"], "default", p)
+    status = batch.read_namespaced_job("train", "default").status
+    assert (status.active, status.succeeded) == (0, 2)
+    assert any(c.type == "Complete" and c.status == "True" for c in status.conditions)
+    assert len(cluster.list("pods", "default")) == 2

@@ -9,11 +9,15 @@ client that polls sees the status a real controller would have written by then.
   maxUnavailable`` (percent rounded up), ``disruptionsAllowed = max(currentHealthy - desiredHealthy, 0)``,
   ``observedGeneration = generation``. Expected pods are the matching pods (the real controller
   asks the pods' controllers for their scale; the double has no pods it did not get from a test).
-- Rollout "controller": a Deployment, StatefulSet or DaemonSet whose spec changed gets status with
-  ``observedGeneration = generation`` and every replica updated and ready, the fields
-  ``kubectl rollout status`` reads (kubectl/pkg/polymorphichelpers/rollout_status.go). A rollout
-  stays unready when its pod template names a ResourceClaimTemplate that does not exist in the
-  namespace (the pods would stay Pending) or when a test holds it with ``stall``.
+- Workload controllers, scheduler and kubelet (workloads.py): Deployments make ReplicaSets, which
+  make pods, as do StatefulSets, DaemonSets and Jobs; pending pods are bound to a node that fits
+  and start Running and Ready.
+- Rollout status: a Deployment, StatefulSet or DaemonSet gets ``observedGeneration = generation``
+  and replicas counted from its pods (updated = of the current template, ready/available = Ready
+  ones), the fields ``kubectl rollout status`` reads (kubectl/pkg/polymorphichelpers/
+  rollout_status.go). A rollout stays unready while its pods are Pending (no node fits, or a
+  ResourceClaimTemplate they name does not exist) or when a test holds it with ``stall`` (its
+  pods run but are not Ready).
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from .conversion import clone
 from .kinds import Registry
 from .selectors import label_selector_matches
 from .store import Store
+from .workloads import WorkloadControllers, _finished, template_hash
 
 ROLLOUT_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 
@@ -64,29 +69,34 @@ def pdb_status(pdb: dict, pods: list[dict]) -> dict:
     return status
 
 
-def rollout_status(workload: dict, ready: bool, node_count: int) -> dict:
+def rollout_status(workload: dict, pods: list[dict], current: list[dict], wanted: int) -> dict:
+    """The status fields `kubectl rollout status` reads, from the workload's pods as its controller
+    counts them: ``pods`` (not finished), ``current`` (those of the current template), ``wanted``
+    (spec.replicas, or a DaemonSet's eligible nodes)."""
     kind = workload.get("kind")
     generation = (workload.get("metadata") or {}).get("generation", 1)
     status = dict(workload.get("status") or {})
     status["observedGeneration"] = generation
+    ready = sum(1 for p in pods if _ready(p))
+    updated_ready = sum(1 for p in current if _ready(p))
     if kind == "DaemonSet":
-        want = node_count
-        status.update(desiredNumberScheduled=want, currentNumberScheduled=want,
-                      updatedNumberScheduled=want, numberReady=want if ready else 0,
-                      numberAvailable=want if ready else 0, numberUnavailable=0 if ready else want,
-                      numberMisscheduled=0)
+        scheduled = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+        status.update(desiredNumberScheduled=wanted, currentNumberScheduled=scheduled,
+                      updatedNumberScheduled=len(current), numberReady=ready, numberAvailable=ready,
+                      numberUnavailable=max(wanted - ready, 0), numberMisscheduled=0)
         return status
-    want = int((workload.get("spec") or {}).get("replicas", 1))
-    status.update(replicas=want, updatedReplicas=want if ready else 0, readyReplicas=want if ready else 0,
-                  availableReplicas=want if ready else 0)
+    status.update(replicas=len(pods), updatedReplicas=len(current), readyReplicas=ready, availableReplicas=ready)
     if kind == "StatefulSet":
-        status.update(currentReplicas=want if ready else 0)
-        if ready:
-            status["currentRevision"] = status["updateRevision"] = f"{workload['metadata']['name']}-{generation}"
+        revision = (current[0].get("metadata") or {}).get("labels", {}).get("controller-revision-hash") if current \
+            else status.get("updateRevision")
+        status.update(currentReplicas=len(current), updateRevision=revision)
+        if len(current) == len(pods) == wanted and revision:
+            status["currentRevision"] = revision
     if kind == "Deployment":
-        status["unavailableReplicas"] = 0 if ready else want
+        done = len(current) == wanted and updated_ready == wanted and len(pods) == wanted
+        status["unavailableReplicas"] = max(wanted - ready, 0)
         status["conditions"] = [{"type": "Progressing", "status": "True",
-                                 "reason": "NewReplicaSetAvailable" if ready else "ReplicaSetUpdated"}]
+                                 "reason": "NewReplicaSetAvailable" if done else "ReplicaSetUpdated"}]
     return status
 
 
@@ -95,16 +105,82 @@ class Controllers:
         self.registry = registry
         self.store = store
         self.stalled: set[tuple[str, str, str]] = set()  # (kind, namespace, name)
+        self.workloads = WorkloadControllers(registry, store)
 
-    def _templates_exist(self, workload: dict) -> bool:
-        namespace = workload["metadata"].get("namespace", "")
-        spec = ((workload.get("spec") or {}).get("template") or {}).get("spec") or {}
-        kind = self.registry.resolve("resourceclaimtemplates")
-        return all(self.store.get(kind, namespace, ref["resourceClaimTemplateName"]) is not None
-                   for ref in spec.get("resourceClaims") or [] if ref.get("resourceClaimTemplateName"))
+    def _owned(self, kind: str, owner: dict) -> list[dict]:
+        uid = owner["metadata"]["uid"]
+        return [e.obj for e in self.store.entries(self.registry.resolve(kind), owner["metadata"].get("namespace"))
+                if any(r.get("controller") and r.get("uid") == uid for r in e.obj["metadata"].get("ownerReferences") or ())]
+
+    def _stalled_uids(self) -> set[str]:
+        uids = set()
+        for kind_name, namespace, name in self.stalled:
+            entry = self.store.get(self.registry.resolve(kind_name), namespace, name)
+            if entry is not None:
+                uids.add(entry.obj["metadata"]["uid"])
+                if kind_name == "Deployment":
+                    uids.update(rs["metadata"]["uid"] for rs in self._owned("replicasets", entry.obj))
+        return uids
+
+    def _kubelet_readiness(self) -> None:
+        """Pods of a stalled workload run but never become Ready (as when they crash-loop)."""
+        stalled = self._stalled_uids()
+        kind = self.registry.resolve("pods")
+        for entry in self.store.entries(kind):
+            pod = entry.obj
+            status = pod.get("status") or {}
+            if not pod["spec"].get("nodeName") or status.get("phase") != "Running":
+                continue
+            owner = next((r.get("uid") for r in pod["metadata"].get("ownerReferences") or () if r.get("controller")),
+                         None)
+            want = "False" if owner in stalled else "True"
+            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Ready"]
+            conditions.append({"type": "Ready", "status": want})
+            if conditions != status.get("conditions"):
+                updated = clone(pod)
+                updated["status"]["conditions"] = conditions
+                self.store.update(kind, updated, subresource="status", force=True)
+
+    def _rollouts(self) -> None:
+        nodes = [e.obj for e in self.store.entries(self.registry.resolve("nodes"))]
+        for kind_name in ROLLOUT_KINDS:
+            kind = self.registry.resolve(kind_name)
+            for entry in self.store.entries(kind):
+                obj = {**entry.obj, "kind": kind_name}
+                spec = obj.get("spec") or {}
+                template = spec.get("template") or {}
+                if kind_name == "Deployment":
+                    sets = self._owned("replicasets", obj)
+                    pods = [p for rs in sets for p in self._owned("pods", rs) if not _finished(p)]
+                    new = f"{obj['metadata']['name']}-{template_hash(template)}"
+                    current = [p for rs in sets if rs["metadata"]["name"] == new for p in self._owned("pods", rs)
+                               if not _finished(p)]
+                    wanted = int(spec.get("replicas", 1))
+                else:
+                    pods = [p for p in self._owned("pods", obj) if not _finished(p)]
+                    revision = template_hash(template)
+                    if kind_name == "StatefulSet":
+                        revision = f"{obj['metadata']['name']}-{revision}"
+                    current = [p for p in pods if (p["metadata"].get("labels") or {}).get("controller-revision-hash")
+                               == revision]
+                    selector = (template.get("spec") or {}).get("nodeSelector") or {}
+                    wanted = int(spec.get("replicas", 1)) if kind_name == "StatefulSet" else sum(
+                        1 for n in nodes if all((n["metadata"].get("labels") or {}).get(k) == v
+                                                for k, v in selector.items()))
+                status = rollout_status(obj, pods, current, wanted)
+                if status != entry.obj.get("status"):
+                    updated = clone(entry.obj)
+                    updated["status"] = status
+                    self.store.update(kind, updated, subresource="status", force=True)
 
     def reconcile(self) -> None:
         with self.store.cond:
+            for _ in range(10):  # Deployment -> ReplicaSet -> pods -> scheduled: until nothing changes
+                changed = self.workloads.run()
+                self._kubelet_readiness()
+                if not changed:
+                    break
+            self._rollouts()
             pods_kind = self.registry.resolve("pods")
             for entry in self.store.entries(self.registry.resolve("poddisruptionbudgets")):
                 namespace = entry.key[0]
@@ -114,14 +190,3 @@ class Controllers:
                     updated = clone(entry.obj)
                     updated["status"] = status
                     self.store.update(entry.kind, updated, subresource="status", force=True)
-            node_count = len(self.store.entries(self.registry.resolve("nodes")))
-            for kind_name in ROLLOUT_KINDS:
-                kind = self.registry.resolve(kind_name)
-                for entry in self.store.entries(kind):
-                    obj = entry.obj
-                    ready = (kind_name, *entry.key) not in self.stalled and self._templates_exist(obj)
-                    status = rollout_status({**obj, "kind": kind_name}, ready, node_count)
-                    if status != obj.get("status"):
-                        updated = clone(obj)
-                        updated["status"] = status
-                        self.store.update(kind, updated, subresource="status", force=True)
