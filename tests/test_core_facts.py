@@ -90,7 +90,7 @@ def test_device_classes_select_their_device_type_as_the_drivers_chart_does():
         assert facts.DEVICE_CLASS_SELECTORS[device_class].endswith(f".type == '{device_type}'")
 
 
-@pytest.mark.parametrize("recording", ["h100-80gb-hbm3", "a100-sxm4-80gb-mig", "a100-sxm4-40gb-mig"])
+@pytest.mark.parametrize("recording", ["h100-80gb-hbm3", "a100-sxm4-80gb-mig", "a100-sxm4-40gb-mig", "gh200-480gb-ats"])
 def test_inventorys_preview_publishes_only_attributes_the_table_knows(recording, monkeypatch):
     """inventory mirrors the driver from NVML; the facts mirror it from its source: they must agree."""
     from kubectl_gpu.inventory import nvml_reader
@@ -139,3 +139,33 @@ def test_the_webhook_and_describe_doctor_agree_on_which_nodes_are_dra_nodes(labe
 def test_a_dra_node_label_flag_without_a_value_says_how_to_write_it():
     with pytest.raises(ValueError, match="KEY=VALUE"):
         facts.DraNodeMarker.parse("pool")
+
+
+READERS_OF_PUBLISHED_NAMES = ("kubectl_gpu/inventory/published_devices.py", "kubectl_gpu/inventory/table.py",
+                              "kubectl_gpu/cli/inventory.py", "kubectl_gpu/inspect/devices.py")
+
+
+@pytest.mark.parametrize("module", READERS_OF_PUBLISHED_NAMES)
+def test_modules_that_read_or_write_driver_attributes_take_their_names_from_the_facts(module):
+    """One fact in one place: a driver rename is one edit in facts.py.  Attribute and capacity names
+    may appear in these modules only as facts.ATTR.<name> / facts.CAP.<name>, never as string
+    literals passed to a lookup or used as a key (output field names of describe -o json aside)."""
+    import ast
+
+    names = {a.name for a in (*facts.ATTRIBUTES, *facts.CAPACITIES)}
+    tree = ast.parse((Path(__file__).resolve().parents[1] / module).read_text())
+    literal = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            used = list(node.args)
+        elif isinstance(node, ast.Subscript):
+            used = [node.slice]
+        elif isinstance(node, ast.Compare):
+            used = [node.left, *node.comparators]
+        elif isinstance(node, ast.Dict) and not any(
+                isinstance(k, ast.Constant) and k.value in ("resourceSlice", "migProfile") for k in node.keys):
+            used = [k for k in node.keys if k is not None]
+        else:
+            continue
+        literal += [u.value for u in used if isinstance(u, ast.Constant) and u.value in names]
+    assert literal == [], f"{module}: literal driver names {literal}; use facts.ATTR / facts.CAP"

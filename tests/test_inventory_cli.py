@@ -315,3 +315,41 @@ def test_inventory_reads_a_recorded_node_for_support_bundles_and_demos(tmp_path)
             setattr(pynvml, name, value)
     missing = CliRunner().invoke(main, ["inventory", "--nvml-recording", str(tmp_path / "none.json")])
     assert missing.exit_code == 2 and "cannot read the NVML recording" in missing.output
+
+
+def test_a_grace_hopper_gpu_publishes_its_addressing_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/nvlib.go and go-nvlib
+    GetAddressingModeAsString: NVML_DEVICE_ADDRESSING_MODE_ATS/HMM/NONE -> "ATS"/"HMM"/"None" as the
+    string attribute addressingMode (deviceinfo.go; MIG devices inherit it, mig.go).  The preview
+    equals the fixture tests/data/driver/gh200.yaml but for pcieRoot, which comes from sysfs."""
+    from pathlib import Path
+
+    result, _ = run(monkeypatch, "gh200-480gb-ats", "-o", "yaml")
+    assert result.exit_code == 0, result.output
+    [device] = yaml.safe_load(result.stdout)["spec"]["devices"]
+    fixture = Path(__file__).parent / "data" / "driver" / "gh200.yaml"
+    [published] = yaml.safe_load(fixture.read_text())["spec"]["devices"]
+    published["attributes"].pop("resource.kubernetes.io/pcieRoot")
+    assert device == published
+
+
+@pytest.mark.parametrize("failure", ["NotSupported", "FunctionNotFound"])
+def test_no_addressing_mode_attribute_when_nvml_has_none(monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    """go-nvlib: a library without nvmlDeviceGetAddressingMode, or NOT_SUPPORTED (no coherent
+    memory), gives "" and the driver publishes no addressingMode at all."""
+    fake = FakeNvml.load("gh200-480gb-ats")
+    fake.node["gpus"][0]["failingCalls"] = {"nvmlDeviceGetAddressingMode": failure}
+    fake.install(monkeypatch)
+    result = CliRunner().invoke(main, ["inventory", "--node-name", NODE, "-o", "yaml"])
+    assert result.exit_code == 0, result.output
+    [device] = yaml.safe_load(result.stdout)["spec"]["devices"]
+    assert "addressingMode" not in device["attributes"]
+
+
+def test_an_addressing_mode_the_driver_cannot_name_fails_that_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """go-nvlib answers an unknown mode with an error, and the driver does not enumerate the GPU."""
+    fake = FakeNvml.load("gh200-480gb-ats")
+    fake.node["gpus"][0]["addressingMode"] = 7
+    fake.install(monkeypatch)
+    result = CliRunner().invoke(main, ["inventory", "--node-name", NODE, "-o", "json"])
+    assert "addressing mode" in result.output and "GPU-5eb470f7" in result.output

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.console import console, progress
+from kubectl_gpu.core.facts import ATTR, CAP
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inventory import (
@@ -183,7 +184,7 @@ def _print_slice(document: dict) -> None:
             value = attributes.get(name) or {}
             return str(next(iter(value.values()), "-")) if value else "-"
 
-        memory = ((device.get("capacity") or {}).get("memory") or {}).get("value", "-")
-        table.add_row(str(device.get("name")), text("type"), text("productName"), str(memory), text("profile"),
-                      text("uuid"))
+        memory = ((device.get("capacity") or {}).get(CAP.memory) or {}).get("value", "-")
+        table.add_row(str(device.get("name")), text(ATTR.type), text(ATTR.productName), str(memory),
+                      text(ATTR.profile), text(ATTR.uuid))
     out.print(table)

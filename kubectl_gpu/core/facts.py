@@ -195,6 +195,31 @@ def attribute(name: str) -> Attribute:
     return _BY_NAME[name]
 
 
+def published_key(a: Attribute) -> str:
+    """The attribute's key in a ResourceSlice as the driver writes it: bare in its own domain
+    (`productName`), qualified otherwise (`resource.kubernetes.io/pciBusID`)."""
+    return a.name if a.domain == NVIDIA_ATTRIBUTE_DOMAIN else f"{a.domain}/{a.name}"
+
+
+class _Keys:
+    """``ATTR.productName`` -> "productName": every published name read from the tables above, so a
+    name the driver does not publish is an AttributeError at once, never a silent miss."""
+
+    def __init__(self, table: tuple[Attribute, ...]) -> None:
+        self.__dict__.update({a.name: published_key(a) for a in table})
+
+
+ATTR = _Keys(ATTRIBUTES)
+CAP = _Keys(CAPACITIES)
+# deviceinfo.go: one `memorySlice<N>` capacity per memory slice a MIG placement covers.
+MEMORY_SLICE_CAPACITY_PREFIX = "memorySlice"
+# NVML_DEVICE_ADDRESSING_MODE_* -> go-nvlib GetAddressingModeAsString, the `addressingMode` attribute.
+# The driver publishes it (on GPUs and their MIG devices) only when NVML has nvmlDeviceGetAddressingMode
+# and it succeeds: NOT_SUPPORTED (a platform without coherent memory) means no attribute at all
+# (cmd/gpu-kubelet-plugin/nvlib.go; go-nvlib pkg/nvlib/device/device.go).
+ADDRESSING_MODES: dict[int, str] = {0: "None", 1: "HMM", 2: "ATS"}
+
+
 def capacity(name: str) -> Attribute:
     return _CAPACITY_BY_NAME[name]
 

@@ -16,10 +16,12 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from kubectl_gpu.cel.device import Device, InvalidResourceSlice, current_slices, devices_from_slice
 from kubectl_gpu.cel.values import Semver
+from kubectl_gpu.core.facts import ATTR, CAP, GPU_TYPE, MIG_TYPE
 
 # NVIDIA and the example driver both call their GPU memory capacity "memory".
-MEMORY_CAPACITY = "memory"
-GPU_TYPES = ("gpu", "mig", "vgpu")
+MEMORY_CAPACITY = CAP.memory
+# NVIDIA's device types that are GPUs or slices of one; "vgpu" is other drivers' (HAMi-DRA).
+GPU_TYPES = (GPU_TYPE, MIG_TYPE, "vgpu")
 
 
 class DeviceKey(NamedTuple):
@@ -78,15 +80,15 @@ class SliceDevice:
 
     @cached_property  # read for every row, count and total of a 1,000-node report
     def type(self) -> str | None:
-        return self.text("type")
+        return self.text(ATTR.type)
 
     @cached_property  # read for every row, count and total of a 1,000-node report
     def product(self) -> str | None:
-        return self.text("productName") or self.text("model")
+        return self.text(ATTR.productName) or self.text("model")  # "model": the example driver
 
     @cached_property  # read for every row, count and total of a 1,000-node report
     def uuid(self) -> str | None:
-        return self.text("uuid")
+        return self.text(ATTR.uuid)
 
     @property
     def memory(self) -> str | None:
@@ -94,16 +96,16 @@ class SliceDevice:
 
     @property
     def mig_profile(self) -> str | None:
-        return self.text("profile")
+        return self.text(ATTR.profile)
 
     @cached_property  # read for every row, count and total of a 1,000-node report
     def parent_uuid(self) -> str | None:
         """A MIG device's GPU (the NVIDIA driver's parentUUID attribute)."""
-        return self.text("parentUUID")
+        return self.text(ATTR.parentUUID)
 
     @cached_property  # read for every row, count and total of a 1,000-node report
     def is_mig(self) -> bool:
-        return self.type == "mig"
+        return self.type == MIG_TYPE
 
     @cached_property  # read for every row, count and total of a 1,000-node report
     def is_gpu(self) -> bool:

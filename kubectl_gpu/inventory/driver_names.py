@@ -81,6 +81,17 @@ def architecture_name(architecture: int) -> str:
         ) from None
 
 
+def addressing_mode_name(mode: int) -> str:
+    """NVML_DEVICE_ADDRESSING_MODE_* -> go-nvlib GetAddressingModeAsString ("None", "HMM", "ATS")."""
+    try:
+        return facts.ADDRESSING_MODES[mode]
+    except KeyError:
+        raise NamingError(
+            f"NVML addressing mode {mode} has no name in the NVIDIA DRA driver (go-nvlib), which fails to "
+            "enumerate this GPU; upgrade the driver to a release that knows it"
+        ) from None
+
+
 def semver(text: str) -> str:
     """Masterminds semver ``MustParse(text).String()``: ``580.159.04`` -> ``580.159.4``."""
     match = _LOOSE_SEMVER.match(text)

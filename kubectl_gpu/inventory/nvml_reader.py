@@ -146,6 +146,7 @@ def _read_gpu(
     memory_bytes = _memory_bytes(nvml, handle, uuid)
     pci_bus_id = _pci_bus_id(_text(call("nvmlDeviceGetPciInfo", handle).busId), uuid)
     mig_enabled = _mig_enabled(nvml, handle, uuid)
+    addressing_mode = _addressing_mode(nvml, handle, uuid)
 
     migs: tuple[MigReading, ...] = ()
     failures: list[DeviceFailure] = []
@@ -164,8 +165,21 @@ def _read_gpu(
         pcie_root=_pcie_root(sysfs_root, pci_bus_id),
         mig_enabled=mig_enabled,
         migs=migs,
+        addressing_mode=addressing_mode,
     )
     return gpu, failures
+
+
+def _addressing_mode(nvml: ModuleType, handle: Any, uuid: str) -> int | None:
+    """go-nvlib GetAddressingModeAsString: no symbol or NOT_SUPPORTED is "" (nothing published)."""
+    if not hasattr(nvml, "nvmlDeviceGetAddressingMode"):
+        return None
+    try:
+        return int(nvml.nvmlDeviceGetAddressingMode(handle))
+    except (nvml.NVMLError_NotSupported, nvml.NVMLError_FunctionNotFound):
+        return None
+    except nvml.NVMLError as error:
+        raise _DeviceReadError(f"nvmlDeviceGetAddressingMode failed: {error}", uuid) from None
 
 
 def _memory_bytes(nvml: ModuleType, handle: Any, uuid: str) -> int | None:

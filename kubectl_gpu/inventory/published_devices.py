@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
+from kubectl_gpu.core.facts import ATTR, CAP, MEMORY_SLICE_CAPACITY_PREFIX
 from kubectl_gpu.inventory import driver_names
 from kubectl_gpu.inventory.driver_names import NamingError
 from kubectl_gpu.inventory.readings import DeviceFailure, GpuReading, MigReading, NodeReadings
 
-PCI_BUS_ID_ATTRIBUTE = "resource.kubernetes.io/pciBusID"
-PCIE_ROOT_ATTRIBUTE = "resource.kubernetes.io/pcieRoot"
+PCI_BUS_ID_ATTRIBUTE = ATTR.pciBusID
+PCIE_ROOT_ATTRIBUTE = ATTR.pcieRoot
 _MIB = 1024 * 1024
 
 AttributeValue = tuple[str, "str | int | bool"]  # (kind: string|int|bool|version, value)
@@ -34,7 +35,7 @@ class PublishedDevice:
 
     @property
     def type(self) -> str:
-        return str(self.attributes["type"][1])
+        return str(self.attributes[ATTR.type][1])
 
     def attribute(self, name: str) -> str | None:
         value = self.attributes.get(name)
@@ -91,19 +92,21 @@ def plan_inventory(readings: NodeReadings) -> InventoryPlan:
 def _common_attributes(gpu: GpuReading, readings: NodeReadings) -> dict[str, AttributeValue]:
     """Attributes a GPU shares with its MIG devices."""
     attributes: dict[str, AttributeValue] = {
-        "productName": ("string", gpu.product_name),
-        "brand": ("string", driver_names.brand_name(gpu.brand)),
-        "architecture": ("string", driver_names.architecture_name(gpu.architecture)),
-        "cudaComputeCapability": (
+        ATTR.productName: ("string", gpu.product_name),
+        ATTR.brand: ("string", driver_names.brand_name(gpu.brand)),
+        ATTR.architecture: ("string", driver_names.architecture_name(gpu.architecture)),
+        ATTR.cudaComputeCapability: (
             "version",
             driver_names.compute_capability_version(*gpu.compute_capability),
         ),
-        "driverVersion": ("version", driver_names.semver(readings.driver_version)),
-        "cudaDriverVersion": (
+        ATTR.driverVersion: ("version", driver_names.semver(readings.driver_version)),
+        ATTR.cudaDriverVersion: (
             "version",
             driver_names.cuda_driver_version(readings.cuda_driver_version),
         ),
     }
+    if gpu.addressing_mode is not None:  # MIG devices carry their GPU's (mig.go)
+        attributes[ATTR.addressingMode] = ("string", driver_names.addressing_mode_name(gpu.addressing_mode))
     if gpu.pci_bus_id is not None:
         attributes[PCI_BUS_ID_ATTRIBUTE] = ("string", gpu.pci_bus_id)
     if gpu.pcie_root is not None:
@@ -113,11 +116,11 @@ def _common_attributes(gpu: GpuReading, readings: NodeReadings) -> dict[str, Att
 
 def _gpu_device(gpu: GpuReading, common: dict[str, AttributeValue]) -> PublishedDevice:
     attributes = {
-        "type": ("string", driver_names.GPU_DEVICE_TYPE),
-        "uuid": ("string", gpu.uuid),
+        ATTR.type: ("string", driver_names.GPU_DEVICE_TYPE),
+        ATTR.uuid: ("string", gpu.uuid),
         **common,
     }
-    capacity = {} if gpu.memory_bytes is None else {"memory": gpu.memory_bytes}
+    capacity = {} if gpu.memory_bytes is None else {CAP.memory: gpu.memory_bytes}
     return _device(driver_names.gpu_device_name(gpu.minor), attributes, capacity)
 
 
@@ -142,23 +145,23 @@ def _mig_device(
         gpu.memory_bytes,
     )
     attributes = {
-        "type": ("string", driver_names.MIG_DEVICE_TYPE),
-        "uuid": ("string", mig.uuid),
-        "parentUUID": ("string", gpu.uuid),
-        "profile": ("string", profile),
+        ATTR.type: ("string", driver_names.MIG_DEVICE_TYPE),
+        ATTR.uuid: ("string", mig.uuid),
+        ATTR.parentUUID: ("string", gpu.uuid),
+        ATTR.profile: ("string", profile),
         **common,
     }
     capacity = {
-        "multiprocessors": profile_info.multiprocessors,
-        "copyEngines": profile_info.copy_engines,
-        "decoders": profile_info.decoders,
-        "encoders": profile_info.encoders,
-        "jpegEngines": profile_info.jpeg_engines,
-        "ofaEngines": profile_info.ofa_engines,
-        "memory": profile_info.memory_mib * _MIB,
+        CAP.multiprocessors: profile_info.multiprocessors,
+        CAP.copyEngines: profile_info.copy_engines,
+        CAP.decoders: profile_info.decoders,
+        CAP.encoders: profile_info.encoders,
+        CAP.jpegEngines: profile_info.jpeg_engines,
+        CAP.ofaEngines: profile_info.ofa_engines,
+        CAP.memory: profile_info.memory_mib * _MIB,
     }
     for memory_slice in range(mig.placement_start, mig.placement_start + mig.placement_size):
-        capacity[f"memorySlice{memory_slice}"] = 1
+        capacity[f"{MEMORY_SLICE_CAPACITY_PREFIX}{memory_slice}"] = 1
     name = driver_names.mig_device_name(
         gpu.minor, profile, profile_info.profile_id, mig.placement_start
     )

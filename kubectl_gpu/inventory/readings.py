@@ -55,6 +55,9 @@ class GpuReading:
     pcie_root: str | None  # pci<domain>:<bus> from sysfs, when it could be resolved
     mig_enabled: bool
     migs: tuple[MigReading, ...] = ()
+    # NVML_DEVICE_ADDRESSING_MODE_* from nvmlDeviceGetAddressingMode; None: the library lacks the call
+    # or the platform does not support it (no coherent memory), so the driver publishes no attribute.
+    addressing_mode: int | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ FUNCTIONS = (
     "nvmlDeviceGetMemoryInfo",
     "nvmlDeviceGetPciInfo",
     "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetAddressingMode",
     "nvmlDeviceGetGpuInstanceProfileInfo",
     "nvmlDeviceGetMaxMigDeviceCount",
     "nvmlDeviceGetMigDeviceHandleByIndex",
@@ -194,6 +195,12 @@ class RecordedNvml:
         if "migMode" not in gpu:
             raise _error("NotSupported")
         return list(gpu["migMode"])
+
+    def nvmlDeviceGetAddressingMode(self, handle: _Gpu) -> int:
+        gpu = self._gpu(handle, "nvmlDeviceGetAddressingMode")
+        if "addressingMode" not in gpu:
+            raise _error("NotSupported")
+        return int(gpu["addressingMode"])
 
     def nvmlDeviceGetGpuInstanceProfileInfo(self, handle: _Gpu, profile: int) -> SimpleNamespace:
         gpu = self._gpu(handle, "nvmlDeviceGetGpuInstanceProfileInfo")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubectl_gpu.core.facts import ATTR, CAP
 from kubectl_gpu.inventory.published_devices import InventoryPlan
 from kubectl_gpu.inventory.quantity import binary_si
 
@@ -34,10 +35,10 @@ def table_rows(plan: InventoryPlan) -> list[Row]:
         Row(
             name=device.name,
             type=device.type,
-            product=device.attribute("productName") or "",
-            memory=binary_si(device.capacity["memory"]) if "memory" in device.capacity else "-",
-            profile=device.attribute("profile") or "-",
-            uuid=device.attribute("uuid") or "",
+            product=device.attribute(ATTR.productName) or "",
+            memory=binary_si(device.capacity[CAP.memory]) if CAP.memory in device.capacity else "-",
+            profile=device.attribute(ATTR.profile) or "-",
+            uuid=device.attribute(ATTR.uuid) or "",
         )
         for device in plan.devices
     ]
