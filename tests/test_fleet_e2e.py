@@ -243,6 +243,25 @@ def test_migrate_from_cluster_is_a_server_dry_run_by_default(cluster):
     assert cluster.double.resource_version == rv
 
 
+def test_the_server_dry_run_shows_the_legacy_limit_go(cluster):
+    """A dry-run answer is the object as the server would store it (Kubernetes API concepts,
+    "Dry-run": the response is as close as possible to the non-dry-run one). The dry run of a
+    migration must therefore show the device-plugin limit removed, which a dry-run apply cannot
+    (its fields belong to helm until the hand-over, and dry-run requests are not chained)."""
+    cluster.double.reset_requests()
+    rv = cluster.double.resource_version
+    output = cluster.kubectl_gpu("migrate", "--from-cluster", "-n", "serving")
+    line = next(line for line in output.splitlines() if line.strip().startswith("Deployment/serving/infer:"))
+    assert "would apply (server dry run)" in line
+    assert "removes spec.template.spec.containers[main].resources.limits.nvidia.com/gpu" in line
+    assert "spec.template.spec.resourceClaims[" in line.partition("; adds ")[2]
+    (put,) = [r for r in cluster.double.requests if r.verb == "update" and r.resource == "deployments"
+              and r.name == "infer"]
+    assert put.dry_run and cluster.double.resource_version == rv
+    assert cluster.double.get("deployments", "infer", "serving")["spec"]["template"]["spec"]["containers"][0][
+        "resources"]["limits"] == {"nvidia.com/gpu": "1"}
+
+
 def test_claim_templates_are_applied_before_the_workloads_that_use_them(cluster):
     cluster.double.reset_requests()
     cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "-n", "serving")

@@ -110,6 +110,31 @@ def diff(live: Mapping[str, Any], migrated: Mapping[str, Any]) -> tuple[set[Path
     return added, changed, removed
 
 
+def _dotted(path: Path) -> str:
+    out = ""
+    for element in path:
+        if element.startswith("k:"):
+            out += "[" + ",".join(str(v) for v in json.loads(element[2:]).values()) + "]"
+        else:
+            out += ("." if out else "") + element[2:]
+    return out
+
+
+def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """What the server's answer changes in the spec, as field paths: what goes, what comes."""
+    spec_before = {k: v for k, v in before.items() if k == "spec"}
+    spec_after = {k: v for k, v in after.items() if k == "spec"}
+    added, changed, removed = diff(spec_before, spec_after)
+    parts = []
+    if removed:
+        parts.append("removes " + ", ".join(_dotted(p) for p in sorted(removed)))
+    if changed:
+        parts.append("changes " + ", ".join(_dotted(p) for p in sorted(changed)))
+    if added:
+        parts.append("adds " + ", ".join(_dotted(p) for p in sorted(added)))
+    return "; ".join(parts) or "no change to the spec"
+
+
 # ------------------------------------------------------------------ ownership
 
 def _fields_tree(paths: Iterable[Path]) -> dict:

@@ -15,7 +15,7 @@ from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.paths import collection_path
 
-from .apply import migration_steps, rollback_config
+from .apply import describe_change, diff, migration_steps, rollback_config
 from .live import object_path, send, status_causes
 
 APPLY = "application/apply-patch+yaml"
@@ -93,16 +93,47 @@ def apply_workload(api: Client, target: Target, migrated: Mapping[str, Any], man
         # The hand-over would move fields someone just changed: never take them silently.
         raise StepFailed(f"{target.ref} changed since it was read (resourceVersion {planned_rv} -> "
                          f"{live['metadata'].get('resourceVersion')}); nothing was written to it: run migrate again")
-    transfer, config = migration_steps(live, _with_live_identity(migrated, live), manager)
+    planned = _with_live_identity(migrated, live)
+    transfer, config = migration_steps(live, planned, manager)
+    if dry_run:
+        added, changed, removed = diff(live, planned)
+        return _dry_run_update(api, target, live, planned, manager, changes=bool(added | changed | removed))
     try:
-        if transfer and not dry_run:
-            send(api, "PATCH", target.path, transfer, content_type=JSON_PATCH, query=_query(manager, dry_run))
-        result = send(api, "PATCH", target.path, config, content_type=APPLY, query=_query(manager, dry_run))
+        if transfer:
+            send(api, "PATCH", target.path, transfer, content_type=JSON_PATCH, query=_query(manager, False))
+        result = send(api, "PATCH", target.path, config, content_type=APPLY, query=_query(manager, False))
     except ApiError as error:
         raise StepFailed(_explain(error, target.ref)) from error
     if result.get("metadata", {}).get("resourceVersion") == live["metadata"].get("resourceVersion") and not transfer:
         return "unchanged"
-    return "would apply (server dry run)" if dry_run else "applied"
+    return "applied"
+
+
+def _dry_run_update(api: Client, target: Target, live: Mapping[str, Any], planned: Mapping[str, Any], manager: str,
+                    changes: bool) -> str:
+    """The server dry run of a migration: one PUT of the whole migrated object with dryRun=All and
+    the resourceVersion that was read.
+
+    The real write is two requests (the managedFields hand-over, then the apply), and dry-run
+    requests are not chained: a dry-run apply is judged against the stored object, whose legacy
+    fields still belong to their creator, so it cannot show them go. A dry-run PUT runs the whole
+    write path the real requests run (defaulting, validation, immutable fields, admission
+    webhooks that support dry run, the resourceVersion precondition) and answers the object as it
+    would be stored (https://kubernetes.io/docs/reference/using-api/api-concepts/#dry-run), which
+    is the spec the hand-over plus apply store; only its managedFields differ (an Update entry
+    instead of kubectl-gpu's Apply entry), and they are not shown."""
+    if not changes:
+        return "unchanged"
+    body = dict(planned)
+    meta = {k: v for k, v in (planned.get("metadata") or {}).items() if k != "managedFields"}
+    meta["resourceVersion"] = live["metadata"]["resourceVersion"]
+    body["metadata"] = meta
+    body.pop("status", None)
+    try:
+        result = send(api, "PUT", target.path, body, query=_query(manager, True))
+    except ApiError as error:
+        raise StepFailed(_explain(error, target.ref)) from error
+    return "would apply (server dry run): " + describe_change(live, result)
 
 
 def _with_live_identity(migrated: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
