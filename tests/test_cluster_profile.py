@@ -436,6 +436,48 @@ def test_no_prioritized_list_where_the_gate_is_off(tmp_path) -> None:
     assert_valid_for(claim, ["1.33"])
 
 
+HALF_GPU_POD = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: half, namespace: ml}
+spec:
+  containers:
+  - name: main
+    image: cuda
+    resources:
+      limits: {nvidia.com/gpu: 500m}
+"""
+A100_MIG_NODE = DATA / "driver" / "a100-mig.yaml"
+
+
+def test_half_a_gpu_on_an_all_mig_cluster_says_how_to_size_it() -> None:
+    """A GPU in MIG mode is not published itself (the driver's nvlib.go GetPerGpuAllocatableDevices),
+    so nothing in the profile says how much memory half a GPU is: the warning names the one flag that
+    lets the share be matched to a published MIG profile."""
+    result, _ = migrate(HALF_GPU_POD, "--cluster", str(A100_MIG_NODE))
+    assert result.exit_code == 3
+    assert "--gpu-memory" in result.stderr and "MIG profile" in result.stderr
+
+
+def test_half_a_gpu_is_the_mig_profile_nvidia_sells_as_half(tmp_path) -> None:
+    """NVIDIA's 3g.40gb is half an A100-80GB (4 of its 8 memory slices: memorySlice0-3 in the fixture)
+    but publishes 40192Mi, under half of 80Gi: a fraction is sized from a nominal GPU memory, so it
+    matches a MIG profile within the memory window the translation uses for GPU sizes (95%).  A memory
+    figure the legacy request stated itself is still matched only by a profile that holds all of it."""
+    result, docs = migrate(HALF_GPU_POD, "--cluster", str(A100_MIG_NODE), "--gpu-memory", "80Gi")
+    assert result.exit_code == 0, result.stderr
+    [claim] = claims_of(docs)
+    mig, whole = request_of(claim)["firstAvailable"]
+    assert '"3g.40gb"' in mig["selectors"][0]["cel"]["expression"] and whole["name"] == "whole"
+    profile = load_profile_files([str(A100_MIG_NODE)])
+    [item] = explain_objects([claim], profile.resource_slices, profile.device_classes).items
+    assert item.allocatable and item.requests[0].chosen.endswith("/mig")
+
+    stated = HALF_GPU_POD.replace("{nvidia.com/gpu: 500m}", '{nvidia.com/gpumem: "40960", nvidia.com/gpu: "1"}')
+    strict, docs = migrate(stated, "--cluster", str(A100_MIG_NODE))
+    assert "MIG 3g.40gb" not in strict.stderr and "first available" not in strict.stderr
+
+
 # --- KEP-5004 DeviceClasses ---------------------------------------------------------------------------
 
 MIG_PODS = """\

@@ -20,6 +20,7 @@ from .facts import attr, guarded_attr, literal
 from .driver_config import MPS, TIME_SLICING, gpu_sharing_config
 from .demand import Demand
 from .model import ApiVersion, ClaimObject, Note, Severity, Sharing, TranslateOptions
+from .node_constraints import MEMORY_TOLERANCE_PERCENT
 from .quantity import QuantityError, format_bytes, parse_quantity
 
 _NAME_PREFIX = "kgpu-"
@@ -67,6 +68,11 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
         prioritized = _prioritized(demand, selectors, options, strategy, asked, whole, container)
         if prioritized is not None:
             return prioritized
+        if options.mig_profiles and _share_memory(share, options) is None and share.fraction is not None:
+            # GPUs in MIG mode are not published themselves, so the profile cannot say what a fraction is.
+            notes.append(Note(Severity.WARNING, f"{demand.legacy_text}: pass --gpu-memory (one GPU's memory, "
+                                                "e.g. 80Gi) so this fraction can be matched to a published MIG "
+                                                "profile", container))
 
     if strategy is Sharing.EXCLUSIVE:
         return exclusive(options.sharing_reason or "sharing strategy 'exclusive'")
@@ -133,7 +139,11 @@ def _prioritized(demand: Demand, selectors: list[str], options: TranslateOptions
     memory = _share_memory(demand.share, options)
     alternatives: list[tuple[dict[str, Any], str]] = []
     if memory is not None:
-        fitting = sorted((size, name) for name, size in options.mig_profiles if size >= memory)
+        # A fraction is sized from a nominal GPU memory (80Gi), and NVIDIA's "half" profile publishes a
+        # little less (3g.40gb: 40192Mi): it fits within the window used for GPU sizes.  A figure the
+        # request stated itself must be held whole.
+        least = memory if demand.share.memory is not None else memory * (100 - MEMORY_TOLERANCE_PERCENT) // 100
+        fitting = sorted((size, name) for name, size in options.mig_profiles if size >= least)
         if fitting:
             size, profile = fitting[0]
             profile_sel = (f'("profile" in device.attributes["{c.NVIDIA_ATTRIBUTE_DOMAIN}"] && '
