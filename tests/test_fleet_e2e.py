@@ -312,6 +312,34 @@ def test_output_dir_writes_migrated_manifests_for_git_and_changes_nothing(cluste
     assert any(p.name.startswith("resourceclaimtemplate-") for p in (tmp_path / "serving").iterdir())
 
 
+def test_a_bare_pod_gets_a_migrated_manifest_to_recreate_it(cluster, tmp_path):
+    """A pod no controller owns cannot be patched (a pod's containers are immutable: core/v1
+    validation, "pod updates may not change fields other than ...") and nothing recreates it after
+    a drain: plan says it must be recreated, and --output-dir writes the migrated Pod to create
+    instead, marked as a replacement, without the node binding the scheduler gave the old one."""
+    from tests.fleet_cluster import container, template
+
+    bare = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "debug", "namespace": "ml",
+                                                             "labels": {"app": "debug"}},
+            "spec": template("debug", container("1"))["spec"]}
+    cluster.create(bare)
+    assert cluster.double.get("pods", "debug", "ml")["spec"]["nodeName"]  # the scheduler bound it
+    plan = json.loads(cluster.kubectl_gpu("plan", "-o", "json", expect=None))
+    (entry,) = [w for w in plan["workloads"] if w["kind"] == "Pod" and w["name"] == "debug"]
+    assert entry["status"] == "recreate"
+    assert "--output-dir" in entry["reasons"][0] and entry["claims"]
+
+    cluster.kubectl_gpu("migrate", "--from-cluster", "--output-dir", str(tmp_path))
+    text = (tmp_path / "ml" / "pod-debug.yaml").read_text()
+    assert text.startswith("# kubectl-gpu: ")
+    pod = yaml.safe_load(text)
+    assert pod["metadata"]["annotations"]["kubectl-gpu.io/recreates"] == "Pod/ml/debug"
+    assert "nodeName" not in pod["spec"] and "status" not in pod and "uid" not in pod["metadata"]
+    assert "nvidia.com/gpu" not in json.dumps(pod["spec"]["containers"][0]["resources"].get("limits", {}))
+    (claim,) = pod["spec"]["resourceClaims"]
+    assert (tmp_path / "ml" / f"resourceclaimtemplate-{claim['resourceClaimTemplateName']}.yaml").exists()
+
+
 def test_migrate_nodes_never_touches_a_node_whose_pods_cannot_move(cluster):
     rv = cluster.double.resource_version
     output = cluster.kubectl_gpu("migrate", "nodes", "legacy-1", "legacy-2", "legacy-3", "legacy-4", "--apply",

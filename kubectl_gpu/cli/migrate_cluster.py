@@ -79,7 +79,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     for line in fitted:
         click.echo(line)
     plan = plan_migration(snapshot, options, dra_labels=parse_dra_labels(dra_node_labels))
-    by_ref = {_ref(w): w for w in snapshot.workloads}
+    by_ref = {_ref(w): w for w in (*snapshot.workloads, *snapshot.pods)}
     chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]
 
     if output_dir is not None:
@@ -165,6 +165,7 @@ def _write_files(output_dir: Path, plans: list) -> int:
     import yaml
 
     from kubectl_gpu.fleet.apply import clean_for_file
+    from kubectl_gpu.fleet.workloads import recreate_manifest
 
     count = 0
     for plan in plans:
@@ -175,6 +176,16 @@ def _write_files(output_dir: Path, plans: list) -> int:
             if not path.exists():
                 path.write_text(yaml.safe_dump(claim, sort_keys=False))
                 count += 1
+        if plan.kind == "Pod":
+            pod = recreate_manifest(plan)
+            if pod is None:
+                continue
+            ref = f"pod/{plan.name} -n {plan.namespace}"
+            (folder / f"pod-{plan.name}.yaml").write_text(
+                f"# kubectl-gpu: replaces the bare pod {plan.ref}, which cannot be changed in place: "
+                f"kubectl delete {ref}, then kubectl create -f this file\n" + yaml.safe_dump(pod, sort_keys=False))
+            count += 1
+            continue
         migrated = plan.migrated
         if migrated is None:
             continue

@@ -268,7 +268,7 @@ def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
             plan = replace(plan, nodes=tuple(sorted(nodes_by_owner.get(plan.uid, ()))))
         if plan is not None:
             plans.append(plan)
-    plans.extend(p for pod in snapshot.pods if _controller(pod) is None and (p := _bare_pod(pod, translate)))
+    plans.extend(p for pod in snapshot.pods if _controller(pod) is None and (p := _bare_pod(pod, options, translate)))
     return sorted(plans, key=lambda p: (p.namespace, p.kind, p.name))
 
 
@@ -340,16 +340,38 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
                         pod_claims=tuple(pod_claims), patch=tuple(ops), source=obj)
 
 
-def _bare_pod(pod: Obj, translate: Translations) -> WorkloadPlan | None:
+RECREATES_ANNOTATION = "kubectl-gpu.io/recreates"  # on a migrated bare pod's manifest: the pod it replaces
+
+
+def _bare_pod(pod: Obj, options: TranslateOptions, translate: Translations) -> WorkloadPlan | None:
+    """A pod no controller owns: translated like a workload, but it can only be recreated (its
+    containers are immutable, and nothing makes it again after a drain)."""
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return None
-    demand = translate.demand(pod)
-    if not demand:
+    plan = plan_workload(pod, options, {}, translate)
+    if plan is None or plan.status != MIGRATE:
+        return plan if plan is None or plan.status != MIGRATED else None
+    return replace(plan, status=RECREATE, reasons=(
+        "a bare pod (no controller): its containers are immutable and nothing recreates it after a drain; "
+        "recreate it from its migrated manifest (kubectl gpu migrate --from-cluster --output-dir DIR writes "
+        "it: delete the pod, then create the manifest)",))
+
+
+def recreate_manifest(plan: WorkloadPlan) -> dict[str, Any] | None:
+    """The migrated manifest of a bare pod, to create once the running one is deleted: server
+    fields and the node binding the scheduler gave the old pod left out (the new one is
+    scheduled to a node with the devices its claims need), marked with the pod it replaces."""
+    migrated = plan.migrated
+    if migrated is None or plan.kind != "Pod":
         return None
-    meta = pod.get("metadata") or {}
-    return WorkloadPlan("Pod", "v1", str(meta.get("namespace") or ""), str(meta.get("name")), str(meta.get("uid", "")),
-                        RECREATE, ("a bare pod (no controller): its containers are immutable and nothing recreates "
-                                   "it after a drain; recreate it from a migrated manifest",), (), 1, demand)
+    migrated.pop("status", None)
+    meta = migrated.setdefault("metadata", {})
+    for key in ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink",
+                "deletionTimestamp", "deletionGracePeriodSeconds"):
+        meta.pop(key, None)
+    meta.setdefault("annotations", {})[RECREATES_ANNOTATION] = plan.ref
+    migrated.get("spec", {}).pop("nodeName", None)
+    return migrated
 
 
 def _plain(obj: Any) -> Any:
