@@ -61,6 +61,11 @@ def test_the_server_can_only_get_and_create_what_admission_needs():
         ("resource.k8s.io", "resourceclaims", "get"),
         ("resource.k8s.io", "resourceclaims", "create"),
         ("resource.k8s.io", "resourceclaims", "patch"),
+        # the watch of managed templates and claims (webhook/templates.py)
+        ("resource.k8s.io", "resourceclaimtemplates", "list"),
+        ("resource.k8s.io", "resourceclaimtemplates", "watch"),
+        ("resource.k8s.io", "resourceclaims", "list"),
+        ("resource.k8s.io", "resourceclaims", "watch"),
         ("", "namespaces", "get"),
         ("", "nodes", "get"),
         # the owners of pods, for the opt-out label on a workload (webhook/admission.py)

@@ -141,14 +141,35 @@ async def kube_api(k8s_double):
 
 async def test_pods_arriving_together_create_their_claim_template_once(k8s_double, kube_api):
     [claim] = translate_pod_template(replica_pod("1"), TranslateOptions()).claims
-    k8s_double.delay(0.2, "get", "resourceclaimtemplates")
+    k8s_double.delay(0.2, "create", "resourceclaimtemplates")
     created: list[str] = []
     store = TemplateStore(kube_api, on_created=created.append)
     await asyncio.gather(*(store.ensure((claim,), "default", dry_run=False) for _ in range(5)))
-    assert k8s_double.count(verb="get", resource="resourceclaimtemplates") == 1
+    await store.close()
+    # What exists is read from one list + watch of the managed templates, not a GET per pod.
+    assert k8s_double.count(verb="get", resource="resourceclaimtemplates") == 0
+    assert k8s_double.count(verb="list", resource="resourceclaimtemplates") == 1
     assert k8s_double.count(verb="create", resource="resourceclaimtemplates") == 1
     assert created == ["ResourceClaimTemplate"]
     assert k8s_double.get("ResourceClaimTemplate", claim.name, "default") is not None
+
+
+async def test_a_template_no_pod_needed_lately_stays_deleted(k8s_double, kube_api):
+    """`kubectl-gpu-webhook cleanup` deletes a managed template nothing referenced for its grace
+    period (600 s by default, docs/webhook.md "Clean-up of unused templates"): the webhook re-creates
+    only what a review needed within the last minute, so it never fights the clean-up."""
+    from webhook.templates import RECENTLY_NEEDED_SECONDS
+
+    [claim] = translate_pod_template(replica_pod("1"), TranslateOptions()).claims
+    now = [1000.0]
+    store = TemplateStore(kube_api, clock=lambda: now[0])
+    await store.ensure((claim,), "default", dry_run=False)
+    now[0] += RECENTLY_NEEDED_SECONDS + 1
+    k8s_double.delete("ResourceClaimTemplate", claim.name, "default")
+    await asyncio.sleep(0.5)  # the watch reports the deletion in milliseconds
+    await store.close()
+    assert k8s_double.get("ResourceClaimTemplate", claim.name, "default") is None
+    assert k8s_double.count(verb="create", resource="resourceclaimtemplates") == 1
 
 
 async def test_labels_asked_for_together_are_read_once_and_a_failure_reaches_every_caller(k8s_double, kube_api):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import jsonpatch
 from hypothesis import HealthCheck, given, settings
@@ -236,9 +237,13 @@ def test_dry_run_creates_nothing(start_webhook, k8s_double, pod):
                            ("create", "timeout"), ("get", 409)]),
 )
 def test_api_faults_never_admit_a_pod_pointing_at_a_missing_template(start_webhook, k8s_double, pod, fault):
+    """Each example deletes every template (DELETED events, as a user or a namespace deletion
+    would), then the API fails while the pod is reviewed.  A pod admitted points at templates that
+    exist once the API answers again: created before admission, or, when the deletion reached the
+    webhook's watch only after the review, re-created from the watch (retried until the API answers)."""
     hook = _shared(start_webhook, apiTimeoutSeconds=0.3)
-    k8s_double.clear()  # every example starts from an empty API and a faulty one
-    # nothing to forget: the webhook checks the templates for every review
+    for template in k8s_double.list("ResourceClaimTemplate"):
+        k8s_double.delete("ResourceClaimTemplate", template["metadata"]["name"], template["metadata"]["namespace"])
     verb, status = fault
     k8s_double.fail(verb, "resourceclaimtemplates", status=status, times=None, seconds=0.6 if status == "timeout" else None)
     response = hook.review("/mutate", admission_review(pod))
@@ -246,9 +251,12 @@ def test_api_faults_never_admit_a_pod_pointing_at_a_missing_template(start_webho
     if not response["allowed"]:
         return
     patched = jsonpatch.apply_patch(pod, patch_of(response))
-    for claim in patched["spec"].get("resourceClaims") or []:
-        name = claim.get("resourceClaimTemplateName")
-        assert name is None or k8s_double.get("ResourceClaimTemplate", name, "default") is not None
+    names = [c["resourceClaimTemplateName"] for c in patched["spec"].get("resourceClaims") or []
+             if "resourceClaimTemplateName" in c]
+    deadline = time.monotonic() + 15  # a bound against a hang, not a speed check
+    while not all(k8s_double.get("ResourceClaimTemplate", name, "default") for name in names):
+        assert time.monotonic() < deadline, f"templates {names} missing after the API recovered"
+        time.sleep(0.02)
 
 
 def test_certificate_rotation_under_load_loses_no_request(start_webhook, webhook_certs, tmp_path):

@@ -143,7 +143,7 @@ class Admission:
         if mutation.errors:
             return self._refuse(request, site, mutation)
         options = self.config.translate_options
-        if mutation.claims and claims_beside_legacy_gpus(site.template, options):
+        if mutation.claims and mutation.maybe_same_gpus_twice:
             # Rewriting would silently give the container a second GPU claim: deny it as /validate
             # does for the same container and migrate for the same input (the core's verdict; only
             # claims that allocate GPUs count, not an IMEX channel).

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any, Callable, Mapping
 
 from kubectl_gpu.core import (ClaimObject, IntegerGpuMode, LegacyRequest, PodTranslation, TranslateOptions,
+                              claims_beside_legacy_gpus,
                               is_plain_integer_gpu, legacy_requests, prefix_patch, translate_pod_template)
 from kubectl_gpu.core.constants import TPU
 
@@ -111,6 +112,10 @@ class MutationPlan:
     # What the core refused to translate (vcuda-core 150, two plugins in one container...): the
     # same input makes `kubectl gpu migrate` exit 3, so admission denies it with the whole reason.
     errors: tuple[str, ...] = ()  # encode_patch(patch): a cached plan is answered without encoding again
+    # The template asks for a legacy GPU and a claim in one container (the core's
+    # claims_beside_legacy_gpus): whether those claims allocate GPUs is then asked of the API.  A
+    # pure function of the template, so a cached plan carries it and a controller's pods skip the scan.
+    maybe_same_gpus_twice: bool = False
 
     @cached_property
     def verdict(self) -> Verdict:
@@ -152,15 +157,17 @@ def plan(
     rewritten = sorted({r.family for r in before} - {r.family for r in after})
     ops = patched_copy.diff(site.template, changed) if changed is not site.template else []
     patch = prefix_patch(ops, site.prefix)
+    claims = translation.claims if translation is not None and translation.patch else ()
     return MutationPlan(
         patch=patch,
-        claims=translation.claims if translation is not None and translation.patch else (),
+        claims=claims,
         warnings=tuple(warnings),
         rewritten_families=tuple(rewritten),
         fenced=fenced,
         has_legacy=bool(before),
         encoded_patch=encode_patch(patch) if patch else "",
         errors=tuple(n.render() for n in translation.errors) if translation is not None else (),
+        maybe_same_gpus_twice=bool(claims) and bool(claims_beside_legacy_gpus(site.template, config.translate_options)),
     )
 
 

@@ -178,6 +178,7 @@ class WebhookServer:
         for runner in runners:
             if runner is not None:
                 await runner.cleanup()  # stops listening, then waits for the handlers in flight
+        await self.admission.templates.close()
         await self.api.close()
 
     # --- endpoints ------------------------------------------------------------------------

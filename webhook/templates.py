@@ -1,9 +1,17 @@
 """Make sure the DRA objects a rewritten pod points at exist before the pod is admitted.
 
-A pod naming a ResourceClaimTemplate that does not exist stays Pending forever, so admission
-waits for get-or-create, every time: a cached "it exists" would admit pods pointing at an object
-deleted since.  Names are derived from content, so one object serves every equal request in a
-namespace, and the reviews that need it at the same time share one check.
+A pod naming a ResourceClaimTemplate that does not exist stays Pending until it does, so
+admission gets or creates every object the pod needs.  Names are derived from content, so one
+object serves every equal request in a namespace.
+
+What exists is read from a watch of the objects kubectl-gpu manages (`kubectl_gpu.k8s.Informer`,
+the label selector `app.kubernetes.io/managed-by=kubectl-gpu`, every namespace): in the steady
+state a review costs no API round trip.  The copy is as fresh as the watch (milliseconds), and the
+watch closes the gap it leaves: when an object a review needed in the last
+`RECENTLY_NEEDED_SECONDS` is deleted (by hand, or with its namespace), it is created again at once,
+so a pod admitted just before the deletion reached the watch is not left waiting.  While the watch
+is not current (not listed yet, or failing), each review GETs its objects as before, and the
+reviews that need the same object at the same time share one check.
 
 An existing object is used only if kubectl-gpu manages it and its spec contains what the pod
 needs (the API server may add defaults); anything else is a conflict the user must resolve.
@@ -11,18 +19,32 @@ needs (the API server may add defaults); anything else is a conflict the user mu
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from kubectl_gpu.core import ClaimObject
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE, OPT_OUT_LABEL
-from kubectl_gpu.k8s import ApiError, AsyncClient, Resource
+from kubectl_gpu.k8s import ApiError, AsyncClient, Informer, Resource
 
 from .singleflight import SingleFlight
 
 # Set by `kubectl-gpu-webhook cleanup` on a managed object nothing references; it deletes the
 # object on a later run.  The webhook removes the mark when a new pod needs the object again.
 UNUSED_SINCE_ANNOTATION = "kubectl-gpu.io/unused-since"
+# An object a review needed this recently is created again when the watch reports it deleted: the
+# pods admitted against it get their ResourceClaims from it within seconds.  Far below the clean-up
+# job's grace (600 s by default), so an object it deletes (unused for longer) is not re-created.
+RECENTLY_NEEDED_SECONDS = 60.0
+REPAIR_BACKOFF_SECONDS = (0.2, 5.0)
+MAX_ACCEPTED = 100_000  # remembered acceptances (one per object; forgotten all at once beyond)
+
+log = logging.getLogger("webhook.templates")
+
+ObjectKey = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
 
 
 class TemplateConflict(Exception):
@@ -56,13 +78,8 @@ def _spec_of(obj: dict[str, Any]) -> Any:
 
 
 class TemplateStore:
-    """Get-or-create of the claim objects admitted pods point at, checked for every review.
-
-    No answer is remembered: an object deleted by hand, or with its namespace, a second ago must
-    be created again before the next pod that needs it is admitted.  The pods of one rollout
-    arrive together, so they share one check (one GET in flight per object); the cost is one
-    round trip per burst, not per pod.
-    """
+    """Get-or-create of the claim objects admitted pods point at, read from a watch of the managed
+    objects (see the module docstring); a GET per review only while that watch is not current."""
 
     def __init__(
         self,
@@ -70,14 +87,26 @@ class TemplateStore:
         opt_out_label: str = OPT_OUT_LABEL,
         on_created: Callable[[str], None] = lambda kind: None,
         on_api_error: Callable[[str], None] = lambda operation: None,
+        watch: bool = True,
+        recently_needed_seconds: float = RECENTLY_NEEDED_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
         self.opt_out_label = opt_out_label
         self.on_created = on_created
         self.on_api_error = on_api_error
-        self._flights: SingleFlight[tuple[str, str, str, str], None] = SingleFlight()
+        self.watch = watch
+        self.recently_needed_seconds = recently_needed_seconds
+        self.clock = clock
+        self._flights: SingleFlight[ObjectKey, None] = SingleFlight()
+        self._informers: dict[tuple[str, str], Informer] = {}
+        # What reviews needed lately, oldest first: (when, the claim object) per object.
+        self._needed: OrderedDict[ObjectKey, tuple[float, ClaimObject]] = OrderedDict()
+        self._repairs: set[asyncio.Task[None]] = set()
+        # The resourceVersion of each watched object last found fit for its pods.
+        self._accepted: dict[ObjectKey, str] = {}
 
-    def _key(self, claim: ClaimObject, namespace: str) -> tuple[str, str, str, str]:
+    def _key(self, claim: ClaimObject, namespace: str) -> ObjectKey:
         return (claim.api_version.value, claim.kind, namespace, claim.name)
 
     async def ensure(self, claims: tuple[ClaimObject, ...], namespace: str, dry_run: bool) -> None:
@@ -87,22 +116,116 @@ class TemplateStore:
             if dry_run:
                 await self._check(claim, namespace)
                 continue
+            key = self._key(claim, namespace)
+            self._note_needed(key, claim)
+            informer = await self._watched(claim)
+            existing = informer.get(namespace, claim.name) if informer is not None else None
+            if existing is not None:
+                # The steady state: known to exist, no round trip; checked once per version of it.
+                version = (existing.get("metadata") or {}).get("resourceVersion")
+                if not version or self._accepted.get(key) != version:
+                    self._accept(existing, claim.manifest(namespace), claim, namespace)
+                    if len(self._accepted) >= MAX_ACCEPTED:
+                        self._accepted.clear()
+                    self._accepted[key] = version
+                if UNUSED_SINCE_ANNOTATION in ((existing.get("metadata") or {}).get("annotations") or {}):
+                    await self._flights.run(key, lambda: self._revive(Resource(claim.api_version.value, claim.kind),
+                                                                      namespace, claim))
+                continue
             # Many pods of one rollout arrive together: one API round trip serves them all.
-            await self._flights.run(self._key(claim, namespace), lambda: self._ensure_one(claim, namespace))
+            await self._flights.run(key, lambda: self._ensure_one(claim, namespace, informer))
 
-    async def _ensure_one(self, claim: ClaimObject, namespace: str) -> None:
+    async def close(self) -> None:
+        """Stop the watches and any re-creation under way."""
+        for task in list(self._repairs):
+            task.cancel()
+        informers, self._informers = list(self._informers.values()), {}
+        for informer in informers:
+            await informer.stop()
+
+    # --- the watch --------------------------------------------------------------------------
+
+    async def _watched(self, claim: ClaimObject) -> Informer | None:
+        """The watch of managed objects of this kind and version, when it is current."""
+        if not self.watch:
+            return None
+        resource = Resource(claim.api_version.value, claim.kind)
+        informer = self._informers.get((resource.api_version, resource.kind))
+        if informer is None:
+            informer = Informer(self.api, resource.path(None),
+                                label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}",
+                                on_change=lambda change, obj: self._changed(resource, change, obj))
+            self._informers[(resource.api_version, resource.kind)] = informer
+            informer.start()
+        if not informer.synced and informer.last_error is None:
+            # The first reviews of a kind wait for the first list (at most one API timeout); once
+            # a list has failed, reviews GET until one succeeds.
+            await informer.wait_synced(self.api.timeout)
+        return informer if informer.current else None
+
+    def _note_needed(self, key: ObjectKey, claim: ClaimObject) -> None:
+        now = self.clock()
+        self._needed[key] = (now, claim)
+        self._needed.move_to_end(key)
+        while self._needed:
+            oldest, (when, _) = next(iter(self._needed.items()))
+            if now - when <= self.recently_needed_seconds:
+                break
+            del self._needed[oldest]
+
+    def _changed(self, resource: Resource, change: str, obj: dict[str, Any]) -> None:
+        if change != "DELETED":
+            return
+        metadata = obj.get("metadata") or {}
+        key = (resource.api_version, resource.kind, str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+        needed = self._needed.get(key)
+        if needed is None or self.clock() - needed[0] > self.recently_needed_seconds:
+            return
+        claim, namespace = needed[1], key[2]
+        log.info("re-creating a deleted %s that pods need", resource.kind,
+                 extra={"namespace": namespace, "object": claim.name})
+        task = asyncio.get_running_loop().create_task(self._repair(key, claim, namespace))
+        self._repairs.add(task)
+        task.add_done_callback(self._repairs.discard)
+
+    async def _repair(self, key: ObjectKey, claim: ClaimObject, namespace: str) -> None:
+        # Retried while pods may still need it: the API failing now must not leave them waiting.
+        delay = REPAIR_BACKOFF_SECONDS[0]
+        while True:
+            try:
+                await self._flights.run(key, lambda: self._ensure_one(claim, namespace, None))
+                return
+            except TemplateConflict as exc:
+                log.info("not re-creating %s %s/%s: %s", claim.kind, namespace, claim.name, exc)
+                return
+            except TemplateUnavailable as exc:
+                needed = self._needed.get(key)
+                if needed is None or self.clock() - needed[0] > self.recently_needed_seconds:
+                    # A namespace being deleted refuses new objects: nothing left to repair there.
+                    log.info("gave up re-creating %s %s/%s: %s", claim.kind, namespace, claim.name, exc)
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, REPAIR_BACKOFF_SECONDS[1])
+
+    # --- get or create ----------------------------------------------------------------------
+
+    async def _ensure_one(self, claim: ClaimObject, namespace: str, informer: Informer | None) -> None:
         resource = Resource(claim.api_version.value, claim.kind)
         wanted = claim.manifest(namespace)
-        existing = await self._get(resource, namespace, claim.name)
+        # Known missing from a current watch: create straight away; otherwise ask first.
+        existing = None if informer is not None else await self._get(resource, namespace, claim.name)
         if existing is None:
             try:
-                await self.api.create(resource, namespace, wanted)
+                created = await self.api.create(resource, namespace, wanted)
                 self.on_created(claim.kind)
+                if informer is not None:
+                    informer.assume(created)
                 return
             except ApiError as exc:
                 if not exc.conflict:
                     raise self._unavailable("create", claim, namespace, exc) from exc
-            # Another replica (or pod) created it first: use it if it is the same.
+            # Another replica (or pod) created it first, or a same-named object kubectl-gpu does
+            # not manage is there: use it only if it is the same.
             existing = await self._get(resource, namespace, claim.name)
             if existing is None:
                 raise TemplateUnavailable(
@@ -113,7 +236,10 @@ class TemplateStore:
             await self._revive(resource, namespace, claim)
 
     async def _check(self, claim: ClaimObject, namespace: str) -> None:
-        existing = await self._get(Resource(claim.api_version.value, claim.kind), namespace, claim.name)
+        informer = await self._watched(claim)
+        existing = informer.get(namespace, claim.name) if informer is not None else None
+        if existing is None:  # absent, or there but not managed by kubectl-gpu (not watched)
+            existing = await self._get(Resource(claim.api_version.value, claim.kind), namespace, claim.name)
         if existing is not None:
             self._accept(existing, claim.manifest(namespace), claim, namespace)
 

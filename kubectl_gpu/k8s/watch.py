@@ -87,6 +87,12 @@ class Informer:
     def values(self) -> Iterator[dict[str, Any]]:
         return iter(list(self.objects.values()))
 
+    def assume(self, obj: dict[str, Any]) -> None:
+        """Hold an object this process has just written until the watch reports it (as
+        client-go's MutationCache layers its own writes over an informer): the next reader does
+        not ask for it again.  The watch's later events for it replace it as usual."""
+        self.objects.setdefault(key_of(obj), obj)
+
     @property
     def synced(self) -> bool:
         """The first list has been read (the copy may be stale since: see `current`)."""

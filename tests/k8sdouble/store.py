@@ -308,7 +308,10 @@ class Store:
         with self.cond:
             self._objects.clear()
             self._snapshots.clear()
-            self.compacted_rv = self.rv  # old watches and continue tokens must not replay a wiped store
+            # Old watches and continue tokens must not replay a wiped store: every open watch
+            # gets 410 Gone and its client lists again (a wipe sends no DELETED events).
+            self.rv += 1
+            self.compacted_rv = self.rv
             self._events.clear()
             self.cond.notify_all()
 
