@@ -80,6 +80,8 @@ def test_the_server_can_only_get_and_create_what_admission_needs():
         # cluster.unsatisfiableClaims).
         ("resource.k8s.io", "resourceslices", "list"),
         ("resource.k8s.io", "deviceclasses", "list"),
+        ("resource.k8s.io", "resourceslices", "watch"),
+        ("resource.k8s.io", "deviceclasses", "watch"),
     }
     assert not any(verb in ("delete", "deletecollection", "update", "escalate", "bind", "impersonate")
                    for _, _, verb in rules)

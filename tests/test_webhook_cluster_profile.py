@@ -8,6 +8,7 @@ API double stands in for those releases by not serving the newer versions.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import jsonpatch
@@ -109,6 +110,26 @@ def test_the_profile_is_read_once_for_many_pods(webhook_on) -> None:
             pod["metadata"]["name"] = name
             assert hook.review("/mutate", admission_review(pod))["allowed"]
         assert double.count(verb="list", resource="resourceslices") == 1
+
+
+def test_devices_published_after_the_webhook_started_serve_the_next_pod_without_a_re_list(webhook_on) -> None:
+    """Drivers publish and republish ResourceSlices as GPUs appear (a node joins, a driver
+    restarts: https://kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation/
+    "ResourceSlice"), and issue 9 asks the webhook to read the profile "with a watch or a short
+    cache": the webhook watches them, so the next pod sees new devices without a timer and without
+    listing again (the API concepts page's "Efficient detection of changes")."""
+    l40s = gpu_pod({"nvidia.com/gpu": "1"}, nodeSelector={"nvidia.com/gpu.product": "NVIDIA-L40S"})
+    with K8sDouble() as double:
+        double.seed(*docs(H100_NODE))
+        hook = webhook_on(double, cluster={"unsatisfiableClaims": "deny", "profileTtlSeconds": 3600})
+        assert hook.review("/mutate", admission_review(l40s))["allowed"] is False
+        double.seed(*docs(DATA / "driver" / "l40s.yaml"))
+        deadline = time.monotonic() + 10  # the watch delivers in milliseconds; a bound against a hang
+        while not hook.review("/mutate", admission_review(l40s))["allowed"]:
+            assert time.monotonic() < deadline, "the new L40S slice never reached the webhook"
+            time.sleep(0.05)
+        assert double.count(verb="list", resource="resourceslices") == 1
+        assert double.count(verb="watch", resource="resourceslices") >= 1
 
 
 def test_api_version_auto_denies_with_a_retry_only_while_the_api_server_cannot_say(webhook_on) -> None:

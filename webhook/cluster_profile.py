@@ -1,24 +1,33 @@
-"""The webhook's view of its own cluster: the ClusterProfile migrate --from-cluster reads, kept for
-a short time.
+"""The webhook's view of its own cluster: the ClusterProfile migrate --from-cluster reads, kept true
+by watching the objects it is made of.
 
 Only admissions that rewrite something need it (which resource.k8s.io version to write, whether
-GPUs can be shared, whether a claim can ever be satisfied), so the API server sees one version
-lookup and one list of DeviceClasses and ResourceSlices every ``ttl`` seconds at most.  When a
-refresh fails, the last profile read is used until one succeeds: a stale list of devices is a
-better guide than none, and the version the server serves does not change under a running webhook.
+GPUs can be shared, whether a claim can ever be satisfied).  DeviceClasses and ResourceSlices are
+listed once and then watched (`kubectl_gpu.k8s.Informer`): a GPU node that joins, a driver that
+republishes its slices or a class added by an operator is seen by the next pod, with no re-read on a
+timer.  The profile is rebuilt from the watched copies when they have changed (at most once a
+second: a cluster whose drivers republish constantly does not rebuild it for every pod).  The API
+server's version and served resource.k8s.io versions are re-read every ``ttl`` seconds (they change
+only with an upgrade, and a new newest version means watching that version's collections).
+
+When a watch fails, its last copy is used until it recovers: a stale list of devices is a better
+guide than none.  Only while nothing was ever read does `get` raise the API's error.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Callable
+from typing import Any, Callable
 
 from kubectl_gpu.cluster.profile import ClusterProfile, dra_list_paths, profile_from_discovery, stamped
 from kubectl_gpu.core.constants import DRA_GROUP
-from kubectl_gpu.k8s import ApiError, AsyncClient
+from kubectl_gpu.k8s import ApiError, AsyncClient, Informer
 
 from .singleflight import SingleFlight
+
+# A profile is rebuilt from changed watches at most this often.
+REBUILD_SECONDS = 1.0
 
 
 class ProfileCache:
@@ -36,12 +45,17 @@ class ProfileCache:
         self.clock = clock
         self.on_api_error = on_api_error
         self._profile: ClusterProfile | None = None
-        self._expires = 0.0
+        self._built_from: tuple[Any, ...] = ()
+        self._built_at = -1e9
+        self._discovery: tuple[dict[str, Any], dict[str, Any]] | None = None  # /version, /apis/resource.k8s.io
+        self._discovered_at = -1e9
+        # (path, apiVersion, kind) -> its watch
+        self._watches: dict[tuple[str, str, str], Informer] = {}
         self._flight: SingleFlight[str, ClusterProfile] = SingleFlight()
 
     async def get(self) -> ClusterProfile:
         """The cluster's profile; raises the API's error only when no profile was ever read."""
-        if self._profile is not None and self._expires > self.clock():
+        if self._profile is not None and not self._due():
             return self._profile
         try:
             return await self._flight.run("profile", self._refresh)
@@ -51,7 +65,43 @@ class ProfileCache:
                 return self._profile
             raise
 
+    async def close(self) -> None:
+        watches, self._watches = list(self._watches.values()), {}
+        for informer in watches:
+            await informer.stop()
+
+    def _due(self) -> bool:
+        now = self.clock()
+        if now - self._discovered_at >= self.ttl:
+            return True
+        return now - self._built_at >= REBUILD_SECONDS and self._identity() != self._built_from
+
+    def _identity(self) -> tuple[Any, ...]:
+        return (id(self._discovery), *((key, w.changes) for key, w in self._watches.items()))
+
     async def _refresh(self) -> ClusterProfile:
+        if self._discovery is None or self.clock() - self._discovered_at >= self.ttl:
+            await self._discover()
+        for informer in self._watches.values():
+            if not informer.synced:
+                # The first list of each collection (at most one API timeout); a failing one is
+                # retried by its watch, and its error is the caller's.
+                if not await informer.wait_synced(self.api.timeout):
+                    raise informer.last_error or ApiError.from_status(
+                        0, informer.path, f"listing {informer.path} took longer than {self.api.timeout}s")
+        identity = self._identity()
+        if self._profile is not None and identity == self._built_from:
+            return self._profile
+        assert self._discovery is not None
+        version, group = self._discovery
+        objects = []
+        for (_, api_version, kind), informer in self._watches.items():
+            objects.extend(stamped(informer.values(), api_version, kind))
+        profile = profile_from_discovery("the webhook's cluster", version, group, objects, self.gate_overrides)
+        self._profile, self._built_from, self._built_at = profile, identity, self.clock()
+        return profile
+
+    async def _discover(self) -> None:
         # The same GETs as `kubectl gpu migrate --from-cluster` (kubectl_gpu.cluster.read_live_profile).
         version = await self.api.get_json("/version")
         try:
@@ -60,10 +110,14 @@ class ProfileCache:
             if not exc.not_found:
                 raise
             group = {}
-        objects = []
-        for path, api_version, kind in dra_list_paths(group):
-            objects.extend(stamped(await self.api.list_objects(path), api_version, kind))
-        profile = profile_from_discovery("the webhook's cluster", version, group, objects, self.gate_overrides)
-        self._profile = profile
-        self._expires = self.clock() + self.ttl
-        return profile
+        wanted = set(dra_list_paths(group))
+        for key in [k for k in self._watches if k not in wanted]:
+            await self._watches.pop(key).stop()
+        for key in sorted(wanted):
+            if key not in self._watches:
+                informer = Informer(self.api, key[0])
+                informer.start()
+                self._watches[key] = informer
+        if self._discovery is None or self._discovery != (version, group):
+            self._discovery = (version, group)
+        self._discovered_at = self.clock()

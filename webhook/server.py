@@ -179,6 +179,8 @@ class WebhookServer:
             if runner is not None:
                 await runner.cleanup()  # stops listening, then waits for the handlers in flight
         await self.admission.templates.close()
+        if self.admission.profiles is not None:
+            await self.admission.profiles.close()
         await self.api.close()
 
     # --- endpoints ------------------------------------------------------------------------

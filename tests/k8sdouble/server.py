@@ -34,6 +34,14 @@ class DoubleHTTPServer(ThreadingHTTPServer):
         self._connections_lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Handler)
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        import sys
+
+        # A client that drops its connection (a watch cancelled, a keep-alive closed) is normal.
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
     def track(self, conn: socket.socket, alive: bool) -> None:
         with self._connections_lock:
             (self._connections.add if alive else self._connections.discard)(conn)
