@@ -4,15 +4,20 @@
 
 Prints, next to floors measured in the same run:
 
-* end to end: the real CLI in a fresh process, slices as `kubectl get -o yaml` prints them and as
-  JSON; floor: a fresh Python process that only reads the JSON file (startup + json);
+* end to end: the installed `kubectl-gpu` executable (the console script pip wrote beside this
+  Python, what kubectl runs) in a fresh process, slices as `kubectl get -o yaml` prints them (with
+  the metadata the API server sets) and as JSON; floor: a fresh Python process that only reads
+  the JSON file (startup + json).  First once with an empty cache directory (cel-python's parser
+  tables are built, as on a user's first run), then the best of 3 with them kept
+  (kubectl_gpu/cli/cel_parser_cache.py);
 * in process: loading the YAML, building the devices, explaining;
 * per selector shape (the corpus's selectors, and the shapes the tests use: has() guards,
   macros, cel.bind, quantities, versions, regexes): microseconds per device on the fast path,
   on cel-python (a sample, scaled), and a floor (a plain Python loop reading the same values).
 
 Targets (issue 11): end to end <= 0.5 s; every selector <= 10 us per device.  Figures only;
-never a pass/fail test.
+never a pass/fail test.  CPU times, with the load average printed beside them: the machine is
+shared, and CPU time is what other work inflates least.
 """
 
 from __future__ import annotations
@@ -85,7 +90,13 @@ def build_slices() -> list[dict]:
             for i in range(GPUS)
         ]
         slices.append({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                       "metadata": {"name": f"node-{n}-gpu.nvidia.com-abcde"},
+                       # what the API server adds and `kubectl get -o yaml` prints
+                       "metadata": {"name": f"node-{n}-gpu.nvidia.com-abcde",
+                                    "creationTimestamp": "2026-11-02T09:14:07Z", "generateName": f"node-{n}-gpu.nvidia.com-",
+                                    "generation": 1, "resourceVersion": str(8_400_000 + n),
+                                    "uid": f"5b0f6a4e-3c1d-4e8a-9f2b-{n:012d}",
+                                    "ownerReferences": [{"apiVersion": "v1", "controller": True, "kind": "Node",
+                                                         "name": f"node-{n}", "uid": f"0c2d4e6f-1a3b-4c5d-8e9f-{n:012d}"}]},
                        "spec": {"driver": DOMAIN, "nodeName": f"node-{n}",
                                 "pool": {"name": f"node-{n}", "generation": 1, "resourceSliceCount": 1},
                                 "devices": devices}})
@@ -100,6 +111,10 @@ CLAIM = {
 }
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def best_of(runs: int, fn) -> float:
     """Best CPU time of ``runs`` calls: CPU time, not wall time, so that other work on a shared
     machine inflates the figures less (the floors are measured the same way)."""
@@ -111,19 +126,25 @@ def best_of(runs: int, fn) -> float:
     return best
 
 
-def process_best_of(runs: int, args: list[str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of the best of ``runs`` fresh processes."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def process_best_of(runs: int, args: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of the best of ``runs`` fresh processes running ``args``."""
     best = (float("inf"), float("inf"))
     for _ in range(runs):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run([sys.executable, *args], check=True, stdout=subprocess.DEVNULL, env=env)
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, env={**os.environ, **(env or {})})
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         best = min(best, (wall, cpu), key=lambda pair: pair[1])
     return best
+
+
+def installed_executable() -> list[str]:
+    """The `kubectl-gpu` console script installed beside this Python (what a user runs); this
+    checkout's module when it is not installed (the figure then says so)."""
+    script = Path(sys.executable).parent / "kubectl-gpu"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "kubectl_gpu.cli.main"]
 
 
 def corpus_selectors() -> list[str]:
@@ -163,16 +184,23 @@ def main() -> None:
         print(f"{len(slices)} ResourceSlices, {devices} devices; slices.yaml {yaml_path.stat().st_size / 1e6:.1f} MB, "
               f"slices.json {json_path.stat().st_size / 1e6:.1f} MB\n")
 
-        cli = ["-m", "kubectl_gpu.cli.main", "explain", "-f", str(claim_path), "--slices"]
-        floor_process = process_best_of(3, ["-c", "import json, sys; json.loads(open(sys.argv[1], 'rb').read())",
+        executable = installed_executable()
+        cli = [*executable, "explain", "-f", str(claim_path), "--slices"]
+        cache = {"XDG_CACHE_HOME": str(Path(tmp, "cache"))}
+        floor_process = process_best_of(3, [sys.executable, "-c",
+                                            "import json, sys; json.loads(open(sys.argv[1], 'rb').read())",
                                             str(json_path)])
-        e2e_yaml = process_best_of(3, [*cli, str(yaml_path)])
-        e2e_json = process_best_of(3, [*cli, str(json_path)])
-        print("end to end (fresh process, best of 3 by CPU time; wall time in brackets)")
+        first_run = process_best_of(1, [*cli, str(json_path)], cache)  # builds the parser tables
+        e2e_yaml = process_best_of(3, [*cli, str(yaml_path)], cache)
+        e2e_json = process_best_of(3, [*cli, str(json_path)], cache)
+        print(f"end to end: {' '.join(Path(executable[0]).name if i == 0 else a for i, a in enumerate(executable))} "
+              f"(fresh process, CPU time; wall time in brackets; load average {load_average()})")
         print(f"  floor: python reading slices.json (json module)     {floor_process[1]:7.3f} s  [{floor_process[0]:.3f} s]")
+        print(f"  explain --slices slices.json, first run (no parser cache) {first_run[1]:7.3f} s  [{first_run[0]:.3f} s]"
+              f"  {first_run[1] / floor_process[1]:.1f}x floor")
         for label, (wall, cpu) in (("slices.yaml", e2e_yaml), ("slices.json", e2e_json)):
-            print(f"  kubectl gpu explain --slices {label:<22} {cpu:7.3f} s  [{wall:.3f} s]  (target 0.5 s: "
-                  f"{'PASS' if cpu <= 0.5 else 'MISS'})")
+            print(f"  explain --slices {label}, best of 3               {cpu:7.3f} s  [{wall:.3f} s]  "
+                  f"{cpu / floor_process[1]:.1f}x floor  (target 0.5 s: {'PASS' if cpu <= 0.5 else 'MISS'})")
 
         text = yaml_path.read_text(encoding="utf-8")
         load_s = best_of(3, lambda: load_documents(text))

@@ -147,6 +147,7 @@ def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
         raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec.devices must be a list")
     devices = []
     pool = str(pool)
+    names: dict[str, tuple[str, str]] = {}  # qualified name -> (domain, name): devices repeat names
     for index, raw in enumerate(raw_devices):
         if not _is_mapping(raw) or not raw.get("name"):
             raise InvalidResourceSlice(f"{_where(slice_name, index)}: every device needs a name")
@@ -159,8 +160,8 @@ def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
                 driver=driver,
                 name=str(raw["name"]),
                 pool=pool,
-                attributes=_attributes(body.get("attributes") or _NOTHING, driver, slice_name, index),
-                capacity=_capacity(capacity, driver, slice_name, index),
+                attributes=_attributes(body.get("attributes") or _NOTHING, driver, slice_name, index, names),
+                capacity=_capacity(capacity, driver, slice_name, index, names),
                 allow_multiple_allocations=bool(
                     raw.get("allowMultipleAllocations") or body.get("allowMultipleAllocations")
                 ),
@@ -194,9 +195,12 @@ def _split(qualified: Any, driver: str) -> tuple[str, str]:
 
 
 _PLAIN_KINDS = {"string": str, "int": int, "bool": bool}  # values used as they are
+_PLAIN_LISTS = {"strings": str, "ints": int, "bools": bool}  # lists of them (DRAListTypeAttributes)
 
 
-def _attributes(raw: Mapping[str, Any], driver: str, slice_name: str, index: int) -> dict[str, dict[str, AttributeValue]]:
+def _attributes(raw: Mapping[str, Any], driver: str, slice_name: str, index: int,
+                names: dict[str, tuple[str, str]]) -> dict[str, dict[str, AttributeValue]]:
+    """``names`` remembers each qualified name's (domain, name) split for this slice's devices."""
     result: dict[str, dict[str, AttributeValue]] = {}
     for qualified, typed in raw.items():
         value: Any = _NOTHING
@@ -209,9 +213,16 @@ def _attributes(raw: Mapping[str, Any], driver: str, slice_name: str, index: int
                         value = _parse_version(raw_value)  # remembered: slices repeat versions
                     except InvalidValue:
                         pass  # _attribute_value words the error
+                elif raw_value.__class__ is list and raw_value:
+                    item_class = _PLAIN_LISTS.get(kind)
+                    if item_class is not None and all(item.__class__ is item_class for item in raw_value):
+                        value = list(raw_value)
         if value is _NOTHING:
             value = _attribute_value(typed, f"{_where(slice_name, index)}.attributes.{qualified}")
-        domain, name = _split(qualified, driver)
+        split = names.get(qualified)
+        if split is None:
+            split = names[qualified] = _split(qualified, driver)
+        domain, name = split
         bucket = result.get(domain)
         if bucket is None:
             bucket = result[domain] = {}
@@ -256,7 +267,8 @@ def _attribute_value(typed: Any, where: str) -> AttributeValue:
     )
 
 
-def _capacity(raw: Mapping[str, Any], driver: str, slice_name: str, index: int) -> dict[str, dict[str, Quantity]]:
+def _capacity(raw: Mapping[str, Any], driver: str, slice_name: str, index: int,
+              names: dict[str, tuple[str, str]]) -> dict[str, dict[str, Quantity]]:
     result: dict[str, dict[str, Quantity]] = {}
     for qualified, entry in raw.items():
         # v1beta1+ wraps the quantity as {value: ...}; v1alpha3 stored it directly.
@@ -267,7 +279,10 @@ def _capacity(raw: Mapping[str, Any], driver: str, slice_name: str, index: int) 
         except InvalidValue as err:
             where = f"{_where(slice_name, index)}.capacity.{qualified}"
             raise InvalidResourceSlice(f"{where}: {text!r}: {err}") from None
-        domain, name = _split(qualified, driver)
+        split = names.get(qualified)
+        if split is None:
+            split = names[qualified] = _split(qualified, driver)
+        domain, name = split
         bucket = result.get(domain)
         if bucket is None:
             bucket = result[domain] = {}

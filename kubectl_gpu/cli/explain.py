@@ -12,14 +12,15 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import click
 import yaml
 
-from kubectl_gpu.cel import InvalidResourceSlice
+from kubectl_gpu.cel import Device, InvalidResourceSlice
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
+from kubectl_gpu.collector import with_collector_paused
 from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
 from kubectl_gpu.explain.loading import UnreadableInput, load_documents
 from kubectl_gpu.explain.render import render_table, to_dict
@@ -190,10 +191,11 @@ def _live_devices(options: ClusterOptions) -> Any:
             "or use --local") from None
 
 
-def _profile_gates(slices: list[Any], classes: list[Any], kubernetes_version: str | None,
-                   feature_gates: str | None) -> frozenset[str] | None:
+def _profile(slices: list[Any], classes: list[Any], kubernetes_version: str | None,
+             feature_gates: str | None) -> tuple[frozenset[str] | None, Sequence[Device]]:
     """The DRA feature gates of the cluster these objects describe (kubectl_gpu.cluster), so a new
-    claim compiles as that API server would compile it; None (the CEL default) when nothing says."""
+    claim compiles as that API server would compile it (None, the CEL default, when nothing says),
+    and the devices of the slices, which the profile reads to prove gates and explain reuses."""
     from kubectl_gpu.cluster import ProfileError, build_profile, parse_feature_gates, parse_kubernetes_version
 
     try:
@@ -203,9 +205,11 @@ def _profile_gates(slices: list[Any], classes: list[Any], kubernetes_version: st
                                 gate_overrides=overrides)
     except ProfileError as err:
         raise click.UsageError(str(err)) from err
-    return profile.feature_gates if profile.kubernetes_minor is not None or overrides else None
+    gates = profile.feature_gates if profile.kubernetes_minor is not None or overrides else None
+    return gates, profile.devices
 
 
+@with_collector_paused  # reading and building 8,000 devices makes millions of acyclic objects
 def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
                    allocation_files: tuple[str, ...], local: bool, options: ClusterOptions,
                    kubernetes_version: str | None = None, feature_gates: str | None = None) -> Any:
@@ -227,6 +231,7 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
         if not slices:
             raise InputError("no ResourceSlices to explain against: the cluster publishes none; pass --slices FILE "
                              "(kubectl get resourceslices -o yaml), put them in the -f file, or use --local")
+    gates, slice_devices = _profile(slices, classes, kubernetes_version, feature_gates)
     try:
         explanation = explain_objects(
             claims=main.claims,
@@ -234,7 +239,8 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
             classes=classes,
             allocated_claims=allocated_claims,
             avoid_nodes=avoid,
-            gates=_profile_gates(slices, classes, kubernetes_version, feature_gates),
+            gates=gates,
+            slice_devices=slice_devices,
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None

@@ -58,6 +58,11 @@ class LazyGroup(click.Group):
         if name not in SUBCOMMANDS:
             return None
         module = importlib.import_module(f"kubectl_gpu.cli.{name}")
+        if "kubectl_gpu.cel" in sys.modules:  # the command compiles CEL: parse with cached tables
+            from kubectl_gpu.cel.syntax import set_parser_builder
+            from kubectl_gpu.cli.cel_parser_cache import build_cel_parser
+
+            set_parser_builder(build_cel_parser)
         return module.command
 
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:

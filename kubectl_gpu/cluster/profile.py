@@ -50,8 +50,14 @@ class ClusterProfile:
     gates_source: str  # how the gates were decided, for reports
     device_classes: tuple[Mapping[str, Any], ...] = ()
     resource_slices: tuple[Mapping[str, Any], ...] = ()
-    # A short content identity: caches keyed by it never mix answers for two different clusters.
-    revision: str = ""
+
+    @functools.cached_property
+    def revision(self) -> str:
+        """A short content identity: caches keyed by it never mix answers for two different
+        clusters.  Computed when asked (the webhook's caches): without resourceVersions it hashes
+        every object, a fifth of `explain -f --slices`, which never asks."""
+        return _revision(self.kubernetes_minor, self.served_versions, self.feature_gates, self.device_classes,
+                         self.resource_slices)
 
     @property
     def api_version(self) -> ApiVersion | None:
@@ -148,20 +154,22 @@ def build_profile(
                + (f", {how[0]} for the rest" if len(reported) < len(DRA_GATES) else "")]
     elif server_gates is not None and server_gates.note:
         how[0] += f" ({server_gates.note})"
-    profile = ClusterProfile(source, minor, served, gates, "", tuple(classes), tuple(slices))
     try:
-        proven = any(d.allow_multiple_allocations for d in profile.devices)
+        devices = ClusterProfile(source, minor, served, gates, "", tuple(classes), tuple(slices)).devices
     except ValueError as err:  # InvalidResourceSlice
         raise ProfileError(f"{source}: {err}") from err
+    proven = any(d.allow_multiple_allocations for d in devices)
     if proven and CONSUMABLE_CAPACITY not in gates:
         gates = gates | {CONSUMABLE_CAPACITY}
         how.append(f"{CONSUMABLE_CAPACITY} seen on (devices carry allowMultipleAllocations)")
     if gate_overrides:
         gates = apply_overrides(gates, gate_overrides)
         how.append("--feature-gates: " + ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(gate_overrides.items())))
-    revision = _revision(minor, served, gates, classes, slices)
-    return ClusterProfile(source, minor, served, frozenset(gates), "; ".join(how), tuple(classes), tuple(slices),
-                          revision)
+    profile = ClusterProfile(source, minor, served, frozenset(gates), "; ".join(how), tuple(classes), tuple(slices))
+    # The same slices give the same devices: hand them to the profile's cached_property (which
+    # keeps its value in the instance's __dict__) rather than build 8,000 devices a second time.
+    vars(profile)["devices"] = devices
+    return profile
 
 
 def parse_kubernetes_version(text: str) -> int:

@@ -73,14 +73,22 @@ def explain_objects(
     devices: Sequence[Device] = (),
     gates: Gates = None,
     avoid_nodes: Iterable[str] = (),
+    slice_devices: Sequence[Device] | None = None,
 ) -> Explanation:
     """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
     :data:`kubectl_gpu.cel.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
-    (InvalidResourceSlice / InvalidClaim), since every answer would depend on them."""
+    (InvalidResourceSlice / InvalidClaim), since every answer would depend on them.
+
+    ``devices`` are devices beside those of ``slices``; ``slice_devices`` are the devices of the
+    current generation of ``slices`` when the caller has built them already (a ClusterProfile's
+    ``devices``): building 8,000 devices twice was a quarter of `explain -f --slices`."""
     claims, slices, classes, allocated_claims = (flatten(x) for x in (claims, slices, classes, allocated_claims))
     all_devices = list(devices)
-    for slice_obj in current_slices(slices):  # the scheduler ignores older pool generations
-        all_devices.extend(devices_from_slice(slice_obj))
+    if slice_devices is not None:
+        all_devices.extend(slice_devices)
+    else:
+        for slice_obj in current_slices(slices):  # the scheduler ignores older pool generations
+            all_devices.extend(devices_from_slice(slice_obj))
     class_specs: dict[str, DeviceClassSpec] = {}
     for obj in classes:
         spec = parse_device_class(obj)
