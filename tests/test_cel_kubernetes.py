@@ -194,6 +194,78 @@ def test_cost_estimates_match_kubernetes(expression, cost):
     assert compile_selector(expression).max_cost == cost
 
 
+# compile_test.go at kubernetes/kubernetes 052bb7dc (1.36 development), each run with
+# DRAListTypeAttributes off and on: the same expectCost both ways, because every attribute is
+# declared with MaxElements max(DeviceAttributeMaxValueLength 64, ResourceSliceMaxAttributeValuesPerDevice 48).
+LIST_ELEMENTS = 64  # maxElementsListTypeEnabled
+UPSTREAM_COSTS_LIST_ERA = {
+    # exists: loop condition @not_strictly_false(!accu) is 3, one more than all's
+    'device.attributes["dra.example.com"].name.exists(x, x > 0)': 5 + (3 + 3) * LIST_ELEMENTS,
+    'device.attributes["dra.example.com"].name.exists(x, x.isGreaterThan(semver("0.0.1")))': 5 + (3 + 4) * LIST_ELEMENTS,
+    'device.attributes["dra.example.com"].names.all(x, x != "")': 5 + (2 + 2) * LIST_ELEMENTS,
+    'device.attributes["dra.example.com"].names.all(x, x.isGreaterThan(semver("0.0.1")))': 5 + (2 + 4) * LIST_ELEMENTS,
+    # includes() costs ResourceSliceMaxAttributeValuesPerDevice (48); `in` the declared MaxElements
+    'device.attributes["dra.example.com"].name.includes("fish")': 4 + 48,
+    'device.attributes["dra.example.com"].name.includes(semver("1.0.0"))': 4 + 48 + 1,
+    '1 in device.attributes["dra.example.com"].names': 4 + 64,
+    'device.attributes["dra.example.com"].names.size() == 2': 6,
+    'device.attributes["dra.example.com"].names': 4,
+    'cel.bind(dra, device.attributes["dra.example.com"], dra.name)': 15,
+    # apiserver library cost.go: split is 2 x 0.1 per character, find a regex like matches()
+    'device.attributes["dra.example.com"].services.split("example").size() >= 2': 19,
+    'device.attributes["dra.example.com"].services.matches("[^a]?sym")': 18,
+    'device.attributes.exists_one(x, x == "dra.example.com")': 164,
+    'device.attributes["dra.example.com"].exists_one(x, x == "services")': 133,
+    'device.capacity.exists_one(x, x == "dra.example.com")': 164,
+    'device.capacity["dra.example.com"].exists_one(x, x == "memory")': 133,
+    'device.attributes["dra.example.com"].name.isGreaterThan(semver("v0.0.1", true)) && isSemver("v1.0.0", true)': 7,
+    '"name" in device.capacity["dra.example.com"] && device.capacity["dra.example.com"].name.isGreaterThan(quantity("1Ki"))': 10,
+    "[1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(x, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(y, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all("
+    "z, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z2, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z3, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"
+    ".all(z4, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].all(z5, int('1'.find('[0-9]*')) < 100)))))))": 85555551,
+}
+
+
+@pytest.mark.parametrize("gates", [frozenset(), LIST_GATES], ids=["list-types-off", "list-types-on"])
+@pytest.mark.parametrize("expression, cost", UPSTREAM_COSTS_LIST_ERA.items())
+def test_cost_estimates_match_kubernetes_with_and_without_list_attributes(expression, cost, gates):
+    assert compile_selector(expression, gates=gates, stored=True).max_cost == cost
+
+
+MAP_OVER_ATTRIBUTES = ('device.attributes["dra.example.com"].map(key, device.attributes["dra.example.com"][key] * 20)'
+                       '.filter(e, e > 50).exists(e, e == 60)')
+
+
+def test_map_over_every_attribute_is_estimated_as_cel_go_does():
+    """compile_test.go TestInterrupt's expression: upstream only asserts that it compiles (it is
+    under the limit).  Its estimate, by cel-go checker/cost.go (costComprehension: range +
+    accumulator init + result + range size x (loop condition + loop step); a map or filter's result
+    has the range's size) with the DRA environment's sizes (a domain's attribute map holds at most
+    ResourceSliceMaxAttributesAndCapacitiesPerDevice = 32 entries):
+
+    * ``device.attributes["dra.example.com"]``: 3 (ident, select, index);
+    * map: 3 + 10 ([]) + 1 (result) + 32 x (0 (true) + step ``accu + [v * 20]`` = 1 + 1 + 10 + 6) = 590;
+    * filter: 590 + 10 + 1 + 32 x (0 + step ``e > 50 ? accu + [e] : accu`` = 2 + 13) = 1081;
+    * exists: 1081 + 0 (false) + 1 + 32 x (3 (``@not_strictly_false(!accu)``) + ``accu || e == 60`` = 3) = 1274.
+    """
+    for gates in (frozenset(), LIST_GATES):
+        assert compile_selector(MAP_OVER_ATTRIBUTES, gates=gates, stored=True).max_cost == 1274
+        assert compile_selector(MAP_OVER_ATTRIBUTES, gates=gates).max_cost == 1274  # a new selector compiles too
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_includes_refuses_lists_longer_than_a_device_may_hold(engine):
+    """compile_test.go "includes-function-on-very-long-list-*": 48 values are searched, 49 are the
+    runtime error naming ResourceSliceMaxAttributeValuesPerDevice."""
+    longest = make_device("dra.example.com", "d", attributes={"name": [f"value-{i}" for i in range(48)]})
+    assert outcome('device.attributes["dra.example.com"].name.includes("value-48")', longest, engine,
+                   gates=LIST_GATES) is False
+    too_long = make_device("dra.example.com", "d", attributes={"name": [f"value-{i}" for i in range(49)]})
+    assert outcome('device.attributes["dra.example.com"].name.includes("value-49")', too_long, engine,
+                   gates=LIST_GATES) == ("runtime error: 'includes' function cannot be applied to lists longer "
+                                         "than 48 values")
+
+
 SEVEN_NESTED = "[1,2,3,4,5,6,7,8,9,10].all(a, " * 7 + "true" + ")" * 7
 
 

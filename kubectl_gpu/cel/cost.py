@@ -14,7 +14,10 @@ Upstream:
 * cel-go checker/cost.go and interpreter/runtime_cost.go: 1 per identifier, field selection and
   index, 1 per function call (string work: 0.1 per character, regex 0.25 per pattern character),
   10 to create a list, 30 a map, 0 for && / || / ?: themselves; a comprehension (macro) costs its
-  range, its accumulator and result, plus range size x (loop condition + loop step).
+  range, its accumulator and result, plus range size x (loop condition + loop step);
+* k8s.io/apiserver/pkg/cel/library/cost.go (EstimateCallCost): the Kubernetes functions, e.g.
+  split and replace 0.2 per character (traversal plus the result), find/findAll priced like
+  matches(); quantity() and semver() are global functions it does not price (cel-go's 1).
 
 Run-time charge: each iteration of a macro is charged the cost of its loop condition and step
 with every value of size 1 (what cel-go charges for the same work on scalars); nested loops add
@@ -43,20 +46,22 @@ DOMAIN_MAX = 63  # DeviceMaxDomainLength
 ID_MAX = 32  # DeviceMaxIDLength
 ATTRIBUTE_VALUE_MAX = 64  # DeviceAttributeMaxValueLength
 ATTRIBUTES_PER_DEVICE = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
-ATTRIBUTE_VALUES_PER_DEVICE = 64  # ResourceSliceMaxAttributeValuesPerDevice (list attributes)
+ATTRIBUTE_VALUES_PER_DEVICE = 48  # ResourceSliceMaxAttributeValuesPerDevice (list attributes; includes())
 
 LIST_CREATE = 10  # common.ListCreateBaseCost
 MAP_CREATE = 30  # common.MapCreateBaseCost
 STRING_TRAVERSAL = 0.1  # common.StringTraversalCostFactor
 REGEX_LENGTH = 0.25  # common.RegexStringLengthCostFactor
 
-_STRING_SCANS = {"startsWith", "endsWith", "lowerAscii", "upperAscii", "trim", "find", "findAll",
-                 "split", "replace", "substring", "indexOf", "lastIndexOf", "charAt",
-                 "quantity", "isQuantity", "semver", "isSemver"}
+# 0.1 per character of the receiver (library cost.go), of the argument for startsWith/endsWith (cel-go)
+_STRING_SCANS = {"lowerAscii", "upperAscii", "trim", "substring", "indexOf", "lastIndexOf"}
+_ARGUMENT_SCANS = {"startsWith", "endsWith"}
+_DOUBLE_SCANS = {"split", "replace"}  # traversal plus the construction of the result
+_REGEX_SCANS = {"matches", "find", "findAll"}
 _LIST_SCANS = {"sum", "min", "max", "isSorted", "join"}
 # Opaque Quantity and Semver values compare in constant time, like scalars.
 _SCALARS = {"int", "uint", "double", "bool", "null_type", QUANTITY, SEMVER}
-_SAME_SIZE = {"lowerAscii", "upperAscii", "trim", "replace", "substring", "split", "findAll"}
+_SAME_SIZE = {"lowerAscii", "upperAscii", "trim", "replace", "substring", "split", "find", "findAll"}
 
 
 def _add(*costs: int) -> int:
@@ -178,9 +183,12 @@ class Estimator:
         inner = dict(scope)
         inner[node.var] = self.element_size(node.target, scope)
         bodies = [self._cost(a, inner) for a in node.args]
-        if node.name in {"all", "exists"}:
+        if node.name == "all":
             # condition @not_strictly_false(accu): call + ident; step accu && predicate
             return _add(3, bodies[0])
+        if node.name == "exists":
+            # condition @not_strictly_false(!accu): two calls + ident; step accu || predicate
+            return _add(4, bodies[0])
         if node.name == "exists_one":
             # step predicate ? accu + 1 : accu
             return _add(2, bodies[0])
@@ -215,12 +223,16 @@ class Estimator:
             call = sizes[1] if isinstance(node.args[1], ListLit) or not self._is_map(node.args[1]) else 1
         elif name == "_+_" and self.types.get(id(node)) in {"string", "bytes", DYN}:
             call = max(1, _scan(_add(*sizes)))
-        elif name == "matches":
+        elif name in _REGEX_SCANS and node.target is not None and len(node.args) == 1:
             call = _mul(_scan(_add(1, sizes[0])), _scan(sizes[1], REGEX_LENGTH))
-        elif name == "contains":
-            call = _mul(max(1, _scan(sizes[0])), max(1, _scan(sizes[1])))
-        elif name in _STRING_SCANS:
-            call = max(1, _scan(sizes[0]))
+        elif name == "contains" and node.target is not None:
+            call = _mul(_scan(sizes[0]), _scan(sizes[1]))
+        elif name in _STRING_SCANS and node.target is not None:
+            call = _scan(sizes[0])
+        elif name in _ARGUMENT_SCANS and node.target is not None and node.args:
+            call = _scan(sizes[1])
+        elif name in _DOUBLE_SCANS and node.target is not None:
+            call = _scan(sizes[0], 2 * STRING_TRAVERSAL)
         elif name in _LIST_SCANS:
             call = max(1, sizes[0])
         elif name == "includes":

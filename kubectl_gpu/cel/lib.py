@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover - cel-python always brings it
 
 import re as _stdlib_re
 
+from .cost import ATTRIBUTE_VALUES_PER_DEVICE
 from .errors import EvalError
 from .values import INT64_MAX, INT64_MIN, InvalidValue, Quantity, Semver
 
@@ -781,7 +782,7 @@ def f_dyn(*args: Any) -> Any:
     return value
 
 
-INCLUDES_MAX = 64  # resourceapi.ResourceSliceMaxAttributeValuesPerDevice
+INCLUDES_MAX = ATTRIBUTE_VALUES_PER_DEVICE  # resourceapi.ResourceSliceMaxAttributeValuesPerDevice
 
 
 def f_includes(*args: Any) -> bool:
