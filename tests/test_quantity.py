@@ -138,3 +138,12 @@ def test_manifest_values_beyond_int64_are_refused_with_what_to_change(value):
 def test_manifest_non_quantities_name_the_examples(value):
     with pytest.raises(QuantityError, match="is not a quantity"):
         parse_quantity(value)
+
+
+def test_quantity_fields_of_objects_read_as_the_api_server_unmarshals_them():
+    # A claim written by hand (`explain -f claim.yaml`) reaches the scheduler through
+    # Quantity.UnmarshalJSON, which trims; CEL's quantity() does not.
+    assert Quantity.read(" 40Gi ").value == 40 * 2**30
+    assert Quantity.read(0.5).value == dec(5, -1)
+    with pytest.raises(InvalidValue):
+        Quantity.parse(" 40Gi ")

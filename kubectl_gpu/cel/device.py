@@ -77,7 +77,7 @@ def make_device(
     caps: dict[str, dict[str, Quantity]] = {}
     for qualified, value in (capacity or {}).items():
         domain, short = split_qualified_name(qualified, driver)
-        caps.setdefault(domain, {})[short] = value if isinstance(value, Quantity) else Quantity.parse(str(value))
+        caps.setdefault(domain, {})[short] = value if isinstance(value, Quantity) else Quantity.read(value)
     return Device(driver=driver, name=name, attributes=attrs, capacity=caps, **extra)
 
 

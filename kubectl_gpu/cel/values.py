@@ -44,6 +44,13 @@ class Quantity:
             raise InvalidValue(err.reason) from None
 
     @classmethod
+    def read(cls, value: object) -> "Quantity":
+        """A quantity field of an API object (a capacity, a claim's request, a request policy) as
+        the API server unmarshals it: text trimmed (Quantity.UnmarshalJSON), a YAML number as
+        written."""
+        return cls.parse(value.strip() if isinstance(value, str) else str(value))
+
+    @classmethod
     def from_int(cls, number: int) -> "Quantity":
         return cls(Fraction(number), str(number))
 

@@ -161,7 +161,7 @@ def _default_takes_part(device: Device) -> bool:
         from kubectl_gpu.cel import Quantity
 
         try:
-            if Quantity.parse(str(default)).value < total.value:
+            if Quantity.read(default).value < total.value:
                 return True
         except ValueError:
             return True

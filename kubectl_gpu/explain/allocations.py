@@ -37,7 +37,7 @@ def allocations_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, tu
             consumed = {}
             for name, value in (result.get("consumedCapacity") or {}).items():
                 try:
-                    consumed[str(name)] = Quantity.parse(str(value))
+                    consumed[str(name)] = Quantity.read(value)
                 except InvalidValue:
                     continue  # the API server validated it; an unreadable value cannot be summed
             device = f"{result.get('driver')}/{result.get('pool')}/{result.get('device')}"

@@ -357,22 +357,22 @@ def _apply_policy(wanted: Quantity, device: Device, name: str) -> tuple[Quantity
         return wanted, None
     valid_values = policy.get("validValues")
     if valid_values:
-        options = sorted((Quantity.parse(str(v)) for v in valid_values), key=lambda q: q.value)
+        options = sorted((Quantity.read(v) for v in valid_values), key=lambda q: q.value)
         for option in options:
             if option.value >= wanted.value:
                 return option, None
         return wanted, f"{wanted} is above every allowed value ({', '.join(map(str, options))})"
     valid_range = policy.get("validRange")
     if valid_range:
-        minimum = Quantity.parse(str(valid_range.get("min", 0)))
+        minimum = Quantity.read(valid_range.get("min", 0))
         value = max(wanted.value, minimum.value)
         step = valid_range.get("step")
         if step:
-            step_value = Quantity.parse(str(step)).value
+            step_value = Quantity.read(step).value
             steps = -(-(value - minimum.value) // step_value)
             value = minimum.value + steps * step_value
         maximum = valid_range.get("max")
-        if maximum is not None and value > Quantity.parse(str(maximum)).value:
+        if maximum is not None and value > Quantity.read(maximum).value:
             return wanted, f"{wanted} is above the maximum {maximum}"
         return Quantity.of(value), None
     return wanted, None

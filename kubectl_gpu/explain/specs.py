@@ -218,7 +218,7 @@ def _subrequest(raw: Mapping[str, Any], name: str, where: str) -> SubrequestSpec
     capacity: dict[str, Quantity] = {}
     for key, value in requests.items():
         try:
-            capacity[str(key)] = Quantity.parse(str(value))
+            capacity[str(key)] = Quantity.read(value)
         except InvalidValue as err:
             raise InvalidClaim(f"{where}: capacity.requests.{key}: {value!r}: {err}") from None
     return SubrequestSpec(
