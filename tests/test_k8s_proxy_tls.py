@@ -45,8 +45,19 @@ class _LoopThread:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(10)
 
     def stop(self) -> None:
+        self.run(self._end_connections())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(5)
+        self.loop.close()
+
+    @staticmethod
+    async def _end_connections() -> None:
+        """Cancel the tunnels still open, and let their transports close, while the loop runs."""
+        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.sleep(0.05)
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
