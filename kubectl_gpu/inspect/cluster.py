@@ -27,13 +27,13 @@ class ClusterReport:
         """GPUs are physical GPUs; allocated/shared/free count whole GPUs, MIG devices are apart."""
         counts: Counter[str] = Counter()
         for node in self.nodes:
+            summary = node.summary
             counts["nodes"] += 1
             counts["draNodes"] += node.dra_label is not None
-            counts["gpus"] += node.gpu_count
-            for row in node.gpu_rows:
-                counts[row.state] += 1
+            counts["gpus"] += summary.gpu_count
+            counts.update(summary.states)
             counts["mig"] += len(node.mig_rows)
-            counts["migUsed"] += node.mig_used
+            counts["migUsed"] += summary.mig_used
             counts["legacyPods"] += len(node.legacy_pods)
         return {"nodes": counts["nodes"], "draNodes": counts["draNodes"], "gpus": counts["gpus"],
                 "allocated": counts[ALLOCATED], "shared": counts[SHARED], "free": counts[FREE],
@@ -44,19 +44,11 @@ class ClusterReport:
         """Totals per product (productName), as people buy and plan GPUs."""
         products: dict[str, Counter[str]] = {}
         for node in self.nodes:
-            parents_seen: set[str] = {r.device.uuid or "" for r in node.gpu_rows}
-            for row in node.gpu_rows:
-                counts = products.setdefault(row.device.product or "unknown", Counter())
-                counts["gpus"] += 1
-                counts[row.state] += 1
-            for row in node.mig_rows:
-                counts = products.setdefault(row.device.product or "unknown", Counter())
-                parent = row.device.parent_uuid or row.device.name
-                if parent not in parents_seen:
-                    parents_seen.add(parent)
-                    counts["gpus"] += 1
-                counts["mig"] += 1
-                counts["migUsed"] += row.state != FREE
+            for name, counts in node.summary.products.items():
+                total = products.get(name)
+                if total is None:
+                    total = products[name] = Counter()
+                total.update(counts)
         return [{"product": name, "gpus": c["gpus"], "allocated": c[ALLOCATED], "shared": c[SHARED],
                  "free": c[FREE], "migDevices": c["mig"], "migDevicesInUse": c["migUsed"]}
                 for name, c in sorted(products.items())]

@@ -78,6 +78,35 @@ class GpuSlot:
         return self.state != FREE
 
 
+@dataclass(frozen=True, eq=False)
+class NodeSummary:
+    """A node's GPUs counted once (NodeReport.summary)."""
+
+    gpu_count: int  # physical GPUs: whole ones, and MIG-partitioned ones once
+    states: Counter[str]  # whole GPUs by state
+    mig_used: int  # MIG devices in use
+    slots: tuple[GpuSlot, ...]  # the allocation picture, one slot per GPU
+    products: Mapping[str, Counter[str]]  # product -> gpus, states, mig, migUsed (ClusterReport.by_product)
+    double_counted: bool  # a double-counting finding: its GPUs are counted by device plugin and DRA
+
+    @cached_property
+    def bar(self) -> str:
+        """`██░░░░░░ 2/8`; `█[■■□□□□□] 2/2` for a GPU split into 7 MIG devices (2 in use); `!` when
+        double counted; "-" without GPUs.  Drawn once, however often it is printed."""
+        if not self.slots:
+            return "-"
+        marks = "".join(f"[{''.join(MIG_MARKS[m] for m in slot.mig)}]" if slot.mig else BAR_MARKS[slot.state]
+                        for slot in self.slots)
+        used = sum(1 for slot in self.slots if slot.used)
+        return f"{marks} {used}/{len(self.slots)}" + (f" {DOUBLE_COUNTED}" if self.double_counted else "")
+
+
+# The allocation picture: one mark per GPU, MIG devices inside their GPU's brackets.
+BAR_MARKS = {ALLOCATED: "█", SHARED: "▓", FREE: "░"}
+MIG_MARKS = {ALLOCATED: "■", SHARED: "■", FREE: "□"}
+DOUBLE_COUNTED = "!"
+
+
 @dataclass(frozen=True)
 class NodeReport:
     name: str
@@ -100,40 +129,72 @@ class NodeReport:
         return tuple(r for r in self.devices if r.device.is_mig)
 
     @cached_property
+    def summary(self) -> NodeSummary:
+        """Everything the summary table, its picture, its JSON and the cluster's totals read about
+        this node, from one pass over its devices (a 1,000-node table reads each node five ways)."""
+        states: Counter[str] = Counter()
+        products: dict[str, Counter[str]] = {}
+        slots: list[GpuSlot] = []
+        gpu_uuids: set[str | None] = set()
+        uuids: set[str] = set()  # GPUs counted under a product: by UUID, a partitioned one by its parentUUID
+        for row in self.gpu_rows:
+            state = row.state
+            states[state] += 1
+            slots.append(GpuSlot(state))
+            uuid = row.device.uuid
+            gpu_uuids.add(uuid)
+            uuids.add(uuid or "")
+            counts = products.get(row.device.product or "unknown")
+            if counts is None:
+                counts = products[row.device.product or "unknown"] = Counter()
+            counts["gpus"] += 1
+            counts[state] += 1
+        by_parent: dict[str, list[str]] = {}
+        mig_used = 0
+        for row in self.mig_rows:
+            state = row.state
+            parent = row.device.parent_uuid or row.device.name
+            by_parent.setdefault(parent, []).append(state)
+            mig_used += state != FREE
+            counts = products.setdefault(row.device.product or "unknown", Counter())
+            if parent not in uuids:  # a partitioned GPU counts once, under its first MIG device's product
+                uuids.add(parent)
+                counts["gpus"] += 1
+            counts["mig"] += 1
+            counts["migUsed"] += state != FREE
+        for mig_states in by_parent.values():
+            slots.append(GpuSlot(SHARED if any(st != FREE for st in mig_states) else FREE, tuple(mig_states)))
+        if not slots:
+            slots = list(self._legacy_slots())
+        return NodeSummary(
+            gpu_count=len(self.gpu_rows) + len(set(by_parent) - gpu_uuids),
+            states=states,
+            mig_used=mig_used,
+            slots=tuple(slots),
+            products=products,
+            double_counted=any(f.code == "double-counting" for f in self.findings),
+        )
+
+    @property
     def gpu_count(self) -> int:
         """Physical GPUs: MIG devices are slices of one, never GPUs themselves (2 GPUs, one split
         into 7 MIG devices, are 2 GPUs and 7 MIG devices)."""
-        uuids = {r.device.uuid for r in self.gpu_rows}
-        parents = {r.device.parent_uuid or r.device.name for r in self.mig_rows} - uuids
-        return len(self.gpu_rows) + len(parents)
-
-    @cached_property
-    def _state_counts(self) -> Counter[str]:
-        return Counter(r.state for r in self.gpu_rows)
+        return self.summary.gpu_count
 
     def count(self, state: str) -> int:
         """Whole GPUs in `state`."""
-        return self._state_counts[state]
+        return self.summary.states[state]
 
-    @cached_property
+    @property
     def mig_used(self) -> int:
-        return sum(1 for r in self.mig_rows if r.state != FREE)
+        return self.summary.mig_used
 
-    @cached_property
+    @property
     def slots(self) -> tuple[GpuSlot, ...]:
         """The node's GPUs as the allocation picture shows them: DRA GPUs with their state, MIG
         devices grouped inside their GPU, and on a device-plugin node its nvidia.com/gpu GPUs,
         as many used as its pods hold (whole GPUs allocated, a fraction shared)."""
-        slots = [GpuSlot(r.state) for r in self.gpu_rows]
-        by_parent: dict[str, list[str]] = {}
-        for row in self.mig_rows:
-            by_parent.setdefault(row.device.parent_uuid or row.device.name, []).append(row.state)
-        for states in by_parent.values():
-            used = [st for st in states if st != FREE]
-            slots.append(GpuSlot(SHARED if used else FREE, tuple(states)))
-        if not slots:
-            slots = list(self._legacy_slots())
-        return tuple(slots)
+        return self.summary.slots
 
     def _legacy_slots(self) -> Iterable[GpuSlot]:
         offered = next((r for r in self.legacy_resources if r.name == LEGACY_WHOLE_GPU), None)

@@ -86,25 +86,12 @@ def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> 
     return Group(*parts)
 
 
-# The allocation picture: one mark per GPU, MIG devices inside their GPU's brackets.
-BAR_MARKS = {ALLOCATED: "█", SHARED: "▓", FREE: "░"}
-MIG_MARKS = {ALLOCATED: "■", SHARED: "■", FREE: "□"}
-DOUBLE_COUNTED = "!"
-
-
 def bar(report: NodeReport) -> Text:
     """GPUs used/free at a glance: `██░░░░░░ 2/8`; `█[■■□□□□□] 2/2` for a GPU split into 7 MIG
     devices (2 in use); a device-plugin node shows the GPUs its pods hold; `!` marks a node whose
-    GPUs are counted twice (device plugin and DRA driver)."""
-    slots = report.slots
-    if not slots:
-        return Text("-")
-    marks = "".join(f"[{''.join(MIG_MARKS[m] for m in slot.mig)}]" if slot.mig else BAR_MARKS[slot.state]
-                    for slot in slots)
-    used = sum(1 for slot in slots if slot.used)
-    double = any(f.code == "double-counting" for f in report.findings)
-    text = f"{marks} {used}/{len(slots)}" + (f" {DOUBLE_COUNTED}" if double else "")
-    return Text(text, style="bold red" if double else "")
+    GPUs are counted twice (device plugin and DRA driver).  Drawn once per node (NodeSummary.bar)."""
+    summary = report.summary
+    return Text(summary.bar, style="bold red" if summary.double_counted and summary.slots else "")
 
 
 Branch = tuple[str, list["Branch"]]  # a line and the lines under it
