@@ -212,3 +212,18 @@ def test_request_selector_is_evaluated_only_on_its_class_devices():
                      device_classes=b.nvidia_device_classes())
     assert _codes(report) == [("unpublished-attribute", "resourceclaimtemplate/ml/gpu")]
     assert "1 of the 1 device(s)" in report.findings[0].message
+
+
+def test_selectors_are_checked_on_the_devices_the_scheduler_sees():
+    """A driver upgraded to v25.8.0 (no `index`) republishes its pool with a higher
+    pool.generation; the scheduler ignores the older slices (ResourceSlice API: "Whenever the
+    driver updates its pool, it must increment the generation... consumers must ignore slices
+    of an older generation"), so doctor counts the errors on the current ones only."""
+    tpl = b.template("pinned", "ml", requests=[b.exact_request(
+        selectors=["device.attributes['gpu.nvidia.com'].index == 0"])])
+    before_upgrade = b.gpu_slice("dra-1", 8, generation=1, with_index=True)
+    after_upgrade = b.gpu_slice("dra-1", 8, generation=2)
+    report = _doctor(resource_slices=[before_upgrade, after_upgrade], resource_claim_templates=[tpl],
+                     device_classes=b.nvidia_device_classes())
+    (finding,) = [f for f in report.findings if f.code == "unpublished-attribute"]
+    assert "8 of the 8 device(s)" in finding.message

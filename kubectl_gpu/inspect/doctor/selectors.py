@@ -63,7 +63,7 @@ def check_selectors(inputs: DoctorInputs, devices: Iterable[SliceDevice]) -> Che
     devices = list(devices)
     published = _published_by_driver(devices)
     classes = {str((c.get("metadata") or {}).get("name")): c for c in inputs.device_classes}
-    evaluator = _Evaluator(inputs.resource_slices, classes)
+    evaluator = _Evaluator([d.device for d in devices], classes)
     findings: list[Finding] = []
     checked = 0
     for subject, requests in _claim_specs(inputs):
@@ -84,24 +84,11 @@ class _Evaluator:
     """Confirms a suspicious selector with Kubernetes' CEL semantics: `a && b` absorbs b's error
     when a is false, so a reference to a missing attribute only matters where it is evaluated."""
 
-    def __init__(self, slices: Iterable[Mapping[str, Any]], classes: Mapping[str, Any]) -> None:
-        self._slices = list(slices)
+    def __init__(self, devices: list[Any], classes: Mapping[str, Any]) -> None:
+        # The devices the scheduler sees (current pool generations), as the one parser read them.
+        self.all_devices = devices
         self._classes = classes
-        self._devices: list[Any] | None = None
         self._members: dict[str, list[Any]] = {}
-
-    @property
-    def all_devices(self) -> list[Any]:
-        if self._devices is None:
-            from kubectl_gpu.cel import InvalidResourceSlice, devices_from_slice
-            found: list[Any] = []
-            for resource_slice in self._slices:
-                try:
-                    found.extend(devices_from_slice(resource_slice))
-                except InvalidResourceSlice:
-                    continue  # describe shows such slices; the API server would have rejected them
-            self._devices = found
-        return self._devices
 
     def class_members(self, name: str | None) -> list[Any]:
         """Devices the request's DeviceClass admits (errors and non-matches excluded)."""
