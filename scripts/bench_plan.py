@@ -20,8 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kubectl_gpu.cluster import fit_options  # noqa: E402
+from kubectl_gpu.core import Sharing, TranslateOptions  # noqa: E402
 from kubectl_gpu.fleet import snapshot_from_objects  # noqa: E402
 from kubectl_gpu.fleet.migration_plan import plan_migration  # noqa: E402
+from kubectl_gpu.fleet.snapshot import with_file_profile  # noqa: E402
 
 GPUS_PER_NODE = 8
 PRODUCT = "NVIDIA-A100-SXM4-80GB"
@@ -91,6 +94,14 @@ def cluster(nodes: int, workloads: int, dra_share: float, seed: int = 7) -> list
     return objects
 
 
+def plan_like_the_cli(objects: list[dict]):
+    """What `kubectl gpu plan -f` does with the objects: sort them, read the cluster profile their
+    slices describe, fit the translation options to it, plan."""
+    snapshot = with_file_profile(snapshot_from_objects(objects), "files (benchmark)")
+    options = fit_options(TranslateOptions(sharing=Sharing.AUTO), snapshot.profile, api_version_given=False).options
+    return plan_migration(snapshot, options)
+
+
 def timed(function, repeat: int) -> tuple[float, float, object]:
     """Best wall time and best CPU time of this process (CPU time is what a busy machine
     disturbs least: other processes' share of the cores does not count)."""
@@ -115,7 +126,7 @@ def main() -> None:
     print(f"cluster: {args.nodes} GPU nodes ({int(args.nodes * args.dra_share)} on DRA), {args.workloads} workloads, "
           f"{pods} running GPU pods, {len(json.dumps(objects)) / 1e6:.1f} MB of JSON")
     floor, floor_cpu, _ = timed(lambda: json.loads(json.dumps(objects)), args.repeat)
-    ours, ours_cpu, plan = timed(lambda: plan_migration(snapshot_from_objects(objects)), args.repeat)
+    ours, ours_cpu, plan = timed(lambda: plan_like_the_cli(objects), args.repeat)
     waves = [w for w in plan.waves if w.nodes]
     moved = sum(len(w.workloads) for w in plan.waves)
     print(f"plan: {len(plan.workloads)} workloads, {len(waves)} node waves, {moved} workloads placed on DRA devices, "

@@ -287,3 +287,16 @@ def test_a_malformed_object_is_left_out_with_what_is_wrong(tmp_path):
     result = CliRunner().invoke(main, ["plan", "-f", str(cluster), "-o", "json"])
     assert "warning: Node/n2: status.allocatable must be an object, not list: left out of the plan" in result.stderr
     assert [n["name"] for n in json.loads(result.stdout)["nodes"]] == ["n1"]
+
+
+def test_a_slice_the_profile_cannot_read_is_a_warning_not_a_crash(tmp_path):
+    """A ResourceSlice whose capacity is not a quantity (the scheduler could not use it either)
+    leaves the plan without a cluster profile, saying so; the rest is planned."""
+    broken = resource_slice("dra-1")
+    broken["spec"]["devices"][0]["capacity"]["memory"]["value"] = "lots"
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all([node("dra-1", dra=True), broken, node("legacy-1")]))
+    result = CliRunner().invoke(main, ["plan", "-f", str(cluster), "-o", "json"])
+    assert result.exit_code == 0, result.output
+    assert "warning: the cluster profile (" in result.stderr and "left out of the plan" in result.stderr
+    assert [n["name"] for n in json.loads(result.stdout)["nodes"]] == ["dra-1", "legacy-1"]

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kubectl_gpu.cluster.profile import profile_from_discovery, read_server_gates, stamped
+from kubectl_gpu.cluster.profile import ProfileError, profile_from_discovery, read_server_gates, stamped
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects
@@ -19,7 +19,7 @@ from kubectl_gpu.k8s.paths import collection_path
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests.locate import find_pod_sites
 
-from .snapshot import Snapshot, snapshot_from_objects
+from .snapshot import Snapshot, snapshot_from_objects, without_profile
 
 BUILTIN_WORKLOADS = (("apps", "v1", "deployments"), ("apps", "v1", "statefulsets"), ("apps", "v1", "daemonsets"),
                      ("apps", "v1", "replicasets"), ("batch", "v1", "jobs"), ("batch", "v1", "cronjobs"))
@@ -94,10 +94,14 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
         objects += [*dra_objects, *listed("resource.k8s.io", dra_version, "resourceclaimtemplates"),
                     *stamped(listed("resource.k8s.io", dra_version, "resourceclaims"),
                              f"resource.k8s.io/{dra_version}", "ResourceClaim")]
-    profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides,
-                                     read_server_gates(api.get_text))
     # The same sorting and shape checks as for files: one way into the planner.
-    return replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version, profile=profile)
+    snapshot = replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version)
+    try:
+        profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides,
+                                         read_server_gates(api.get_text))
+    except ProfileError as err:  # a ResourceSlice the scheduler could not use either
+        return without_profile(snapshot, err)
+    return replace(snapshot, profile=profile)
 
 
 def object_path(api_version: str, plural: str, namespace: str, name: str, subresource: str = "") -> str:

@@ -5,7 +5,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubectl_gpu.cluster import ClusterProfile, build_profile
+from kubectl_gpu.cluster import ClusterProfile, ProfileError, build_profile
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.explain.inputs import flatten
 from kubectl_gpu.manifests.locate import find_pod_sites
@@ -151,5 +151,16 @@ def with_file_profile(snapshot: Snapshot, source: str, *, kubernetes_minor: int 
     describe, exactly as ``migrate --cluster`` reads the same files (kubectl_gpu.cluster)."""
     if not snapshot.resource_slices and not snapshot.device_classes:
         return snapshot
-    return replace(snapshot, profile=build_profile(source, objects=[*snapshot.device_classes, *snapshot.resource_slices],
-                                                   kubernetes_minor=kubernetes_minor, gate_overrides=gate_overrides))
+    try:
+        profile = build_profile(source, objects=[*snapshot.device_classes, *snapshot.resource_slices],
+                                kubernetes_minor=kubernetes_minor, gate_overrides=gate_overrides)
+    except ProfileError as err:
+        return without_profile(snapshot, err)
+    return replace(snapshot, profile=profile)
+
+
+def without_profile(snapshot: Snapshot, error: Exception) -> Snapshot:
+    """A snapshot whose cluster profile cannot be read (a ResourceSlice the scheduler could not
+    use either): planned without it (whole GPUs, as migrate without --cluster), saying why."""
+    return replace(snapshot, profile=None,
+                   rejected=(*snapshot.rejected, f"the cluster profile ({error}; claims are fitted to none)"))
