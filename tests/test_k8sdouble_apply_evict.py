@@ -437,3 +437,21 @@ def test_a_job_runs_its_pods_until_they_succeed(cluster):
     assert (status.active, status.succeeded) == (0, 2)
     assert any(c.type == "Complete" and c.status == "True" for c in status.conditions)
     assert len(cluster.list("pods", "default")) == 2
+
+
+def test_a_daemonset_runs_one_pod_on_each_matching_node_even_when_cordoned(cluster):
+    """pkg/controller/daemon: one pod per node the template's nodeSelector matches, pinned by a
+    required matchFields affinity on metadata.name, tolerating node.kubernetes.io/unschedulable."""
+    cluster.seed({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-2", "labels": {"probe": "yes"}},
+                  "spec": {"unschedulable": True},
+                  "status": {"allocatable": {"cpu": "8", "nvidia.com/gpu": "1"}}})
+    body = deployment(name="probe")
+    body.update(kind="DaemonSet")
+    body["spec"].pop("replicas")
+    body["spec"]["template"]["spec"]["nodeSelector"] = {"probe": "yes"}
+    client.AppsV1Api(cluster.api_client()).create_namespaced_daemon_set("default", body)
+    (pod_obj,) = cluster.list("pods", "default")
+    assert pod_obj["spec"]["nodeName"] == "worker-2" and pod_obj["status"]["phase"] == "Running"
+    assert pod_obj["metadata"]["ownerReferences"][0]["kind"] == "DaemonSet"
+    status = cluster.get("daemonsets", "probe")["status"]
+    assert (status["desiredNumberScheduled"], status["updatedNumberScheduled"], status["numberAvailable"]) == (1, 1, 1)

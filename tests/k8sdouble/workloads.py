@@ -23,7 +23,8 @@ nothing changes, so a client sees what the real components would have written by
   ``batch.kubernetes.io/job-name``/``controller-uid`` labels (and the legacy ``job-name``,
   ``controller-uid``) until ``completions`` pods succeeded (default: one); a suspended Job runs
   none; status ``active``/``ready``/``succeeded``/``failed`` and a ``Complete`` condition.
-- Scheduler (filters only, first fit in node-name order): a node that is not cordoned, matches
+- Scheduler (filters only, first fit in node-name order): a node that is not cordoned (unless the
+  pod tolerates node.kubernetes.io/unschedulable, as DaemonSet pods do), matches
   the pod's nodeSelector and required node affinity, has the extended resources free that the
   pod requests (allocatable minus the requests of the pods bound to it; NodeResourcesFit), and
   as many DRA devices free as the pod's claims request (the devices its ResourceSlices publish
@@ -279,6 +280,9 @@ class WorkloadControllers:
                 pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [{"matchFields": [
                         {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}
+                # pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations: a cordon does not stop them.
+                pod["spec"].setdefault("tolerations", []).append(
+                    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"})
                 self._create("pods", pod)
                 changed = True
         return changed
@@ -359,10 +363,12 @@ class WorkloadControllers:
 
     def _fits(self, pod: dict, node: dict, devices: int) -> bool:
         name = _meta(node)["name"]
-        if (node.get("spec") or {}).get("unschedulable"):
+        spec = pod.get("spec") or {}
+        if (node.get("spec") or {}).get("unschedulable") and not any(
+                t.get("key") == "node.kubernetes.io/unschedulable" and t.get("operator") == "Exists"
+                for t in spec.get("tolerations") or ()):
             return False
         labels = _meta(node).get("labels") or {}
-        spec = pod.get("spec") or {}
         if any(labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
             return False
         if not _affinity_allows(spec, name, labels):
