@@ -568,6 +568,23 @@ def test_with_a_cluster_whose_extended_resource_gate_is_off_mig_requests_are_sti
     assert not claims_of(docs) and "left as they are" in on.stderr
 
 
+def test_mig_requests_the_clusters_own_classes_serve_are_left_without_device_classes(tmp_path) -> None:
+    """A cluster that already has a KEP-5004 MIG class, with DRAExtendedResource on (1.36 default):
+    migrate --cluster leaves the requests it serves, and says so."""
+    from kubectl_gpu.cluster.device_classes import mig_device_class
+
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text((DATA / "driver" / "a100-mig.yaml").read_text() + "---\n"
+                       + yaml.safe_dump(mig_device_class("3g.40gb")))
+    pod = MIG_PODS.split("---\n")[1].replace('"2"', '"1"')
+    result, docs = migrate(pod, "--cluster", str(cluster), "--kubernetes-version", "1.36")
+    assert result.exit_code == 0, result.stderr
+    assert not claims_of(docs)
+    assert "the cluster's DeviceClasses serve nvidia.com/mig-3g.40gb" in result.stderr
+    rewritten, docs = migrate(pod, "--cluster", str(cluster), "--kubernetes-version", "1.35")
+    assert claims_of(docs), rewritten.stderr
+
+
 def test_a_mig_request_whose_node_constraints_need_a_selector_is_rewritten_with_classes_too() -> None:
     pinned = MIG_PODS.replace("  containers:\n  - name: main", "  nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
                               "  containers:\n  - name: main", 1)

@@ -153,3 +153,23 @@ def test_a_legacy_gpu_beside_a_gpu_claim_is_denied_on_a_1_32_cluster_too(webhook
         pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "g"}]
         response = webhook_on(double).review("/validate", admission_review(pod))
         assert response["allowed"] is False and "asks for GPUs twice" in response["status"]["message"]
+
+
+def test_mig_requests_a_cluster_deviceclass_serves_are_left_for_the_scheduler(webhook_on) -> None:
+    """KEP-5004: with DRAExtendedResource on (beta, on by default from 1.36) a DeviceClass whose
+    extendedResourceName is `nvidia.com/mig-1g.10gb` lets the scheduler give the pod's extended
+    resource a DRA device; the webhook leaves the request as written and does not fence the pod off the
+    DRA nodes that serve it.  The class is NVIDIA's own example shape (demo/specs/extended-resources)."""
+    from kubectl_gpu.cluster.device_classes import mig_device_class
+
+    mig_class = mig_device_class("1g.10gb")
+    with K8sDouble(kubernetes_version="1.36") as double:
+        double.seed(*docs(DATA / "driver" / "a100-mig.yaml"), mig_class)
+        response = webhook_on(double).review("/mutate", admission_review(gpu_pod({"nvidia.com/mig-1g.10gb": "1"})))
+        assert response["allowed"] is True
+        assert not response.get("patch"), "left as written, not rewritten, not fenced"
+        assert double.count(verb="create", resource="resourceclaimtemplates") == 0
+    with K8sDouble(kubernetes_version="1.35") as double:  # the gate is off by default: rewritten
+        double.seed(*docs(DATA / "driver" / "a100-mig.yaml"), mig_class)
+        response = webhook_on(double).review("/mutate", admission_review(gpu_pod({"nvidia.com/mig-1g.10gb": "1"})))
+        assert response["allowed"] is True and response.get("patch")

@@ -17,14 +17,17 @@ from typing import Any
 
 from kubectl_gpu.cel import Device
 from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
+from kubectl_gpu.cel.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
 from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
+from kubectl_gpu.core.facts import device_plugin_mig_resource
 from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
 from kubectl_gpu.explain.model import ClaimResult
 
 from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
 
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
+MIG_RESOURCE_PREFIX = device_plugin_mig_resource("")  # nvidia.com/mig-
 
 # What NVIDIA's driver needs for each sharing mode (kubernetes-sigs/dra-driver-nvidia-gpu, main:
 # pkg/featuregates/featuregates.go, cmd/gpu-kubelet-plugin/consumable_shares.go).
@@ -64,6 +67,7 @@ def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
     options = _fit_sharing(options, profile, notes)
     options = _keep_whole_gpus_whole(options, profile, notes)
     options = _fit_prioritized_list(options, profile, notes)
+    options = _fit_extended_resources(options, profile, notes)
     return FittedOptions(options, tuple(notes))
 
 
@@ -97,6 +101,23 @@ def _fit_prioritized_list(options: TranslateOptions, profile: ClusterProfile | N
                  "holds the memory, else a consumable share, else a whole GPU, tried in that order)"
                  + (f"; MIG profiles published: {', '.join(sorted(mig))}" if mig else ""))
     return replace(options, prioritized_list=True, mig_profiles=tuple(sorted(mig.items())))
+
+
+def _fit_extended_resources(options: TranslateOptions, profile: ClusterProfile | None,
+                            notes: list[str]) -> TranslateOptions:
+    """KEP-5004: where DRAExtendedResource is on, a MIG extended resource that one of the cluster's
+    DeviceClasses names in extendedResourceName is served by the scheduler from DRA devices of that
+    class, so those requests are left as written (nvidia.com/gpu stays with --integer-gpus)."""
+    if profile is None or not profile.gate(DRA_EXTENDED_RESOURCE):
+        return options
+    served = sorted({str(name) for cls in profile.device_classes
+                     if isinstance(name := (cls.get("spec") or {}).get("extendedResourceName"), str)
+                     and name.startswith(MIG_RESOURCE_PREFIX)})
+    if not served:
+        return options
+    notes.append(f"{DRA_EXTENDED_RESOURCE} is on and the cluster's DeviceClasses serve {', '.join(served)} "
+                 "(extendedResourceName, KEP-5004): those MIG requests are left for the scheduler")
+    return replace(options, dra_extended_resources=options.dra_extended_resources | frozenset(served))
 
 
 def _fit_sharing(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:
