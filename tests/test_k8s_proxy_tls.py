@@ -107,6 +107,27 @@ async def _connect_proxy(tunnels: list[str]) -> asyncio.Server:
     return await asyncio.start_server(serve, "127.0.0.1", 0)
 
 
+async def _socks5_proxy(tunnels: list[str]) -> asyncio.Server:
+    """A SOCKS5 proxy without authentication (RFC 1928: CONNECT to an IPv4 address or a name)."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        _version, methods = await reader.readexactly(2)
+        await reader.readexactly(methods)
+        writer.write(b"\x05\x00")  # no authentication
+        _version, _connect, _reserved, kind = await reader.readexactly(4)
+        if kind == 3:
+            host = (await reader.readexactly((await reader.readexactly(1))[0])).decode()
+        else:
+            host = ".".join(str(b) for b in await reader.readexactly(4))
+        port = int.from_bytes(await reader.readexactly(2), "big")
+        tunnels.append(f"{host}:{port}")
+        writer.write(b"\x05\x00\x00\x01" + bytes(6))
+        await writer.drain()
+        await _splice((reader, writer), port)
+
+    return await asyncio.start_server(serve, "127.0.0.1", 0)
+
+
 @pytest.fixture
 def fronted(k8s_double, tmp_path: Path):
     """(write_kubeconfig(**cluster_fields) -> path, SNI names seen, CONNECT targets seen, TLS port)."""
@@ -116,12 +137,14 @@ def fronted(k8s_double, tmp_path: Path):
     tunnels: list[str] = []
     tls = fronts.run(_tls_front(certs, k8s_double.port, server_names))
     proxy = fronts.run(_connect_proxy(tunnels))
+    socks = fronts.run(_socks5_proxy(tunnels))
     tls_port = tls.sockets[0].getsockname()[1]
     proxy_port = proxy.sockets[0].getsockname()[1]
+    socks_port = socks.sockets[0].getsockname()[1]
 
     def write_kubeconfig(**cluster: Any) -> str:
         fields = {"server": f"https://127.0.0.1:{tls_port}", "certificate-authority": str(certs.ca_cert),
-                  **{key.replace("_", "-"): value.format(proxy=proxy_port, tls=tls_port) for key, value in cluster.items()}}
+                  **{key.replace("_", "-"): value.format(proxy=proxy_port, socks=socks_port, tls=tls_port) for key, value in cluster.items()}}
         config = {"apiVersion": "v1", "kind": "Config",
                   "clusters": [{"name": "c", "cluster": fields}],
                   "users": [{"name": "u", "user": {"token": "t"}}],
@@ -133,7 +156,7 @@ def fronted(k8s_double, tmp_path: Path):
 
     write_kubeconfig.proxy_port = proxy_port  # type: ignore[attr-defined]
     yield write_kubeconfig, server_names, tunnels, tls_port
-    fronts.run(_close(tls, proxy))
+    fronts.run(_close(tls, proxy, socks))
     fronts.stop()
 
 
@@ -251,3 +274,20 @@ def test_no_proxy_entries_match_as_in_go(monkeypatch, no_proxy, server, proxy):
     monkeypatch.setenv("NO_PROXY", no_proxy)
     assert effective_proxy("http://proxy.corp:3128", server) == proxy  # the kubernetes package read it too
     assert effective_proxy(None, server) == proxy  # or did not (older releases)
+
+
+def test_a_socks5_proxy_url_carries_every_request_and_resolves_the_name_remotely(fronted):
+    """Kubernetes docs, "Use a SOCKS5 Proxy to Access the Kubernetes API": `proxy-url:
+    socks5://localhost:1080` in the kubeconfig (an `ssh -D` tunnel); client-go hands the server's
+    name to the proxy, which resolves it on its side of the tunnel."""
+    pytest.importorskip("aiohttp_socks", reason="aiohttp-socks is not installed: run scripts/bootstrap")
+    write_kubeconfig, server_names, tunnels, tls_port = fronted
+    connection = connect(write_kubeconfig(server=f"https://{SERVER_NAME}:{{tls}}",
+                                          proxy_url="socks5://127.0.0.1:{socks}"))
+    try:
+        assert connection.api.get_json("/version")
+        assert connection.api.get_text("/version")
+        assert tunnels == [f"{SERVER_NAME}:{tls_port}"]  # one kept-alive connection, by name
+        assert server_names == [SERVER_NAME]
+    finally:
+        connection.close()

@@ -55,7 +55,10 @@ class AsyncClient:
         self._session: aiohttp.ClientSession | None = None
         self._ssl = _ssl_context(configuration)
         self._host = configuration.host.rstrip("/")
-        self._route = _route(configuration)
+        proxy = effective_proxy(configuration.proxy, configuration.host)  # HTTPS_PROXY/NO_PROXY as kubectl
+        # client-go also dials through a socks5:// proxy-url; aiohttp's own proxy speaks HTTP only.
+        self._socks = proxy if proxy and proxy.lower().startswith("socks") else None
+        self._route = _route(configuration, None if self._socks else proxy)
 
     # ------------------------------------------------------------------ raw requests
 
@@ -240,13 +243,21 @@ class AsyncClient:
     def _open_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self._ssl),
+                connector=self._connector(),
                 # The kubernetes package's loaders decide the proxy; the environment must not.
                 trust_env=False,
                 skip_auto_headers=("User-Agent",),
                 headers={"User-Agent": "kubectl-gpu"},
             )
         return self._session
+
+    def _connector(self) -> aiohttp.BaseConnector:
+        if self._socks:
+            from aiohttp_socks import ProxyConnector  # only a socks5:// proxy-url needs it
+
+            # rdns: the proxy resolves the server's name, as client-go's SOCKS5 dialer has it do.
+            return ProxyConnector.from_url(self._socks, ssl=self._ssl, rdns=True)
+        return aiohttp.TCPConnector(ssl=self._ssl)
 
     def _auth_headers(self) -> dict[str, str]:
         # auth_settings() asks the configuration's refresh hook first, so an exec plugin's or the
@@ -258,12 +269,11 @@ class AsyncClient:
         return headers
 
 
-def _route(configuration: Configuration) -> dict[str, Any]:
-    """How every request reaches the server, as kubectl sends it: through the kubeconfig's
-    `proxy-url` (else the environment's proxy, see proxy.py), checking the TLS certificate
+def _route(configuration: Configuration, proxy: str | None) -> dict[str, Any]:
+    """How every request reaches the server, as kubectl sends it: through the HTTP proxy (the
+    kubeconfig's `proxy-url`, else the environment's, see proxy.py), checking the TLS certificate
     against `tls-server-name` (else the server's host)."""
     route: dict[str, Any] = {}
-    proxy = effective_proxy(configuration.proxy, configuration.host)  # HTTPS_PROXY/NO_PROXY as kubectl
     if proxy:
         route["proxy"] = proxy
     if getattr(configuration, "tls_server_name", None):
