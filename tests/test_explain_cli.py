@@ -1,6 +1,8 @@
 """`kubectl gpu explain -f ...` offline: tables for people, stable JSON for scripts, clear errors."""
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -94,3 +96,19 @@ def test_local_uses_the_inventory_slices(monkeypatch):
     monkeypatch.setitem(sys.modules, "kubectl_gpu.inventory", fake)
     result = run("-f", TEST1, "--local", "-o", "json")
     assert result.exit_code == 0 and json.loads(result.output)["devices"] == 8
+
+
+def test_offline_explain_loads_the_fact_tables_not_the_translation(tmp_path):
+    """`explain -f --slices` reads claims, classes and slices; the translation core (translate,
+    demand, claims, node constraints: a tenth of its start-up) is loaded by the core's face only
+    when a command translates."""
+    probe = ("import sys, runpy; sys.argv = ['kubectl-gpu', 'explain', '-f', sys.argv[1], '--slices', sys.argv[2]]\n"
+             "try:\n    runpy.run_module('kubectl_gpu.cli.main', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('kubectl_gpu.core'))))\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NO_COLOR": "1"}
+    result = subprocess.run([sys.executable, "-c", probe, TEST1, H100], capture_output=True, text=True, env=env,
+                            timeout=120)
+    loaded = result.stdout.strip().splitlines()[-1].split()
+    assert "kubectl_gpu.core.facts" in loaded, result.stdout + result.stderr
+    assert not {"kubectl_gpu.core.translate", "kubectl_gpu.core.demand", "kubectl_gpu.core.claims"} & set(loaded)
