@@ -40,7 +40,7 @@ def flatten(objects: Iterable[Any]) -> list[Mapping[str, Any]]:
     """Expand `kind: List` (and FooList) items; drop empty documents."""
     flat: list[Mapping[str, Any]] = []
     for obj in objects:
-        if not isinstance(obj, Mapping):
+        if obj.__class__ is not dict and not isinstance(obj, Mapping):  # the ABC check is slow: dicts first
             continue
         if str(obj.get("kind", "")).endswith("List") and isinstance(obj.get("items"), list):
             flat.extend(flatten(obj["items"]))
