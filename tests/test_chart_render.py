@@ -68,6 +68,7 @@ def test_every_rendered_object_is_valid_kubernetes(value_set, version):
 def test_default_install_renders_the_expected_objects():
     assert kinds(rendered(None)) == {
         "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ConfigMap", "Secret", "Service",
+        "Role", "RoleBinding",  # self-signed mode: the server renews its own Secret
         "Deployment", "PodDisruptionBudget", "CronJob", "MutatingWebhookConfiguration",
         "ValidatingWebhookConfiguration",
     }
@@ -116,6 +117,11 @@ def test_default_config_file_is_the_documented_format_with_the_documented_defaul
     documented = _design_config_example()
     config = yaml.safe_load(config_file(rendered(None)))
     assert _shape(config) == _shape(documented)
+    # Self-signed mode (the default) names the release's Secret, Service and configurations.
+    assert config["tls"].pop("selfSigned") == {
+        "secretName": f"{FULLNAME}-tls", "webhookConfigurations": [FULLNAME], "serviceName": FULLNAME,
+        "clusterDomain": "cluster.local", "validityDays": values_of(None)["certificates"]["validityDays"]}
+    documented["tls"].pop("selfSigned")
     # The only difference: the release namespace is excluded too (the server also adds its own
     # namespace from POD_NAMESPACE; listing it makes the file say what really happens).
     assert config["excludedNamespaces"] == ["kube-system", NAMESPACE]
@@ -133,7 +139,9 @@ def test_config_file_holds_exactly_the_values_given(value_set):
         assert config[key] == values[key], key
     assert set(config["excludedNamespaces"]) == {"kube-system", NAMESPACE, *values["excludedNamespaces"]}
     assert config["port"] == values_of(value_set)["containerPort"]
+    renewed = config["tls"].pop("selfSigned", None)
     assert config["tls"] == {"certFile": "/etc/kubectl-gpu/tls/tls.crt", "keyFile": "/etc/kubectl-gpu/tls/tls.key"}
+    assert (renewed is not None) == (values_of(value_set)["certificates"]["mode"] == "self-signed")
 
 
 def test_a_config_change_restarts_the_webhook_pods():

@@ -82,10 +82,29 @@ def test_the_server_can_only_get_and_create_what_admission_needs():
         ("resource.k8s.io", "deviceclasses", "list"),
         ("resource.k8s.io", "resourceslices", "watch"),
         ("resource.k8s.io", "deviceclasses", "watch"),
+        # self-signed mode (the default): the caBundle of its own webhook configurations
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "get"),
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"),
     }
-    assert not any(verb in ("delete", "deletecollection", "update", "escalate", "bind", "impersonate")
+    assert not any(verb in ("delete", "deletecollection", "escalate", "bind", "impersonate")
                    for _, _, verb in rules)
+    assert {resource for _, resource, verb in rules if verb == "update"} == {
+        "mutatingwebhookconfigurations", "validatingwebhookconfigurations"}
     assert not any(resource in ("secrets", "nodes/status", "pods") for _, resource, _ in rules)
+
+
+def test_certificate_renewal_may_touch_only_the_webhooks_own_secret_and_configurations():
+    """Self-signed mode renews in-process (webhook/rotation.py), as Gatekeeper's cert-controller
+    does: read and replace its own Secret, and the caBundle of its own two configurations."""
+    docs = rendered(None)
+    for rule in find(docs, "ClusterRole", FULLNAME)["rules"]:
+        if "admissionregistration.k8s.io" in rule["apiGroups"]:
+            assert rule["resourceNames"] == [FULLNAME]
+    [secret_rule] = find(docs, "Role", FULLNAME)["rules"]
+    assert secret_rule == {"apiGroups": [""], "resources": ["secrets"], "resourceNames": [f"{FULLNAME}-tls"],
+                           "verbs": ["get", "update"]}
 
 
 def test_the_node_status_guard_needs_no_extra_permission():

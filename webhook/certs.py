@@ -47,7 +47,7 @@ def _private_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def make_ca(common_name: str, days: int) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def make_ca(common_name: str, days: float) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _private_key()
     now = dt.datetime.now(dt.timezone.utc)
     cert = (
@@ -78,7 +78,7 @@ def make_serving_cert(
     ca_key: ec.EllipticCurvePrivateKey,
     dns_names: list[str],
     ip_addresses: list[str],
-    days: int,
+    days: float,
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _private_key()
     now = dt.datetime.now(dt.timezone.utc)
@@ -118,9 +118,9 @@ def write_certs(
     cert, key = make_serving_cert(ca_cert, ca_key, list(dns_names), list(ip_addresses), days)
     files = CertFiles(out / "ca.crt", out / "ca.key", out / "tls.crt", out / "tls.key")
     _write(files.ca_cert, ca_cert.public_bytes(serialization.Encoding.PEM), secret=False)
-    _write(files.ca_key, _key_pem(ca_key), secret=True)
+    _write(files.ca_key, private_key_pem(ca_key), secret=True)
     _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), secret=False)
-    _write(files.key, _key_pem(key), secret=True)
+    _write(files.key, private_key_pem(key), secret=True)
     return files
 
 
@@ -131,11 +131,12 @@ def reissue_serving_cert(files: CertFiles, dns_names: list[str], ip_addresses: l
     ca_key = serialization.load_pem_private_key(files.ca_key.read_bytes(), password=None)
     assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
     cert, key = make_serving_cert(ca_cert, ca_key, list(dns_names), list(ip_addresses), days)
-    _write(files.key, _key_pem(key), secret=True)
+    _write(files.key, private_key_pem(key), secret=True)
     _write(files.cert, cert.public_bytes(serialization.Encoding.PEM), secret=False)
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def private_key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """The key as unencrypted PKCS#8 PEM (what a kubernetes.io/tls Secret's tls.key holds)."""
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )

@@ -59,6 +59,10 @@ def serve(config_path: str | None, kubeconfig: str | None, metrics_port: int | N
     from .server import Timings, WebhookServer
 
     config = _load(config_path, flags)
+    if config.self_signed is not None and not config.self_signed.namespace:
+        raise click.UsageError(
+            "configuration: tls.selfSigned needs the webhook's namespace in POD_NAMESPACE (the chart sets it "
+            "from the downward API): the Secret it renews lives there")
     logs.configure(config.log_level)
     for path in (config.cert_file, config.key_file):
         if not os.path.isfile(path):

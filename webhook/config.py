@@ -47,7 +47,20 @@ _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 DEFAULTS: dict[str, Any] = {
     "port": 8443,
-    "tls": {"certFile": "/etc/kubectl-gpu/tls/tls.crt", "keyFile": "/etc/kubectl-gpu/tls/tls.key"},
+    "tls": {
+        "certFile": "/etc/kubectl-gpu/tls/tls.crt",
+        "keyFile": "/etc/kubectl-gpu/tls/tls.key",
+        # The chart's self-signed mode: the webhook renews its serving Secret (in its own namespace,
+        # POD_NAMESPACE) before expiry and keeps the webhook configurations' caBundle in step
+        # (webhook/rotation.py).  Off while secretName is empty.
+        "selfSigned": {
+            "secretName": "",
+            "webhookConfigurations": [],  # Mutating/ValidatingWebhookConfiguration names
+            "serviceName": "",  # the Service the API server calls: the certificate's DNS names
+            "clusterDomain": "cluster.local",
+            "validityDays": 365,
+        },
+    },
     "translation": {
         "apiVersion": "auto",
         "sharing": "auto",
@@ -78,6 +91,43 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class SelfSigned:
+    """What the webhook renews (tls.selfSigned): its serving Secret and the webhook configurations
+    whose caBundle trusts it."""
+
+    secret_name: str
+    namespace: str | None  # the webhook's own (POD_NAMESPACE); `serve` refuses to renew without it
+    webhook_configurations: tuple[str, ...]
+    dns_names: tuple[str, ...]
+    validity_days: float
+
+
+def _self_signed(raw: Mapping[str, Any], own_namespace: str | None) -> SelfSigned | None:
+    from .certs import service_dns_names
+
+    secret = raw.get("secretName") or ""
+    if not secret:
+        return None
+    if not isinstance(secret, str):
+        raise ConfigError(f"tls.selfSigned.secretName: {secret!r} is not a Secret name")
+    service = _non_empty(raw.get("serviceName"), "tls.selfSigned.serviceName")
+    try:
+        days = float(raw.get("validityDays"))
+    except (TypeError, ValueError):
+        days = -1.0
+    if isinstance(raw.get("validityDays"), bool) or not 0 < days <= 3650:
+        raise ConfigError(f"tls.selfSigned.validityDays: {raw.get('validityDays')!r}; use days above 0, at most 3650")
+    return SelfSigned(
+        secret_name=secret,
+        namespace=own_namespace,
+        webhook_configurations=tuple(_string_list(raw.get("webhookConfigurations") or [],
+                                                  "tls.selfSigned.webhookConfigurations")),
+        dns_names=tuple(service_dns_names(service, own_namespace or "", str(raw.get("clusterDomain") or "cluster.local"))),
+        validity_days=days,
+    )
+
+
+@dataclass(frozen=True)
 class WebhookConfig:
     port: int
     cert_file: str
@@ -98,6 +148,7 @@ class WebhookConfig:
     profile_ttl_seconds: float = 60.0
     unsatisfiable_claims: str = "warn"
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    self_signed: SelfSigned | None = None  # tls.selfSigned: renew the serving certificate in-process
 
     @property
     def needs_cluster_profile(self) -> bool:
@@ -269,6 +320,7 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         profile_ttl_seconds=ttl,
         unsatisfiable_claims=unsatisfiable,
         feature_gates=feature_gates,
+        self_signed=_self_signed(tls.get("selfSigned") or {}, own_namespace),
     )
 
 

@@ -53,6 +53,8 @@ class Timings:
     # Then reviews already being answered get this long to finish (the API server waits at most
     # the webhook's timeoutSeconds, 30 s at most).
     shutdown_grace: float = 30.0
+    # How often a self-signed serving certificate is checked for renewal (tls.selfSigned).
+    cert_check: float = 3600.0
 
 
 @dataclass
@@ -88,6 +90,7 @@ class WebhookServer:
         self._runner: web.AppRunner | None = None
         self._metrics_runner: web.AppRunner | None = None
         self._watcher: asyncio.Task[None] | None = None
+        self._rotating: asyncio.Task[None] | None = None
         self.port: int | None = None
         self.metrics_port: int | None = None
         self.draining = False
@@ -149,6 +152,11 @@ class WebhookServer:
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self._watcher = asyncio.create_task(self._watch_tls())
+        if self.config.self_signed is not None:
+            from .rotation import CertRotator
+
+            self.rotator = CertRotator(self.api, self.config.self_signed)
+            self._rotating = asyncio.create_task(self.rotator.run(self.timings.cert_check))
         log.info("webhook listening", extra={"port": self.port, "audit": self.config.audit})
         return self.port
 
@@ -170,10 +178,11 @@ class WebhookServer:
 
     async def stop(self) -> None:
         self.draining = True
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+        for task in (self._watcher, self._rotating):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         runners, self._runner, self._metrics_runner = (self._runner, self._metrics_runner), None, None
         for runner in runners:
             if runner is not None:
