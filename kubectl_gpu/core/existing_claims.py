@@ -112,6 +112,8 @@ def claims_beside_legacy_gpus(template: Mapping[str, Any],
     if not isinstance(spec, Mapping):
         return ()
     entries = _pod_claim_entries(spec)
+    if not entries:  # most pods: nothing to read (the webhook asks this of every rewritten pod)
+        return ()
     found = []
     for ref, container in iter_containers(spec):
         legacy = sorted({r.name for r in read_container(ref, container)[0] if _served_by_device_plugin(r, options)})
