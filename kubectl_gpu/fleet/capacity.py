@@ -13,9 +13,10 @@ attribute names, so the plan can check a wave before it happens. A prediction is
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -33,8 +34,14 @@ from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node
 
 
 def _quantity(text: Any) -> Fraction:
+    return _parsed(str(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Fraction:
+    """A fleet repeats a handful of quantities ("8", "80Gi") thousands of times."""
     try:
-        return parse_quantity(str(text))
+        return parse_quantity(text)
     except QuantityError:
         return Fraction(0)
 
@@ -108,10 +115,22 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
     capacity = {}
     if labels.get(GFD_MEMORY):
         capacity["memory"] = {"value": f"{int(_quantity(labels[GFD_MEMORY]))}Mi"}
+    shape = _predicted_shape(json.dumps([attributes, capacity], sort_keys=True), count)
+    # One node pool's nodes are alike: parse the slice once, then give each node its own copies.
+    return tuple(replace(d, pool=node, node_name=node, slice_name=f"{node}-predicted",
+                         node_scope=d.node_scope.replace(_SHAPE_NODE, node)) for d in shape)
+
+
+_SHAPE_NODE = "predicted-node"
+
+
+@functools.lru_cache(maxsize=64)
+def _predicted_shape(key: str, count: int) -> tuple[Device, ...]:
+    attributes, capacity = json.loads(key)
     slice_obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                 "metadata": {"name": f"{node}-predicted"},
-                 "spec": {"driver": NVIDIA_DRIVER, "nodeName": node,
-                          "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+                 "metadata": {"name": f"{_SHAPE_NODE}-predicted"},
+                 "spec": {"driver": NVIDIA_DRIVER, "nodeName": _SHAPE_NODE,
+                          "pool": {"name": _SHAPE_NODE, "generation": 0, "resourceSliceCount": 1},
                           "devices": [{"name": f"gpu-{i}", "attributes": attributes, "capacity": capacity}
                                       for i in range(count)]}}
     return tuple(devices_from_slice(slice_obj))
@@ -119,10 +138,16 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
 
 def _group_alike(devices: Sequence[Device]) -> dict[str, list[Device]]:
     groups: dict[str, list[Device]] = {}
+    keys: dict[tuple, str] = {}  # predicted devices share their mappings: describe each set once
     for device in devices:
-        key = repr((device.driver, sorted((d, sorted(v.items())) for d, v in device.attributes.items()),
-                    sorted((d, sorted(v.items())) for d, v in device.capacity.items()),
-                    device.allow_multiple_allocations, sorted(device.request_policies.items())))
+        identity = (device.driver, id(device.attributes), id(device.capacity), device.allow_multiple_allocations,
+                    id(device.request_policies))
+        key = keys.get(identity)
+        if key is None:
+            key = keys[identity] = repr((
+                device.driver, sorted((d, sorted(v.items())) for d, v in device.attributes.items()),
+                sorted((d, sorted(v.items())) for d, v in device.capacity.items()),
+                device.allow_multiple_allocations, sorted(device.request_policies.items())))
         groups.setdefault(key, []).append(device)
     return groups
 

@@ -195,6 +195,7 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     blocked = _unsatisfiable([p for p in plans if p.status == MIGRATE], claims, pool) if universe else {}
     plans = [blocked.get(p.ref, p) for p in plans]
     pending = [p for p in plans if p.status == MIGRATE]
+    shapes: dict[str, tuple] = {}  # workload -> (pods, its claims' needs): alike workloads fit alike
     _place_running(snapshot, pool, {_claim_key(c) for c in snapshot.resource_claims})
     daemon_nodes = {p.ref: p.nodes for p in plans if p.kind == "DaemonSet"}
 
@@ -217,7 +218,7 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     index = 0
     if pool.node_order:  # DRA nodes already exist: move what fits there before switching more
         wave = Wave(0)
-        _migrate_fitting(wave, pending, migrated, claims, pool, loads, free)
+        _migrate_fitting(wave, pending, migrated, claims, pool, loads, free, shapes)
         if wave.workloads:
             _close(wave, pool, remaining, free)
             waves.append(wave)
@@ -241,7 +242,7 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
             pool.add_node(by_name[name])
             free.pop(name, None)
         remaining = remaining[take:]
-        _migrate_fitting(wave, pending, migrated, claims, pool, loads, free)
+        _migrate_fitting(wave, pending, migrated, claims, pool, loads, free, shapes)
         _close(wave, pool, remaining, free)
     unplaced = [p.ref for p in pending if p.ref not in migrated and not any(w.refused for w in waves)]
     return MigrationPlan(plans, nodes, waves, unplaced, tuple(dra_labels))
@@ -313,26 +314,38 @@ def _check_drain(wave: Wave, loads: Sequence[LegacyPodLoad], migrated: set[str],
     return trial, placed
 
 
-def _migrate_fitting(wave: Wave, pending: Sequence[WorkloadPlan], migrated: set[str],
+def _migrate_fitting(wave: Wave, pending: list[WorkloadPlan], migrated: set[str],
                      claims: Mapping[tuple[str, str], Mapping[str, Any]], pool: DraPool,
-                     loads: Sequence[LegacyPodLoad], free: dict[str, dict[str, Fraction]]) -> None:
+                     loads: Sequence[LegacyPodLoad], free: dict[str, dict[str, Fraction]],
+                     shapes: dict[str, tuple]) -> None:
+    """Migrate the pending workloads that fit now; ``pending`` keeps only those left."""
     loads_by_owner: dict[str, list[LegacyPodLoad]] = {}
     for load in loads:
         loads_by_owner.setdefault(str(load.owner), []).append(load)
+    failed: set[tuple] = set()  # shapes that did not fit in this wave: devices only get taken, so they never will
     for plan in pending:
         if plan.ref in migrated:
             continue
         if plan.kind == "DaemonSet":
             if not set(plan.nodes) <= set(pool.by_node) or not _place_daemon(plan, claims, pool):
                 continue
-        elif not _place_workload(plan, claims, pool):
-            continue
+        else:
+            shape = shapes.get(plan.ref)
+            if shape is None:
+                objects = [claims[(plan.namespace, name)] for name in plan.pod_claims]
+                shape = shapes[plan.ref] = (plan.pods, tuple((c.get("kind"), pool.claim_need(c).key) for c in objects))
+            if shape in failed:
+                continue
+            if not _place_workload(plan, claims, pool):
+                failed.add(shape)
+                continue
         migrated.add(plan.ref)
         wave.workloads.append(plan.ref)
         for load in loads_by_owner.get(plan.ref, ()):  # its legacy pods go: their GPUs come free
             if load.node in free:
                 for resource, amount in load.demand.items():
                     free[load.node][resource] = free[load.node].get(resource, Fraction(0)) + amount
+    pending[:] = [p for p in pending if p.ref not in migrated]
 
 
 def _claim_key(claim: Mapping[str, Any]) -> tuple[str, str]:

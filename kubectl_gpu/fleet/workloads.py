@@ -151,7 +151,7 @@ class Translations:
         self._cache: dict[str, Any] = {}
         self._demands: dict[str, dict[str, Fraction]] = {}
         self._manifests: dict[tuple[int, str], Mapping[str, Any]] = {}
-        self._sites: dict[tuple[str, str, str], SiteOutcome] = {}
+        self._sites: dict[tuple[str, str, str, str], SiteOutcome] = {}
 
     def manifest(self, claim: Any, namespace: str | None) -> Mapping[str, Any]:
         """claim.manifest(namespace), built once per claim and namespace (read-only: shared)."""
@@ -163,29 +163,44 @@ class Translations:
 
     def __call__(self, template: Mapping[str, Any], options: TranslateOptions, group: str | None = None):
         """translate_pod_template(template, options with sharing_group=group)."""
-        return self._translate(translation_input(template), options, group)[1]
+        key, projection = self.projected(template)
+        return self._translate(key, projection, options, group)
 
-    def _translate(self, projection: Mapping[str, Any], options: TranslateOptions, group: str | None):
+    @staticmethod
+    def projected(template: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(identity, projection) of what the translation reads of ``template``: one encoding
+        serves the demand, the translation and the site outcome caches."""
+        projection = translation_input(template)
+        return json.dumps(projection, sort_keys=True, default=str), projection
+
+    def demand_of(self, key: str, projection: Mapping[str, Any]) -> dict[str, Fraction]:
+        found = self._demands.get(key)
+        if found is None:
+            found = self._demands[key] = pod_demand(projection)
+        return found
+
+    def _translate(self, key: str, projection: Mapping[str, Any], options: TranslateOptions, group: str | None):
         shared = options.sharing not in (Sharing.CONSUMABLE, Sharing.EXCLUSIVE)  # claim names carry the workload
-        key = json.dumps([projection, (group or options.sharing_group) if shared else None], sort_keys=True,
-                         default=str)
-        result = self._cache.get(key)
+        full_key = f"{key}\0{group or options.sharing_group}" if shared else key
+        result = self._cache.get(full_key)
         if result is None:
             grouped = replace(options, sharing_group=group) if group is not None else options
-            result = self._cache[key] = translate_pod_template(projection, grouped)
-        return key, result
+            result = self._cache[full_key] = translate_pod_template(projection, grouped)
+        return result
 
-    def site(self, template: Mapping[str, Any], options: TranslateOptions, group: str, pointer: str,
+    def site(self, key: str, projection: Mapping[str, Any], options: TranslateOptions, group: str, pointer: str,
              namespace: str | None) -> SiteOutcome:
-        """What one pod template of a workload needs and becomes, once per distinct template,
-        sharing group, place in its object and namespace (a fleet repeats a few dozen)."""
-        key, result = self._translate(translation_input(template), options, group)
-        outcome_key = (key, pointer, namespace or "")
+        """What one pod template of a workload needs and becomes, once per distinct template (its
+        ``projected`` identity), sharing group, place in its object and namespace (a fleet repeats
+        a few dozen)."""
+        shared = options.sharing not in (Sharing.CONSUMABLE, Sharing.EXCLUSIVE)
+        outcome_key = (key, group if shared else "", pointer, namespace or "")
         found = self._sites.get(outcome_key)
         if found is None:
+            result = self._translate(key, projection, options, group)
             claims = {claim.name: self.manifest(claim, namespace) for claim in result.claims}
             found = self._sites[outcome_key] = SiteOutcome(
-                self.demand(template),
+                self.demand_of(key, projection),
                 tuple(n.render() for n in result.notes if n.severity is not Severity.INFO or result.changed),
                 tuple(n.render() for n in result.errors), prefix_patch(result.patch, pointer), claims,
                 tuple(claim.name for claim in result.claims))
@@ -301,13 +316,14 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
             dra_claims.extend(str(c.get("resourceClaimTemplateName")) for c in
                               (claims_list if isinstance(claims_list, list) else ())
                               if isinstance(c, Mapping) and c.get("resourceClaimTemplateName"))
-        demand = translate.demand(template)
+        identity, projection = translate.projected(template)
+        demand = translate.demand_of(identity, projection)
         if not demand:
             continue
         for key, value in demand.items():
             legacy[key] = max(legacy.get(key, Fraction(0)), value)
         pods += _pod_count(obj, site.pointer, pods_by_owner or {})
-        outcome = translate.site(template, options, group, site.pointer, namespace or None)
+        outcome = translate.site(identity, projection, options, group, site.pointer, namespace or None)
         notes.extend(outcome.notes)
         errors.extend(outcome.errors)
         ops.extend(outcome.ops)
