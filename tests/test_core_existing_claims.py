@@ -159,3 +159,24 @@ def test_the_webhook_denies_with_the_words_migrate_uses(start_webhook, k8s_doubl
         response = hook.review(path, admission_review(legacy_pod))
         assert response["allowed"] is False and response["status"]["code"] == 403
         assert response["status"]["message"] == "kubectl-gpu: " + reason
+
+
+def test_migrate_from_cluster_checks_the_claims_the_cluster_holds() -> None:
+    """The templates a pod names may live only in the cluster (a ComputeDomain's channel template is
+    made there by its controller): with --from-cluster they are read and judged like the input's."""
+    from tests.k8sdouble import K8sDouble
+
+    gpu = {**claim_template("one-gpu", "gpu.nvidia.com"), "metadata": {"name": "one-gpu", "namespace": "default"}}
+    channel = {**claim_template("cd-channel", "compute-domain-default-channel.nvidia.com"),
+               "metadata": {"name": "cd-channel", "namespace": "default"}}
+    from tests import builders as b
+
+    with K8sDouble() as api:
+        api.seed(gpu, channel, b.dra_node("dra-a"), *b.nvidia_device_classes(), b.gpu_slice("dra-a", 2))
+        env = {"KUBECONFIG": api.kubeconfig_path()}
+        twice = CliRunner(env=env).invoke(main, ["migrate", "--from-cluster", "-"], input=yaml.safe_dump(
+            pod({"name": "g", "resourceClaimTemplateName": "one-gpu"})))
+        imex = CliRunner(env=env).invoke(main, ["migrate", "--from-cluster", "-"], input=yaml.safe_dump(
+            pod({"name": "ch", "resourceClaimTemplateName": "cd-channel"})))
+    assert twice.exit_code == 3 and "asks for GPUs twice" in twice.stderr, twice.stderr
+    assert imex.exit_code == 0 and "not checked" not in imex.stderr, imex.stderr

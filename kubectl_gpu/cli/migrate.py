@@ -6,6 +6,7 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 import yaml
@@ -16,13 +17,14 @@ from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translato
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history
-from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, Sharing, TranslateOptions, legacy_requests, mig_profile_of,
-                              translate_pod_template)
+from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, known_claims,
+                              legacy_requests, mig_profile_of, translate_pod_template)
 from kubectl_gpu.core.constants import MIG
 from kubectl_gpu.core.facts import DRA_VERSIONS
 from kubectl_gpu.core import QuantityError, parse_quantity
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.k8s.kubeconfig import connect
+from kubectl_gpu.k8s.lists import list_objects
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests import (Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    migrate_sources, unified_diff)
@@ -164,7 +166,8 @@ def command(
         raise click.UsageError("use either --in-place or --output-dir, not both")
     if (in_place or output_dir is not None) and "-" in inputs:
         raise click.UsageError("standard input ('-') can only be written to stdout; drop --in-place/--output-dir")
-    profile = _cluster_profile(cluster_files, from_cluster, kubeconfig, context, kubernetes_version, feature_gates)
+    profile, cluster_claims = _cluster_profile(cluster_files, from_cluster, kubeconfig, context, kubernetes_version,
+                                               feature_gates)
     fitted = fit_options(
         TranslateOptions(
             api_version=ApiVersion.parse(api_version or "v1"),
@@ -180,6 +183,7 @@ def command(
         translate=fitted.options,
         namespace=namespace,
         self_contained_files=in_place or output_dir is not None or show_diff,
+        known_claims=cluster_claims,
     )
     try:
         sources = collect_sources(inputs, sys.stdin)
@@ -278,22 +282,28 @@ def _device_classes_report(classes: list[dict], mig_requests: dict[str, int], pr
     return "\n".join(lines)
 
 
+ClusterClaims = dict[str | None, tuple[KnownClaim, ...]]
+
+
 def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None, context: str | None,
-                     kubernetes_version: str | None, feature_gates: str | None) -> ClusterProfile | None:
+                     kubernetes_version: str | None, feature_gates: str | None
+                     ) -> tuple[ClusterProfile | None, ClusterClaims]:
+    """The profile, and (read live) the ResourceClaimTemplates and ResourceClaims the cluster holds by
+    namespace, so a legacy GPU beside one of them is judged as beside one in the input."""
     if files and live:
         raise click.UsageError("use either --cluster FILE|DIR or --from-cluster, not both")
     try:
         overrides = parse_feature_gates(feature_gates) if feature_gates else None
         minor = parse_kubernetes_version(kubernetes_version) if kubernetes_version else None
         if files:
-            return load_profile_files(files, kubernetes_minor=minor, gate_overrides=overrides)
+            return load_profile_files(files, kubernetes_minor=minor, gate_overrides=overrides), {}
     except (ProfileError, ValueError) as err:
         raise click.UsageError(str(err)) from err
     if not live:
         if minor is not None or overrides:
             raise click.UsageError("--kubernetes-version and --feature-gates describe a cluster profile: "
                                    "add --cluster FILE|DIR or --from-cluster")
-        return None
+        return None, {}
     try:
         connection = connect(kubeconfig, context)
     except KubeconfigError as err:
@@ -301,6 +311,7 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
     try:
         profile = read_live_profile(lambda path, query: get_json(connection.api, path, query),
                                     f"cluster {connection.server}", overrides, fetch_text=connection.api.get_text)
+        claims = _live_claims(connection.api, profile, connection.namespace)
     except ApiError as err:
         # Nothing was written; the code says unreachable or forbidden, as for every command.
         click.echo(f"error: cannot read the cluster profile: {err}", err=True)
@@ -309,7 +320,31 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
         connection.close()
     if minor is not None and profile.kubernetes_minor != minor:
         raise click.UsageError(f"--kubernetes-version 1.{minor}, but the cluster runs 1.{profile.kubernetes_minor}")
-    return profile
+    return profile, claims
+
+
+def _live_claims(api: Any, profile: ClusterProfile, context_namespace: str | None) -> ClusterClaims:
+    """Every ResourceClaimTemplate and ResourceClaim of the cluster, by namespace (those of the
+    context's namespace also for objects that name none, where kubectl applies them); a user who may
+    not list them gets a note, and claims outside the input stay unchecked (a warning per pod says so)."""
+    if profile.api_version is None:
+        return {}
+    found: dict[str | None, list[KnownClaim]] = {}
+    for plural, kind in (("resourceclaimtemplates", "ResourceClaimTemplate"), ("resourceclaims", "ResourceClaim")):
+        try:
+            items = list_objects(api, f"/apis/{profile.api_version.value}/{plural}")
+        except ApiError as err:
+            if err.status not in (401, 403, 404):
+                raise
+            click.echo(f"note: {plural} of the cluster not read ({err.status}): a legacy GPU beside a claim "
+                       "that is not in the input is not checked", err=True)
+            continue
+        for item in items:
+            namespace = (item.get("metadata") or {}).get("namespace")
+            found.setdefault(namespace, []).extend(known_claims({**item, "kind": kind}))
+    if context_namespace and context_namespace in found:
+        found[None] = [*found.get(None, []), *found[context_namespace]]
+    return {namespace: tuple(claims) for namespace, claims in found.items()}
 
 
 def _exit_code(result: MigrationResult, report_changes: bool) -> int:

@@ -38,7 +38,7 @@ class MigrateOptions:
     # each carries the DRA objects its own pods need: a duplicate object is applied idempotently,
     # a missing one leaves pods Pending forever.  A single output stream gets each object once.
     self_contained_files: bool = False
-    # Filled by plan_migration from the input: the claims it holds, by namespace.
+    # The claims the cluster holds, by namespace (migrate --from-cluster); plan_migration adds the input's.
     known_claims: Mapping[str | None, tuple[KnownClaim, ...]] = field(default_factory=dict)
 
 
@@ -111,7 +111,10 @@ def plan_migration(
 ) -> list[FilePlan]:
     # Claims the input holds (and the channel templates its ComputeDomains make), by namespace: the
     # core refuses a legacy GPU beside one that allocates GPUs, whichever file it is in.
-    options = replace(options, known_claims=_known_claims(files, options))
+    in_input = _known_claims(files, options)
+    given = options.known_claims  # the cluster's (migrate --from-cluster)
+    options = replace(options, known_claims={ns: given.get(ns, ()) + in_input.get(ns, ())
+                                             for ns in {*given, *in_input}})
     if options.self_contained_files:
         return [_plan_file(parsed, options, translate, _existing_dra_objects([parsed], options), set())
                 for parsed in files]
