@@ -255,3 +255,110 @@ def test_the_cleanup_job_needs_nothing_beyond_its_role(k8s_double, tmp_path):
     assert {("delete", "resourceclaimtemplates"), ("patch", "resourceclaimtemplates")} <= \
         {(r.verb, r.resource_path) for r in calls}
     assert _denied_calls(find(docs, "ClusterRole", f"{FULLNAME}-cleanup"), calls) == []
+
+
+# --- the largest review the API server can send, within the chart's limits ---------------------
+
+
+def _memory_limit_bytes(quantity: str) -> int:
+    from kubectl_gpu.core import parse_quantity
+
+    return int(parse_quantity(quantity))
+
+
+def _peak_rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc: the peak memory cannot be read here")
+
+
+def _largest_update(size: int) -> bytes:
+    """An UPDATE of a GPU Deployment whose object and oldObject are each about half of ``size``,
+    made of many small values (an env list): the shape that costs the parser the most memory."""
+    def deployment(image: str, entries: int) -> dict[str, Any]:
+        env = [{"name": f"VARIABLE_{i:07d}", "value": "v" * 40} for i in range(entries)]
+        return {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "big", "namespace": "ml", "uid": "d-1"},
+                "spec": {"selector": {"matchLabels": {"app": "big"}},
+                         "template": {"metadata": {"labels": {"app": "big"}},
+                                      "spec": {"containers": [{"name": "c", "image": image, "env": env,
+                                                               "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}}
+
+    per_entry = len(json.dumps({"name": "VARIABLE_0000000", "value": "v" * 40}, separators=(",", ":"))) + 1
+    entries = (size // 2 - 4096) // per_entry
+    new = deployment("img:new", entries)
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": _request(new, "deployments", "uid-big") | {
+                  "operation": "UPDATE", "oldObject": deployment("img:old", entries)}}
+    review["request"]["kind"] = {"group": "apps", "version": "v1", "kind": "Deployment"}
+    review["request"]["resource"] = {"group": "apps", "version": "v1", "resource": "deployments"}
+    unpadded = len(json.dumps(review, separators=(",", ":")))
+    new["metadata"]["annotations"] = {"pad": "p" * (size - unpadded - 64)}  # up to the limit
+    body = json.dumps(review, separators=(",", ":")).encode()
+    assert size - 64 <= len(body) <= size
+    return body
+
+
+def test_the_largest_review_is_answered_within_the_charts_memory_limit_and_timeout(k8s_double, tmp_path):
+    """kube-apiserver accepts request bodies up to 3 MiB (k8s.io/apiserver/pkg/server/config.go,
+    MaxRequestBodyBytes = 3 * 1024 * 1024), so an UPDATE's AdmissionReview carries at most two such
+    objects plus the envelope: the server answers bodies up to 7 MiB (as controller-runtime's
+    webhook, pkg/webhook/admission/http.go maxRequestSize) and refuses more with 413.  Served by
+    `kubectl-gpu-webhook serve` with the rendered chart's config, its answer must come within the
+    webhook's timeoutSeconds (the API server gives up then) and its peak memory stay under the
+    Deployment's memory limit (the kubelet kills it above)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import urllib3
+
+    from webhook.review import MAX_BODY_BYTES
+
+    docs = rendered(None)
+    secret = find(docs, "Secret")["data"]
+    for name in ("tls.crt", "tls.key"):
+        (tmp_path / name).write_bytes(base64.b64decode(secret[name]))
+    (tmp_path / "config.yaml").write_text(config_file(docs))
+    (container,) = find(docs, "Deployment")["spec"]["template"]["spec"]["containers"]
+    limit = _memory_limit_bytes(container["resources"]["limits"]["memory"])
+    timeout = find(docs, "MutatingWebhookConfiguration")["webhooks"][0]["timeoutSeconds"]
+    k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "POD_NAMESPACE": NAMESPACE,
+           "KUBECTL_GPU_WEBHOOK_CERT_FILE": str(tmp_path / "tls.crt"),
+           "KUBECTL_GPU_WEBHOOK_KEY_FILE": str(tmp_path / "tls.key")}
+    server = subprocess.Popen(
+        [sys.executable, "-c", "from webhook.cli import main; main()", "serve", "--config",
+         str(tmp_path / "config.yaml"), "--kubeconfig", k8s_double.kubeconfig_path(), "--port", str(port),
+         "--shutdown-delay-seconds", "0"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        context = ssl.create_default_context(cadata=base64.b64decode(secret["ca.crt"]).decode())
+        name = f"{FULLNAME}.{NAMESPACE}.svc"
+        pool = urllib3.HTTPSConnectionPool("127.0.0.1", port, ssl_context=context, server_hostname=name,
+                                           assert_hostname=name, retries=False, timeout=timeout)
+        deadline = time.monotonic() + 60  # start-up, bounded
+        while True:
+            try:
+                if pool.request("GET", "/healthz").status == 200:
+                    break
+            except urllib3.exceptions.HTTPError:
+                pass
+            assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+            time.sleep(0.2)
+        body = _largest_update(MAX_BODY_BYTES)
+        answer = pool.request("POST", "/mutate", body=body, headers={"Content-Type": "application/json"})
+        assert answer.status == 200
+        response = json.loads(answer.data)["response"]
+        assert response["uid"] == "uid-big" and response["allowed"] is True and response.get("patch")
+        assert _peak_rss_bytes(server.pid) < limit
+        too_big = pool.request("POST", "/mutate", body=body + b" " * (MAX_BODY_BYTES + 1 - len(body)),
+                               headers={"Content-Type": "application/json"})
+        assert too_big.status == 413 and b"3 MiB each" in too_big.data
+    finally:
+        server.terminate()
+        server.wait(30)

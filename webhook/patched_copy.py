@@ -119,5 +119,39 @@ def _apply_one(doc: Any, op: dict[str, Any]) -> Any:
 
 
 def diff(original: Any, changed: Any) -> list[dict[str, Any]]:
-    """The JSON Patch that turns ``original`` into ``changed`` (neither is modified)."""
-    return list(jsonpatch.JsonPatch.from_diff(original, changed).patch)
+    """The JSON Patch that turns ``original`` into ``changed`` (neither is modified).
+
+    ``changed`` comes from `apply`, which shares every untouched subtree with ``original``: those
+    are skipped by identity, and maps and equal-length lists are compared member by member, so the
+    cost follows what changed, not the object's size (a Deployment UPDATE with a 50,000-entry env
+    list took 8.6 s in jsonpatch's list diff).  Lists whose length changed are diffed by jsonpatch.
+    """
+    ops: list[dict[str, Any]] = []
+    _diff(original, changed, "", ops)
+    return ops
+
+
+def _diff(before: Any, after: Any, path: str, ops: list[dict[str, Any]]) -> None:
+    if before is after:
+        return
+    if isinstance(before, dict) and isinstance(after, dict):
+        for key in before:
+            if key not in after:
+                ops.append({"op": "remove", "path": f"{path}/{escape(key)}"})
+        for key, value in after.items():
+            if key in before:
+                _diff(before[key], value, f"{path}/{escape(key)}", ops)
+            else:
+                ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": value})
+        return
+    if isinstance(before, list) and isinstance(after, list):
+        if len(before) == len(after):
+            for index, (old, new) in enumerate(zip(before, after)):
+                _diff(old, new, f"{path}/{index}", ops)
+            return
+        for op in jsonpatch.JsonPatch.from_diff(before, after).patch:
+            ops.append({**op, "path": path + op["path"], **({"from": path + op["from"]} if "from" in op else {})})
+        return
+    if type(before) is type(after) and before == after:
+        return
+    ops.append({"op": "replace", "path": path, "value": after})
