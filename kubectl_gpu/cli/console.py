@@ -11,7 +11,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import time
 from contextlib import contextmanager, nullcontext
 from typing import ContextManager, Iterator, TextIO
 
@@ -57,3 +59,75 @@ def _spinner(message: str, stream: TextIO) -> Iterator[object]:
                   highlight=False, markup=False, emoji=False)
     with out.status(message, spinner="line") as status:
         yield status
+
+
+def _interactive(stream: TextIO) -> bool:
+    try:
+        return stream.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
+
+
+class _Progress:
+    """One line on stderr rewritten in place (`\\r`), at most ten times a second, erased when
+    done.  Not a rich Live display: that would capture stdout, which migrate streams."""
+
+    def __init__(self, stream: TextIO | None, total_files: int) -> None:
+        self._stream = stream
+        self._total = total_files
+        self._files = 0
+        self._documents = 0
+        self._name = ""
+        self._migration: object | None = None
+        self._shown = 0.0
+
+    def file(self, migration: object) -> None:
+        """A new file starts (a manifests.FileMigration: its `source.display` and `documents`)."""
+        self._finish_file()
+        self._files += 1
+        self._migration = migration
+        self._name = getattr(getattr(migration, "source", None), "display", "")
+        self._draw(force=True)
+
+    def counting(self, pieces: Iterator[str]) -> Iterator[str]:
+        for piece in pieces:
+            self._draw()
+            yield piece
+        self._draw()
+
+    def _finish_file(self) -> None:
+        if self._migration is not None:
+            self._documents += getattr(self._migration, "documents", 0)
+            self._migration = None
+
+    def _draw(self, force: bool = False) -> None:
+        if self._stream is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._shown < 0.1:
+            return
+        self._shown = now
+        documents = self._documents + getattr(self._migration, "documents", 0)
+        line = f"migrating: file {self._files}/{self._total}, {documents:,} document(s): {self._name}"
+        width = shutil.get_terminal_size((80, 24)).columns - 1
+        self._stream.write("\r" + line[:width] + "\x1b[K")
+        self._stream.flush()
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+
+
+@contextmanager
+def migrate_progress(total_files: int, *, writes_stdout: bool, stream: TextIO | None = None) -> Iterator[_Progress]:
+    """Progress of a long migrate on stderr: files and documents done, and the file at hand.
+    Shown only when stderr is a terminal and stdout does not print onto that same terminal
+    (there, the manifests themselves show the progress); piped or redirected: nothing."""
+    stream = stream or sys.stderr
+    shown = _interactive(stream) and not (writes_stdout and _interactive(sys.stdout))
+    progress = _Progress(stream if shown else None, total_files)
+    try:
+        yield progress
+    finally:
+        progress.close()

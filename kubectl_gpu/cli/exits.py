@@ -21,6 +21,7 @@ UNREACHABLE = 4
 FORBIDDEN = 5
 NO_NVML_LIBRARY, NO_GPU, NVML_FAILED = 6, 7, 8  # inventory's own: kubectl_gpu.inventory.errors.ExitCode
 INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
+BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head`); kubectl dies of SIGPIPE
 
 TABLE = f"""\b
 Exit codes (the same for every kubectl gpu command):
@@ -40,7 +41,9 @@ Exit codes (the same for every kubectl gpu command):
   {NO_NVML_LIBRARY}    inventory: no NVIDIA driver library (libnvidia-ml.so.1) here
   {NO_GPU}    inventory: no usable GPU (driver not loaded, no permission, 0 GPUs)
   {NVML_FAILED}    inventory: NVML failed before it could list the GPUs
-  130  interrupted (Ctrl-C)"""
+  130  interrupted (Ctrl-C)
+  141  stdout was closed by its reader (`| head`): stopped quietly, as
+       kubectl does"""
 
 
 def epilog(extra: str = "") -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -26,9 +27,11 @@ from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.k8s.kubeconfig import connect
 from kubectl_gpu.k8s.lists import list_objects
 from kubectl_gpu.k8s.rest import get_json
-from kubectl_gpu.manifests import (Format, InputError, MigrateOptions, MigrationResult, collect_sources,
-                                   migrate_sources, unified_diff)
-from kubectl_gpu.manifests.output import OutputError, WriteReport, join_stream, output_paths, write_files
+from kubectl_gpu.cli.console import migrate_progress
+from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
+                                   migrate_files, unified_diff)
+from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
+                                          write_files)
 from kubectl_gpu.manifests.report import print_report, print_write_failures
 
 EXIT_OK = exits.OK
@@ -160,7 +163,9 @@ def command(
 
     Reads files, directories (recursively: *.yaml, *.yml, *.json) and '-' (stdin). Comments,
     key order and every untouched document survive; the DRA objects the rewritten pods need
-    are added once, just before the first object that uses them. A report goes to stderr.
+    are added once, just before the first object that uses them. Documents are migrated and
+    written to stdout one at a time (with --device-classes, once all are read). A report goes
+    to stderr, and progress too while stderr is a terminal.
     """
     if in_place and output_dir is not None:
         raise click.UsageError("use either --in-place or --output-dir, not both")
@@ -206,7 +211,25 @@ def command(
             mig_requests[name] = mig_requests.get(name, 0) + 1
         return translation
 
-    result = migrate_sources(sources, options, Format(output_format) if output_format else None, recording)
+    migrations = migrate_files(sources, options, Format(output_format) if output_format else None, recording)
+    # Manifests go to stdout as each document is done, unless the DRA DeviceClasses must come
+    # first (they depend on every input): then the whole stream is written at the end.
+    to_stdout = not (check or show_diff or in_place or output_dir is not None)
+    streaming = to_stdout and not device_classes
+    joiner = StreamJoiner(_stdout_write)
+    files: list[FileResult] = []
+    with migrate_progress(len(sources), writes_stdout=to_stdout or show_diff) as progress:
+        for migration in migrations:
+            progress.file(migration)
+            if streaming:
+                joiner.file(progress.counting(migration.pieces()), lambda m=migration: m.format)
+            else:
+                for _ in progress.counting(migration.pieces()):
+                    pass
+            files.append(migration.result)
+            if show_diff and migration.result.changed:
+                _stdout_write(unified_diff(migration.result.rendered))
+    result = MigrationResult(tuple(files))
     rendered = [f.rendered for f in result.files]
     classes = _device_classes(mig_requests, profile) if device_classes else []
 
@@ -215,9 +238,9 @@ def command(
         if classes and output_dir is None and not show_diff:
             # The classes come first, in the stream's own format (JSON values, or YAML documents).
             if output_format == "json":
-                click.echo("".join(json.dumps(c, indent=2) + "\n" for c in classes), nl=False)
+                _stdout_write("".join(json.dumps(c, indent=2) + "\n" for c in classes))
             else:
-                click.echo(yaml.safe_dump_all(classes, sort_keys=False) + "---")
+                _stdout_write(yaml.safe_dump_all(classes, sort_keys=False) + "---\n")
         if output_dir is not None:
             try:
                 targets = output_paths(rendered, output_dir)
@@ -230,10 +253,8 @@ def command(
         elif in_place:
             writes = write_files([(file.source.path, file.text, file.source.path) for file in rendered
                                   if file.changed and file.source.path is not None])
-        elif not show_diff:
-            click.echo(join_stream(rendered), nl=False)
-    if show_diff:
-        click.echo("".join(unified_diff(f) for f in rendered if f.changed), nl=False)
+        elif to_stdout and not streaming:
+            _stdout_write(join_stream(rendered))
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if profile is not None:
@@ -247,6 +268,20 @@ def command(
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)
     sys.exit(_exit_code(result, check or show_diff))
+
+
+def _stdout_write(text: str) -> None:
+    """Write to stdout now (a reader such as `| head -1` sees each document as it is done).  When
+    the reader has gone, stop quietly as kubectl does (it dies of SIGPIPE): no traceback, no
+    message, exit 141 (128 + SIGPIPE, what a shell reports for it)."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would try to flush stdout again at exit and print an error: point it at devnull.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(exits.BROKEN_PIPE)
 
 
 def _device_classes(mig_requests: dict[str, int], profile: ClusterProfile | None) -> list[dict]:

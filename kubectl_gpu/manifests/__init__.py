@@ -1,35 +1,21 @@
 """Manifests: load YAML/JSON, find pod templates, apply the core's patches, write them back.
 
-parse (loader) -> plan (pure: plan) -> apply (apply) -> text (render).  `migrate_sources`
-runs the whole pipeline over a set of inputs; DRA objects are shared across all of them.
+parse (loader) -> plan (pure: plan) -> apply (apply) -> text (serialize), one document at a
+time (migration.py).  `migrate_files` runs the pipeline over a set of inputs lazily, file by
+file; DRA objects are shared across all of them (or kept per file with self_contained_files).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 
 from kubectl_gpu.core import translate_pod_template
 
-from .apply import apply_plan
 from .loader import Format, InputError, ParsedFile, Source, collect_sources, parse_source
-from .plan import Emission, FilePlan, MigrateOptions, TemplatePlan, Translator, plan_migration
-from .serialize import RenderedFile, render_file, unified_diff
-
-
-@dataclass(frozen=True)
-class FileResult:
-    plan: FilePlan
-    rendered: RenderedFile
-
-    @property
-    def changed(self) -> bool:
-        return self.rendered.changed
-
-    @property
-    def not_migrated(self) -> bool:
-        return (self.plan.not_migrated or self.rendered.fallback_reason is not None
-                or bool(self.rendered.document_errors))
+from .migration import FileMigration, FileResult
+from .plan import Emission, FilePlan, MigrateOptions, Planner, TemplatePlan, Translator, scan_inputs
+from .serialize import RenderedFile, unified_diff
 
 
 @dataclass(frozen=True)
@@ -45,16 +31,36 @@ class MigrationResult:
         return any(f.not_migrated for f in self.files)
 
 
+def migrate_files(
+    sources: Sequence[Source],
+    options: MigrateOptions = MigrateOptions(),
+    output_format: Format | None = None,
+    translate: Translator = translate_pod_template,
+) -> Iterator[FileMigration]:
+    """One FileMigration per source, in order, each to be run (its `pieces()` or `result`)
+    before the next is taken.  The DRA objects and claims the inputs already hold are found
+    first (a cheap scan: only documents whose text names such a kind are parsed)."""
+    facts = scan_inputs(sources, options.namespace)
+    given = options.known_claims  # the cluster's (migrate --from-cluster)
+    options = replace(options, known_claims={ns: tuple(given.get(ns, ())) + facts.known_claims.get(ns, ())
+                                             for ns in {*given, *facts.known_claims}})
+    if options.self_contained_files:
+        for source in sources:
+            present = scan_inputs([source], options.namespace).present
+            yield FileMigration(source, Planner(options, translate, present), output_format)
+        return
+    planner = Planner(options, translate, facts.present)
+    for source in sources:
+        yield FileMigration(source, planner, output_format)
+
+
 def migrate_sources(
     sources: Sequence[Source],
     options: MigrateOptions = MigrateOptions(),
     output_format: Format | None = None,
     translate: Translator = translate_pod_template,
 ) -> MigrationResult:
-    parsed: list[ParsedFile] = [parse_source(source) for source in sources]
-    plans = plan_migration(parsed, options, translate)
-    results = [FileResult(plan, render_file(apply_plan(plan), output_format)) for plan in plans]
-    return MigrationResult(tuple(results))
+    return MigrationResult(tuple(m.result for m in migrate_files(sources, options, output_format, translate)))
 
 
 def migrate_text(
@@ -69,7 +75,7 @@ def migrate_text(
 
 
 __all__ = [
-    "Emission", "FilePlan", "FileResult", "Format", "InputError", "MigrateOptions", "MigrationResult",
-    "RenderedFile", "Source", "TemplatePlan", "collect_sources", "migrate_sources", "migrate_text",
-    "parse_source", "plan_migration", "unified_diff",
+    "Emission", "FileMigration", "FilePlan", "FileResult", "Format", "InputError", "MigrateOptions",
+    "MigrationResult", "ParsedFile", "RenderedFile", "Source", "TemplatePlan", "collect_sources", "migrate_files",
+    "migrate_sources", "migrate_text", "parse_source", "unified_diff",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -56,6 +56,39 @@ class ParsedFile:
     documents: list[ParsedDocument]
     codec: YamlCodec
     json_indent: int | str | None = None
+
+
+@dataclass
+class OpenedFile:
+    """A file ready to be read document by document: YAML documents are parsed only when
+    asked for (and may be dropped after), so a long stream never holds all its trees at once.
+    A JSON file is parsed whole (plain values are small; one JSON value cannot be cut)."""
+
+    source: Source
+    format: Format
+    codec: YamlCodec
+    json_indent: int | str | None = None
+    chunks: list[Chunk] | None = None  # YAML
+    parsed: list[ParsedDocument] | None = None  # JSON
+
+    def documents(self) -> Iterator[ParsedDocument]:
+        if self.parsed is not None:
+            yield from self.parsed
+            return
+        assert self.chunks is not None
+        for chunk in self.chunks:
+            yield parse_chunk(self.codec, chunk)
+
+    def documents_naming(self, texts: Iterable[str]) -> Iterator[ParsedDocument]:
+        """The documents whose text contains one of `texts` (every document of a JSON file)."""
+        if self.parsed is not None:
+            yield from self.parsed
+            return
+        assert self.chunks is not None
+        texts = tuple(texts)
+        for chunk in self.chunks:
+            if any(text in chunk.body for text in texts):
+                yield parse_chunk(self.codec, chunk)
 
 
 def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> list[Source]:
@@ -114,13 +147,20 @@ def _read(path: Path, display: str, relative: PurePosixPath) -> Source:
 
 
 def parse_source(source: Source) -> ParsedFile:
+    """Every document of `source`, parsed (for reading a whole file back; migrate itself
+    reads through `open_source`, one document at a time)."""
+    opened = open_source(source)
+    return ParsedFile(source, opened.format, list(opened.documents()), opened.codec, opened.json_indent)
+
+
+def open_source(source: Source) -> OpenedFile:
     stripped = source.text.lstrip()
     looks_json = stripped.startswith(("{", "[")) or (source.path is not None and source.path.suffix == ".json")
     if looks_json:
         parsed = _parse_json(source)
         if parsed is not None:
-            return parsed
-    return _parse_yaml(source)
+            return OpenedFile(source, Format.JSON, parsed.codec, parsed.json_indent, parsed=parsed.documents)
+    return _open_yaml(source)
 
 
 class _DuplicateKeys:
@@ -188,7 +228,7 @@ def _json_indent(text: str) -> int | str | None:
     return None
 
 
-def _parse_yaml(source: Source) -> ParsedFile:
+def _open_yaml(source: Source) -> OpenedFile:
     codec = YamlCodec(guess_indentation(source.text))
     chunks = split_stream(source.text)
     first = chunks[0]
@@ -198,11 +238,10 @@ def _parse_yaml(source: Source) -> ParsedFile:
         if lead and rest:
             rest_line = first.body_line + lead.count("\n")
             chunks[0:1] = [Chunk("", lead, "", first.body_line), Chunk("", rest, first.trailer, rest_line)]
-    documents = [_parse_chunk(codec, chunk) for chunk in chunks]
-    return ParsedFile(source, Format.YAML, documents, codec)
+    return OpenedFile(source, Format.YAML, codec, chunks=chunks)
 
 
-def _parse_chunk(codec: YamlCodec, chunk: Chunk) -> ParsedDocument:
+def parse_chunk(codec: YamlCodec, chunk: Chunk) -> ParsedDocument:
     if is_blank(chunk.body):
         return ParsedDocument(chunk, None, chunk.body_line)
     outcome = codec.parse(chunk.parse_text)

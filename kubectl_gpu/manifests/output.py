@@ -1,11 +1,12 @@
-"""Where migrated manifests go: one stream (stdout), back over the inputs, or a mirror
-directory.  Everything is decided before the first byte is written."""
+"""Where migrated manifests go: one stream (stdout, written as each document is done), back
+over the inputs, or a mirror directory (each file written whole once it is done, after every
+destination was checked)."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,39 @@ def join_stream(files: Sequence[RenderedFile]) -> str:
             pieces.append("---\n")
         pieces.append(text)
     return "".join(pieces)
+
+
+class StreamJoiner:
+    """`join_stream` for files that arrive piece by piece: each file's pieces are written as
+    they come, with the same separators `join_stream` puts between whole files."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self._write = write
+        self._last = ""  # the last character written ("" before the first)
+
+    def file(self, pieces: Iterable[str], file_format: Callable[[], Format]) -> None:
+        """Write one file's pieces; `file_format` says (once its first content is there) whether
+        it is written as YAML (a `---` goes between it and the file before)."""
+        held: list[str] = []  # blank pieces at the file's start: a blank file writes nothing
+        started = False
+        for piece in pieces:
+            if not started:
+                held.append(piece)
+                text = "".join(held)
+                if not text.strip():
+                    continue
+                started = True
+                piece = text
+                if self._last and self._last != "\n":
+                    self._emit("\n")
+                if self._last and file_format() is Format.YAML and not piece.startswith("---"):
+                    self._emit("---\n")
+            self._emit(piece)
+
+    def _emit(self, text: str) -> None:
+        if text:
+            self._write(text)
+            self._last = text[-1]
 
 
 def output_paths(files: Sequence[RenderedFile], directory: Path) -> list[Path]:

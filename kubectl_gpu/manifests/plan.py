@@ -1,15 +1,19 @@
-"""Decide what migrate changes, without changing anything.
+"""Decide what migrate changes, without changing anything, one document at a time.
 
 For every pod template of every object the core is asked what to do; its patch is rebased
 onto the document and tried on a plain copy first, so a patch that does not fit is an
 error for that template rather than a half-rewritten manifest.  Each DRA object the
 patched pods need is placed once per (kind, namespace, name), before the first object
 that needs it, unless the input already holds it.
+
+Documents are planned in stream order and dropped once written (manifests/migration.py), so
+the only facts that cross documents are kept here, small: the DRA objects and claims the input
+already holds (found by a cheap pre-scan, `scan_inputs`) and the objects already emitted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,7 +21,7 @@ from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, Sev
                               translate_pod_template)
 from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
 
-from .loader import ParsedDocument, ParsedFile
+from .loader import Format, ParsedDocument, Source, open_source
 from .live import is_live, live_pod_warning, server_set_pointers
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
@@ -38,7 +42,7 @@ class MigrateOptions:
     # each carries the DRA objects its own pods need: a duplicate object is applied idempotently,
     # a missing one leaves pods Pending forever.  A single output stream gets each object once.
     self_contained_files: bool = False
-    # The claims the cluster holds, by namespace (migrate --from-cluster); plan_migration adds the input's.
+    # The claims the cluster holds, by namespace (migrate --from-cluster); migrate_files adds the input's.
     known_claims: Mapping[str | None, tuple[KnownClaim, ...]] = field(default_factory=dict)
 
 
@@ -88,7 +92,8 @@ class DocumentIssue:
 
 @dataclass
 class FilePlan:
-    file: ParsedFile
+    source: Source
+    format: Format
     templates: list[TemplatePlan] = field(default_factory=list)
     emissions: list[Emission] = field(default_factory=list)
     object_notes: list[ObjectNote] = field(default_factory=list)
@@ -103,65 +108,66 @@ class FilePlan:
 
 ObjectKey = tuple[str, str | None, str]
 
-
-def plan_migration(
-    files: Sequence[ParsedFile],
-    options: MigrateOptions = MigrateOptions(),
-    translate: Translator = translate_pod_template,
-) -> list[FilePlan]:
-    # Claims the input holds (and the channel templates its ComputeDomains make), by namespace: the
-    # core refuses a legacy GPU beside one that allocates GPUs, whichever file it is in.
-    in_input = _known_claims(files, options)
-    given = options.known_claims  # the cluster's (migrate --from-cluster)
-    options = replace(options, known_claims={ns: given.get(ns, ()) + in_input.get(ns, ())
-                                             for ns in {*given, *in_input}})
-    if options.self_contained_files:
-        return [_plan_file(parsed, options, translate, _existing_dra_objects([parsed], options), set())
-                for parsed in files]
-    present = _existing_dra_objects(files, options)
-    emitted: set[ObjectKey] = set()
-    return [_plan_file(parsed, options, translate, present, emitted) for parsed in files]
+# Text that can only belong to a document holding one of KNOWN_CLAIM_KINDS (`kind: ResourceClaim...`,
+# `kind: ComputeDomain`; a pod's `resourceClaimTemplateName` starts in lower case).
+_KIND_TEXTS = ("ResourceClaim", COMPUTE_DOMAIN_KIND)
 
 
-def _known_claims(files: Sequence[ParsedFile], options: MigrateOptions) -> dict[str | None, tuple[KnownClaim, ...]]:
-    found: dict[str | None, list[KnownClaim]] = {}
-    for parsed in files:
-        for index, document in enumerate(parsed.documents):
-            if document.error is not None:
-                continue
-            for ref, obj in iter_objects(index, document.tree):
-                if ref.kind in KNOWN_CLAIM_KINDS:
-                    found.setdefault(ref.namespace or options.namespace, []).extend(known_claims(to_plain(obj)))
-    return {namespace: tuple(claims) for namespace, claims in found.items()}
+@dataclass(frozen=True)
+class InputFacts:
+    """What the planning of one document needs to know about all the others."""
+
+    # The ResourceClaimTemplates and ResourceClaims the inputs already hold, by (kind, namespace,
+    # name), with their plain specs: not emitted again.
+    present: dict[ObjectKey, Any]
+    # Claims the inputs hold (and the channel templates their ComputeDomains make), by namespace:
+    # the core refuses a legacy GPU beside one that allocates GPUs, whichever file it is in.
+    known_claims: dict[str | None, tuple[KnownClaim, ...]]
 
 
-def _existing_dra_objects(files: Sequence[ParsedFile], options: MigrateOptions) -> dict[ObjectKey, Any]:
+def scan_inputs(sources: Iterable[Source], namespace: str | None) -> InputFacts:
+    """The facts that cross documents, found before the first document is planned.  Cheap: only
+    the documents whose text names one of the kinds are parsed (and dropped at once); a stream
+    without one costs a substring search per kind."""
     present: dict[ObjectKey, Any] = {}
-    for parsed in files:
-        for index, document in enumerate(parsed.documents):
+    found: dict[str | None, list[KnownClaim]] = {}
+    for source in sources:
+        needles = [text for text in _KIND_TEXTS if text in source.text]
+        if not needles:
+            continue
+        for index, document in enumerate(open_source(source).documents_naming(needles)):
             for ref, obj in iter_objects(index, document.tree):
+                if ref.kind not in KNOWN_CLAIM_KINDS:
+                    continue
+                plain = to_plain(obj)
+                found.setdefault(ref.namespace or namespace, []).extend(known_claims(plain))
                 if ref.kind in DRA_KINDS and ref.name:
-                    present[(ref.kind, ref.namespace or options.namespace, ref.name)] = obj.get("spec")
-    return present
+                    present[(ref.kind, ref.namespace or namespace, ref.name)] = plain.get("spec")
+    return InputFacts(present, {ns: tuple(claims) for ns, claims in found.items()})
 
 
-def _plan_file(
-    parsed: ParsedFile,
-    options: MigrateOptions,
-    translate: Translator,
-    present: dict[ObjectKey, Any],
-    emitted: set[ObjectKey],
-) -> FilePlan:
-    plan = FilePlan(parsed)
-    for index, document in enumerate(parsed.documents):
+class Planner:
+    """Plans the documents of a run in stream order.  `present` (the DRA objects the input
+    already holds) and `emitted` (the ones already placed) are what crosses documents."""
+
+    def __init__(self, options: MigrateOptions, translate: Translator,
+                 present: dict[ObjectKey, Any], emitted: set[ObjectKey] | None = None) -> None:
+        self.options = options
+        self.translate = translate
+        self.present = present
+        self.emitted: set[ObjectKey] = set() if emitted is None else emitted
+
+    def plan_document(self, plan: FilePlan, index: int, document: ParsedDocument) -> None:
+        """Add what document `index` needs to `plan` (its templates, notes, emissions)."""
         if document.error is not None:
             plan.issues.append(DocumentIssue(
                 index, document.line, Severity.ERROR,
                 f"could not parse this document ({document.error}); it is passed through unchanged: "
                 "fix the YAML and run migrate again"))
-            continue
+            return
         if not _usable(index, document, plan):
-            continue
+            return
+        options, translate = self.options, self.translate
         for ref, obj in iter_objects(index, document.tree):
             plan.objects.append(ref)
             sites = find_pod_sites(obj)
@@ -178,9 +184,8 @@ def _plan_file(
                         f"could not plan this pod template ({type(err).__name__}: {err}); left unchanged: "
                         "please report this as a kubectl-gpu bug with the manifest"),)), ()
                 plan.templates.append(template_plan)
-                _place_claims(plan, ref, claims, options, present, emitted)
+                _place_claims(plan, ref, claims, options, self.present, self.emitted)
             _prepare_live_object(plan, ref, obj, first_template)
-    return plan
 
 
 def _prepare_live_object(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any], first_template: int) -> None:
@@ -349,7 +354,7 @@ def _place_claims(
         key = (claim.kind, namespace, claim.name)
         manifest = claim.manifest(namespace)
         if key in present:
-            if to_plain(present[key]) != manifest["spec"]:
+            if present[key] != manifest["spec"]:
                 plan.object_notes.append(ObjectNote(
                     ref, Severity.WARNING,
                     f"{claim.kind} {claim.name} is already in the input with a different spec; kept as it is "

@@ -1,4 +1,4 @@
-"""Turn an applied file back into text: YAML (untouched documents byte for byte, changed ones
+"""Turn applied documents back into text: YAML (untouched documents byte for byte, changed ones
 dumped by ruamel with the file's indentation) or JSON (one object, or a List of several)."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from .apply import AppliedFile
-from .loader import Format, ParsedFile, Source
+from .apply import AppliedDocument
+from .loader import Format, ParsedDocument, Source
+from .stream import Chunk
+from .yamlio import YamlCodec
 from .nodes import to_plain, to_round_trip
 from .objects import is_list
 
@@ -32,91 +34,54 @@ class RenderedFile:
         return self.text != self.source.text
 
 
-def render_file(applied: AppliedFile, output_format: Format | None = None) -> RenderedFile:
-    parsed = applied.plan.file
-    wanted = output_format or parsed.format
-    unchanged = not applied.changed_documents and not applied.documents_before and not applied.failed_documents
-    if wanted is parsed.format and unchanged:
-        return RenderedFile(parsed.source, parsed.source.text, wanted)
-    if wanted is Format.JSON:
-        broken = [d for d in parsed.documents if d.error is not None]
-        if broken:
-            reason = f"not written as JSON: a document did not parse ({broken[0].error})"
-            if parsed.format is Format.YAML:
-                return RenderedFile(parsed.source, _yaml_of_yaml(applied), Format.YAML, reason)
-            return RenderedFile(parsed.source, parsed.source.text, Format.JSON, reason)
-        units = _units(applied)
-        unjsonable = _json_problem(applied)
-        if unjsonable is not None:
-            reason = f"not written as JSON: {unjsonable}; written as YAML instead"
-            if parsed.format is Format.YAML:
-                errors: list[str] = []
-                return RenderedFile(parsed.source, _yaml_of_yaml(applied, errors), Format.YAML, reason, tuple(errors))
-            return RenderedFile(parsed.source, parsed.source.text, Format.JSON, reason)
-        return RenderedFile(parsed.source, _json_text(units, parsed.json_indent), Format.JSON)
-    if parsed.format is Format.YAML:
-        errors: list[str] = []
-        return RenderedFile(parsed.source, _yaml_of_yaml(applied, errors), Format.YAML, None, tuple(errors))
-    if any(d.error is not None for d in parsed.documents):
-        return RenderedFile(parsed.source, parsed.source.text, Format.JSON,
-                            "not written as YAML: the JSON did not parse")
-    return RenderedFile(parsed.source, _yaml_of_units(parsed, _units(applied)), Format.YAML)
-
-
-def _yaml_of_yaml(applied: AppliedFile, errors: list[str] | None = None) -> str:
-    parsed = applied.plan.file
-    # ruamel writes "\n"; a file written with Windows line endings keeps them.
-    newline = "\r\n" if "\r\n" in parsed.source.text else "\n"
+def yaml_piece(codec: YamlCodec, newline: str, document: ParsedDocument, applied: AppliedDocument
+               ) -> tuple[str, str | None]:
+    """The text of one YAML document as migrate writes it (the new documents that go before it
+    included), and the error when its rewrite could not be written (it is then written back
+    exactly as read)."""
 
     def dump(tree: Any) -> str:
-        text = parsed.codec.dump(tree)
+        text = codec.dump(tree)
         return text.replace("\n", newline) if newline != "\n" else text
 
+    chunk = document.chunk
+    assert chunk is not None  # YAML documents always keep their text
     pieces: list[str] = []
-    for index, document in enumerate(parsed.documents):
-        chunk = document.chunk
-        assert chunk is not None  # YAML documents always keep their text
-        for manifest in applied.documents_before.get(index, []):
-            body = dump(to_round_trip(manifest))
-            # Keep exactly one `---` between the new document and the one it precedes; a
-            # document with directives must follow an explicitly ended one (`...`).
-            if chunk.directives:
-                pieces.append("---" + newline + body + "..." + newline)
-            elif chunk.opens_with_marker:
-                pieces.append("---" + newline + body)
-            else:
-                pieces.append(body + "---" + newline)
-        if index in applied.failed_documents:
-            if errors is not None:
-                errors.append(applied.failed_documents[index])
-            pieces.append(chunk.text)
-        elif index in applied.changed_documents:
-            # A `---` carrying content (`--- !!map`, `--- {...}`) was part of the body: the
-            # dumped document needs its own marker back, or it would merge into the one before.
-            marker = "---" + newline if not chunk.header and chunk.opens_with_marker else ""
-            text = dump(document.tree)
-            problem = _unfaithful(parsed, chunk, text, document.tree)
-            if problem is None:
-                pieces.append(chunk.header + marker + text + chunk.trailer)
-                continue
-            if errors is not None:
-                errors.append(f"line {document.line}: the rewritten document could not be written back faithfully "
-                              f"({problem}); it is left exactly as it was: please report this as a kubectl-gpu "
-                              "bug with the document")
-            pieces.append(chunk.text)
+    for manifest in applied.documents_before:
+        body = dump(to_round_trip(manifest))
+        # Keep exactly one `---` between the new document and the one it precedes; a
+        # document with directives must follow an explicitly ended one (`...`).
+        if chunk.directives:
+            pieces.append("---" + newline + body + "..." + newline)
+        elif chunk.opens_with_marker:
+            pieces.append("---" + newline + body)
         else:
-            pieces.append(chunk.text)
-    return "".join(pieces)
+            pieces.append(body + "---" + newline)
+    error = applied.failed
+    if error is None and applied.changed:
+        # A `---` carrying content (`--- !!map`, `--- {...}`) was part of the body: the
+        # dumped document needs its own marker back, or it would merge into the one before.
+        marker = "---" + newline if not chunk.header and chunk.opens_with_marker else ""
+        text = dump(document.tree)
+        problem = _unfaithful(codec, chunk, text, document.tree)
+        if problem is None:
+            pieces.append(chunk.header + marker + text + chunk.trailer)
+            return "".join(pieces), None
+        error = (f"line {document.line}: the rewritten document could not be written back faithfully "
+                 f"({problem}); it is left exactly as it was: please report this as a kubectl-gpu "
+                 "bug with the document")
+    pieces.append(chunk.text)
+    return "".join(pieces), error
 
 
-def _unfaithful(parsed: ParsedFile, chunk: Any, text: str, tree: Any) -> str | None:
+def _unfaithful(codec: YamlCodec, chunk: Chunk, text: str, tree: Any) -> str | None:
     """Why `text` (a dumped document) does not read back as `tree`, or None.  The YAML writer
     has corner cases (comments on flow-style items) where it writes text that parses as
     something else; a document holding such a construct is only ever replaced by text proven
     to mean the same (re-reading every document would cost more than the rewrite itself)."""
     if not _flow_with_comments(tree):
         return None
-    outcome = parsed.codec.parse(chunk.directives + "---\n" + text if chunk.directives else text)
+    outcome = codec.parse(chunk.directives + "---\n" + text if chunk.directives else text)
     if outcome.error is not None:
         return f"the YAML writer produced text that does not parse: {outcome.error}"
     if _comparable(outcome.tree) != _comparable(tree):
@@ -157,15 +122,29 @@ def _comparable(node: Any) -> Any:
     return str(node)
 
 
-def _json_problem(applied: AppliedFile) -> str | None:
-    """Why some document has no JSON form (a custom tag like `!Ref`, `!!binary`, `!!set`, a
-    mapping used as a key, .nan), naming the document; None when all of them have one."""
-    for document in applied.plan.file.documents:
-        if document.tree is None:
-            continue
-        problem = _unjsonable(to_plain(document.tree))
-        if problem is not None:
-            return f"the document at line {document.line} holds {problem}, which JSON cannot represent"
+def json_problem(document: ParsedDocument) -> str | None:
+    """Why a document has no JSON form (a custom tag like `!Ref` or `!Sub` on a scalar, a list
+    or a map, `!!binary`, `!!set`, a mapping used as a key, .nan), naming its line; None when
+    it has one (or holds nothing)."""
+    if document.tree is None:
+        return None
+    problem = _tagged_collection(document.tree) or _unjsonable(to_plain(document.tree))
+    if problem is None:
+        return None
+    return f"the document at line {document.line} holds {problem}, which JSON cannot represent"
+
+
+def _tagged_collection(tree: Any) -> str | None:
+    """A list or map with an application tag (`!Sub [...]`, `!If {...}`): its plain form would
+    silently drop the tag, so it has no faithful JSON form."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (CommentedMap, CommentedSeq)):
+            tag = getattr(getattr(node, "tag", None), "value", None)
+            if tag is not None and not tag.startswith("tag:yaml.org,2002:"):
+                return f"a {'map' if isinstance(node, CommentedMap) else 'list'} tagged {tag}"
+            stack.extend(node.values() if isinstance(node, CommentedMap) else node)
     return None
 
 
@@ -189,17 +168,7 @@ def _unjsonable(value: Any) -> str | None:
     return None
 
 
-def _units(applied: AppliedFile) -> list[Any]:
-    """The file's top-level values, plain, with new objects in place."""
-    units: list[Any] = []
-    for index, document in enumerate(applied.plan.file.documents):
-        units.extend(applied.documents_before.get(index, []))
-        if document.tree is not None:
-            units.append(to_plain(document.tree))
-    return units
-
-
-def _json_text(units: list[Any], indent: int | str | None) -> str:
+def json_text(units: list[Any], indent: int | str | None) -> str:
     if len(units) == 1:
         value = units[0]
     else:
@@ -210,8 +179,8 @@ def _json_text(units: list[Any], indent: int | str | None) -> str:
     return json.dumps(value, indent=indent if indent is not None else 2, ensure_ascii=False) + "\n"
 
 
-def _yaml_of_units(parsed: ParsedFile, units: list[Any]) -> str:
-    return "---\n".join(parsed.codec.dump(to_round_trip(unit)) for unit in units)
+def yaml_of_unit(codec: YamlCodec, unit: Any) -> str:
+    return codec.dump(to_round_trip(unit))
 
 
 def unified_diff(rendered: RenderedFile) -> str:
