@@ -398,3 +398,54 @@ def test_a_live_pod_is_rewritten_with_a_warning_that_its_owner_must_be_migrated(
     assert result.exit_code == 0, result.output
     assert "owned by ReplicaSet train-5d4f" in result.stderr and "immutable" in result.stderr
     assert "its Deployment" in result.stderr
+
+
+# --- JSON documents: whole or not at all, strings stay strings --------------------------------
+
+
+def _json_list_of_two_gpu_deployments() -> str:
+    def deployment(name: str) -> dict:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}, "spec": {"template": {
+            "metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+                "limits": {"nvidia.com/gpu": 1}}}]}}}}
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": [deployment("a"), deployment("b")]}, indent=2)
+
+
+def test_a_json_document_whose_rewrite_fails_midway_is_written_exactly_as_read(monkeypatch) -> None:
+    """docs/design.md: a document is rewritten whole or not at all.  Here applying the second
+    object's patch fails (as a bug in the patcher would): the first object's changes must not
+    be written either, and the run says so (exit 3)."""
+    from kubectl_gpu.manifests import apply as apply_module
+    from kubectl_gpu.manifests.tree_patch import PatchError
+
+    real = apply_module.apply_patch
+
+    def failing_on_the_second_object(tree, operations, wrap):  # type: ignore[no-untyped-def]
+        operations = list(operations)
+        for index, operation in enumerate(operations):
+            if operation["path"].startswith("/items/1/"):
+                real(tree, operations[:index], wrap)
+                raise PatchError(f"no such path {operation['path']}")
+        real(tree, operations, wrap)
+
+    monkeypatch.setattr(apply_module, "apply_patch", failing_on_the_second_object)
+    text = _json_list_of_two_gpu_deployments()
+    result = migrate_text(text)
+    assert result.not_migrated
+    assert any("could not be applied" in error for error in result.rendered.document_errors)
+    written = [o for o in json.loads(result.rendered.text)["items"] if o["kind"] != "ResourceClaimTemplate"]
+    assert written == json.loads(text)["items"]
+
+
+def test_json_strings_that_yaml_1_1_reads_as_booleans_stay_strings() -> None:
+    """RFC 8259: "yes" in JSON is a string.  Only YAML text is read with YAML 1.1's booleans
+    (sigs.k8s.io/yaml); a rewritten JSON manifest must not turn an env value "yes" into true
+    (the API server rejects a non-string env value)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{
+        "name": "c", "image": "x", "env": [{"name": "A", "value": "yes"}, {"name": "B", "value": "off"}],
+        "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+    result = migrate_text(json.dumps(pod, indent=2))
+    assert not result.not_migrated
+    [migrated] = [o for o in json.loads(result.rendered.text)["items"] if o["kind"] == "Pod"]
+    assert migrated["spec"]["containers"][0]["env"] == [{"name": "A", "value": "yes"}, {"name": "B", "value": "off"}]
+    assert "claims" in migrated["spec"]["containers"][0]["resources"]
