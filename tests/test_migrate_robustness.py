@@ -293,16 +293,34 @@ def test_a_core_tag_on_a_value_it_cannot_hold_is_a_parse_error_for_that_document
     assert "resourceClaims" in result.rendered.text
 
 
-@pytest.mark.parametrize("value", ["!Ref x", "!!binary aGVsbG8=", "!!set {a, b}", "{? [a, b] : c}", ".nan"])
+@pytest.mark.parametrize("value", ["!!bool linux", "!!int abc", "!!omap 1", "!!float x", "!!timestamp q",
+                                   "!!set 1", "!!seq {a: 1}"])
+def test_a_value_that_does_not_fit_its_core_tag_is_reported_at_its_own_line(value: str) -> None:
+    """YAML 1.1 types (https://yaml.org/type/: bool, int, float, timestamp, omap, set) and the
+    YAML 1.2 core schema define what each tag holds; a value outside it is an error at the
+    line that holds it (issue 14: report file and line), not at the document's first line."""
+    text = "# settings\n\n" + CONFIG_MAP + "data:\n  j: '1'\n  k: " + value + "\n"
+    result = migrate_text(text)
+    [issue] = result.plan.issues
+    assert "line 9:" in issue.message, issue.message
+    assert result.rendered.text == text
+
+
+@pytest.mark.parametrize("value", ["!Ref x", "!!binary aGVsbG8=", "!!set {a, b}", "{? [a, b] : c}", ".nan",
+                                   "!Sub [a, b]", "!If {k: v}", "!GetAtt\n    - a\n    - b"])
 def test_json_output_of_a_value_json_cannot_hold_is_a_clear_error_and_yaml_is_written(value: str) -> None:
     """RFC 8259 has no tags, binary, sets, non-string keys, NaN: such a document cannot become
-    JSON, even unchanged; the file is written as (migrated) YAML and the run says why."""
+    JSON, even unchanged; the file is written as (migrated) YAML and the run says why.  A tag on
+    a list or a map (CloudFormation's `!Sub [...]`) counts as one on a scalar: dropping it would
+    change what the document means."""
     text = CONFIG_MAP + "data:\n  k: " + value + "\n---\n" + GPU_POD
     result = migrate_text(text, output_format=Format.JSON)
     assert result.not_migrated
     assert result.rendered.format is Format.YAML
     assert "JSON cannot represent" in (result.rendered.fallback_reason or "")
+    assert "line 1 holds" in (result.rendered.fallback_reason or "")
     assert "resourceClaims" in result.rendered.text
+    assert value.split("\n")[0] in result.rendered.text
 
 
 def test_output_dir_under_a_file_reports_what_was_and_was_not_written(tmp_path: Path) -> None:

@@ -42,6 +42,20 @@ class ParseOutcome:
     duplicates: list[DuplicateKey] = field(default_factory=list)
 
 
+class _ValueDoesNotFitTag(Exception):
+    """A core tag on a value it cannot hold (`!!int abc`, `!!bool linux`, `!!omap 1`), at a line."""
+
+    def __init__(self, line: int, node: Any) -> None:
+        tag = str(getattr(node.tag, "value", node.tag) or "").replace("tag:yaml.org,2002:", "!!")
+        value = node.value if isinstance(node.value, str) else f"a {node.id}"
+        super().__init__(f"{tag} cannot hold {value!r}" if isinstance(node.value, str) else f"{tag} cannot hold {value}")
+        self.line = line
+
+
+# What ruamel's constructors raise for a value that does not fit its tag.
+_CONSTRUCTOR_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError)
+
+
 class _TrackingConstructor(RoundTripConstructor):
     """Records duplicate keys instead of failing on the first one: Kubernetes' own decoder
     rejects them too, but identical duplicates (a copy-paste slip) are harmless to keep once."""
@@ -49,6 +63,15 @@ class _TrackingConstructor(RoundTripConstructor):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.duplicates: list[DuplicateKey] = []
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        # The node being built knows its line; ruamel's own error for it does not.
+        try:
+            return super().construct_object(node, deep=deep)
+        except _ValueDoesNotFitTag:
+            raise
+        except _CONSTRUCTOR_ERRORS as exc:
+            raise _ValueDoesNotFitTag(node.start_mark.line + 1, node) from exc
 
     def check_mapping_key(self, node: Any, key_node: Any, mapping: Any, key: Any, value: Any) -> bool:
         if key in mapping:
@@ -93,9 +116,11 @@ class YamlCodec:
         except RecursionError:
             return ParseOutcome(error=f"nested deeper than {MAX_DEPTH} levels; no Kubernetes object does "
                                       "(check the generator that wrote it)")
-        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
-            # ruamel's constructors raise these for a core tag on a value it cannot hold
-            # (`!!int abc`, `!!bool linux`, `!!omap 1`).
+        except _ValueDoesNotFitTag as exc:
+            return ParseOutcome(error=f"a value does not fit its tag ({_one_line(str(exc))}); remove the tag or "
+                                      "fix the value", error_line=exc.line)
+        except _CONSTRUCTOR_ERRORS as exc:
+            # Raised while a collection is filled in, after its node was left: no line.
             return ParseOutcome(error=f"a value does not fit its tag ({type(exc).__name__}: {_one_line(str(exc))}); "
                                       "remove the tag or fix the value")
         finally:
