@@ -15,6 +15,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.emitter import Emitter
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 
@@ -84,12 +85,28 @@ class _TrackingConstructor(RoundTripConstructor):
         return True
 
 
+class _FlowItemEmitter(Emitter):
+    """ruamel's emitter with one fix.  `no_newline` means "directly after `- `: the next block key
+    goes on this line"; a flow collection written there (`- {name: proxy}  # sidecar`) uses that
+    place but leaves the flag set, so after a comment under a commented key the next item's
+    second key is glued onto its first line (`- name: c image: x`, which is invalid YAML)."""
+
+    def expect_flow_sequence(self, *args: Any, **kwargs: Any) -> None:
+        self.no_newline = False
+        super().expect_flow_sequence(*args, **kwargs)
+
+    def expect_flow_mapping(self, *args: Any, **kwargs: Any) -> None:
+        self.no_newline = False
+        super().expect_flow_mapping(*args, **kwargs)
+
+
 class YamlCodec:
     """One configured ruamel instance for one file (its indentation)."""
 
     def __init__(self, indentation: Indentation = Indentation()) -> None:
         self._yaml = YAML(typ="rt")
         self._yaml.Constructor = _TrackingConstructor
+        self._yaml.Emitter = _FlowItemEmitter
         self._yaml.allow_duplicate_keys = True
         self._yaml.preserve_quotes = True
         self._yaml.width = 1 << 16  # never fold long lines the author wrote on one line
