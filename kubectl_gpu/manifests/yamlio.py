@@ -15,7 +15,8 @@ from typing import Any
 
 from ruamel.yaml import YAML
 from ruamel.yaml.constructor import RoundTripConstructor
-from ruamel.yaml.emitter import Emitter
+from ruamel.yaml.emitter import RoundTripEmitter
+from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 
@@ -85,7 +86,7 @@ class _TrackingConstructor(RoundTripConstructor):
         return True
 
 
-class _FlowItemEmitter(Emitter):
+class _FlowItemEmitter(RoundTripEmitter):
     """ruamel's emitter with one fix.  `no_newline` means "directly after `- `: the next block key
     goes on this line"; a flow collection written there (`- {name: proxy}  # sidecar`) uses that
     place but leaves the flag set, so after a comment under a commented key the next item's
@@ -100,6 +101,34 @@ class _FlowItemEmitter(Emitter):
         super().expect_flow_mapping(*args, **kwargs)
 
 
+class _BoundedScanner(RoundTripScanner):
+    """ruamel's scanner, linear in nesting depth.  It keeps one possible simple key per open
+    flow collection and goes through all of them before every token, so `[[[...]]]` costs
+    depth² (300 levels: 0.6 s per parse).  Collections nested deeper than MAX_DEPTH are refused
+    where they open, and only the oldest key is looked at when that answers for all."""
+
+    def fetch_flow_collection_start(self, TokenClass: Any, to_push: str) -> None:  # noqa: N803 - ruamel's name
+        if self.flow_level >= MAX_DEPTH:
+            raise ScannerError(None, None, _TOO_DEEP, self.reader.get_mark())
+        super().fetch_flow_collection_start(TokenClass, to_push)
+
+    # Keys are saved in the order of their position (a key saved again is removed first): the
+    # first one in the table is the oldest, with the smallest token number.
+
+    def next_possible_simple_key(self) -> Any:
+        keys = self.possible_simple_keys
+        return next(iter(keys.values())).token_number if keys else None
+
+    def stale_possible_simple_keys(self) -> None:
+        # When the oldest key is on this line and within 1024 characters, every other one is too.
+        keys = self.possible_simple_keys
+        if keys:
+            oldest = next(iter(keys.values()))
+            if oldest.line == self.reader.line and self.reader.index - oldest.index <= 1024:
+                return
+        super().stale_possible_simple_keys()
+
+
 class YamlCodec:
     """One configured ruamel instance for one file (its indentation)."""
 
@@ -107,6 +136,7 @@ class YamlCodec:
         self._yaml = YAML(typ="rt")
         self._yaml.Constructor = _TrackingConstructor
         self._yaml.Emitter = _FlowItemEmitter
+        self._yaml.Scanner = _BoundedScanner
         self._yaml.allow_duplicate_keys = True
         self._yaml.preserve_quotes = True
         self._yaml.width = 1 << 16  # never fold long lines the author wrote on one line
@@ -161,6 +191,7 @@ class YamlCodec:
 # Kubernetes objects nest a few dozen levels (a CRD's OpenAPI schema the most); the readers
 # and writers here recurse once or more per level, so depth is bounded well below Python's limit.
 MAX_DEPTH = 100
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; no Kubernetes object does (check the generator that wrote it)"
 
 
 def _too_deep(tree: Any) -> int | None:
