@@ -3,7 +3,8 @@ damaged its output (issue 14): document markers with content, directives, anchor
 merge keys, odd quantities, comments around the removed lines, fields of the wrong type, deep
 nesting, core tags on wrong values, JSON streams.
 
-For every stream: no traceback; every object of the input is still there; the output parses;
+For every stream: no traceback; every object and comment of the input is still there (but a
+comment on the line of a removed GPU request); the output parses;
 objects Kubernetes' strict validation accepted before are still accepted; a second migrate
 changes nothing; and `--check` agrees with what a run would change.
 """
@@ -11,6 +12,7 @@ changes nothing; and `--check` agrees with what a run would change.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from functools import cache
 
 import kubernetes_validate
@@ -123,6 +125,16 @@ def _valid_pods(documents: list) -> dict[str, bool]:
     return result
 
 
+def _kept_comments(text: str) -> Counter[str]:
+    """The comments of `text` a rewrite must keep: all but one on the line of a GPU request it
+    removes (that request is recorded in the original-resources annotation instead)."""
+    comments: Counter[str] = Counter()
+    for line in text.splitlines():
+        if "#" in line and not any(resource in line for resource in ("nvidia.com/", "aliyun.com/")):
+            comments[line[line.index("#"):].strip()] += 1
+    return comments
+
+
 # Each example costs two migrates and one read of input and output (about 0.1 s on a quiet
 # machine): parsing deep flow nesting used to cost depth² (0.6 s per read of one 300-level
 # document, read six times per example), which held this test to 40 examples.
@@ -136,6 +148,8 @@ def test_generated_streams_never_crash_lose_or_damage(parts: list[tuple[str, str
     assert _count(read_out) >= _count(read_in)
     for document in read_out:
         assert document.error is None or document.chunk.text in text, document.error  # only input breakage
+    kept = _kept_comments(out)
+    assert all(kept[comment] >= count for comment, count in _kept_comments(text).items()), out
     before, after = _valid_pods(read_in), _valid_pods(read_out)
     for name, valid in before.items():
         if valid and name in after:
