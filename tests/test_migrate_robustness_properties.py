@@ -1,7 +1,7 @@
 """Properties of migrate over generated streams holding every shape that once crashed it or
 damaged its output (issue 14): document markers with content, directives, anchors, aliases and
 merge keys, odd quantities, comments around the removed lines, fields of the wrong type, deep
-nesting, core tags on wrong values, JSON streams.
+nesting, core tags on wrong values, objects read back from a cluster, JSON streams, `-o json`.
 
 For every stream: no traceback; every object and comment of the input is still there (but a
 comment on the line of a removed GPU request); the output parses;
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubectl_gpu.cli.main import main
-from kubectl_gpu.manifests import Source, migrate_text, parse_source
+from kubectl_gpu.manifests import Format, Source, migrate_text, parse_source
 from kubectl_gpu.manifests.nodes import to_plain
 from kubectl_gpu.manifests.objects import is_list
 
@@ -76,6 +76,17 @@ def jobs(draw) -> str:
 
 
 @st.composite
+def live_deployments(draw) -> str:
+    """A Deployment as `kubectl get -o yaml` prints it: fields the API server set, and status."""
+    return (f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {draw(NAMES)}\n  namespace: ml\n"
+            "  uid: 0d5b1e8e-3f0a-4c1e-9a51-6f6a1f0e2b11\n  resourceVersion: \"4711\"\n  generation: 3\n"
+            "  creationTimestamp: \"2026-01-01T00:00:00Z\"\n  managedFields:\n  - manager: kubectl\n"
+            "    operation: Update\nspec:\n  selector: {matchLabels: {app: x}}\n  template:\n"
+            "    metadata: {labels: {app: x}}\n    spec:\n      containers:\n      - name: main\n        image: cuda\n"
+            f"{_resources(draw, '        ')}status:\n  replicas: 1\n")
+
+
+@st.composite
 def nested(draw) -> str:
     depth = draw(st.integers(min_value=1, max_value=300))
     return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: deep}\ndata:\n  x: " + "[" * depth + "]" * depth + "\n"
@@ -89,7 +100,7 @@ ODD = st.sampled_from([
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [unclosed\n",
     "# only a comment\n",
 ])
-DOCUMENTS = st.one_of(pods(), jobs(), nested(), ODD)
+DOCUMENTS = st.one_of(pods(), jobs(), live_deployments(), nested(), ODD)
 
 
 def _objects(text: str) -> int:
@@ -186,3 +197,20 @@ def test_json_streams_and_odd_json_numbers_never_crash(amounts: list[str], dupli
     assert migrate_text(first.rendered.text).rendered.text == first.rendered.text
     reread = parse_source(Source("again", first.rendered.text)).documents
     assert all(d.error is None for d in reread)  # a JSON stream migrate reads back
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(MARKERS, DOCUMENTS), min_size=1, max_size=4))
+def test_json_output_is_json_holding_every_object_or_yaml_with_the_reason(parts: list[tuple[str, str]]) -> None:
+    """`-o json` over the same streams (RFC 8259: a value JSON cannot hold, or a document that
+    does not parse, has no JSON form): either one JSON value holding every object, or the
+    file written as YAML, marked not migrated, with the reason."""
+    text = "".join(marker + document for marker, document in parts)
+    result = migrate_text(text, output_format=Format.JSON)
+    if result.rendered.format is Format.JSON:
+        value = json.loads(result.rendered.text)
+        written = len(value["items"]) if is_list(value) else 1
+        assert written >= _objects(text)
+    else:
+        assert result.not_migrated and result.rendered.fallback_reason
+        assert _objects(result.rendered.text) >= _objects(text)
