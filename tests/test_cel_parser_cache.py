@@ -94,3 +94,18 @@ def test_an_unwritable_cache_home_is_no_error(tmp_path):
     result = explain(blocked, CLAIM)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+def test_a_relative_cache_home_writes_nothing_beside_the_user(tmp_path):
+    """The XDG Base Directory spec: a relative $XDG_CACHE_HOME is invalid and ignored; with no home
+    either, no cache is kept rather than one written under the current directory."""
+    work = tmp_path / "work"
+    work.mkdir()
+    executable = Path(sys.executable).parent / "kubectl-gpu"
+    args = [str(executable)] if executable.exists() else [sys.executable, "-m", "kubectl_gpu.cli.main"]
+    env = {k: v for k, v in os.environ.items() if k != "HOME"}
+    env.update({"XDG_CACHE_HOME": "relative-cache", "NO_COLOR": "1"})
+    result = subprocess.run([*args, "explain", "--slices", SLICES, "-f", CLAIM, "-o", "json"], cwd=work,
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert list(work.iterdir()) == []

@@ -24,9 +24,14 @@ import tempfile
 from pathlib import Path
 
 
-def cache_directory() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "kubectl-gpu"
+def cache_directory() -> Path | None:
+    """``$XDG_CACHE_HOME/kubectl-gpu``, else ``~/.cache/kubectl-gpu``; None when neither is an
+    absolute path (the XDG spec ignores a relative one; without a home "~" stays "~"), so nothing
+    is ever written relative to the current directory."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kubectl-gpu" if os.path.isabs(base) else None
 
 
 def _private(directory: Path) -> bool:
@@ -50,6 +55,8 @@ def build_cel_parser() -> None:
     if celparser.CELParser.CEL_PARSER is not None:
         return
     directory = cache_directory()
+    if directory is None:
+        return  # cel-python builds it on first use, as without a cache
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError:
