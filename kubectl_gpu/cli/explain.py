@@ -147,8 +147,9 @@ def _explain_live(target: str | None, options: ClusterOptions, kubernetes_versio
 
 
 def _live_gates(api: Any, kubernetes_version: str | None, feature_gates: str | None) -> Any:
-    """The gates of the live cluster's profile (kubectl_gpu.cluster): its version's defaults, the API
-    server's own from /metrics where RBAC allows, what its slices prove, then --feature-gates.  /version
+    """The live cluster's profile (kubectl_gpu.cluster), for the fetched objects: gates from its version's
+    defaults, the API server's own from /metrics where RBAC allows, what its slices prove, then
+    --feature-gates; and the devices, which explain reuses rather than builds again.  /version
     and /metrics are read beside the other fetches; the answer is built once those arrive."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -165,16 +166,16 @@ def _live_gates(api: Any, kubernetes_version: str | None, feature_gates: str | N
     server = pool.submit(read_server_gates, api.get_text)
     pool.shutdown(wait=False)
 
-    def gates(dra_objects: Any) -> frozenset[str]:
+    def profile_of(dra_objects: Any) -> Any:
         cluster_minor = minor
         if cluster_minor is None:
             match = re.match(r"\d+", str(version.result().get("minor") or ""))
             cluster_minor = int(match.group()) if match else None
-        profile = build_profile("the cluster", objects=[*dra_objects.slices, *dra_objects.classes],
-                                kubernetes_minor=cluster_minor, gate_overrides=overrides, server_gates=server.result())
-        return profile.feature_gates
+        # explain compiles under its gates and reuses its devices (built once, to prove gates)
+        return build_profile("the cluster", objects=[*dra_objects.slices, *dra_objects.classes],
+                             kubernetes_minor=cluster_minor, gate_overrides=overrides, server_gates=server.result())
 
-    return gates
+    return profile_of
 
 
 def _live_devices(options: ClusterOptions) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from kubectl_gpu.collector import collector_paused
 from kubectl_gpu.inspect.doctor import DoctorInputs
@@ -286,9 +286,20 @@ def explain_pod_objects(pod: Mapping[str, Any], claim_objects: Objects, dra_obje
     return explain_claims(claim_objects, dra_objects, gates)
 
 
-# The DRA feature gates to compile claims under, given what was fetched (the caller reads the cluster
-# profile); None: the CEL package's defaults.
-GatesFor = Callable[[DraObjects], "frozenset[str] | None"]
+class CompileProfile(Protocol):
+    """What explain takes from the cluster profile (kubectl_gpu.cluster.ClusterProfile): the DRA
+    feature gates to compile claims under, and the devices of the fetched slices' current
+    generations, which the profile built to prove gates (explain reuses them, not builds them again)."""
+
+    @property
+    def feature_gates(self) -> frozenset[str]: ...
+
+    @property
+    def devices(self) -> Sequence[Any]: ...
+
+
+# The cluster profile of what was fetched (the caller reads it); None: the CEL package's default gates.
+GatesFor = Callable[[DraObjects], "CompileProfile | None"]
 
 
 def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: GatesFor | None = None) -> Any:
@@ -298,10 +309,12 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: Gates
 
     own = {(c.get("metadata") or {}).get("uid") for c in claim_objects}
     others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") not in own]
+    profile = gates(dra_objects) if gates is not None else None
     return explain_objects(claims=claim_objects, slices=dra_objects.slices,
                            classes=dra_objects.classes, allocated_claims=others,
                            avoid_nodes=dra_objects.double_counted_nodes(),
-                           gates=gates(dra_objects) if gates is not None else None)
+                           gates=profile.feature_gates if profile is not None else None,
+                           slice_devices=profile.devices if profile is not None else None)
 
 
 def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: GatesFor | None = None) -> Any:
