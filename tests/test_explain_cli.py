@@ -112,3 +112,14 @@ def test_offline_explain_loads_the_fact_tables_not_the_translation(tmp_path):
     loaded = result.stdout.strip().splitlines()[-1].split()
     assert "kubectl_gpu.core.facts" in loaded, result.stdout + result.stderr
     assert not {"kubectl_gpu.core.translate", "kubectl_gpu.core.demand", "kubectl_gpu.core.claims"} & set(loaded)
+
+
+def test_json_and_yaml_output_never_load_the_table_printer():
+    """-o json/yaml print data for scripts: the terminal table library (rich) is not imported, so a
+    script's run does not pay for it (issue 11: explain end to end within 0.5 s)."""
+    probe = ("import sys\nfrom kubectl_gpu.cli.main import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit as done:\n    print('rich' in sys.modules, done.code)")
+    for output in ("json", "yaml"):
+        result = subprocess.run([sys.executable, "-c", probe, "explain", "-f", TEST1, "--slices", H100, "-o", output],
+                                capture_output=True, text=True, check=False)
+        assert result.stdout.splitlines()[-1] == "False 0", result.stderr[-2000:]

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
-
-from rich.console import Console
-from rich.text import Text
-
-from kubectl_gpu.kubetable import KubeTable
+from typing import TYPE_CHECKING, Any
 
 from .inputs import Explanation
 from .model import ERROR, ClaimError, ClaimResult
+
+if TYPE_CHECKING:  # rich is loaded by the table printer only: -o json/yaml never import it
+    from rich.console import Console
+    from rich.text import Text
 
 API_VERSION = "kubectl-gpu.io/v1alpha1"
 
@@ -40,6 +39,8 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
 
 
 def render_table(explanation: Explanation, console: Console, wide: bool = False) -> None:
+    from rich.text import Text
+
     console.print(
         Text(
             f"{explanation.devices} devices in {explanation.slices} ResourceSlices; "
@@ -60,6 +61,10 @@ def _ref(namespace: str | None, name: str) -> str:
 
 
 def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
+    from rich.text import Text
+
+    from kubectl_gpu.kubetable import KubeTable
+
     style = "bold green" if claim.allocatable else "bold red"
     console.print(Text(f"{claim.kind} {_ref(claim.namespace, claim.name)} ({claim.api_version})", style="bold"))
     console.print(Text(f"  {claim.verdict}", style=style))
@@ -129,6 +134,8 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
 
 
 def _result(allocatable: bool, fatal: str | None) -> Text:
+    from rich.text import Text
+
     if fatal:
         return Text("ERROR", style="bold red")
     return Text("fits", style="green") if allocatable else Text("does not fit", style="red")
