@@ -46,3 +46,29 @@ def test_a_large_untouched_list_costs_nothing_to_compare():
     after = patched_copy.apply(before, [{"op": "remove", "path": "/spec/containers/0/resources/limits/nvidia.com~1gpu"}])
     assert patched_copy.diff(before, after) == [
         {"op": "remove", "path": "/spec/containers/0/resources/limits/nvidia.com~1gpu"}]
+
+
+STRINGS = st.text(alphabet='[]{}"\\ab', max_size=6)
+NESTED = st.recursive(st.none() | STRINGS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(STRINGS, inner, max_size=3),
+                      max_leaves=30)
+
+
+def _depth(value) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(NESTED, st.integers(0, 6))
+def test_the_nesting_check_agrees_with_a_parser_whatever_the_strings_hold(value, limit):
+    """Brackets, quotes and backslashes inside JSON strings (RFC 8259 section 7 escapes) never count
+    as nesting: the pre-parse check says what the standard library's parser finds."""
+    import json
+
+    from webhook.review import nesting_exceeds
+
+    text = json.dumps(value).encode()
+    assert nesting_exceeds(text, limit) == (_depth(json.loads(text)) > limit)
