@@ -214,7 +214,8 @@ def test_usage_errors_exit_2():
 
 
 def _cli(*args: str, **kwargs):
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": kwargs.pop("home", os.environ.get("HOME", ""))}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": kwargs.pop("home", os.environ.get("HOME", "")),
+           **kwargs.pop("env", {})}
     return subprocess.Popen([sys.executable, "-m", "kubectl_gpu.cli.main", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
@@ -225,17 +226,49 @@ def test_usage_lines_say_kubectl_gpu():
     assert out.startswith("Usage: kubectl gpu describe [OPTIONS]")
 
 
-def test_ctrl_c_exits_130_at_once(gpu_cluster):
-    """Shells report a command killed by SIGINT as 128 + 2; the request still waiting on a worker
-    thread must not keep the process alive until its timeout."""
-    gpu_cluster.fail("list", "nodes", status="timeout", seconds=60, times=None)
-    process = _cli("describe", "--kubeconfig", gpu_cluster.kubeconfig_path())
+# Ctrl-C pressed while the process first imports MODULE: a finder placed first on sys.meta_path
+# of the child (through sitecustomize) sends the SIGINT to its own process once, then steps aside.
+_INTERRUPT_ON_IMPORT = """
+import os, signal, sys
+
+class _CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == os.environ["CTRL_C_ON_IMPORT"]:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, _CtrlC())
+"""
+
+
+@pytest.mark.parametrize(("held", "on_import", "after"), [
+    ("nodes", None, 0.0), ("resourceslices", None, 0.05), ("resourceclaims", None, 0.1), ("pods", None, 0.2),
+    ("nodes", "kubectl_gpu.inspect.tables", 0.0),  # describe's own modules
+    ("nodes", "kubernetes.client", 0.0),  # the client, loaded lazily by kubectl_gpu.k8s
+    ("nodes", "kubectl_gpu.cli.describe", 0.0),  # the command, loaded by the group
+])
+def test_ctrl_c_exits_130_at_once(gpu_cluster, tmp_path, held, on_import, after):
+    """Shells report a command killed by SIGINT as 128 + 2 (bash(1), EXIT STATUS), and a Ctrl-C
+    ends it at once wherever it lands: while one list is held on a worker thread (up to
+    --request-timeout) and the others are answered or still parsed, or in the middle of an import.
+    An interrupt inside an import used to come out as an ImportError (an `except` clause imported
+    the half-loaded module again) or as click's 'Aborted!' (exit 1); the normal shutdown that
+    followed then waited for the request still held."""
+    gpu_cluster.fail("list", held, status="timeout", seconds=60, times=None)
+    env = {}
+    if on_import:
+        (tmp_path / "sitecustomize.py").write_text(_INTERRUPT_ON_IMPORT)
+        env = {"PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}", "CTRL_C_ON_IMPORT": on_import}
+    process = _cli("describe", "--kubeconfig", gpu_cluster.kubeconfig_path(), env=env)
     try:
-        while gpu_cluster.count(verb="list", resource="nodes") == 0:
-            assert process.poll() is None, process.communicate()
-            time.sleep(0.05)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=20) == exits.INTERRUPTED
+        if not on_import:
+            while gpu_cluster.count(verb="list", resource=held) == 0:
+                assert process.poll() is None, process.communicate()
+                time.sleep(0.01)
+            time.sleep(after)
+            process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=20) == exits.INTERRUPTED, process.stderr.read()
         assert "Traceback" not in process.stderr.read()
     finally:
         process.kill()

@@ -90,5 +90,7 @@ def run_reporting_errors(action: Callable[[], None]) -> None:
     """Run `action`; errors a person can fix become one `error:` line and their exit code."""
     try:
         action()
-    except cluster_errors() as exc:
+    except Exception as exc:  # not `except cluster_errors()`: importing while Ctrl-C unwinds can fail
+        if not isinstance(exc, cluster_errors()):
+            raise
         fail(exc)

@@ -7,9 +7,12 @@ Kubernetes client.
 
 from __future__ import annotations
 
+import _thread
 import importlib
 import os
+import signal
 import sys
+import time
 from typing import Any
 
 import click
@@ -104,16 +107,46 @@ def main() -> None:
 
 
 def run() -> None:
-    """The `kubectl-gpu` executable.  On Ctrl-C, exit at once with 130: a request still waiting on
-    a worker thread (up to --request-timeout) must not hold the terminal."""
+    """The `kubectl-gpu` executable.  On Ctrl-C, exit at once with 130 (128 + SIGINT, what shells
+    report), wherever the signal lands.
+
+    A KeyboardInterrupt alone cannot promise that: click turns one raised outside a command
+    (parsing, closing its context) into "Aborted!" and exit 1; an `except` clause that imports to
+    name its exceptions, or a half-finished lazy import, can replace it with an ImportError; one
+    raised in a finalizer is printed and dropped.  Any exit other than ours then runs the normal
+    interpreter shutdown, which joins the ThreadPoolExecutor workers still waiting on a request
+    (up to --request-timeout).  So the handler below remembers the interrupt, whatever it becomes,
+    and the process ends with os._exit(130), skipping those joins."""
+    signal.signal(signal.SIGINT, _on_interrupt)
     try:
         main()
-    except KeyboardInterrupt:  # before click took over (while importing)
-        _exit_now(exits.INTERRUPTED)
-    except SystemExit as exc:
-        if exc.code == exits.INTERRUPTED:
+    except BaseException as exc:
+        if _interrupted or isinstance(exc, KeyboardInterrupt) or (
+                isinstance(exc, SystemExit) and exc.code == exits.INTERRUPTED):
             _exit_now(exits.INTERRUPTED)
         raise
+
+
+# Time the main thread has after Ctrl-C to run its `finally` blocks (a half-written temporary file
+# is removed: kubectl_gpu/manifests/output.py) before the process ends anyway.
+_GRACE_SECONDS = 1.0
+_interrupted = False
+
+
+def _on_interrupt(signum: int, frame: Any) -> None:
+    global _interrupted
+    if _interrupted:  # a second Ctrl-C: no more waiting
+        os._exit(exits.INTERRUPTED)
+    _interrupted = True
+    # A bare thread (not threading.Thread, whose start takes locks the interrupted code may hold)
+    # ends the process if the KeyboardInterrupt below is swallowed or the main thread is stuck.
+    _thread.start_new_thread(_exit_after_grace, ())
+    raise KeyboardInterrupt
+
+
+def _exit_after_grace() -> None:
+    time.sleep(_GRACE_SECONDS)
+    os._exit(exits.INTERRUPTED)  # no flush: the main thread may hold the streams' locks
 
 
 def _exit_now(code: int) -> None:
