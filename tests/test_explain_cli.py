@@ -114,11 +114,13 @@ def test_offline_explain_loads_the_fact_tables_not_the_translation(tmp_path):
     assert not {"kubectl_gpu.core.translate", "kubectl_gpu.core.demand", "kubectl_gpu.core.claims"} & set(loaded)
 
 
-def test_json_and_yaml_output_never_load_the_table_printer():
-    """-o json/yaml print data for scripts: the terminal table library (rich) is not imported, so a
-    script's run does not pay for it (issue 11: explain end to end within 0.5 s)."""
+def test_json_and_yaml_output_never_load_the_table_printer_or_the_translation_fitter():
+    """-o json/yaml print data for scripts: the terminal table library (rich) is not imported, nor
+    the cluster package's translation fitting (explain reads only a profile), so a script's run
+    does not pay for them (issue 11: explain end to end within 0.5 s)."""
     probe = ("import sys\nfrom kubectl_gpu.cli.main import main\n"
-             "try:\n    main(sys.argv[1:])\nexcept SystemExit as done:\n    print('rich' in sys.modules, done.code)")
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit as done:\n"
+             "    print('rich' in sys.modules or 'kubectl_gpu.cluster.fit' in sys.modules, done.code)")
     for output in ("json", "yaml"):
         result = subprocess.run([sys.executable, "-c", probe, "explain", "-f", TEST1, "--slices", H100, "-o", output],
                                 capture_output=True, text=True, check=False)
