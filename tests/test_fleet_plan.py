@@ -300,3 +300,53 @@ def test_a_slice_the_profile_cannot_read_is_a_warning_not_a_crash(tmp_path):
     assert result.exit_code == 0, result.output
     assert "warning: the cluster profile (" in result.stderr and "left out of the plan" in result.stderr
     assert [n["name"] for n in json.loads(result.stdout)["nodes"]] == ["dra-1", "legacy-1"]
+
+
+def _beside_claim(app: str, claim_template: str) -> dict:
+    """A pod template whose container asks for a device-plugin GPU and uses a claim of the pod."""
+    tmpl = template(app)
+    tmpl["spec"]["resourceClaims"] = [{"name": "extra", "resourceClaimTemplateName": claim_template}]
+    tmpl["spec"]["containers"][0]["resources"]["claims"] = [{"name": "extra"}]
+    return tmpl
+
+
+def _claim_template(name: str, namespace: str, device_class: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [{"name": "d", "exactly": {"deviceClassName": device_class}}]}}}}
+
+
+def test_plan_checks_a_legacy_gpu_beside_a_claim_against_the_claims_of_its_namespace(tmp_path):
+    """The rule `migrate` applies (tests/test_core_existing_claims.py), with the claims the cluster
+    holds: NVIDIA's DRA driver makes a ComputeDomain's channel template with the IMEX class
+    compute-domain-default-channel.nvidia.com (cmd/compute-domain-controller/resourceclaimtemplate.go),
+    no GPU, so a device-plugin GPU beside it is fine; a gpu.nvidia.com claim beside one is a GPU asked
+    for twice (the device plugin and the driver can hand out the same GPU), refused with migrate's words.
+    Claims are namespaced: the same template where that claim template does not exist is only warned."""
+    compute_domain = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                      "metadata": {"name": "imex", "namespace": "ml", "uid": "uid-cd-imex"},
+                      "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "imex-channel"}}}}
+    gpu_template = _claim_template("one-gpu", "serving", "gpu.nvidia.com")
+    twice = workload("Deployment", "twice", "serving", _beside_claim("twice", "one-gpu"))
+    objects = [*mixed_cluster(), compute_domain, gpu_template, twice,
+               workload("Deployment", "nccl", "ml", _beside_claim("nccl", "imex-channel")),
+               workload("Deployment", "elsewhere", "ml", _beside_claim("elsewhere", "one-gpu"))]
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(objects))
+    result = CliRunner().invoke(main, ["plan", "-f", str(cluster), "-o", "json"])
+    by_name = {w["name"]: w for w in json.loads(result.stdout)["workloads"]}
+
+    nccl = by_name["nccl"]
+    assert nccl["status"] == "migrate", nccl
+    assert not any("not checked" in n or "twice" in n for n in nccl.get("notes", ())), nccl
+
+    assert by_name["twice"]["status"] == "blocked"
+    [reason] = by_name["twice"]["reasons"]
+    migrated = CliRunner().invoke(main, ["migrate", "-"], input=yaml.safe_dump_all([gpu_template, twice]))
+    assert migrated.exit_code == 3 and "asks for GPUs twice, by nvidia.com/gpu and by ResourceClaim 'extra'" in reason
+    assert reason in migrated.stderr, "the same words as migrate"
+
+    elsewhere = by_name["elsewhere"]
+    assert elsewhere["status"] == "migrate"
+    assert any("claim 'extra' (ResourceClaimTemplate one-gpu), which is not in the input, so it was not checked" in n
+               for n in elsewhere["notes"]), elsewhere

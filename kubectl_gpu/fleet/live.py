@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from kubectl_gpu.cluster.profile import ProfileError, profile_from_discovery, read_server_gates, stamped
+from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects
@@ -59,8 +60,8 @@ def custom_workload_resources(api: Client) -> list[tuple[str, str, str]]:
 def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str | None = None, *,
                    source: str = "cluster", gate_overrides: Mapping[str, bool] | None = None) -> Snapshot:
     """Nodes (those ``node_selector`` selects), pods, PDBs, workloads (built-in and custom),
-    ResourceSlices, DeviceClasses, claim templates and ResourceClaims (their allocations hold
-    devices), and the cluster profile (kubectl_gpu.cluster:
+    ResourceSlices, DeviceClasses, claim templates, ResourceClaims (their allocations hold
+    devices) and ComputeDomains (the claims a legacy GPU is checked against), and the cluster profile (kubectl_gpu.cluster:
     /version, the served resource.k8s.io versions, the classes and slices) read from the same GETs
     ``migrate --from-cluster`` for files reads."""
     def listed(group: str, version: str, plural: str, namespaced: bool = True,
@@ -76,14 +77,17 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     dra_group = _dra_group(api)
     dra_version = next((v for v in ("v1", "v1beta2", "v1beta1") if v in _served(dra_group)), None)
     workloads: list[dict[str, Any]] = []
+    domains: list[dict[str, Any]] = []
     plurals: dict[tuple[str, str], str] = {}
     for group, version, plural in (*BUILTIN_WORKLOADS, *custom_workload_resources(api)):
         for obj in listed(group, version, plural):
             if find_pod_sites(obj):
                 workloads.append(obj)
                 plurals[(str(obj.get("apiVersion")), str(obj.get("kind")))] = plural
+            elif obj.get("kind") == COMPUTE_DOMAIN_KIND:  # its IMEX channel template: a claim pods may use
+                domains.append(obj)
     objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector), *listed("", "v1", "pods"),
-               *workloads,
+               *workloads, *domains,
                *listed("policy", "v1", "poddisruptionbudgets")]
     dra_objects: list[dict[str, Any]] = []
     if dra_version:

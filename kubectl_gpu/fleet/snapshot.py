@@ -7,6 +7,7 @@ from typing import Any
 
 from kubectl_gpu.cluster import ClusterProfile, ProfileError, build_profile
 from kubectl_gpu.core.constants import DRA_GROUP
+from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.explain.inputs import flatten
 from kubectl_gpu.manifests.locate import find_pod_sites
 
@@ -27,6 +28,7 @@ class Snapshot:
     device_classes: tuple[Obj, ...] = ()
     claim_templates: tuple[Obj, ...] = ()
     resource_claims: tuple[Obj, ...] = ()  # allocated ones hold their devices (status.allocation)
+    compute_domains: tuple[Obj, ...] = ()  # NVIDIA ComputeDomains: each makes an IMEX channel claim template
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
@@ -111,7 +113,8 @@ def _type_name(wanted: type | tuple[type, ...]) -> str:
 def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
     """Sort a pile of objects (several files, `kind: List`, `kubectl get -o yaml` output)."""
     buckets: dict[str, list[Obj]] = {k: [] for k in ("nodes", "pods", "workloads", "pdbs", "resource_slices",
-                                                       "device_classes", "claim_templates", "resource_claims")}
+                                                       "device_classes", "claim_templates", "resource_claims",
+                                                       "compute_domains")}
     ignored: list[str] = []
     rejected: list[str] = []
     for obj in flatten(objects):
@@ -138,6 +141,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
             buckets["claim_templates"].append(obj)
         elif group == DRA_GROUP and kind == "ResourceClaim":
             buckets["resource_claims"].append(obj)
+        elif kind == COMPUTE_DOMAIN_KIND:
+            buckets["compute_domains"].append(obj)
         elif kind in TEMPLATE_KINDS.get(group, ()) or (kind not in NOT_WORKLOADS and find_pod_sites(obj)):
             buckets["workloads"].append(obj)
         else:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from kubectl_gpu.core import Severity, Sharing, TranslateOptions, legacy_requests, translate_pod_template
+from kubectl_gpu.core import (KnownClaim, Severity, Sharing, TranslateOptions, known_claims, legacy_requests,
+                               translate_pod_template)
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
 from kubectl_gpu.core import prefix_patch
 from kubectl_gpu.manifests.locate import PodSite, find_pod_sites, is_pod_spec
@@ -179,25 +180,34 @@ class Translations:
             found = self._demands[key] = pod_demand(projection)
         return found
 
-    def _translate(self, key: str, projection: Mapping[str, Any], options: TranslateOptions, group: str | None):
+    def _translate(self, key: str, projection: Mapping[str, Any], options: TranslateOptions, group: str | None,
+                   known: tuple[KnownClaim, ...] | None = None, namespace: str | None = None):
+        """``known``: the claims of the template's namespace (None: those in ``options``).  They
+        matter only to a template that uses claims, so only its translation is kept per namespace."""
         shared = options.sharing not in (Sharing.CONSUMABLE, Sharing.EXCLUSIVE)  # claim names carry the workload
         full_key = f"{key}\0{group or options.sharing_group}" if shared else key
+        uses_claims = known is not None and bool((projection.get("spec") or {}).get("resourceClaims"))
+        if uses_claims:
+            full_key = f"{full_key}\0{namespace or ''}"
         result = self._cache.get(full_key)
         if result is None:
-            grouped = replace(options, sharing_group=group) if group is not None else options
-            result = self._cache[full_key] = translate_pod_template(projection, grouped)
+            changed = {"known_claims": known} if uses_claims else {}
+            if group is not None:
+                changed["sharing_group"] = group
+            result = self._cache[full_key] = translate_pod_template(
+                projection, replace(options, **changed) if changed else options)
         return result
 
     def site(self, key: str, projection: Mapping[str, Any], options: TranslateOptions, group: str, pointer: str,
-             namespace: str | None) -> SiteOutcome:
+             namespace: str | None, known: tuple[KnownClaim, ...] | None = None) -> SiteOutcome:
         """What one pod template of a workload needs and becomes, once per distinct template (its
         ``projected`` identity), sharing group, place in its object and namespace (a fleet repeats
-        a few dozen)."""
+        a few dozen).  ``known``: the claims of that namespace (see ``known_claims_by_namespace``)."""
         shared = options.sharing not in (Sharing.CONSUMABLE, Sharing.EXCLUSIVE)
         outcome_key = (key, group if shared else "", pointer, namespace or "")
         found = self._sites.get(outcome_key)
         if found is None:
-            result = self._translate(key, projection, options, group)
+            result = self._translate(key, projection, options, group, known, namespace)
             claims = {claim.name: self.manifest(claim, namespace) for claim in result.claims}
             found = self._sites[outcome_key] = SiteOutcome(
                 self.demand_of(key, projection),
@@ -263,6 +273,17 @@ def _pod_count(obj: Obj, pointer: str, pods_by_owner: Mapping[str, int]) -> int:
     return 1
 
 
+def known_claims_by_namespace(snapshot: Snapshot) -> dict[str, tuple[KnownClaim, ...]]:
+    """The ResourceClaimTemplates and ResourceClaims of the snapshot, and the channel templates its
+    ComputeDomains make, by namespace: what the core checks a legacy GPU beside a claim against
+    (the same objects ``migrate`` reads from its input, kubectl_gpu.core.existing_claims)."""
+    found: dict[str, list[KnownClaim]] = {}
+    for obj in (*snapshot.claim_templates, *snapshot.resource_claims, *snapshot.compute_domains):
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        found.setdefault(namespace, []).extend(known_claims(obj))
+    return {namespace: tuple(claims) for namespace, claims in found.items()}
+
+
 def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOptions(),
                    translate: Translations | None = None) -> list[WorkloadPlan]:
     """Every object (workload or bare pod) that has, or had, legacy GPU requests."""
@@ -277,19 +298,22 @@ def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
                 nodes_by_owner.setdefault(uid, set()).add(pod["spec"]["nodeName"])
     plans = []
     translate = translate or Translations()
+    known = known_claims_by_namespace(snapshot)
     for obj in snapshot.workloads:
-        plan = plan_workload(obj, options, pods_by_owner, translate)
+        plan = plan_workload(obj, options, pods_by_owner, translate, known)
         if plan is not None and plan.kind == "DaemonSet":
             plan = replace(plan, nodes=tuple(sorted(nodes_by_owner.get(plan.uid, ()))))
         if plan is not None:
             plans.append(plan)
-    plans.extend(p for pod in snapshot.pods if _controller(pod) is None and (p := _bare_pod(pod, options, translate)))
+    plans.extend(p for pod in snapshot.pods
+                 if _controller(pod) is None and (p := _bare_pod(pod, options, translate, known)))
     return sorted(plans, key=lambda p: (p.namespace, p.kind, p.name))
 
 
 def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
                   pods_by_owner: Mapping[str, int] | None = None, translate: Translations | None = None,
-                  ) -> WorkloadPlan | None:
+                  known: Mapping[str, tuple[KnownClaim, ...]] | None = None) -> WorkloadPlan | None:
+    """``known``: the claims by namespace (``known_claims_by_namespace``); None: those in ``options``."""
     meta = obj.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
     kind = str(obj.get("kind"))
@@ -323,7 +347,8 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
         for key, value in demand.items():
             legacy[key] = max(legacy.get(key, Fraction(0)), value)
         pods += _pod_count(obj, site.pointer, pods_by_owner or {})
-        outcome = translate.site(identity, projection, options, group, site.pointer, namespace or None)
+        outcome = translate.site(identity, projection, options, group, site.pointer, namespace or None,
+                                 known.get(namespace, ()) if known is not None else None)
         notes.extend(outcome.notes)
         errors.extend(outcome.errors)
         ops.extend(outcome.ops)
@@ -359,12 +384,13 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
 RECREATES_ANNOTATION = "kubectl-gpu.io/recreates"  # on a migrated bare pod's manifest: the pod it replaces
 
 
-def _bare_pod(pod: Obj, options: TranslateOptions, translate: Translations) -> WorkloadPlan | None:
+def _bare_pod(pod: Obj, options: TranslateOptions, translate: Translations,
+              known: Mapping[str, tuple[KnownClaim, ...]] | None = None) -> WorkloadPlan | None:
     """A pod no controller owns: translated like a workload, but it can only be recreated (its
     containers are immutable, and nothing makes it again after a drain)."""
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return None
-    plan = plan_workload(pod, options, {}, translate)
+    plan = plan_workload(pod, options, {}, translate, known)
     if plan is None or plan.status != MIGRATE:
         return plan if plan is None or plan.status != MIGRATED else None
     return replace(plan, status=RECREATE, reasons=(
