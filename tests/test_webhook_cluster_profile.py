@@ -173,3 +173,27 @@ def test_mig_requests_a_cluster_deviceclass_serves_are_left_for_the_scheduler(we
         double.seed(*docs(DATA / "driver" / "a100-mig.yaml"), mig_class)
         response = webhook_on(double).review("/mutate", admission_review(gpu_pod({"nvidia.com/mig-1g.10gb": "1"})))
         assert response["allowed"] is True and response.get("patch")
+
+
+def test_validate_does_not_fence_a_pinned_pod_off_the_dra_node_whose_deviceclass_serves_its_mig_request(
+        webhook_on) -> None:
+    """/validate judges a pod with the translation fitted to the cluster, as /mutate does.  KEP-5004
+    (kubernetes/enhancements keps/sig-scheduling/5004-dra-extended-resource: "the scheduler ... allocates
+    a device from a DeviceClass whose extendedResourceName matches") gives a pod's `nvidia.com/mig-1g.10gb`
+    a DRA device on a DRA node: a pod pinned there by spec.nodeName belongs there, and /mutate leaves it.
+    /validate must not deny the same pod as pinned to a DRA node; with the gate off (1.35) it still does."""
+    from kubectl_gpu.cluster.device_classes import mig_device_class
+
+    dra_node = {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": "gpu-7", "labels": {"ack.node.gpu.schedule": "disabled"}}}
+    pod = gpu_pod({"nvidia.com/mig-1g.10gb": "1"}, nodeName="gpu-7")
+    with K8sDouble(kubernetes_version="1.36") as double:
+        double.seed(*docs(DATA / "driver" / "a100-mig.yaml"), mig_device_class("1g.10gb"), dra_node)
+        hook = webhook_on(double)
+        assert hook.review("/mutate", admission_review(pod))["allowed"] is True
+        response = hook.review("/validate", admission_review(pod))
+        assert response["allowed"] is True, response.get("status")
+    with K8sDouble(kubernetes_version="1.35") as double:  # DRAExtendedResource off by default: fenced
+        double.seed(*docs(DATA / "driver" / "a100-mig.yaml"), mig_device_class("1g.10gb"), dra_node)
+        response = webhook_on(double).review("/validate", admission_review(pod))
+        assert response["allowed"] is False and "gpu-7" in response["status"]["message"]

@@ -340,10 +340,15 @@ class Admission:
 
     async def _validate_pod(self, request: AdmissionRequest) -> Verdict:
         assert request.obj is not None
-        pod = device_plugin_view(request.obj, self.config)
-        if not fencing.legacy_gpu_resources(pod):
+        if not fencing.legacy_gpu_resources(request.obj):
             # Both findings are about device-plugin GPU requests: a pod without any (a DRA-only
             # pod) needs no node lookup, and is never denied because the API is unreachable.
+            return allow()
+        # Judge the pod with the options /mutate plans it with (fitted to the cluster profile): a
+        # MIG request a DeviceClass serves through extendedResourceName (KEP-5004) belongs on DRA nodes.
+        config = await self._validation_config()
+        pod = device_plugin_view(request.obj, config)
+        if not fencing.legacy_gpu_resources(pod):
             return allow()
         selectors = self.config.dra_node_selectors
         findings: dict[str, list[str]] = {}
@@ -354,11 +359,11 @@ class Admission:
                 for name in fencing.pinned_node_names(pod):
                     node_labels[name] = await self.nodes.labels(name)
                 findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels)
-            if claims_beside_legacy_gpus(pod, self.config.translate_options):
+            if claims_beside_legacy_gpus(pod, config.translate_options):
                 # Only claims that really allocate GPUs count (not an IMEX channel or a NIC).
                 known = await self._claims_of(pod, request.namespace)
                 findings["same_gpus_twice"] = [
-                    n.render() for n in gpus_asked_twice(pod, known, self.config.translate_options)]
+                    n.render() for n in gpus_asked_twice(pod, known, config.translate_options)]
         except ApiError as exc:
             return deny(f"kubectl-gpu: cannot check this pod against DRA nodes ({exc.status or exc.reason}): {RETRY_HINT}", 503)
         reasons = [reason for found in findings.values() for reason in found]
@@ -370,6 +375,18 @@ class Admission:
         if self.config.audit:
             return allow(tuple(f"{MESSAGE_PREFIX}audit: {r}" for r in reasons))
         return deny("kubectl-gpu: " + "; ".join(reasons), 403)
+
+    async def _validation_config(self) -> WebhookConfig:
+        """The configuration /mutate would plan with: fitted to the cluster profile when it uses one.
+        A profile that cannot be read leaves the configuration as written (the pod is judged as
+        before, never denied only because the profile is unavailable)."""
+        if self.profiles is None or not self.config.needs_cluster_profile:
+            return self.config
+        try:
+            profile = await self.profiles.get()
+        except Exception:  # noqa: BLE001 - ApiError or a profile the API returned that cannot be read
+            return self.config
+        return self._config_for(profile)[0]
 
     async def _claims_of(self, pod: Mapping[str, Any], namespace: str) -> list[KnownClaim]:
         """The claims the pod's containers use beside a legacy GPU, read from the API (a claim that
