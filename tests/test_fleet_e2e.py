@@ -481,3 +481,21 @@ def test_from_cluster_fits_claims_to_the_cluster_exactly_as_migrate_cluster_does
     assert from_cluster["spec"] == from_files["spec"]
     request = from_files["spec"]["spec"]["devices"]["requests"][0]["exactly"]
     assert ("capacity" in request) is shareable
+
+
+def test_migrate_nodes_and_rollback_do_not_read_the_cluster_profile(cluster):
+    """They fit no claim to the cluster, so they skip what the profile costs: /version and the
+    API server's /metrics (a large text, and a non-resource URL RBAC often denies:
+    docs/translation.md). `plan` reads both, which shows the request log sees them."""
+    def profile_reads() -> list[str]:
+        return sorted({r.path for r in cluster.double.requests if r.path in ("/metrics", "/version")})
+
+    cluster.double.reset_requests()
+    cluster.kubectl_gpu("plan", "-o", "name", expect=None)
+    assert profile_reads() == ["/metrics", "/version"]
+    node = next(p for p in cluster.pods() if p["metadata"]["labels"].get("app") == "bert")["spec"]["nodeName"]
+    for command in (["migrate", "nodes", node], ["rollback"]):
+        cluster.double.reset_requests()
+        cluster.kubectl_gpu(*command)
+        assert cluster.double.count(verb="list", resource="nodes") >= 1, "it read the cluster"
+        assert profile_reads() == [], f"kubectl gpu {' '.join(command)} read the cluster profile"

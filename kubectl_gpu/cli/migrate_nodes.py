@@ -57,7 +57,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     labels = parse_dra_labels(dra_node_labels)
     try:
         connection = connect(kubeconfig, context)
-        snapshot = fetch_snapshot(connection.api)
+        snapshot = fetch_snapshot(connection.api, profile=False)  # cordons and evicts: fits no claim
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     chosen = list(nodes) or next_wave_nodes(plan_migration(snapshot, wave_size=wave_size, dra_labels=labels))

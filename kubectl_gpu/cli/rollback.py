@@ -41,7 +41,7 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
 
     try:
         connection = connect(kubeconfig, context)
-        snapshot = fetch_snapshot(connection.api, namespace)
+        snapshot = fetch_snapshot(connection.api, namespace, profile=False)  # restores the records: fits no claim
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
 

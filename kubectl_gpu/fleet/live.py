@@ -58,12 +58,15 @@ def custom_workload_resources(api: Client) -> list[tuple[str, str, str]]:
 
 
 def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str | None = None, *,
-                   source: str = "cluster", gate_overrides: Mapping[str, bool] | None = None) -> Snapshot:
+                   source: str = "cluster", gate_overrides: Mapping[str, bool] | None = None,
+                   profile: bool = True) -> Snapshot:
     """Nodes (those ``node_selector`` selects), pods, PDBs, workloads (built-in and custom),
     ResourceSlices, DeviceClasses, claim templates, ResourceClaims (their allocations hold
-    devices) and ComputeDomains (the claims a legacy GPU is checked against), and the cluster profile (kubectl_gpu.cluster:
-    /version, the served resource.k8s.io versions, the classes and slices) read from the same GETs
-    ``migrate --from-cluster`` for files reads."""
+    devices) and ComputeDomains (the claims a legacy GPU is checked against), and the cluster
+    profile (kubectl_gpu.cluster: /version, the served resource.k8s.io versions, the classes and
+    slices) read from the same GETs ``migrate --from-cluster`` for files reads.
+    ``profile=False``: no profile, and neither /version nor /metrics is read (``migrate nodes`` and
+    ``rollback`` fit no claim to the cluster)."""
     def listed(group: str, version: str, plural: str, namespaced: bool = True,
                label_selector: str | None = None) -> list[dict[str, Any]]:
         try:
@@ -100,6 +103,8 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
                              f"resource.k8s.io/{dra_version}", "ResourceClaim")]
     # The same sorting and shape checks as for files: one way into the planner.
     snapshot = replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version)
+    if not profile:
+        return snapshot
     try:
         profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides,
                                          read_server_gates(api.get_text))

@@ -15,7 +15,7 @@ class RecordedRequest:
     verb: str  # get | list | watch | create | update | patch | delete | deletecollection
     group: str
     version: str
-    resource: str  # plural, e.g. "pods"
+    resource: str  # plural, e.g. "pods"; "" for a non-resource URL (/version, /apis, /metrics): see ``path``
     subresource: str  # "" or e.g. "status"
     namespace: str
     name: str
@@ -88,6 +88,11 @@ class FaultPlan:
                 triggered.append(fault)
             self._faults = [f for f in self._faults if not f.exhausted]
         return triggered
+
+    def log(self, request: RecordedRequest) -> None:
+        """Log a request that no fault can match (a non-resource URL: discovery, /metrics)."""
+        with self._lock:
+            self._requests.append(request)
 
     def requests(self) -> list[RecordedRequest]:
         with self._lock:

@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from .api import MAX_BODY_BYTES, Api, Response, Stream, status_response
 from .errors import ApiError
-from .faults import TIMEOUT, FaultPlan
+from .faults import TIMEOUT, FaultPlan, RecordedRequest
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -136,8 +136,15 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_body()
             if not self._authorized():
                 raise ApiError(401, "Unauthorized")
-            response = api.discovery(split.path)
+            # A non-resource URL is logged too (RBAC's verb for one is the method, lower case).
+            unnamed = RecordedRequest(self.command, split.path, self.command.lower(), "", "", "", "", "", "", query)
+            try:
+                response = api.discovery(split.path)
+            except ApiError:
+                plan.log(unnamed)
+                raise
             if response is not None:
+                plan.log(unnamed)
                 return self._send(response)
             request = api.parse(self.command, split.path, query)
             for fault in plan.record(request.record(self.command, split.path)):
