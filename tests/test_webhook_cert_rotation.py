@@ -13,6 +13,7 @@ The kubelet updates a mounted Secret volume on its own: the tests play the kubel
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import http.client
@@ -185,6 +186,82 @@ def test_two_replicas_renewing_at_once_agree_on_one_certificate(webhook_on, tmp_
         assert len(replaced) == 1
         # A replica that lost may have added its CA for a moment; every check puts the Secret's back.
         eventually(lambda: ca_bundles(double) == {secret["ca.crt"]})
+
+
+class ReplicaApi:
+    """One replica's API client, with the interleaving the test forces instead of leaving it to
+    timing: the first read of the Secret sets ``read`` (then waits for ``go_on``, when given), and
+    the Secret's replacement waits for ``before_put``.  The API server's optimistic concurrency (a
+    PUT carrying a stale metadata.resourceVersion is 409 Conflict,
+    https://kubernetes.io/docs/reference/using-api/api-concepts/#conflicts) then decides."""
+
+    def __init__(self, api, read: asyncio.Event, go_on: asyncio.Event | None = None,
+                 before_put: asyncio.Event | None = None) -> None:
+        self.api, self.read, self.go_on, self.before_put = api, read, go_on, before_put
+        self.proposed: dict | None = None
+
+    async def get_json(self, path, *args, **kwargs):
+        answer = await self.api.get_json(path, *args, **kwargs)
+        if "/secrets/" in path and not self.read.is_set():
+            self.read.set()
+            if self.go_on is not None:
+                await self.go_on.wait()
+        return answer
+
+    async def request(self, method, path, **kwargs):
+        if method == "PUT" and "/secrets/" in path and self.proposed is None:
+            self.proposed = kwargs["body"]["data"]
+            if self.before_put is not None:
+                await self.before_put.wait()
+        return await self.api.request(method, path, **kwargs)
+
+
+def test_two_replicas_renewing_from_the_same_secret_one_wins_and_the_other_adopts_its_certificate(tmp_path):
+    """Forced contention, not left to timing: both replicas read the due Secret before either writes;
+    the loser goes on only once the winner has replaced the Secret and set the caBundles.  Exactly
+    one replacement is stored; the loser gets the API server's 409, writes nothing more to the
+    Secret, and puts every caBundle back to the winner's CA bundle (it had added its own CA first),
+    as open-policy-agent/cert-controller (pkg/rotator/rotator.go) takes the Secret another replica wrote."""
+    from kubectl_gpu.k8s import AsyncClient
+    from webhook.config import SelfSigned
+    from webhook.rotation import CertRotator
+
+    with K8sDouble() as double:
+        short_lived_install(double, tmp_path / "tls")
+        old = double.get("Secret", SECRET, NAMESPACE)
+        selfsigned = SelfSigned(SECRET, NAMESPACE, (SERVICE,), tuple(service_dns_names(SERVICE, NAMESPACE)), 1)
+
+        async def both() -> tuple[ReplicaApi, ReplicaApi, list[bool], list[CertRotator]]:
+            winner_read, loser_read, winner_done = asyncio.Event(), asyncio.Event(), asyncio.Event()
+            clients = [AsyncClient(double.api_client().configuration) for _ in range(2)]
+            winner = ReplicaApi(clients[0], winner_read, before_put=loser_read)
+            loser = ReplicaApi(clients[1], loser_read, go_on=winner_done)
+            rotators = [CertRotator(api, selfsigned) for api in (winner, loser)]  # type: ignore[arg-type]
+
+            async def winner_check() -> bool:
+                try:
+                    return await rotators[0].check()
+                finally:
+                    winner_done.set()
+            try:
+                renewed = await asyncio.gather(winner_check(), rotators[1].check())
+            finally:
+                for client in clients:
+                    await client.close()
+            return winner, loser, list(renewed), rotators
+
+        winner, loser, renewed, rotators = asyncio.run(both())
+        assert renewed == [True, False] and [r.rotations for r in rotators] == [1, 0]
+        assert double.count(verb="update", resource="secrets") == 2  # both wrote, from the same version
+        replaced = [e for e in double.store.events_after(int(old["metadata"]["resourceVersion"]))
+                    if e.entry.kind.plural == "secrets" and e.type == "MODIFIED"]
+        assert len(replaced) == 1
+        stored = double.get("Secret", SECRET, NAMESPACE)["data"]
+        assert winner.proposed is not None and loser.proposed is not None
+        assert {k: stored[k] for k in ("ca.crt", "tls.crt", "tls.key")} == {
+            k: winner.proposed[k] for k in ("ca.crt", "tls.crt", "tls.key")}
+        assert loser.proposed["tls.crt"] != stored["tls.crt"]  # the loser's own certificate is dropped
+        assert ca_bundles(double) == {stored["ca.crt"]}
 
 
 def test_serve_refuses_to_renew_without_knowing_its_namespace(tmp_path):
