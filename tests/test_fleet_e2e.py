@@ -499,3 +499,47 @@ def test_migrate_nodes_and_rollback_do_not_read_the_cluster_profile(cluster):
         cluster.kubectl_gpu(*command)
         assert cluster.double.count(verb="list", resource="nodes") >= 1, "it read the cluster"
         assert profile_reads() == [], f"kubectl gpu {' '.join(command)} read the cluster profile"
+
+
+def test_live_plan_and_migrate_check_a_legacy_gpu_beside_the_claims_the_cluster_holds():
+    """As `migrate` does with its input (tests/test_core_existing_claims.py), live: the channel
+    template a ComputeDomain makes holds an IMEX channel, no GPU (NVIDIA's DRA driver,
+    cmd/compute-domain-controller/resourceclaimtemplate.go), so a device-plugin GPU beside it moves
+    without doubt; a gpu.nvidia.com template beside one is a GPU asked for twice: refused."""
+    from tests.fleet_cluster import container, device_class, node, template, workload
+
+    def beside(app: str, claim_template: str) -> dict:
+        tmpl = template(app, container("1"))
+        tmpl["spec"]["resourceClaims"] = [{"name": "extra", "resourceClaimTemplateName": claim_template}]
+        tmpl["spec"]["containers"][0]["resources"]["claims"] = [{"name": "extra"}]
+        return tmpl
+
+    with K8sDouble(controllers=True, extra_kinds=[
+            ResourceKind("resource.nvidia.com", ("v1beta1",), "computedomains", "ComputeDomain", True)]) as double:
+        c = Cluster(double)
+        for obj in (node("dra-1", dra=True), resource_slice("dra-1"), device_class(),
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+                    {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomain",
+                     "metadata": {"name": "imex", "namespace": "ml"},
+                     "spec": {"numNodes": 1, "channel": {"resourceClaimTemplate": {"name": "imex-channel"}}}},
+                    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                     "metadata": {"name": "one-gpu", "namespace": "ml"},
+                     "spec": {"spec": {"devices": {"requests": [
+                         {"name": "d", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}},
+                    workload("Deployment", "nccl", "ml", beside("nccl", "imex-channel"), 0),
+                    workload("Deployment", "twice", "ml", beside("twice", "one-gpu"), 0)):
+            obj = copy.deepcopy(obj)
+            obj["metadata"].pop("uid", None)
+            if obj["kind"] in PLURALS:
+                c.create(obj)
+            else:
+                group, _, version = obj["apiVersion"].rpartition("/")
+                plural = {"ComputeDomain": "computedomains", "ResourceClaimTemplate": "resourceclaimtemplates"}
+                send(c.api, "POST", collection_path(group, version, plural[obj["kind"]], "ml"), obj)
+        planned = {w["name"]: w for w in json.loads(c.kubectl_gpu("plan", "-o", "json", expect=None))["workloads"]}
+        assert planned["nccl"]["status"] == "migrate"
+        assert not any("not checked" in n for n in planned["nccl"].get("notes", ())), planned["nccl"]
+        assert planned["twice"]["status"] == "blocked"
+        output = c.kubectl_gpu("migrate", "--from-cluster", "-n", "ml")
+        assert "Deployment/ml/nccl: " in output and "Deployment/ml/twice: blocked: container 'main': asks for GPUs " \
+            "twice, by nvidia.com/gpu and by ResourceClaim 'extra' (ResourceClaimTemplate one-gpu" in output
