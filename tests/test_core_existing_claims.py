@@ -128,6 +128,17 @@ def test_a_whole_gpu_the_scheduler_serves_from_dra_is_not_a_device_plugin_reques
     assert gpus_asked_twice(template, known, TranslateOptions())
 
 
+def test_a_mig_profile_the_clusters_own_class_serves_from_dra_is_not_a_device_plugin_request() -> None:
+    """KEP-5004 for any extended resource: a cluster DeviceClass with extendedResourceName
+    nvidia.com/mig-1g.10gb (the driver's demo/specs/extended-resources/mig-1g-12gb.yaml shape)
+    has the scheduler serve it from DRA devices, so it is not asked twice beside a GPU claim."""
+    template = pod({"name": "g", "resourceClaimTemplateName": "one-gpu"}, {"nvidia.com/mig-1g.10gb": 1})
+    known = known_claims(claim_template("one-gpu", "gpu.nvidia.com"))
+    served = TranslateOptions(dra_extended_resources=frozenset({"nvidia.com/mig-1g.10gb"}))
+    assert gpus_asked_twice(template, known, served) == ()
+    assert gpus_asked_twice(template, known, TranslateOptions())
+
+
 def test_zero_legacy_quantities_and_tpus_are_not_gpu_requests() -> None:
     known = (KnownClaim("ResourceClaimTemplate", "one-gpu", frozenset({"gpu.nvidia.com"})),)
     entry = {"name": "g", "resourceClaimTemplateName": "one-gpu"}

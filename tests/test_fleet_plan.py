@@ -155,6 +155,24 @@ def test_devices_allocated_to_existing_claims_are_not_offered_to_migrated_worklo
     assert plan.waves[1].nodes == ["legacy-2"] and plan.waves[1].workloads == ["Deployment/ml/w1"]
 
 
+def test_a_device_held_only_with_admin_access_is_still_offered():
+    """KEP-5018 admin access: "devices allocated with admin access ... are not considered in use"
+    by the allocator (k8s.io/dynamic-resource-allocation/structured allocator.go skips
+    adminAccess results when it counts allocated devices), so a monitoring claim's device
+    still takes a migrated workload: both workloads fit the two GPUs in the first wave."""
+    tmpls = [template(f"w{i}") for i in range(2)]
+    deps = [workload("Deployment", f"w{i}", "ml", t, 1) for i, t in enumerate(tmpls)]
+    monitor = allocated_claim("dcgm-monitor", "monitoring", "dra-1", "gpu-1")
+    monitor["status"]["allocation"]["devices"]["results"][0]["adminAccess"] = True
+    objects = [node("dra-1", dra=True), resource_slice("dra-1", gpus=2), device_class(), node("legacy-1", gpus=4),
+               node("legacy-2", gpus=4), monitor, *deps,
+               *(pod(f"w{i}-0", "ml", t, "legacy-1", d) for i, (t, d) in enumerate(zip(tmpls, deps)))]
+    plan = plan_migration(snapshot_from_objects(objects), wave_size=1)
+    assert plan.waves[0].dra_devices_allocated == 0
+    assert plan.waves[0].workloads == ["Deployment/ml/w0", "Deployment/ml/w1"]
+    assert plan.waves[0].dra_devices_used == 2
+
+
 def test_a_running_pod_whose_claim_is_allocated_is_counted_once():
     """A migrated pod running on a DRA node holds its devices through its ResourceClaim (the
     claim made from its template, named in status.resourceClaimStatuses): counted from the

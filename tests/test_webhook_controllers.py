@@ -132,10 +132,15 @@ def test_the_pods_of_a_legacy_replicaset_are_still_rewritten_one_by_one(start_we
 
 def test_a_job_update_is_never_patched_because_its_template_is_immutable(start_webhook):
     """Kueue unsuspending a Job that existed before the webhook: a template patch would make the
-    API server reject the update every time."""
+    API server reject the update every time.  Kueue also writes the admitted flavor's nodeSelector
+    into the template as it unsuspends (kueue pkg/controller/jobs/job/job_controller.go
+    RunWithPodSetsInfo), which validation allows for a suspended Job that never started
+    (kubernetes pkg/apis/batch/validation/validation.go ValidateJobSpecUpdate,
+    AllowMutableSchedulingDirectives): the template changes, the resources still may not."""
     hook = start_webhook()
     old = job("1", suspend=True)
     new = job("1", suspend=False)
+    new["spec"]["template"]["spec"]["nodeSelector"] = {"cloud.google.com/gke-accelerator": "nvidia-l4"}
     response = hook.review("/mutate", admission_review(new, operation="UPDATE", old=old))
     assert response["allowed"] is True and "patch" not in response
 
