@@ -174,10 +174,11 @@ def test_two_replicas_renewing_at_once_agree_on_one_certificate(webhook_on, tmp_
     with K8sDouble() as double:
         volume = tmp_path / "tls"
         short_lived_install(double, volume)
+        # Read before any replica starts: the first one may renew while the second is starting.
+        old = double.get("Secret", SECRET, NAMESPACE)["metadata"]["resourceVersion"]
         for _ in range(2):
             webhook_on(double, env={"POD_NAMESPACE": NAMESPACE},
                        timings=Timings(tls_poll=0.1, cert_check=0.2), **settings(volume))
-        old = double.get("Secret", SECRET, NAMESPACE)["metadata"]["resourceVersion"]
         eventually(lambda: double.get("Secret", SECRET, NAMESPACE)["metadata"]["resourceVersion"] != old)
         time.sleep(1.0)  # both replicas check again
         secret = double.get("Secret", SECRET, NAMESPACE)["data"]
