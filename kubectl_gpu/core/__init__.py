@@ -6,8 +6,7 @@ its packages, CEL) imports from here and from the fact tables `constants`, `fact
 checks it; tests/test_architecture.py runs the check and keeps the list of internals complete).
 """
 
-from importlib import import_module
-from typing import Any
+from kubectl_gpu.lazy_exports import lazy_exports
 
 # Where each public name lives (name in this face -> module, name there).  A module is loaded when
 # one of its names is first used: `explain -f --slices` needs the fact tables and quantities, not
@@ -32,14 +31,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "translate_pod_template": ("translate", "translate_pod_template"),
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home[0]}"), home[1])
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, globals(), _HOMES)
 
 
 __all__ = [

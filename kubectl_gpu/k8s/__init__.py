@@ -10,8 +10,7 @@ building models for 10,000 pods costs seconds, and the inspection code reads the
 kubectl users know from `-o yaml`.
 """
 
-from importlib import import_module
-from typing import Any
+from kubectl_gpu.lazy_exports import homes_of, lazy_exports
 
 # Where each public name lives.  The package loads a module only when one of its names is first
 # used: the client pulls in aiohttp and the kubernetes package (~0.85 s), which offline commands
@@ -27,16 +26,7 @@ _HOMES = {
     "discovery": ("DRA_GROUP", "DRA_VERSIONS", "served_versions", "preferred_dra_version"),
     "paths": ("PLURALS", "WORKLOAD_RESOURCES", "Resource", "collection_path", "object_path"),
 }
-_MODULE_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, globals(), homes_of(_HOMES))
 
 
 __all__ = [
