@@ -120,8 +120,8 @@ def nesting_exceeds(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
-    if len(body) > MAX_BODY_BYTES:
-        raise BadReview(f"body is {len(body)} bytes; an AdmissionReview is at most {MAX_BODY_BYTES}")
+    # The size limit is not checked here: the server's client_max_size (MAX_BODY_BYTES) refuses a
+    # larger body with a 413 before it is read, so a check here could never run.
     if nesting_exceeds(body):
         raise BadReview(f"body nests JSON deeper than {MAX_JSON_DEPTH} levels; no Kubernetes object this "
                         "webhook reviews comes near that")
