@@ -11,7 +11,8 @@ import logging
 import os
 import ssl
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -182,3 +183,12 @@ def captured_logs() -> Iterator[io.StringIO]:
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
+
+
+def eventually(condition: Callable[[], bool], seconds: float = 15.0) -> None:
+    """Wait for something the webhook does on its own (a watch event, a renewal): a bound against
+    a hang, not a speed check."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "it did not happen"
+        time.sleep(0.01)

@@ -27,7 +27,7 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from tests.conftest import admission_review
+from tests.conftest import admission_review, eventually
 from tests.k8sdouble import K8sDouble
 from webhook.certs import make_ca, make_serving_cert, private_key_pem, service_dns_names
 from webhook.rotation import due
@@ -109,13 +109,6 @@ def ca_bundles(double: K8sDouble) -> set[str]:
     return {w["clientConfig"]["caBundle"]
             for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
             for w in double.get(kind, SERVICE, None)["webhooks"]}
-
-
-def eventually(condition, seconds: float = 15.0) -> None:
-    deadline = time.monotonic() + seconds  # a bound against a hang, not a speed check
-    while not condition():
-        assert time.monotonic() < deadline, "it did not happen"
-        time.sleep(0.05)
 
 
 def test_renewal_is_due_at_two_thirds_of_the_lifetime():

@@ -7,7 +7,7 @@ import json
 import jsonpatch
 import pytest
 
-from tests.conftest import admission_review, captured_logs, patch_of
+from tests.conftest import admission_review, captured_logs, eventually, patch_of
 
 MANAGED = {"app.kubernetes.io/managed-by": "kubectl-gpu"}
 
@@ -122,16 +122,6 @@ def test_pod_update_is_never_mutated(start_webhook):
 def api_calls(double) -> list[tuple[str, str]]:
     """The requests the webhook made, without its standing watches."""
     return [(r.verb, r.resource) for r in double.requests if r.verb != "watch"]
-
-
-def eventually(condition, seconds: float = 10.0) -> None:
-    """Wait for something a watch delivers (a bound against a hang, not a speed check)."""
-    import time
-
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "it did not happen"
-        time.sleep(0.01)
 
 
 def test_a_controllers_next_pod_costs_no_api_round_trip(start_webhook, k8s_double):
