@@ -165,7 +165,7 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     from kubectl_gpu.inspect import tables
     from kubectl_gpu.inspect.cluster import cluster_report
     from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS
-    from kubectl_gpu.inspect.live import (discover_dra, explain_pod_live, explain_pod_objects, fetch_cluster,
+    from kubectl_gpu.inspect.fetch import (discover_dra, explain_pod_live, explain_pod_objects, fetch_cluster,
                                           fetch_dra, fetch_pod, pod_claim_objects)
     from kubectl_gpu.k8s import DEFAULT_PAGE_SIZE, connect
     from kubectl_gpu.kubetable import KubeTable
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
             raise SystemExit(f"describe failed ({done.returncode}): {done.stderr.decode()[-2000:]}")
 
     def start_up() -> None:
-        subprocess.run([sys.executable, "-c", "import kubectl_gpu.cli.describe, kubectl_gpu.inspect.live, "
+        subprocess.run([sys.executable, "-c", "import kubectl_gpu.cli.describe, kubectl_gpu.inspect.fetch, "
                         "kubectl_gpu.inspect.tables"], cwd=ROOT, check=True)
 
     process_times, _ = timed(describe_process, args.repeat)

@@ -34,12 +34,26 @@ def test_the_import_contracts_hold():
 ONCE_SHARED = ("plan.py", "render.py", "patch.py", "patches.py", "double_counting.py")
 
 
+def _product_modules() -> list[Path]:
+    return [path for package in ("kubectl_gpu", "webhook") for path in (ROOT / package).rglob("*.py")
+            if "cli" not in path.relative_to(ROOT).parts]
+
+
 def test_module_names_say_what_each_module_does():
-    modules = [path for package in ("kubectl_gpu", "webhook") for path in (ROOT / package).rglob("*.py")
-               if "cli" not in path.relative_to(ROOT).parts]
+    modules = _product_modules()
     for name in ONCE_SHARED:
         holders = sorted(str(path.relative_to(ROOT)) for path in modules if path.name == name)
         assert len(holders) <= 1, f"{name} names {holders}: give each a name that says what it does"
+
+
+def test_no_module_name_is_shared_by_three_modules():
+    """Issue 15's rule, for names that come later too (`live.py` and `errors.py` once named three
+    modules each): two packages may each have their `errors.py`, a third says what it holds."""
+    holders: dict[str, list[str]] = {}
+    for path in _product_modules():
+        if path.name != "__init__.py":
+            holders.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in holders.items() if len(paths) >= 3} == {}
 
 
 CORE_FACE = ("__init__", "constants", "facts", "driver_config")

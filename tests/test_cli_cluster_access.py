@@ -276,7 +276,7 @@ def test_ctrl_c_exits_130_at_once(gpu_cluster, tmp_path, held, on_import, after)
 
 
 def test_inventory_codes_are_the_tables():
-    from kubectl_gpu.inventory.errors import ExitCode
+    from kubectl_gpu.inventory.failures import ExitCode
 
     assert (ExitCode.OK, ExitCode.USAGE, ExitCode.PARTIAL) == (exits.OK, exits.USAGE, exits.NOT_MIGRATED)
     assert (ExitCode.NO_NVML_LIBRARY, ExitCode.NO_GPU, ExitCode.NVML_FAILED) == (

@@ -23,10 +23,10 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
-from kubectl_gpu.fleet.live import send
+from kubectl_gpu.fleet.cluster_io import send
 from kubectl_gpu.k8s import Client
 from kubectl_gpu.inspect.doctor import run_doctor
-from kubectl_gpu.inspect.live import fetch_doctor_inputs
+from kubectl_gpu.inspect.fetch import fetch_doctor_inputs
 from kubectl_gpu.k8s.paths import collection_path
 from tests.fleet_cluster import CR_KIND, mixed_cluster, resource_slice
 from tests.k8sdouble import K8sDouble, ResourceKind
@@ -279,7 +279,7 @@ def test_an_object_changed_after_it_was_read_is_not_written(cluster):
     """The ownership hand-over moves exactly the fields the plan saw; if someone changed the object
     since, migrate stops instead of taking their fields (no force, ever)."""
     from kubectl_gpu.fleet.execute import StepFailed, Target, apply_workload
-    from kubectl_gpu.fleet.live import fetch_snapshot
+    from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.workloads import plan_workloads
 
     planned = next(w for w in plan_workloads(fetch_snapshot(cluster.api)) if w.ref == "Deployment/serving/infer")

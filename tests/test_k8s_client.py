@@ -130,7 +130,7 @@ def test_template_errors_carry_the_admission_status_they_are_answered_with():
 def test_a_named_object_that_is_not_there_is_the_clients_one_not_found(k8s_double):
     """kubectl: `Error from server (NotFound): pods "ghost" not found` (HTTP 404, reason NotFound).
     Every lookup of the tools raises the client's one NotFound, whose message is what people see."""
-    from kubectl_gpu.inspect.live import fetch_pod
+    from kubectl_gpu.inspect.fetch import fetch_pod
 
     with pytest.raises(NotFound) as missing:
         fetch_pod(Client(configuration(k8s_double), 5), "default", "ghost")

@@ -85,7 +85,7 @@ def names_from_cluster(kind: str) -> Callable[[click.Context, click.Parameter, s
 
 
 def _names(ctx: click.Context, kind: str) -> list[str]:
-    from kubectl_gpu.inspect.live import discover_dra
+    from kubectl_gpu.inspect.fetch import discover_dra
     from kubectl_gpu.k8s import collection_path, list_objects
     from kubectl_gpu.k8s.options import ClusterOptions
 

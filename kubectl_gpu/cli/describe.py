@@ -155,7 +155,7 @@ def _settings(ctx: click.Context, values: dict[str, Any], dra_node_labels: tuple
 def _describe_cluster(settings: _Settings) -> None:
     from kubectl_gpu.inspect import tables
     from kubectl_gpu.inspect.cluster import cluster_report
-    from kubectl_gpu.inspect.live import discover_dra, fetch_cluster
+    from kubectl_gpu.inspect.fetch import discover_dra, fetch_cluster
 
     connection = _connect(settings.options)
     dra = discover_dra(connection.api)
@@ -187,7 +187,7 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
         from kubectl_gpu.inspect import tables
         from kubectl_gpu.inspect.cluster import build_node_reports
         from kubectl_gpu.inspect.devices import current_devices
-        from kubectl_gpu.inspect.live import discover_dra, fetch_cluster
+        from kubectl_gpu.inspect.fetch import discover_dra, fetch_cluster
 
         connection = _connect(settings.options)
         dra = discover_dra(connection.api)
@@ -229,7 +229,7 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     def run() -> None:
         from kubectl_gpu.inspect import tables
         from kubectl_gpu.inspect.devices import current_devices
-        from kubectl_gpu.inspect.live import (NothingToExplain, discover_dra, explain_pod_objects, fetch_dra,
+        from kubectl_gpu.inspect.fetch import (NothingToExplain, discover_dra, explain_pod_objects, fetch_dra,
                                               fetch_pod, list_pods, pod_claim_objects)
         from kubectl_gpu.k8s import NotFound
         from kubectl_gpu.inspect.pods import pod_report, pod_reports
@@ -278,7 +278,7 @@ def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
         from kubectl_gpu.inspect import tables
         from kubectl_gpu.inspect.claims import claim_report, claim_reports
         from kubectl_gpu.inspect.devices import current_devices
-        from kubectl_gpu.inspect.live import discover_dra, explain_claims, fetch_claim, fetch_dra
+        from kubectl_gpu.inspect.fetch import discover_dra, explain_claims, fetch_claim, fetch_dra
         from kubectl_gpu.k8s import list_objects
 
         options = settings.options

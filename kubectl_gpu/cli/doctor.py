@@ -35,7 +35,7 @@ def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
     """
     from kubectl_gpu.inspect import tables
     from kubectl_gpu.inspect.doctor import run_doctor
-    from kubectl_gpu.inspect.live import fetch_doctor_inputs
+    from kubectl_gpu.inspect.fetch import fetch_doctor_inputs
     from kubectl_gpu.k8s import ApiError, KubeconfigError
 
     options = ClusterOptions(**values)

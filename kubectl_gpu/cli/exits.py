@@ -19,7 +19,7 @@ USAGE = 2  # click's own code for usage errors
 NOT_MIGRATED = 3  # some input could not be processed (migrated, read by inventory); the rest was
 UNREACHABLE = 4
 FORBIDDEN = 5
-NO_NVML_LIBRARY, NO_GPU, NVML_FAILED = 6, 7, 8  # inventory's own: kubectl_gpu.inventory.errors.ExitCode
+NO_NVML_LIBRARY, NO_GPU, NVML_FAILED = 6, 7, 8  # inventory's own: kubectl_gpu.inventory.failures.ExitCode
 INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head`); kubectl dies of SIGPIPE
 
@@ -80,7 +80,7 @@ def fail(exc: BaseException) -> NoReturn:
 
 
 def cluster_errors() -> tuple[type[BaseException], ...]:
-    from kubectl_gpu.inspect.live import NothingToExplain
+    from kubectl_gpu.inspect.fetch import NothingToExplain
     from kubectl_gpu.k8s import ApiError, KubeconfigError
 
     return (KubeconfigError, ApiError, NothingToExplain)  # ApiError holds NotFound

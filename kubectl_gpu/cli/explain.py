@@ -120,8 +120,8 @@ def _explain_live(target: str | None, options: ClusterOptions, kubernetes_versio
                   feature_gates: str | None = None) -> Any:
     """`explain POD`, `explain claim/NAME` (kubectl's TYPE/NAME), or with no target every pod with
     DRA claims (-A, -l): claims (or templates) against the cluster's slices, classes and
-    allocations, fetched through kubectl_gpu.inspect.live, compiled under the cluster's gates."""
-    from kubectl_gpu.inspect.live import explain_claim_live, explain_pod_live, explain_pods_live
+    allocations, fetched through kubectl_gpu.inspect.fetch, compiled under the cluster's gates."""
+    from kubectl_gpu.inspect.fetch import explain_claim_live, explain_pod_live, explain_pods_live
 
     kind, name = "pod", target
     if target and "/" in target:
@@ -180,7 +180,7 @@ def _live_gates(api: Any, kubernetes_version: str | None, feature_gates: str | N
 
 def _live_devices(options: ClusterOptions) -> Any:
     """Without --slices: the live cluster's ResourceSlices, DeviceClasses and allocated claims."""
-    from kubectl_gpu.inspect.live import discover_dra, fetch_dra
+    from kubectl_gpu.inspect.fetch import discover_dra, fetch_dra
 
     try:
         connection = options.connect()

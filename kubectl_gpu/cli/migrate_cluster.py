@@ -53,7 +53,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     kubectl-gpu): claim templates first, then each workload, one namespace at a time, waiting
     for every rollout to become ready and stopping at the first that does not."""
     from kubectl_gpu.fleet.execute import StepFailed, apply_claims, apply_workload, wait_ready
-    from kubectl_gpu.fleet.live import fetch_snapshot
+    from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.workloads import MIGRATE, RECREATE
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect

@@ -47,7 +47,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
             dry_run: str | None, wave_size: int | None, timeout: float, dra_node_labels: tuple[str, ...]) -> None:
     """Switch one wave of GPU nodes (the plan's next, or the NODEs given) to the DRA driver."""
     from kubectl_gpu.fleet.execute import StepFailed, cordon_and_label, evict
-    from kubectl_gpu.fleet.live import fetch_snapshot
+    from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import check_wave, next_wave_nodes, plan_migration
     from kubectl_gpu.fleet.workloads import pod_demand
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect

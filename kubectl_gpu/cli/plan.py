@@ -90,7 +90,7 @@ def _text(text: str) -> Any:
 
 
 def _live_snapshot(options: ClusterOptions, choices: ProfileChoices):
-    from kubectl_gpu.fleet.live import fetch_snapshot
+    from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.k8s import ApiError, KubeconfigError
 
     try:

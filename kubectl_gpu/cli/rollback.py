@@ -34,7 +34,7 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
     from kubectl_gpu.fleet.apply import RollbackError
     from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, StepFailed, Target, rollback_workload, wait_ready
-    from kubectl_gpu.fleet.live import fetch_snapshot
+    from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
     from kubectl_gpu.manifests.locate import find_pod_sites
     from kubectl_gpu.manifests.tree_patch import resolve

@@ -16,7 +16,7 @@ from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.paths import collection_path
 
 from .apply import describe_change, diff, migration_steps, rollback_config
-from .live import object_path, send, status_causes
+from .cluster_io import object_path, send, status_causes
 
 APPLY = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubectl_gpu.inventory.errors import ExitCode, InventoryUnavailable
+from kubectl_gpu.inventory.failures import ExitCode, InventoryUnavailable
 from kubectl_gpu.inventory.nvml_reader import read_node
 from kubectl_gpu.inventory.published_devices import InventoryPlan, PublishedDevice, plan_inventory
 from kubectl_gpu.inventory.readings import DeviceFailure, NodeReadings

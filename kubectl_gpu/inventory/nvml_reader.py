@@ -18,7 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Iterator
 
-from kubectl_gpu.inventory.errors import ExitCode, InventoryUnavailable
+from kubectl_gpu.inventory.failures import ExitCode, InventoryUnavailable
 from kubectl_gpu.inventory.readings import (
     DeviceFailure,
     GpuInstanceProfile,

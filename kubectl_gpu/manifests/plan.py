@@ -22,7 +22,7 @@ from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, Sev
 from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
 
 from .loader import Format, ParsedDocument, Source, open_source
-from .live import is_live, live_pod_warning, server_set_pointers
+from .read_back import is_live, live_pod_warning, server_set_pointers
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
@@ -190,7 +190,7 @@ class Planner:
 
 def _prepare_live_object(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any], first_template: int) -> None:
     """An object read back from a cluster and rewritten: drop what the API server set, so the
-    output applies (see live.py); say that a live Pod must be migrated through its owner."""
+    output applies (see read_back.py); say that a live Pod must be migrated through its owner."""
     changed = [i for i in range(first_template, len(plan.templates)) if plan.templates[i].changed]
     if not changed or not is_live(obj):
         return
