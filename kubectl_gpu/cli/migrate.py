@@ -43,8 +43,9 @@ EPILOG = """\b
 What migrate's exit codes mean (table below):
   0  everything migrated (or nothing needed to change)
   1  --check or --diff: some manifest would change (like kubectl diff)
-  2  usage error (bad option, missing file, unreadable --cluster files);
-     nothing was written
+  2  usage error (bad option, missing file, a file or directory that cannot
+     be read, all of them named; a symbolic link to nothing; unreadable
+     --cluster files); nothing was written
   3  some input was not migrated (a document that does not parse or repeats
      a key with different values, an invalid legacy value, one container
      mixing two GPU plugins' resources, a claim that no device of the
@@ -86,7 +87,9 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 
 @click.command(name="migrate", epilog=exits.epilog(EPILOG), context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("inputs", nargs=-1, required=True, metavar="FILE|DIR|-...")
-@click.option("--in-place", is_flag=True, help="Rewrite the input files that change.")
+@click.option("--in-place", is_flag=True,
+              help="Rewrite the input files that change (a symbolic link: the file it reaches; in the encoding "
+                   "the file was read in, UTF-16 or a byte order mark included, as kubectl reads them).")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Write every migrated file under DIR, mirroring the input paths.")
 @click.option("--diff", "show_diff", is_flag=True,
@@ -246,13 +249,15 @@ def command(
                 targets = output_paths(rendered, output_dir)
             except OutputError as err:
                 raise click.UsageError(str(err)) from err
-            jobs = [(target, file.text, file.source.path) for target, file in zip(targets, rendered)]
+            jobs = [(target, file.text, file.source.path, file.source.encoding)
+                    for target, file in zip(targets, rendered)]
             if classes:
-                jobs.append((output_dir / "device-classes.yaml", yaml.safe_dump_all(classes, sort_keys=False), None))
+                jobs.append((output_dir / "device-classes.yaml", yaml.safe_dump_all(classes, sort_keys=False), None,
+                             "utf-8"))
             writes = write_files(jobs)
         elif in_place:
-            writes = write_files([(file.source.path, file.text, file.source.path) for file in rendered
-                                  if file.changed and file.source.path is not None])
+            writes = write_files([(file.source.path, file.text, file.source.path, file.source.encoding)
+                                  for file in rendered if file.changed and file.source.path is not None])
         elif to_stdout and not streaming:
             _stdout_write(join_stream(rendered))
 

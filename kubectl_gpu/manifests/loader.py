@@ -34,6 +34,7 @@ class Source:
     text: str
     path: Path | None = None  # None for stdin
     relative: PurePosixPath | None = None  # where --output-dir mirrors it
+    encoding: str = "utf-8"  # as read: "utf-8", or "utf-8-sig"/"utf-16-le"/"utf-16-be" (with a byte order mark)
 
 
 @dataclass
@@ -93,41 +94,58 @@ class OpenedFile:
 
 def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> list[Source]:
     """Every manifest named by `arguments`, in order.  Raises InputError for a path that
-    does not exist or a file that is not UTF-8 text."""
+    does not exist, a directory or file that cannot be read, or a file that is not text: one
+    error naming every such path (nothing is migrated while part of the input is unseen)."""
     sources: list[Source] = []
+    problems: list[str] = []
     for argument in arguments:
         if argument == STDIN:
             if stdin is None:
                 raise InputError("'-' given but there is no standard input")
-            text = stdin.read()
-            # A byte order mark is no content (files are read as utf-8-sig for the same reason).
-            sources.append(Source("<stdin>", text.removeprefix("\ufeff"), None, PurePosixPath("stdin.yaml")))
+            buffer = getattr(stdin, "buffer", None)
+            if buffer is not None:
+                text, encoding = _decode(buffer.read(), "<stdin>")
+            else:
+                text, encoding = stdin.read().removeprefix("\ufeff"), "utf-8"
+            sources.append(Source("<stdin>", text, None, PurePosixPath("stdin.yaml"), encoding))
             continue
         path = Path(argument)
-        if path.is_dir():
-            files = sorted(_manifests_under(path))
-            for file in files:
-                sources.append(_read(file, file.as_posix(), PurePosixPath(file.relative_to(path).as_posix())))
-        elif path.is_file():
-            sources.append(_read(path, argument, _mirror_path(path)))
-        else:
-            raise InputError(f"{argument}: no such file or directory")
+        try:
+            if path.is_dir():
+                for file in sorted(_manifests_under(path, problems)):
+                    try:
+                        sources.append(_read(file, file.as_posix(), PurePosixPath(file.relative_to(path).as_posix())))
+                    except InputError as err:
+                        problems.append(str(err))
+            elif path.is_file():
+                sources.append(_read(path, argument, _mirror_path(path)))
+            elif path.is_symlink():
+                problems.append(f"{argument}: a symbolic link to {os.readlink(path)}, which does not exist "
+                                "(or links back to itself); name the file it should reach")
+            else:
+                problems.append(f"{argument}: no such file or directory")
+        except InputError as err:
+            problems.append(str(err))
+    if problems:
+        raise InputError("\n".join(problems))
     return sources
 
 
-def _manifests_under(directory: Path) -> Iterable[Path]:
+def _manifests_under(directory: Path, problems: list[str]) -> list[Path]:
     def unreadable(err: OSError) -> None:
         # Skipping it would let `--check` pass over manifests nobody looked at.
         where = err.filename or directory
-        raise InputError(f"{where}: cannot read this directory ({err.strerror}); fix its permissions "
-                         "or name only the directories migrate should read")
+        problems.append(f"{where}: cannot read this directory ({err.strerror}); fix its permissions "
+                        "or name only the directories migrate should read")
 
+    found: list[Path] = []
     for root, dirs, files in os.walk(directory, onerror=unreadable):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in files:
             path = Path(root) / name
             if not name.startswith(".") and path.suffix.lower() in MANIFEST_SUFFIXES and path.is_file():
-                yield path
+                found.append(path)
+    return found
 
 
 def _mirror_path(path: Path) -> PurePosixPath:
@@ -138,12 +156,36 @@ def _mirror_path(path: Path) -> PurePosixPath:
 
 def _read(path: Path, display: str, relative: PurePosixPath) -> Source:
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise InputError(f"{display}: not UTF-8 text ({err.reason} at byte {err.start})") from err
+        data = path.read_bytes()
     except OSError as err:
         raise InputError(f"{display}: {err.strerror}") from err
-    return Source(display, text, path, relative)
+    text, encoding = _decode(data, display)
+    return Source(display, text, path, relative, encoding)
+
+
+# kubectl reads files and stdin through unicode.BOMOverride(unicode.UTF8.NewDecoder())
+# (k8s.io/cli-runtime/pkg/resource/visitor.go): a UTF-8 byte order mark is dropped, a UTF-16 one
+# says the rest is UTF-16 in that byte order.  The encoding is kept to write the file back in it.
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def _decode(data: bytes, display: str) -> tuple[str, str]:
+    encoding, mark = "utf-8", b""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            encoding, mark = name, bom
+            break
+    try:
+        return data[len(mark):].decode(encoding.removesuffix("-sig")), encoding
+    except UnicodeDecodeError as err:
+        raise InputError(f"{display}: not {encoding.removesuffix('-sig').upper()} text ({err.reason} at byte "
+                         f"{err.start + len(mark)}); save it as UTF-8") from err
+
+
+def encode(text: str, encoding: str) -> bytes:
+    """`text` as the file it was read from was encoded, its byte order mark included."""
+    mark = dict((name, bom) for bom, name in _BOMS).get(encoding, b"")
+    return mark + text.encode(encoding.removesuffix("-sig"))
 
 
 def parse_source(source: Source) -> ParsedFile:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .loader import Format
+from .loader import Format, encode
 from .serialize import RenderedFile
 
 
@@ -94,13 +94,13 @@ class WriteReport:
     failed: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def write_files(jobs: Sequence[tuple[Path, str, Path | None]]) -> WriteReport:
-    """Write each (path, text, like) atomically; a failure (a full disk, a directory that cannot
+def write_files(jobs: Sequence[tuple[Path, str, Path | None, str]]) -> WriteReport:
+    """Write each (path, text, like, encoding) atomically; a failure (a full disk, a directory that cannot
     be written, a path under a file) is recorded and the next file is still attempted."""
     report = WriteReport()
-    for path, text, like in jobs:
+    for path, text, like, encoding in jobs:
         try:
-            write_file(path, text, like)
+            write_file(path, text, like, encoding)
         except OSError as err:
             report.failed.append((path, err.strerror or str(err)))
         else:
@@ -108,16 +108,17 @@ def write_files(jobs: Sequence[tuple[Path, str, Path | None]]) -> WriteReport:
     return report
 
 
-def write_file(path: Path, text: str, like: Path | None = None) -> None:
-    """Write atomically (a reader never sees half a manifest), keeping the mode of `like`.
+def write_file(path: Path, text: str, like: Path | None = None, encoding: str = "utf-8") -> None:
+    """Write atomically (a reader never sees half a manifest), keeping the mode of `like`, in
+    `encoding` (the one the input was read in, see loader.encode).
     A symbolic link is followed: the file it points to is rewritten and the link stays."""
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(encode(text, encoding))
         if like is not None and like.exists():
             os.chmod(temporary, like.stat().st_mode & 0o7777)
         else:
