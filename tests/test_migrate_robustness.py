@@ -197,6 +197,30 @@ def test_a_byte_order_mark_on_stdin_is_not_content() -> None:
     assert result.exit_code == 0 and "\ufeff" not in result.stdout
 
 
+@pytest.mark.parametrize("codec, mark", [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff")])
+def test_utf16_with_a_byte_order_mark_is_read_as_kubectl_reads_it(tmp_path: Path, codec: str, mark: bytes) -> None:
+    """kubectl decodes files and stdin through unicode.BOMOverride(unicode.UTF8.NewDecoder())
+    (k8s.io/cli-runtime/pkg/resource/visitor.go): a UTF-16 byte order mark makes the rest UTF-16.
+    --in-place writes the file back in the encoding it had."""
+    data = mark + GPU_POD.encode(codec)
+    result = migrate("-", stdin=data)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == migrate_text(GPU_POD).rendered.text
+    path = tmp_path / "pod.yaml"
+    path.write_bytes(data)
+    assert migrate("--in-place", str(path)).exit_code == 0
+    assert path.read_bytes() == mark + migrate_text(GPU_POD).rendered.text.encode(codec)
+
+
+def test_in_place_on_a_dangling_symlink_is_refused_naming_where_it_points(tmp_path: Path) -> None:
+    link = tmp_path / "link.yaml"
+    link.symlink_to("gone.yaml")
+    result = migrate("--in-place", str(link))
+    assert result.exit_code == 2
+    assert f"{link}: a symbolic link to gone.yaml, which does not exist" in result.output
+    assert link.is_symlink() and not (tmp_path / "gone.yaml").exists()
+
+
 def test_json_duplicate_keys_are_refused_as_yaml_duplicates_are() -> None:
     """Kubernetes' strict decoding rejects duplicate fields in JSON and YAML alike
     (kubectl --validate=strict: "duplicate field"); Python's json would silently keep the last."""
