@@ -212,10 +212,14 @@ def test_utf16_with_a_byte_order_mark_is_read_as_kubectl_reads_it(tmp_path: Path
     assert path.read_bytes() == mark + migrate_text(GPU_POD).rendered.text.encode(codec)
 
 
-def test_in_place_on_a_dangling_symlink_is_refused_naming_where_it_points(tmp_path: Path) -> None:
+@pytest.mark.parametrize("named", ["link", "directory"])
+def test_in_place_on_a_dangling_symlink_is_refused_naming_where_it_points(tmp_path: Path, named: str) -> None:
+    """Also inside a directory: kubectl apply -f DIR fails on it too (its FileVisitor opens every
+    file the walk lists, k8s.io/cli-runtime/pkg/resource/visitor.go), and skipping it silently
+    would let --check pass over a manifest nobody read."""
     link = tmp_path / "link.yaml"
     link.symlink_to("gone.yaml")
-    result = migrate("--in-place", str(link))
+    result = migrate("--in-place", str(link if named == "link" else tmp_path))
     assert result.exit_code == 2
     assert f"{link}: a symbolic link to gone.yaml, which does not exist" in result.output
     assert link.is_symlink() and not (tmp_path / "gone.yaml").exists()

@@ -120,8 +120,7 @@ def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> li
             elif path.is_file():
                 sources.append(_read(path, argument, _mirror_path(path)))
             elif path.is_symlink():
-                problems.append(f"{argument}: a symbolic link to {os.readlink(path)}, which does not exist "
-                                "(or links back to itself); name the file it should reach")
+                problems.append(_dangling(path, argument))
             else:
                 problems.append(f"{argument}: no such file or directory")
         except InputError as err:
@@ -143,9 +142,17 @@ def _manifests_under(directory: Path, problems: list[str]) -> list[Path]:
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in files:
             path = Path(root) / name
-            if not name.startswith(".") and path.suffix.lower() in MANIFEST_SUFFIXES and path.is_file():
-                found.append(path)
+            if not name.startswith(".") and path.suffix.lower() in MANIFEST_SUFFIXES:
+                if path.is_file():
+                    found.append(path)
+                elif path.is_symlink():
+                    problems.append(_dangling(path, path.as_posix()))
     return found
+
+
+def _dangling(link: Path, display: str) -> str:
+    return (f"{display}: a symbolic link to {os.readlink(link)}, which does not exist (or links back to itself); "
+            "point it at a file or remove it")
 
 
 def _mirror_path(path: Path) -> PurePosixPath:
