@@ -16,11 +16,19 @@ DRAConsumableCapacity, list attributes and ``includes()`` need DRAListTypeAttrib
     compile_selector(expression, gates=profile_gates, stored=True)    # as the scheduler compiles it
 """
 
-from .device import Device, InvalidResourceSlice, devices_from_slice, is_resource_slice, make_device
-from .errors import CelCompileError, CelRuntimeError
-from .gates import DEFAULT_MINOR, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
-from .selector import CELPY, FAST, CompiledSelector, Gates, compile_selector, environment_for
-from .values import InvalidValue, Quantity, Semver
+from kubectl_gpu.lazy_exports import homes_of, lazy_exports
+
+# Where each public name lives.  A module is loaded when one of its names is first used: reading
+# ResourceSlices (device.py: describe, doctor) needs neither the compiler nor cel-python, lark and
+# pendulum under it (about 0.16 s of every describe's start-up).
+_HOMES = {
+    "device": ("Device", "InvalidResourceSlice", "devices_from_slice", "is_resource_slice", "make_device"),
+    "errors": ("CelCompileError", "CelRuntimeError"),
+    "gates": ("DEFAULT_MINOR", "DRA_GATES", "SUPPORTED_MINORS", "default_gates", "kubernetes_minor"),
+    "selector": ("CELPY", "FAST", "CompiledSelector", "Gates", "compile_selector", "environment_for"),
+    "values": ("InvalidValue", "Quantity", "Semver"),
+}
+__getattr__ = lazy_exports(__name__, globals(), homes_of(_HOMES))
 
 __all__ = [
     "CELPY",

@@ -7,12 +7,13 @@ primary); this module flattens it into calls, selections and literals with 1-bas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 import lark
 from celpy.celparser import CELParseError, CELParser
 from celpy.evaluation import celbytes, celstr
 
+from .parser_hook import take_parser_builder
 from .errors import CelCompileError
 
 Position = tuple[int, int]
@@ -111,22 +112,12 @@ _ARITHMETIC = {
 }
 
 
-# Called once before cel-python makes its parser (``CELParser.CEL_PARSER``), by a face that can
-# keep the parser's tables between processes (kubectl_gpu/cli/cel_parser_cache.py); this layer
-# does no I/O itself.
-_parser_builder: Callable[[], None] | None = None
-
-
-def set_parser_builder(build: Callable[[], None] | None) -> None:
-    global _parser_builder
-    _parser_builder = build
-
-
 def parse(expression: str) -> lark.Tree:
     """The cel-python parse tree; syntax errors become CelCompileError with a position."""
-    if CELParser.CEL_PARSER is None and _parser_builder is not None:
-        build, _set = _parser_builder, set_parser_builder(None)  # once, whatever happens
-        build()
+    if CELParser.CEL_PARSER is None:
+        build = take_parser_builder()  # a face's cached tables (parser_hook.py), once
+        if build is not None:
+            build()
     try:
         return CELParser().parse(expression)
     except CELParseError as err:

@@ -61,8 +61,8 @@ class LazyGroup(click.Group):
         if name not in SUBCOMMANDS:
             return None
         module = importlib.import_module(f"kubectl_gpu.cli.{name}")
-        if "kubectl_gpu.cel" in sys.modules:  # the command compiles CEL: parse with cached tables
-            from kubectl_gpu.cel.syntax import set_parser_builder
+        if "kubectl_gpu.cel" in sys.modules:  # the command may compile CEL: parse with cached tables
+            from kubectl_gpu.cel.parser_hook import set_parser_builder
             from kubectl_gpu.cli.cel_parser_cache import build_cel_parser
 
             set_parser_builder(build_cel_parser)
