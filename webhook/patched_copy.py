@@ -14,7 +14,7 @@ import jsonpatch
 
 from kubectl_gpu.core import PatchError
 from kubectl_gpu.core import escape_pointer as escape  # noqa: F401 (re-exported)
-from kubectl_gpu.core import unescape_pointer as _unescape
+from kubectl_gpu.core import split_pointer as _split
 
 
 def apply(doc: Any, ops: Iterable[dict[str, Any]]) -> Any:
@@ -28,14 +28,6 @@ def apply(doc: Any, ops: Iterable[dict[str, Any]]) -> Any:
     for op in ops:
         result = _apply_one(result, op)
     return result
-
-
-def _split(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise PatchError(f"path {path!r} must start with /")
-    return [_unescape(t) for t in path[1:].split("/")]
 
 
 def _get(doc: Any, path: str) -> Any:

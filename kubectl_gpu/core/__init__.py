@@ -21,6 +21,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "PatchError": ("json_patch", "PatchError"),
     "escape_pointer": ("json_patch", "escape"),
     "prefix_patch": ("json_patch", "prefix"),
+    "split_pointer": ("json_patch", "split"),
     "unescape_pointer": ("json_patch", "unescape"),
     **{name: ("model", name) for name in (
         "ApiVersion", "ClaimObject", "IntegerGpuMode", "Note", "PodTranslation", "Severity", "Sharing",
@@ -38,7 +39,7 @@ __all__ = [
     "ApiVersion", "BesideLegacy", "ClaimObject", "ClaimRef", "KnownClaim", "claim_spec_requests_gpus",
     "claims_beside_legacy_gpus", "gpus_asked_twice", "known_claims", "ContainerRef", "IntegerGpuMode", "LegacyRequest", "Note", "PatchError",
     "PodTranslation", "QuantityError", "Severity", "Sharing", "TranslateOptions", "escape_pointer", "family_of",
-    "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "parse_quantity", "prefix_patch",
+    "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "parse_quantity", "prefix_patch", "split_pointer",
     "QUANTITY_FORMAT_ERROR", "format_bytes", "format_plain", "mig_profile_of", "parse_kubernetes_quantity",
     "translate_pod_template", "unescape_pointer",
 ]

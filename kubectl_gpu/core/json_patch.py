@@ -21,6 +21,15 @@ def unescape(token: str) -> str:
     return token.replace("~1", "/").replace("~0", "~")
 
 
+def split(pointer: str) -> list[str]:
+    """A JSON Pointer's reference tokens, unescaped: `/limits/nvidia.com~1gpu` -> [limits, nvidia.com/gpu]."""
+    if pointer == "":
+        return []
+    if not pointer.startswith("/"):
+        raise PatchError(f"JSON pointer {pointer!r} must start with '/'")
+    return [unescape(token) for token in pointer[1:].split("/")]
+
+
 def prefix(ops: Iterable[dict[str, Any]], path: str) -> tuple[dict[str, Any], ...]:
     """The same patch for a document that holds the patched one at `path` (e.g. "/spec/template")."""
     if not path:

@@ -30,7 +30,8 @@ from typing import Any
 
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
 from kubectl_gpu.manifests.locate import find_pod_sites
-from kubectl_gpu.manifests.tree_patch import resolve, split_pointer
+from kubectl_gpu.core import split_pointer
+from kubectl_gpu.manifests.tree_patch import resolve
 
 Path = tuple[str, ...]
 # Pod template lists with listType=map and listMapKey=name (core/v1 types.go).

@@ -24,7 +24,8 @@ from kubectl_gpu.core import (KnownClaim, Severity, Sharing, TranslateOptions, k
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
 from kubectl_gpu.core import prefix_patch
 from kubectl_gpu.manifests.locate import PodSite, find_pod_sites, is_pod_spec
-from kubectl_gpu.manifests.tree_patch import PatchError, apply_patch, resolve, split_pointer
+from kubectl_gpu.core import split_pointer
+from kubectl_gpu.manifests.tree_patch import PatchError, apply_patch, resolve
 
 from .snapshot import Obj, Snapshot, ref
 

@@ -11,19 +11,11 @@ import copy
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence
 from typing import Any
 
-from kubectl_gpu.core import escape_pointer, unescape_pointer
+from kubectl_gpu.core import escape_pointer, split_pointer
 
 from kubectl_gpu.core import PatchError
 
 from .comments import attach_trailing_lines, detach_trailing_lines
-
-
-def split_pointer(pointer: str) -> list[str]:
-    if pointer == "":
-        return []
-    if not pointer.startswith("/"):
-        raise PatchError(f"JSON pointer {pointer!r} must start with '/'")
-    return [unescape_pointer(token) for token in pointer[1:].split("/")]
 
 
 def join_pointer(tokens: Iterable[str | int]) -> str:

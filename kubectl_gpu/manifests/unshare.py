@@ -17,7 +17,7 @@ from typing import Any
 
 from ruamel.yaml.comments import Comment, CommentedMap, CommentedSeq
 
-from .tree_patch import split_pointer
+from kubectl_gpu.core import split_pointer
 
 _COLLECTIONS = (CommentedMap, CommentedSeq)
 
