@@ -291,3 +291,18 @@ def test_kinds_take_kubectls_names(gpu_cluster):
     for alias, canonical in (("pods", "pod"), ("po", "pod"), ("nodes", "node"), ("no", "node"),
                              ("claims", "claim"), ("resourceclaims", "claim")):
         assert run(gpu_cluster, "describe", alias, "-A").output == run(gpu_cluster, "describe", canonical, "-A").output
+
+
+def test_describe_reads_the_clusters_devices_without_loading_the_cel_compiler(gpu_cluster):
+    """describe reads ResourceSlices through the one slice parser (kubectl_gpu/cel/device.py) but
+    compiles no selector: cel-python, lark and pendulum (about 0.16 s of start-up) stay unloaded."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom kubectl_gpu.cli.main import main\n"
+             "try:\n    main(sys.argv[1:])\nexcept SystemExit as done:\n"
+             "    print(sorted(m for m in ('celpy', 'lark', 'pendulum') if m in sys.modules), done.code)")
+    result = subprocess.run([sys.executable, "-c", probe, "describe", "--kubeconfig", gpu_cluster.kubeconfig_path()],
+                            capture_output=True, text=True, check=False, cwd=Path(__file__).parent.parent)
+    assert "dra-a" in result.stdout, result.stderr[-2000:]
+    assert result.stdout.splitlines()[-1] == "[] 0", result.stderr[-2000:]
