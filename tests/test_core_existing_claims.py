@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.core import (IntegerGpuMode, KnownClaim, Severity, TranslateOptions, claim_spec_requests_gpus,
                               gpus_asked_twice, known_claims, translate_pod_template)
-from kubectl_gpu.core.facts import allocates_gpus
+from kubectl_gpu.core.facts import allocates_gpus, selects_nvidia_gpus
 from tests.corpus import corpus_file, requires_corpus
 
 DATA = Path(__file__).parent / "data" / "manifests"
@@ -59,6 +59,52 @@ def migrate(*documents: dict):
 ])
 def test_which_device_classes_allocate_gpus(device_class: str, gpus: bool) -> None:
     assert allocates_gpus(device_class) is gpus
+
+
+def device_class(name: str, *expressions: str) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": e}} for e in expressions]}}
+
+
+TARGETED = device_class(  # the kueue-operator e2e test's class, one GPU by UUID
+    "gpu-targeted.nvidia.com",
+    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].uuid == 'GPU-4a1c'")
+
+
+@pytest.mark.parametrize("cls, gpus", [
+    (TARGETED, True),
+    (device_class("gpu-vfio.nvidia.com",
+                  "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'vfio'"), True),
+    (device_class("h100", 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"'), True),
+    (device_class("big", "device.driver=='gpu.nvidia.com'", "device.capacity['gpu.nvidia.com'].memory.compareTo("
+                  "quantity('40Gi')) >= 0"), True),
+    (device_class("imex", "device.driver == 'compute-domain.nvidia.com' && "
+                  "device.attributes['compute-domain.nvidia.com'].type == 'channel'"), False),
+    (device_class("rdma", "device.driver == 'dra.net'"), False),
+    (device_class("example", "device.driver == 'gpu.example.com'"), False),
+    (device_class("no-selectors"), False),
+])
+def test_a_device_class_under_any_name_is_a_gpu_class_when_its_selectors_select_the_drivers_gpus(
+        cls: dict, gpus: bool) -> None:
+    """The driver publishes GPUs, MIG devices and vfio GPUs under its driver name gpu.nvidia.com, which
+    is also their attribute domain: a selector that requires either selects only those devices.  A
+    class without selectors is not counted (nothing says it is meant for GPUs)."""
+    assert selects_nvidia_gpus(cls) is gpus
+
+
+def test_migrate_refuses_a_legacy_gpu_beside_a_claim_of_a_custom_gpu_class_in_the_input() -> None:
+    result = migrate(TARGETED, claim_template("pinned", "gpu-targeted.nvidia.com"),
+                     pod({"name": "g", "resourceClaimTemplateName": "pinned"}))
+    assert result.exit_code == 3, result.stderr
+    assert "asks for GPUs twice, by nvidia.com/gpu and by ResourceClaim 'g'" in result.stderr
+    assert "class gpu-targeted.nvidia.com" in result.stderr
+
+
+def test_a_custom_class_that_selects_no_gpu_keeps_its_claim_beside_a_legacy_gpu() -> None:
+    rdma = device_class("rdma", "device.driver == 'dra.net'")
+    result = migrate(rdma, claim_template("nic", "rdma"), pod({"name": "n", "resourceClaimTemplateName": "nic"}))
+    assert result.exit_code == 0, result.stderr
+    assert "asks for GPUs twice" not in result.stderr
 
 
 @pytest.mark.parametrize("claim_spec", [
@@ -191,3 +237,27 @@ def test_migrate_from_cluster_checks_the_claims_the_cluster_holds() -> None:
             pod({"name": "ch", "resourceClaimTemplateName": "cd-channel"})))
     assert twice.exit_code == 3 and "asks for GPUs twice" in twice.stderr, twice.stderr
     assert imex.exit_code == 0 and "not checked" not in imex.stderr, imex.stderr
+
+
+def test_migrate_cluster_and_the_webhook_know_the_clusters_custom_gpu_classes(webhook_on) -> None:
+    """A class made in the cluster (not in the input) is read from it: migrate --from-cluster, and
+    the webhook's /validate and /mutate, which judge pods with the options fitted to the cluster."""
+    from tests import builders as b
+    from tests.conftest import admission_review
+    from tests.k8sdouble import K8sDouble
+
+    template = {**claim_template("pinned", "gpu-targeted.nvidia.com"),
+                "metadata": {"name": "pinned", "namespace": "default"}}
+    legacy_pod = pod({"name": "g", "resourceClaimTemplateName": "pinned"})
+    legacy_pod["metadata"]["namespace"] = "default"
+    with K8sDouble(kubernetes_version="1.35") as api:
+        api.seed(template, TARGETED, b.dra_node("dra-a"), *b.nvidia_device_classes(), b.gpu_slice("dra-a", 2))
+        cli = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()}).invoke(
+            main, ["migrate", "--from-cluster", "-"], input=yaml.safe_dump(legacy_pod))
+        hook = webhook_on(api)
+        verdicts = {path: hook.review(path, admission_review(legacy_pod)) for path in ("/mutate", "/validate")}
+    assert cli.exit_code == 3 and "asks for GPUs twice" in cli.stderr, cli.stderr
+    for path, response in verdicts.items():
+        assert response["allowed"] is False, (path, response)
+        assert "asks for GPUs twice" in response["status"]["message"] and "gpu-targeted.nvidia.com" in \
+            response["status"]["message"], path

@@ -142,8 +142,9 @@ class Admission:
                 mutation = self._plan(request, site, True)
         if mutation.errors:
             return self._refuse(request, site, mutation)
-        options = self.config.translate_options
         if mutation.claims and mutation.maybe_same_gpus_twice:
+            # Judged with the options fitted to the cluster, as /validate does: its own GPU classes.
+            options = (await self._validation_config()).translate_options
             # Rewriting would silently give the container a second GPU claim: deny it as /validate
             # does for the same container and migrate for the same input (the core's verdict; only
             # claims that allocate GPUs count, not an IMEX channel).

@@ -20,7 +20,7 @@ from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
 from kubectl_gpu.cel.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
 from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
-from kubectl_gpu.core.facts import device_plugin_mig_resource
+from kubectl_gpu.core.facts import device_plugin_mig_resource, gpu_device_class_names
 from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
 from kubectl_gpu.explain.model import ClaimResult
 
@@ -68,6 +68,7 @@ def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
     options = _keep_whole_gpus_whole(options, profile, notes)
     options = _fit_prioritized_list(options, profile, notes)
     options = _fit_extended_resources(options, profile, notes)
+    options = _fit_gpu_classes(options, profile, notes)
     return FittedOptions(options, tuple(notes))
 
 
@@ -118,6 +119,18 @@ def _fit_extended_resources(options: TranslateOptions, profile: ClusterProfile |
     notes.append(f"{DRA_EXTENDED_RESOURCE} is on and the cluster's DeviceClasses serve {', '.join(served)} "
                  "(extendedResourceName, KEP-5004): those MIG requests are left for the scheduler")
     return replace(options, dra_extended_resources=options.dra_extended_resources | frozenset(served))
+
+
+def _fit_gpu_classes(options: TranslateOptions, profile: ClusterProfile | None,
+                     notes: list[str]) -> TranslateOptions:
+    """The cluster's DeviceClasses under names of their own that select the driver's GPUs: a claim of
+    one beside a device-plugin GPU asks for GPUs twice, as one of the driver's classes does."""
+    found = gpu_device_class_names(profile.device_classes) if profile is not None else frozenset()
+    if not found - options.gpu_device_classes:
+        return options
+    notes.append(f"the cluster's DeviceClasses {', '.join(sorted(found))} select NVIDIA GPUs: their claims count "
+                 "as GPU claims")
+    return replace(options, gpu_device_classes=options.gpu_device_classes | found)
 
 
 def _fit_sharing(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:

@@ -33,9 +33,8 @@ class KnownClaim:
     name: str
     device_classes: frozenset[str]
 
-    @property
-    def allocates_gpus(self) -> bool:
-        return any(facts.allocates_gpus(c) for c in self.device_classes)
+    def allocates_gpus(self, options: TranslateOptions = TranslateOptions()) -> bool:
+        return any(is_gpu_class(c, options) for c in self.device_classes)
 
     def describe(self) -> str:
         return f"{self.kind} {self.name}, class {', '.join(sorted(self.device_classes)) or 'none'}"
@@ -67,9 +66,14 @@ def claim_spec_device_classes(claim_spec: Any) -> frozenset[str]:
     return frozenset(found)
 
 
-def claim_spec_requests_gpus(claim_spec: Any) -> bool:
+def is_gpu_class(device_class: str, options: TranslateOptions = TranslateOptions()) -> bool:
+    """The driver's own GPU classes, and those the input or the cluster showed to select its GPUs."""
+    return facts.allocates_gpus(device_class) or device_class in options.gpu_device_classes
+
+
+def claim_spec_requests_gpus(claim_spec: Any, options: TranslateOptions = TranslateOptions()) -> bool:
     """True when a ResourceClaim spec asks for a device of a class that allocates GPUs."""
-    return any(facts.allocates_gpus(c) for c in claim_spec_device_classes(claim_spec))
+    return any(is_gpu_class(c, options) for c in claim_spec_device_classes(claim_spec))
 
 
 def known_claims(obj: Any) -> tuple[KnownClaim, ...]:
@@ -136,7 +140,7 @@ def gpus_asked_twice(template: Mapping[str, Any], known: Iterable[KnownClaim],
     notes = []
     for beside in claims_beside_legacy_gpus(template, options):
         gpu = [(c, by_ref[(c.kind, c.name)]) for c in beside.claims
-               if (c.kind, c.name) in by_ref and by_ref[(c.kind, c.name)].allocates_gpus]
+               if (c.kind, c.name) in by_ref and by_ref[(c.kind, c.name)].allocates_gpus(options)]
         if not gpu:
             continue
         claims = ", ".join(f"{c.entry!r} ({k.describe()})" for c, k in gpu)

@@ -128,8 +128,45 @@ COMPUTE_DOMAIN_CHANNEL_CLASS = COMPUTE_DOMAIN_DEVICE_CLASSES[0]
 
 
 def allocates_gpus(device_class: str) -> bool:
-    """True for a DeviceClass whose devices are NVIDIA GPUs (or MIG slices of them)."""
+    """True for a DeviceClass whose devices are NVIDIA GPUs (or MIG slices of them), by its name: the
+    driver's own classes.  A class under another name is known by its selectors (selects_nvidia_gpus)."""
     return device_class in GPU_ALLOCATING_DEVICE_CLASSES or device_class.endswith(GPU_DEVICE_CLASS_SUFFIX)
+
+
+# The driver publishes every device it serves (GPU, MIG, vfio) under the driver name gpu.nvidia.com,
+# which is also their attribute and capacity domain: a selector that requires the driver, or reads an
+# attribute or capacity of that domain, can only be true for the driver's GPUs (a missing attribute
+# aborts the evaluation, it never matches).  Admins make such classes under their own names, e.g.
+# `gpu-targeted.nvidia.com` selecting one GPU by uuid.
+_DRIVER_LITERAL = rf"""(?:'{re.escape(NVIDIA_DRIVER)}'|"{re.escape(NVIDIA_DRIVER)}")"""
+_SELECTS_NVIDIA_DEVICES = re.compile(
+    rf"device\.driver\s*==\s*{_DRIVER_LITERAL}|{_DRIVER_LITERAL}\s*==\s*device\.driver"
+    rf"|device\.(?:attributes|capacity)\s*\[\s*{_DRIVER_LITERAL}\s*\]")
+
+
+def selects_nvidia_gpus(device_class: object) -> bool:
+    """True for a DeviceClass object one of whose CEL selectors selects only the driver's GPUs (its
+    driver name, or its attribute/capacity domain).  A class without selectors is not counted."""
+    spec = device_class.get("spec") if isinstance(device_class, Mapping) else None
+    selectors = spec.get("selectors") if isinstance(spec, Mapping) else None
+    for selector in selectors if isinstance(selectors, list) else []:
+        cel = selector.get("cel") if isinstance(selector, Mapping) else None
+        expression = cel.get("expression") if isinstance(cel, Mapping) else None
+        if isinstance(expression, str) and _SELECTS_NVIDIA_DEVICES.search(expression):
+            return True
+    return False
+
+
+def gpu_device_class_names(objects: object) -> frozenset[str]:
+    """The names of the DeviceClass objects among ``objects`` that select the driver's GPUs under a
+    name :func:`allocates_gpus` does not know."""
+    found = set()
+    for obj in objects if isinstance(objects, (list, tuple)) else []:
+        metadata = obj.get("metadata") if isinstance(obj, Mapping) else None
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        if isinstance(name, str) and not allocates_gpus(name) and selects_nvidia_gpus(obj):
+            found.add(name)
+    return frozenset(found)
 
 _ALL = (GPU_TYPE, MIG_TYPE, VFIO_TYPE)
 _GPU_MIG = (GPU_TYPE, MIG_TYPE)

@@ -126,6 +126,9 @@ class TranslateOptions:
     # the MIG classes `migrate --device-classes` emits: a whole-device MIG request of one of these
     # names is left for the scheduler, not rewritten.
     dra_extended_resources: frozenset[str] = frozenset()
+    # DeviceClasses under names of their own whose selectors select the driver's GPUs (facts.
+    # selects_nvidia_gpus), from the input or the cluster: their claims are GPU claims too.
+    gpu_device_classes: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

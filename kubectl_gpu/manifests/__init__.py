@@ -43,7 +43,9 @@ def migrate_files(
     facts = scan_inputs(sources, options.namespace)
     given = options.known_claims  # the cluster's (migrate --from-cluster)
     options = replace(options, known_claims={ns: tuple(given.get(ns, ())) + facts.known_claims.get(ns, ())
-                                             for ns in {*given, *facts.known_claims}})
+                                             for ns in {*given, *facts.known_claims}},
+                      translate=replace(options.translate, gpu_device_classes=options.translate.gpu_device_classes
+                                        | facts.gpu_device_classes))
     if options.self_contained_files:
         for source in sources:
             present = scan_inputs([source], options.namespace).present

@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, Severity, TranslateOptions, known_claims,
                               translate_pod_template)
-from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
+from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
 from .read_back import is_live, live_pod_warning, server_set_pointers
@@ -32,6 +32,7 @@ Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 
 DRA_KINDS = frozenset({"ResourceClaimTemplate", "ResourceClaim"})
 KNOWN_CLAIM_KINDS = DRA_KINDS | {COMPUTE_DOMAIN_KIND}
+DEVICE_CLASS_KIND = "DeviceClass"
 
 
 @dataclass(frozen=True)
@@ -108,9 +109,10 @@ class FilePlan:
 
 ObjectKey = tuple[str, str | None, str]
 
-# Text that can only belong to a document holding one of KNOWN_CLAIM_KINDS (`kind: ResourceClaim...`,
-# `kind: ComputeDomain`; a pod's `resourceClaimTemplateName` starts in lower case).
-_KIND_TEXTS = ("ResourceClaim", COMPUTE_DOMAIN_KIND)
+# Text that can only belong to a document holding one of KNOWN_CLAIM_KINDS or a DeviceClass
+# (`kind: ResourceClaim...`, `kind: ComputeDomain`, `kind: DeviceClass`; a pod's
+# `resourceClaimTemplateName` and a request's `deviceClassName` start in lower case).
+_KIND_TEXTS = ("ResourceClaim", COMPUTE_DOMAIN_KIND, DEVICE_CLASS_KIND)
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,9 @@ class InputFacts:
     # Claims the inputs hold (and the channel templates their ComputeDomains make), by namespace:
     # the core refuses a legacy GPU beside one that allocates GPUs, whichever file it is in.
     known_claims: dict[str | None, tuple[KnownClaim, ...]]
+    # DeviceClasses of the input that select NVIDIA GPUs under names of their own: their claims are
+    # GPU claims (TranslateOptions.gpu_device_classes).
+    gpu_device_classes: frozenset[str] = frozenset()
 
 
 def scan_inputs(sources: Iterable[Source], namespace: str | None) -> InputFacts:
@@ -131,19 +136,23 @@ def scan_inputs(sources: Iterable[Source], namespace: str | None) -> InputFacts:
     without one costs a substring search per kind."""
     present: dict[ObjectKey, Any] = {}
     found: dict[str | None, list[KnownClaim]] = {}
+    device_classes: list[Any] = []
     for source in sources:
         needles = [text for text in _KIND_TEXTS if text in source.text]
         if not needles:
             continue
         for index, document in enumerate(open_source(source).documents_naming(needles)):
             for ref, obj in iter_objects(index, document.tree):
+                if ref.kind == DEVICE_CLASS_KIND:
+                    device_classes.append(to_plain(obj))
                 if ref.kind not in KNOWN_CLAIM_KINDS:
                     continue
                 plain = to_plain(obj)
                 found.setdefault(ref.namespace or namespace, []).extend(known_claims(plain))
                 if ref.kind in DRA_KINDS and ref.name:
                     present[(ref.kind, ref.namespace or namespace, ref.name)] = plain.get("spec")
-    return InputFacts(present, {ns: tuple(claims) for ns, claims in found.items()})
+    return InputFacts(present, {ns: tuple(claims) for ns, claims in found.items()},
+                      gpu_device_class_names(device_classes))
 
 
 class Planner:
