@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -60,6 +61,29 @@ def test_quotas_and_accelerator_types_naming_a_legacy_resource_are_reported() ->
     [finding] = find_unrewritable(queue, [])
     assert finding.pointer == "/spec/resourceGroups/0/coveredResources/1"
     assert "DRA device class" in finding.message
+
+
+def test_a_device_classes_extended_resource_name_serves_the_legacy_name_on_purpose() -> None:
+    """KEP-5004 (kubernetes/enhancements keps/sig-scheduling/5004-dra-extended-resource; DeviceClassSpec
+    .extendedResourceName, resource.k8s.io/v1): the scheduler gives a pod that still requests
+    `nvidia.com/mig-1g.12gb` a device of this class.  The name is the point of the field, so it is no
+    stale setting to re-point (the driver's demo/specs/extended-resources/mig-1g-12gb.yaml, and what
+    `migrate --device-classes` writes).  Another object naming it still is one."""
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+
+    device_class = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                    "metadata": {"name": "mig-1g-12gb.gpu.nvidia.com"},
+                    "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+                             "extendedResourceName": "nvidia.com/mig-1g.12gb"}}
+    assert find_unrewritable(device_class, []) == []
+    elsewhere = {"kind": "ConfigMap", "data": {"extendedResourceName": "nvidia.com/mig-1g.12gb"}}
+    assert "refers to the legacy resource" in find_unrewritable(elsewhere, [])[0].message
+    demo = Path(__file__).parent / "data" / "manifests" / "claims" / "mig-1g-12gb-extended-resource.yaml"
+    result = CliRunner().invoke(main, ["migrate", str(demo)])
+    assert result.exit_code == 0, result.stderr
+    assert "refers to the legacy resource" not in result.stderr
 
 
 def test_mpijob_v1alpha1_gpu_count_is_reported() -> None:

@@ -100,12 +100,15 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
     def add(pointer: str, message: str) -> None:
         findings.setdefault(message, Unrewritable(pointer, message))
 
+    serves_legacy_name = _is_device_class(obj)
     for path, key, value in _iter_nodes(obj, []):
         pointer = join_pointer(path)
         if isinstance(value, str):
             # Every extended resource name has a `/`: strings without one need no closer look.
             if key in _QUIET_ANNOTATIONS or "/" not in value:
                 continue
+            if serves_legacy_name and path == ["spec", "extendedResourceName"]:
+                continue  # KEP-5004: the scheduler serves pods requesting that name from this class
             names = _requests_in_text(value)
             if names:
                 add(pointer, f"{', '.join(names)} requested inside a string value: embedded manifests and "
@@ -123,6 +126,12 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
     findings_list = list(findings.values())
     findings_list.extend(_obsolete_count_fields(obj))
     return findings_list
+
+
+def _is_device_class(obj: Any) -> bool:
+    api_version = obj.get("apiVersion") if isinstance(obj, Mapping) else None
+    return (obj.get("kind") == "DeviceClass" and isinstance(api_version, str)
+            and api_version.startswith(constants.DRA_GROUP + "/"))
 
 
 def _iter_nodes(node: Any, path: list[str | int]) -> Iterator[tuple[list[str | int], Any, Any]]:
