@@ -543,3 +543,36 @@ def test_live_plan_and_migrate_check_a_legacy_gpu_beside_the_claims_the_cluster_
         output = c.kubectl_gpu("migrate", "--from-cluster", "-n", "ml")
         assert "Deployment/ml/nccl: " in output and "Deployment/ml/twice: blocked: container 'main': asks for GPUs " \
             "twice, by nvidia.com/gpu and by ResourceClaim 'extra' (ResourceClaimTemplate one-gpu" in output
+
+
+def test_migrate_from_cluster_tells_what_each_moved_workload_becomes_with_its_warnings():
+    """As `migrate` reports each rewritten template (info: what a request became, warning: what the
+    person should know), `migrate --from-cluster` reports it under each workload it moves, in the
+    words `plan -o json` gives in the workload's notes.  Here a half GPU becomes a whole one: no GPU
+    of this cluster advertises shares (KEP-5075's allowMultipleAllocations), so --sharing auto falls
+    back to whole GPUs, which a person must be told before the pods take twice what they asked."""
+    from tests.fleet_cluster import container, device_class, node, template, workload
+
+    with K8sDouble(controllers=True) as double:
+        c = Cluster(double)
+        for obj in (node("dra-1", dra=True), resource_slice("dra-1"), device_class(),
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+                    workload("Deployment", "half", "ml", template("half", container("500m")), 0),
+                    workload("Deployment", "whole", "ml", template("whole", container("1")), 0)):
+            obj = copy.deepcopy(obj)
+            obj["metadata"].pop("uid", None)
+            c.create(obj)
+        planned = {w["name"]: w for w in json.loads(c.kubectl_gpu("plan", "-o", "json", expect=None))["workloads"]}
+        output = c.kubectl_gpu("migrate", "--from-cluster", "-n", "ml")
+    [half_warning] = [n for n in planned["half"]["notes"] if n.startswith("warning: ")]
+    assert "nvidia.com/gpu: 500m" in half_warning and "1 whole GPU" in half_warning
+    assert [n for n in planned["whole"]["notes"] if n.startswith("info: ")], planned["whole"]
+    lines = output.splitlines()
+    for name in ("half", "whole"):
+        at = next(i for i, line in enumerate(lines) if line.startswith(f"  Deployment/ml/{name}: would apply"))
+        reported = []
+        for line in lines[at + 1:]:
+            if not line.startswith("    "):
+                break
+            reported.append(line.strip())
+        assert reported == planned[name]["notes"], (name, output)

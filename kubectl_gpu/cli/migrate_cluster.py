@@ -112,6 +112,8 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
             for w in workloads:
                 target = _target(w, snapshot)
                 click.echo(f"  {w.ref}: {apply_workload(connection.api, target, w.migrated, FIELD_MANAGER, simulate)}")
+                for note in w.notes:  # what each request became and what to know, as migrate reports it
+                    click.echo(f"    {note}")
                 targets.append(target)
             if not simulate:
                 for target in targets:

@@ -46,7 +46,7 @@ class WorkloadPlan:
     uid: str
     status: str
     reasons: tuple[str, ...]  # why it cannot move now (BLOCKED/OWNED/RECREATE), what to do instead
-    notes: tuple[str, ...]  # the core's report: what each request becomes, warnings
+    notes: tuple[str, ...]  # the core's report, as migrate prints it: "info: ..." (what each request becomes), "warning: ..."
     pods: int  # pods it runs (replicas, parallelism; a DaemonSet's current pods)
     legacy: Mapping[str, Fraction]  # what each of its pods requests from device plugins
     claims: tuple[Mapping[str, Any], ...] = ()  # DRA objects it needs, created before it (manifests)
@@ -212,7 +212,8 @@ class Translations:
             claims = {claim.name: self.manifest(claim, namespace) for claim in result.claims}
             found = self._sites[outcome_key] = SiteOutcome(
                 self.demand_of(key, projection),
-                tuple(n.render() for n in result.notes if n.severity is not Severity.INFO or result.changed),
+                tuple(f"{n.severity.value}: {n.render()}" for n in result.notes
+                      if n.severity is not Severity.INFO or result.changed),
                 tuple(n.render() for n in result.errors), prefix_patch(result.patch, pointer), claims,
                 tuple(claim.name for claim in result.claims))
         return found
