@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 
 import pytest
 
@@ -69,6 +70,53 @@ def test_pods_of_one_controller_each_get_their_own_uid_and_the_same_answer(start
         assert patch_of(answer) == patch_of(plain) != []
         assert answer["warnings"] == plain["warnings"]
     assert 'kubectl_gpu_webhook_reviews_total{endpoint="mutate",kind="Pod",operation="CREATE",result="patched"} 5.0' in hook.metrics_text()
+
+
+@pytest.mark.parametrize("unsatisfiable", ["warn", "deny"])
+def test_a_controllers_pods_are_judged_against_the_devices_published_now(webhook_on, unsatisfiable):
+    """The fitted answer is kept for a controller's next pod (same body but its uid): it must follow
+    the cluster's devices as a pod parsed afresh does (docs/webhook.md "Cluster profile": a driver
+    that publishes new ResourceSlices is seen by the next pod), both ways."""
+    from tests.k8sdouble import K8sDouble
+    from tests.test_webhook_cluster_profile import DATA, H100_NODE, docs
+
+    l40s_pod = replica_pod()
+    l40s_pod["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-L40S"}
+    review = admission_review(l40s_pod)
+    l40s_slices = docs(DATA / "driver" / "l40s.yaml")
+    sent = iter(range(1000))
+
+    def answers() -> tuple[dict, dict]:
+        # Three sightings: the parse is kept from the second on, so the last answer is a reused one.
+        reused = [hook.review("/mutate", as_api_server_sends(review, uid(next(sent)))) for _ in range(3)][-1]
+        return reused, hook.review("/mutate", review)  # the plain path, parsed afresh
+
+    def satisfiable(answer: dict) -> bool:
+        if unsatisfiable == "deny":
+            return answer["allowed"]
+        assert answer["allowed"] is True
+        return not any("no device in the cluster can satisfy" in w for w in answer.get("warnings", ()))
+
+    def settles_on(wanted: bool) -> tuple[dict, dict]:
+        deadline = time.monotonic() + 10  # the watch delivers in milliseconds; a bound against a hang
+        while True:
+            reused, plain = answers()
+            if satisfiable(plain) == wanted:
+                return reused, plain
+            assert time.monotonic() < deadline, "the published devices never reached the webhook"
+            time.sleep(0.05)
+
+    with K8sDouble() as double:
+        double.seed(*docs(H100_NODE))
+        hook = webhook_on(double, cluster={"unsatisfiableClaims": unsatisfiable, "profileTtlSeconds": 3600})
+        for wanted in (False, True, False):  # only H100s, then L40S slices published, then removed
+            if wanted:
+                double.seed(*l40s_slices)
+            elif double.get("ResourceSlice", l40s_slices[0]["metadata"]["name"], ""):
+                double.delete("ResourceSlice", l40s_slices[0]["metadata"]["name"], "")
+            reused, plain = settles_on(wanted)
+            assert satisfiable(reused) == wanted
+            assert {k: v for k, v in reused.items() if k != "uid"} == {k: v for k, v in plain.items() if k != "uid"}
 
 
 def test_a_duplicate_uid_key_is_read_as_json_reads_it(start_webhook):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
 from kubectl_gpu.core import KnownClaim, claims_beside_legacy_gpus, gpus_asked_twice, known_claims
@@ -240,12 +240,8 @@ class Admission:
     def _plan(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
               config: WebhookConfig | None = None, revision: str = "") -> MutationPlan:
         # A plan is a pure function of the template and this configuration (fitted to one profile).
-        key = ("plan", id(self), skip, revision)
-        mutation = request.derived.get(key)
-        if mutation is None:
-            mutation = self.plans.get_or_plan(site, config or self.config, skip, request.strict_json, revision)
-            request.derived[key] = mutation
-        return mutation
+        return _derived(request, ("plan", id(self), skip, bool(revision)), revision,
+                        lambda: self.plans.get_or_plan(site, config or self.config, skip, request.strict_json, revision))
 
     def _plan_site(self, site: TemplateSite, skip: bool) -> MutationPlan:
         return self.plans.get_or_plan(site, self.config, skip, False)
@@ -259,6 +255,13 @@ class Admission:
                 return deny(f"kubectl-gpu: cannot read which {DRA_GROUP} versions the API server serves ({exc}): "
                             f"{RETRY_HINT}", 503)
             return self._plan(request, site, skip)
+        # The fitted answer is a pure function of the plan and the profile's content (its revision):
+        # a controller's next pod gets the same object, so its verdict and encoded response too.
+        return _derived(request, ("fitted", id(self), skip), profile.revision,
+                        lambda: self._fit(request, site, skip, profile))
+
+    def _fit(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
+                profile: ClusterProfile) -> MutationPlan | Verdict:
         config, _notes = self._config_for(profile)
         mutation = self._plan(request, site, skip, config, profile.revision)
         warnings: list[str] = []
@@ -408,6 +411,18 @@ class Admission:
                 raise
             known.extend(known_claims({**obj, "kind": ref.kind}))
         return known
+
+
+def _derived(request: AdmissionRequest, key: tuple[Any, ...], revision: str, make: Callable[[], Any]) -> Any:
+    """``make()``, kept with the request for one profile revision (``request.derived`` is shared by
+    the reused parses of one controller's pods).  Only the newest revision is kept per key: a body
+    reused for days while drivers republish their slices does not pile up old answers."""
+    kept = request.derived.get(key)
+    if kept is not None and kept[0] == revision:
+        return kept[1]
+    value = make()
+    request.derived[key] = (revision, value)
+    return value
 
 
 def _metadata(obj: dict[str, Any] | None) -> dict[str, Any]:
