@@ -8,8 +8,8 @@ Prints, next to floors measured in the same run:
   Python, what kubectl runs) in a fresh process, slices as `kubectl get -o yaml` prints them (with
   the metadata the API server sets) and as JSON; floor: a fresh Python process that only reads
   the JSON file (startup + json).  First once with an empty cache directory (cel-python's parser
-  tables are built, as on a user's first run), then the best of 3 with them kept
-  (kubectl_gpu/cli/cel_parser_cache.py);
+  tables are built and the selectors parsed, as on a user's first run), then the best of 3 with
+  them kept (kubectl_gpu/cli/cel_parser_cache.py: the input files are never cached);
 * in process: loading the YAML, building the devices, explaining;
 * per selector shape (the corpus's selectors, and the shapes the tests use: has() guards,
   macros, cel.bind, quantities, versions, regexes): microseconds per device on the fast path,
@@ -190,7 +190,7 @@ def main() -> None:
         floor_process = process_best_of(3, [sys.executable, "-c",
                                             "import json, sys; json.loads(open(sys.argv[1], 'rb').read())",
                                             str(json_path)])
-        first_run = process_best_of(1, [*cli, str(json_path)], cache)  # builds the parser tables
+        first_run = process_best_of(1, [*cli, str(json_path)], cache)  # builds the parser tables, parses
         e2e_yaml = process_best_of(3, [*cli, str(yaml_path)], cache)
         e2e_json = process_best_of(3, [*cli, str(json_path)], cache)
         print(f"end to end: {' '.join(Path(executable[0]).name if i == 0 else a for i, a in enumerate(executable))} "

@@ -25,7 +25,8 @@ from .cost import ACTUAL_COST_EXCEEDED, MAX_COST, iteration_charge
 from .device import Device
 from .errors import EvalError
 from .fastpath import CostLimitExceeded
-from .syntax import MACROS, Macro, to_ast
+from .parser import to_ast
+from .syntax import MACROS, Macro
 
 
 class _DomainMap(ct.MapType):

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import math
 import operator
+import sys
 from functools import lru_cache
 from typing import Any, Callable
-
-import celpy.celtypes as celtypes
 
 try:  # CEL regular expressions are RE2; cel-python already depends on google-re2.
     import re2 as _regex
@@ -41,10 +40,14 @@ def type_name(value: Any) -> str:
 
 
 def _type_name(value: Any) -> str:
-    if isinstance(value, (bool, celtypes.BoolType)):
+    celtypes = sys.modules.get("celpy.celtypes")  # no cel-python value exists before it is loaded
+    if celtypes is not None:
+        if isinstance(value, celtypes.BoolType):
+            return "bool"
+        if isinstance(value, celtypes.UintType):
+            return "uint"
+    if isinstance(value, bool):
         return "bool"
-    if isinstance(value, celtypes.UintType):
-        return "uint"
     if isinstance(value, int):
         return "int"
     if isinstance(value, float):
@@ -570,7 +573,15 @@ UINT64_MAX = 2**64 - 1
 def _uint(value: int) -> Any:
     if not 0 <= value <= UINT64_MAX:
         raise EvalError("unsigned integer overflow")
-    return celtypes.UintType(value)
+    return _celtypes().UintType(value)
+
+
+def _celtypes() -> Any:
+    """cel-python's types, loaded on first use: a uint is its UintType on both paths, and the fast
+    path makes one only for a uint literal or uint() (loading cel-python takes about 0.1 s)."""
+    import celpy.celtypes
+
+    return celpy.celtypes
 
 
 def _go_div(a: int, b: int) -> int:

@@ -7,14 +7,14 @@ from functools import lru_cache
 from typing import Any, Callable, Collection, Mapping
 
 from . import lib
-from .celpy_path import CelpyProgram
 from .checker import NEWEST, Environment, check
 from .cost import MAX_COST, MAX_LENGTH, TOO_COMPLEX, estimate
 from .gates import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, normalize_gates
 from .device import Device
 from .errors import CelCompileError, CelRuntimeError
 from .fastpath import Unsupported, compile_fast
-from .syntax import parse, to_ast
+from .parser_hook import parsed_store
+from .syntax import Node, from_json, to_json
 
 FAST = "fast"
 CELPY = "cel-python"
@@ -83,8 +83,7 @@ def _compile(
     if not stored and len(expression.encode()) > MAX_LENGTH:
         # validateCELSelector: field.TooLong, and the expression is not compiled at all.
         raise CelCompileError(f"Too long: may not be more than {MAX_LENGTH} bytes", None, expression, prefix="")
-    tree = parse(expression)
-    ast = to_ast(tree, expression)
+    ast = _ast(expression)
     types: dict[int, Any] = {}
     check(ast, expression, environment, types)
     cost = estimate(ast, environment, types)
@@ -97,5 +96,28 @@ def _compile(
         except Unsupported:
             if engine == FAST:
                 raise
-    program = CelpyProgram(tree, expression, environment, cost_limit)
+    from .celpy_path import CelpyProgram  # the reference engine: cel-python, loaded when asked for
+    from .parser import parse
+
+    program = CelpyProgram(parse(expression), expression, environment, cost_limit)
     return CompiledSelector(expression, CELPY, program.evaluate, cost)
+
+
+def _ast(expression: str) -> Node:
+    """The expression's AST: kept from an earlier parse when the face keeps them
+    (parser_hook.ParsedStore), else parsed with cel-python's grammar (which loads cel-python, lark
+    and pendulum) and kept.  Parsing does not depend on feature gates or the environment: the
+    checker and the cost estimate run again on every compile."""
+    store = parsed_store()
+    if store is not None:
+        kept = store.get(expression)
+        if kept is not None:
+            ast = from_json(kept)
+            if ast is not None:
+                return ast
+    from .parser import parse, to_ast
+
+    ast = to_ast(parse(expression), expression)
+    if store is not None:
+        store.put(expression, to_json(ast))
+    return ast

@@ -61,11 +61,12 @@ class LazyGroup(click.Group):
         if name not in SUBCOMMANDS:
             return None
         module = importlib.import_module(f"kubectl_gpu.cli.{name}")
-        if "kubectl_gpu.cel" in sys.modules:  # the command may compile CEL: parse with cached tables
-            from kubectl_gpu.cel.parser_hook import set_parser_builder
-            from kubectl_gpu.cli.cel_parser_cache import build_cel_parser
+        if "kubectl_gpu.cel" in sys.modules:  # the command may compile CEL: keep what parsing makes
+            from kubectl_gpu.cel.parser_hook import set_parsed_store, set_parser_builder
+            from kubectl_gpu.cli.cel_parser_cache import ParsedSelectorFiles, build_cel_parser
 
             set_parser_builder(build_cel_parser)
+            set_parsed_store(ParsedSelectorFiles.in_user_cache())
         return module.command
 
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
