@@ -119,7 +119,7 @@ class Admission:
         if left_alone is not None:
             return left_alone
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
-        skip = site_opted_out(site, self.config)
+        skip = _derived(request, ("site_opted_out", id(self)), "", lambda: site_opted_out(site, self.config))
         mutation = self._plan(request, site, skip)
         if not mutation.patch and not mutation.claims and not mutation.errors:
             # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.

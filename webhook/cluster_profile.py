@@ -45,7 +45,10 @@ class ProfileCache:
         self.clock = clock
         self.on_api_error = on_api_error
         self._profile: ClusterProfile | None = None
-        self._built_from: tuple[Any, ...] = ()
+        # Bumped by every change a watch reports and by new discovery: the profile is rebuilt when
+        # it moved since the build (an int compare per review, not a walk over the watches).
+        self._generation = 0
+        self._built_from = -1
         self._built_at = -1e9
         self._discovery: tuple[dict[str, Any], dict[str, Any]] | None = None  # /version, /apis/resource.k8s.io
         self._discovered_at = -1e9
@@ -74,10 +77,10 @@ class ProfileCache:
         now = self.clock()
         if now - self._discovered_at >= self.ttl:
             return True
-        return now - self._built_at >= REBUILD_SECONDS and self._identity() != self._built_from
+        return self._generation != self._built_from and now - self._built_at >= REBUILD_SECONDS
 
-    def _identity(self) -> tuple[Any, ...]:
-        return (id(self._discovery), *((key, w.changes) for key, w in self._watches.items()))
+    def _changed(self, _change: str, _obj: dict[str, Any]) -> None:
+        self._generation += 1
 
     async def _refresh(self) -> ClusterProfile:
         if self._discovery is None or self.clock() - self._discovered_at >= self.ttl:
@@ -89,7 +92,7 @@ class ProfileCache:
                 if not await informer.wait_synced(self.api.timeout):
                     raise informer.last_error or ApiError.from_status(
                         0, informer.path, f"listing {informer.path} took longer than {self.api.timeout}s")
-        identity = self._identity()
+        identity = self._generation
         if self._profile is not None and identity == self._built_from:
             return self._profile
         assert self._discovery is not None
@@ -113,11 +116,14 @@ class ProfileCache:
         wanted = set(dra_list_paths(group))
         for key in [k for k in self._watches if k not in wanted]:
             await self._watches.pop(key).stop()
+            self._generation += 1
         for key in sorted(wanted):
             if key not in self._watches:
-                informer = Informer(self.api, key[0])
+                informer = Informer(self.api, key[0], on_change=self._changed)
                 informer.start()
                 self._watches[key] = informer
+                self._generation += 1
         if self._discovery is None or self._discovery != (version, group):
             self._discovery = (version, group)
+            self._generation += 1
         self._discovered_at = self.clock()

@@ -149,8 +149,10 @@ class TemplateStore:
         """The watch of managed objects of this kind and version, when it is current."""
         if not self.watch:
             return None
+        informer = self._informers.get((claim.api_version.value, claim.kind))
+        if informer is not None and informer.current:
+            return informer  # the steady state: one lookup per review
         resource = Resource(claim.api_version.value, claim.kind)
-        informer = self._informers.get((resource.api_version, resource.kind))
         if informer is None:
             informer = Informer(self.api, resource.path(None),
                                 label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}",
