@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -125,3 +126,70 @@ def test_json_and_yaml_output_never_load_the_table_printer_or_the_translation_fi
         result = subprocess.run([sys.executable, "-c", probe, "explain", "-f", TEST1, "--slices", H100, "-o", output],
                                 capture_output=True, text=True, check=False)
         assert result.stdout.splitlines()[-1] == "False 0", result.stderr[-2000:]
+
+
+def _claim(**overrides):
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+           "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
+    for path, value in overrides.items():
+        node = obj
+        *parents, leaf = path.split(".")
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        if isinstance(node, list):
+            node[int(leaf)] = value
+        else:
+            node[leaf] = value
+    return obj
+
+
+@pytest.mark.parametrize("claim, says", [
+    (_claim(metadata="c"), "metadata must be a map"),
+    (_claim(spec=["devices"]), "spec must be a map"),
+    (_claim(**{"spec.devices": "gpu"}), "spec.devices must be a map"),
+    (_claim(**{"spec.devices.requests": {"name": "g"}}), "spec.devices.requests must be a list"),
+    (_claim(**{"spec.devices.requests.0.exactly": "gpu.nvidia.com"}), "exactly must be a map"),
+    (_claim(**{"spec.devices.requests.0.exactly.selectors": "device.driver == 'gpu.nvidia.com'"}),
+     "selectors must be a list"),
+    (_claim(**{"spec.devices.requests.0.exactly.selectors": [{"cel": "device.driver == 'x'"}]}),
+     "set cel.expression"),
+    (_claim(**{"spec.devices.requests.0.exactly.capacity": ["memory"]}), "capacity must be a map"),
+    (_claim(**{"spec.devices.requests.0.exactly.capacity": {"requests": ["memory"]}}),
+     "capacity.requests must be a map"),
+    (_claim(**{"spec.devices.requests.0": {"name": "g", "firstAvailable": {"name": "a"}}}),
+     "firstAvailable must be a list"),
+    (_claim(**{"spec.devices.constraints": "gpu"}), "spec.devices.constraints must be a list"),
+    (_claim(**{"spec.devices.constraints": ["gpu"]}), "spec.devices.constraints[0] must be a map"),
+    (_claim(**{"spec.devices.constraints": [{"matchAttribute": "gpu.nvidia.com/uuid", "requests": [1]}]}),
+     "spec.devices.constraints[0].requests must be a list of request names"),
+    (_claim(status="allocated"), "status must be a map"),
+    (_claim(kind={"ResourceClaim": 1}), None),  # not a claim at all: nothing to explain
+    (_claim(apiVersion=["resource.k8s.io/v1"]), None),
+])
+def test_a_malformed_claim_says_which_field_to_fix_and_never_shows_a_traceback(tmp_path, claim, says):
+    """The API server refuses these shapes (every field has one type in the resource.k8s.io
+    OpenAPI schema); explain reads files nobody validated, so it names the field instead."""
+    path = tmp_path / "claim.yaml"
+    path.write_text(yaml.safe_dump(claim))
+    result = CliRunner().invoke(main, ["explain", "-f", str(path), "--slices", H100])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    if says is None:
+        assert result.exit_code == 2 and "no ResourceClaim or ResourceClaimTemplate" in result.output
+    else:
+        assert result.exit_code == 1 and says in " ".join(result.output.split()), result.output
+
+
+@pytest.mark.parametrize("device_class, says", [
+    ({"metadata": "gpu.nvidia.com"}, "metadata must be a map"),
+    ({"metadata": {"name": "gpu.nvidia.com"}, "spec": "x"}, "spec must be a map"),
+    ({"metadata": {"name": "gpu.nvidia.com"}, "spec": {"selectors": "device.driver == 'x'"}},
+     "selectors must be a list"),
+])
+def test_a_malformed_device_class_says_which_field_to_fix(tmp_path, device_class, says):
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([_claim(), {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                                   **device_class}]))
+    result = CliRunner().invoke(main, ["explain", "-f", str(path), "--slices", H100])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output

@@ -498,3 +498,17 @@ def test_json_strings_that_yaml_1_1_reads_as_booleans_stay_strings() -> None:
     [migrated] = [o for o in json.loads(result.rendered.text)["items"] if o["kind"] == "Pod"]
     assert migrated["spec"]["containers"][0]["env"] == [{"name": "A", "value": "yes"}, {"name": "B", "value": "off"}]
     assert "claims" in migrated["spec"]["containers"][0]["resources"]
+
+
+def test_a_lone_surrogate_escape_in_yaml_is_kept_as_the_same_escape_in_json_output() -> None:
+    """YAML's `"\\ud800"` escape reads as a lone surrogate (PyYAML and ruamel accept it); RFC 8259
+    writes any code unit as `\\uXXXX`, so the JSON output keeps exactly that value, as valid UTF-8.
+    (It stopped `migrate -o json` with a UnicodeEncodeError on the way to stdout.)"""
+    text = GPU_POD.replace("metadata:\n", 'metadata:\n  annotations: {note: "a\\ud800b"}\n', 1)
+    result = CliRunner().invoke(main, ["migrate", "-o", "json", "-"], input=text)
+    assert result.exit_code == 0, result.output
+    assert "\\ud800" in result.stdout
+    result.stdout.encode("utf-8")  # strict, as a real stdout is
+    [migrated] = [item for item in json.loads(result.stdout)["items"] if item["kind"] == "Pod"]
+    assert migrated["metadata"]["annotations"]["note"] == "a\ud800b"
+    assert "resourceClaims" in migrated["spec"]

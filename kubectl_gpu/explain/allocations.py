@@ -28,14 +28,16 @@ def allocations_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, tu
     for claim in claims:
         if claim.get("kind") != "ResourceClaim":
             continue
-        meta = claim.get("metadata") or {}
+        # Read tolerantly: a claim the API server never saw may be malformed (explain reports such an
+        # input claim as INVALID when it parses it); what cannot be read holds no device.
+        meta = _map(claim.get("metadata"))
         ref = f"{meta.get('namespace')}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
-        results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
-        for result in results:
+        results = _map(_map(_map(claim.get("status")).get("allocation")).get("devices")).get("results")
+        for result in results if isinstance(results, list) else ():
             if result.__class__ is not dict and not isinstance(result, Mapping):  # the ABC check is slow
                 continue
             consumed = {}
-            for name, value in (result.get("consumedCapacity") or {}).items():
+            for name, value in _map(result.get("consumedCapacity")).items():
                 try:
                     consumed[str(name)] = Quantity.read(value)
                 except InvalidValue:
@@ -45,3 +47,7 @@ def allocations_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, tu
                 Holder(ref, str(result.get("request")), bool(result.get("adminAccess")), consumed)
             )
     return {device: tuple(items) for device, items in holders.items()}
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}

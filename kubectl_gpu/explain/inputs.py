@@ -59,7 +59,8 @@ def sort_objects(objects: Iterable[Any]) -> ExplainInputs:
         elif is_device_class(obj):
             inputs.classes.append(obj)
         else:
-            name = (obj.get("metadata") or {}).get("name", "")
+            metadata = obj.get("metadata")
+            name = metadata.get("name", "") if isinstance(metadata, Mapping) else ""
             inputs.ignored.append(f"{obj.get('kind', '?')}/{name}")
     return inputs
 
@@ -109,7 +110,7 @@ def _explain_each(claims: Sequence[Mapping[str, Any]], all_devices: list[Device]
                   gates: Gates) -> list[ClaimResult | ClaimError]:
     items: list[ClaimResult | ClaimError] = []
     for obj in claims:
-        meta = obj.get("metadata") or {}
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
         try:
             spec = parse_claim(obj)
         except InvalidClaim as err:

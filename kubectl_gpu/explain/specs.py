@@ -83,7 +83,8 @@ class ClaimSpec:
 
 
 def is_claim(obj: Any) -> bool:
-    return isinstance(obj, Mapping) and obj.get("kind") in CLAIM_KINDS and _group(obj) == DRA_GROUP
+    kind = obj.get("kind") if isinstance(obj, Mapping) else None
+    return isinstance(kind, str) and kind in CLAIM_KINDS and _group(obj) == DRA_GROUP
 
 
 def is_device_class(obj: Any) -> bool:
@@ -99,10 +100,10 @@ def _version(obj: Mapping[str, Any]) -> str:
 
 
 def parse_device_class(obj: Mapping[str, Any]) -> DeviceClassSpec:
-    name = str((obj.get("metadata") or {}).get("name") or "")
+    name = str(_map(obj.get("metadata"), "DeviceClass: metadata").get("name") or "")
     if not name:
         raise InvalidClaim("DeviceClass without metadata.name")
-    spec = obj.get("spec") or {}
+    spec = _map(obj.get("spec"), f"DeviceClass {name}: spec")
     return DeviceClassSpec(
         name=name,
         selectors=_selectors(spec.get("selectors"), f"DeviceClass {name}: spec.selectors"),
@@ -118,7 +119,7 @@ def builtin_device_class(name: str) -> DeviceClassSpec | None:
 def parse_claim(obj: Mapping[str, Any]) -> ClaimSpec:
     """A ResourceClaim or ResourceClaimTemplate as a ClaimSpec; InvalidClaim says what to fix."""
     kind = obj.get("kind")
-    meta = obj.get("metadata") or {}
+    meta = _map(obj.get("metadata"), f"{kind}: metadata")
     name = str(meta.get("name") or meta.get("generateName") or "<unnamed>")
     label = f"{kind} {name}"
     version = _version(obj)
@@ -130,12 +131,12 @@ def parse_claim(obj: Mapping[str, Any]) -> ClaimSpec:
             "parametersRef was removed in Kubernetes 1.31); rewrite it as resource.k8s.io/v1 with "
             "spec.devices.requests[].exactly.deviceClassName"
         )
-    spec = obj.get("spec") or {}
+    spec = _map(obj.get("spec"), f"{label}: spec")
     if kind == "ResourceClaimTemplate":
-        spec = spec.get("spec") or {}
-    devices = spec.get("devices") or {}
-    raw_requests = devices.get("requests") or []
-    if not isinstance(raw_requests, list) or not raw_requests:
+        spec = _map(spec.get("spec"), f"{label}: spec.spec")
+    devices = _map(spec.get("devices"), f"{label}: spec.devices")
+    raw_requests = _list(devices.get("requests"), f"{label}: spec.devices.requests")
+    if not raw_requests:
         raise InvalidClaim(f"{label}: spec.devices.requests is empty; nothing to allocate")
     requests = tuple(_request(r, i, version, label) for i, r in enumerate(raw_requests))
     names = [r.name for r in requests]
@@ -143,15 +144,20 @@ def parse_claim(obj: Mapping[str, Any]) -> ClaimSpec:
     if duplicates:
         raise InvalidClaim(f"{label}: request names must be unique, {', '.join(duplicates)} repeats")
     constraints = []
-    for index, raw in enumerate(devices.get("constraints") or []):
-        attribute = (raw or {}).get("matchAttribute")
+    for index, raw in enumerate(_list(devices.get("constraints"), f"{label}: spec.devices.constraints")):
+        where = f"{label}: spec.devices.constraints[{index}]"
+        attribute = _map(raw, where).get("matchAttribute")
         if attribute:
-            wanted = tuple(raw.get("requests") or ())
+            wanted = tuple(_list(raw.get("requests"), f"{where}.requests"))
+            if not all(isinstance(r, str) for r in wanted):
+                raise InvalidClaim(f"{where}.requests must be a list of request names")
             unknown = [r for r in wanted if r.split("/")[0] not in names]
             if unknown:
                 raise InvalidClaim(f"{label}: spec.devices.constraints[{index}] names unknown requests {unknown}")
             constraints.append(ConstraintSpec(wanted, str(attribute)))
-    results = ((obj.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+    allocation = _map(_map(obj.get("status"), f"{label}: status").get("allocation"), f"{label}: status.allocation")
+    results = _list(_map(allocation.get("devices"), f"{label}: status.allocation.devices").get("results"),
+                    f"{label}: status.allocation.devices.results")
     allocated = tuple(f"{r.get('driver')}/{r.get('pool')}/{r.get('device')}" for r in results if isinstance(r, Mapping))
     return ClaimSpec(
         kind=str(kind),
@@ -177,7 +183,7 @@ def _request(raw: Any, index: int, version: str, label: str) -> RequestSpec:
     if "firstAvailable" in raw:
         if "exactly" in raw or flat_fields:
             raise InvalidClaim(f"{where}: firstAvailable cannot be combined with {'exactly' if 'exactly' in raw else flat_fields[0]}")
-        alternatives = raw.get("firstAvailable") or []
+        alternatives = _list(raw.get("firstAvailable"), f"{where}: firstAvailable")
         if not alternatives:
             raise InvalidClaim(f"{where}: firstAvailable is empty")
         subs = []
@@ -195,7 +201,7 @@ def _request(raw: Any, index: int, version: str, label: str) -> RequestSpec:
             raise InvalidClaim(f"{where}: resource.k8s.io/{version} needs exactly: or firstAvailable:{hint}")
         if flat_fields:
             raise InvalidClaim(f"{where}: {flat_fields[0]} belongs under exactly: in resource.k8s.io/{version}")
-        return RequestSpec(name, False, (_subrequest(raw.get("exactly") or {}, name, where),))
+        return RequestSpec(name, False, (_subrequest(_map(raw.get("exactly"), f"{where}: exactly"), name, where),))
     if "exactly" in raw:
         raise InvalidClaim(
             f"{where}: exactly: is the resource.k8s.io/v1 shape; in {version} put deviceClassName, selectors "
@@ -214,7 +220,7 @@ def _subrequest(raw: Mapping[str, Any], name: str, where: str) -> SubrequestSpec
     count = raw.get("count", 1) if mode == "ExactCount" else 0
     if mode == "ExactCount" and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
         raise InvalidClaim(f"{where}: count must be a positive integer, not {count!r}")
-    requests = ((raw.get("capacity") or {}).get("requests")) or {}
+    requests = _map(_map(raw.get("capacity"), f"{where}: capacity").get("requests"), f"{where}: capacity.requests")
     capacity: dict[str, Quantity] = {}
     for key, value in requests.items():
         try:
@@ -234,9 +240,36 @@ def _subrequest(raw: Mapping[str, Any], name: str, where: str) -> SubrequestSpec
 
 def _selectors(raw: Any, where: str) -> tuple[str, ...]:
     expressions = []
-    for index, selector in enumerate(raw or []):
-        expression = ((selector or {}).get("cel") or {}).get("expression") if isinstance(selector, Mapping) else None
+    for index, selector in enumerate(_list(raw, where)):
+        cel = selector.get("cel") if isinstance(selector, Mapping) else None
+        expression = cel.get("expression") if isinstance(cel, Mapping) else None
         if not isinstance(expression, str):
             raise InvalidClaim(f"{where}[{index}]: only cel.expression selectors exist; set cel.expression")
         expressions.append(expression)
     return tuple(expressions)
+
+
+def _map(value: Any, where: str) -> Mapping[str, Any]:
+    """A field the resource.k8s.io schema types as an object: absent is empty, another type is an
+    error that names the field (the API server would refuse the object)."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return value
+    raise InvalidClaim(f"{where} must be a map, not {_type_name(value)}")
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return value
+    raise InvalidClaim(f"{where} must be a list, not {_type_name(value)}")
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"{str(value).lower()}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    return {list: "a list", int: "a number", float: "a number"}.get(type(value), f"a {type(value).__name__}")

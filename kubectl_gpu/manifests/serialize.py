@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,7 +177,13 @@ def json_text(units: list[Any], indent: int | str | None) -> str:
         for unit in units:
             items.extend(unit["items"] if is_list(unit) else [unit])
         value = {"apiVersion": "v1", "kind": "List", "items": items}
-    return json.dumps(value, indent=indent if indent is not None else 2, ensure_ascii=False) + "\n"
+    text = json.dumps(value, indent=indent if indent is not None else 2, ensure_ascii=False) + "\n"
+    # A lone surrogate (YAML's "\ud800" escape) cannot be written as UTF-8; RFC 8259 spells any
+    # code unit \uXXXX, and a surrogate can only stand inside a JSON string.
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if not text.isascii() else text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def yaml_of_unit(codec: YamlCodec, unit: Any) -> str:
