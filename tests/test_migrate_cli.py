@@ -274,3 +274,21 @@ def test_one_output_stream_carries_each_claim_template_once(tmp_path: Path) -> N
         (tmp_path / name).write_text(POD)
     result = migrate(str(tmp_path))
     assert [d["kind"] for d in docs(result.stdout)] == ["ResourceClaimTemplate", "Pod", "Pod"]
+
+
+def test_a_name_no_encoding_can_write_is_printed_escaped_not_a_traceback(tmp_path: Path) -> None:
+    """A lone surrogate (YAML's "\\ud800") in a name reaches every table and report.  stderr already
+    writes what it cannot encode as a backslash escape (Python's default for it); stdout now does
+    the same in the real executable, so `plan` prints its table instead of dying mid-write."""
+    import sys
+
+    manifest = tmp_path / "d.yaml"
+    manifest.write_text('apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: "d\\ud800", namespace: ml}\n'
+                        "spec:\n  template:\n    spec:\n      containers:\n      - name: main\n        image: x\n"
+                        "        resources: {limits: {nvidia.com/gpu: 1}}\n")
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}  # strict, as a UTF-8 terminal or pipe is
+    result = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", "plan", "-f", str(manifest)],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 1, result.stderr[-2000:]  # the plan's answer: no DRA node to place it on
+    assert "Traceback" not in result.stderr
+    assert "NOT PLACED: 1 workload(s)" in result.stdout and "Deployment/ml/d\\ud800" in result.stdout

@@ -119,6 +119,7 @@ def run() -> None:
     (up to --request-timeout).  So the handler below remembers the interrupt, whatever it becomes,
     and the process ends with os._exit(130), skipping those joins."""
     signal.signal(signal.SIGINT, _on_interrupt)
+    _escape_what_stdout_cannot_encode()
     try:
         main()
     except BaseException as exc:
@@ -126,6 +127,16 @@ def run() -> None:
                 isinstance(exc, SystemExit) and exc.code == exits.INTERRUPTED):
             _exit_now(exits.INTERRUPTED)
         raise
+
+
+def _escape_what_stdout_cannot_encode() -> None:
+    """Names come from files nobody validated: a lone surrogate (YAML's "\\ud800") or, on a
+    non-UTF-8 locale, any character the encoding lacks would stop a table mid-write.  Write it as
+    a backslash escape instead, as Python's stderr already does (YAML and JSON outputs escape such
+    characters themselves, so they stay valid)."""
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and getattr(sys.stdout, "errors", None) == "strict":
+        reconfigure(errors="backslashreplace")
 
 
 # Time the main thread has after Ctrl-C to run its `finally` blocks (a half-written temporary file
