@@ -10,24 +10,28 @@ terminal narrower than a line wraps the line, as it does for kubectl).  Values l
 Cells are plain strings (printed as they are: no markup) or rich `Text` (their style is kept, and
 shown only where the console has colours).  Writing lines directly also keeps a 1,000-node
 summary fast (rich's general table layout took 0.5-0.9 s for it).
+
+Without colour, :class:`PlainConsole` prints text lines and tables exactly as rich's Console does,
+without loading rich (0.03-0.04 s of a command's start-up): rich is imported here only to draw in
+colour, or to measure text that is not printable ASCII.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import sys
+from typing import TYPE_CHECKING, Sequence, TextIO, Union
 
-from rich.cells import cell_len, set_cell_size
-from rich.console import Console, ConsoleOptions, RenderResult
-from rich.segment import Segment
-from rich.style import Style
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+    from rich.style import Style
+    from rich.text import Text
 
 MIN_CELL = 6  # kubectl's tabwriter minwidth: a column with its padding is at least this wide
 PADDING = 3  # spaces between columns (kubectl's tabwriter padding)
 MAX_CELL = 48  # longest value in a narrow table; "-o wide" shows every value whole
 ELLIPSIS = "…"
 
-Cell = str | Text
+Cell = Union[str, "Text"]
 _Plain = tuple[str, "str | Style | None"]  # a cell's text and its style
 
 
@@ -49,15 +53,16 @@ class KubeTable:
         self.rows.append(tuple(self._cell(c) for c in cells))
 
     def _cell(self, cell: Cell) -> _Plain:
-        if isinstance(cell, Text):
+        rich_text = sys.modules.get("rich.text")  # no rich Text exists before rich is loaded
+        if rich_text is not None and isinstance(cell, rich_text.Text):
             text, style = cell.plain, cell.style or None
         else:
             text, style = str(cell), None
         # One line per cell: newlines and tabs would break the columns.
         if not text.isprintable():
             text = " ".join(text.split())
-        if not self.wide and len(text) > self.max_width // 2 and cell_len(text) > self.max_width:
-            text = set_cell_size(text, self.max_width - 1) + ELLIPSIS
+        if not self.wide and len(text) > self.max_width // 2 and _cell_len(text) > self.max_width:
+            text = _set_cell_size(text, self.max_width - 1) + ELLIPSIS
         return text, style
 
     def _layout(self) -> list[list[tuple[str, "str | Style | None"]]]:
@@ -90,6 +95,8 @@ class KubeTable:
         return ["".join(text for text, _ in pieces) for pieces in self._layout()]
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        from rich.segment import Segment
+
         # Segments, not Text: printing a Text would wrap it to the console's width.
         new_line = Segment.line()
         if console.color_system is None:
@@ -104,5 +111,76 @@ class KubeTable:
 
 
 def _width(text: str) -> int:
-    # Cells are mostly ASCII names and numbers: len() is their width, and much cheaper.
-    return len(text) if text.isascii() else cell_len(text)
+    # Cells are mostly ASCII names and numbers: len() is their width, and much cheaper; so is a
+    # value this table cut short (the ellipsis is one cell).
+    if text.isascii() or (text[-1] == ELLIPSIS and text[:-1].isascii()):
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _cell_len(text: str) -> int:
+    """rich's cell_len: printable ASCII is one cell a character (rich gives control codes none)."""
+    if text.isascii() and text.isprintable():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _set_cell_size(text: str, cells: int) -> str:
+    """rich's set_cell_size for a text wider than ``cells``: cropped to that many cells."""
+    if text.isascii() and text.isprintable():
+        return text[:cells]
+    from rich.cells import set_cell_size
+
+    return set_cell_size(text, cells)
+
+
+# What rich's Text drops from its text (rich.control.strip_control_codes: BEL, BS, VT, FF, CR).
+_STRIPPED_CONTROLS = {code: None for code in (7, 8, 11, 12, 13)}
+TAB_SIZE = 8  # rich's Console.tab_size: a tab reaches the next multiple of 8 cells
+_TAB_AND_NEW_LINE = {ord("\t"): None, ord("\n"): None}
+
+
+class PlainConsole:
+    """The part of rich's Console that tables and text lines are printed with, for a stream with no
+    colour (see kubectl_gpu/cli/console.py): the same characters, written directly.
+
+    ``text(...)`` is what ``rich.text.Text(...)`` holds (its style has nothing to show here);
+    ``print`` writes it, a KubeTable, or an empty line as ``Console.print`` does."""
+
+    color_system = None
+
+    def __init__(self, file: TextIO) -> None:
+        self.file = file
+
+    @staticmethod
+    def text(text: str, style: object = "") -> str:
+        return text.translate(_STRIPPED_CONTROLS)
+
+    def print(self, *objects: object) -> None:
+        if not objects:
+            self.file.write("\n")
+            return
+        (item,) = objects
+        if isinstance(item, KubeTable):
+            self.file.write("".join(line + "\n" for line in item.plain_lines()))
+        elif isinstance(item, str):
+            self.file.write(_expand_tabs(item.translate(_STRIPPED_CONTROLS)) + "\n")
+        else:
+            raise TypeError(f"PlainConsole prints text and KubeTables, not {type(item).__name__}")
+
+
+def _expand_tabs(text: str) -> str:
+    """Tabs as rich prints them: to the next multiple of TAB_SIZE cells of each line."""
+    if "\t" not in text:
+        return text
+    if text.isascii() and text.translate(_TAB_AND_NEW_LINE).isprintable():
+        return text.expandtabs(TAB_SIZE)  # each character is one cell; each line starts at column 0
+    from rich.text import Text
+
+    expanded = Text(text)
+    expanded.expand_tabs(TAB_SIZE)  # counts cells, not characters (a CJK character is two)
+    return expanded.plain

@@ -96,3 +96,47 @@ def test_progress_goes_to_a_terminals_stderr_only():
     with progress("reading nodes...", terminal):
         pass
     assert "reading nodes..." in terminal.getvalue()
+
+
+# Text as explain's verdicts and selectors may hold it: tabs, control codes rich drops (BEL, BS, VT,
+# FF, CR) or keeps (NUL, ESC), new lines, wide characters, long values that a narrow table cuts.
+texts = st.lists(st.sampled_from(list("ab- \t\n\r\x07\x08\x0b\x0c\x00\x1b…éü漢字😀") + ["device.attributes"]),
+                 max_size=30).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=st.lists(st.tuples(texts, st.sampled_from(["", "bold", "red"])), max_size=4),
+       rows=st.lists(st.tuples(texts, texts, st.integers(0, 9000)), max_size=4), wide=st.booleans())
+def test_without_colour_the_plain_console_prints_what_rich_prints(lines, rows, wide):
+    """kubectl_gpu.kubetable.PlainConsole (explain's console when there is no colour, so rich is not
+    loaded) prints text lines, empty lines and tables character for character as rich's Console."""
+    from kubectl_gpu.kubetable import PlainConsole
+
+    def draw(out, text) -> str:
+        for line, style in lines:
+            out.print(text(line, style=style))
+            out.print()
+        table = KubeTable("NAME", "EXPRESSION", "COUNT", wide=wide)
+        for name, expression, count in rows:
+            table.add_row(text(name), text(expression, style="red"), str(count))
+        out.print(table)
+        return out.file.getvalue()
+
+    plain = PlainConsole(io.StringIO())
+    assert draw(plain, plain.text) == draw(console(io.StringIO()), Text)
+
+
+def test_explain_prints_its_table_without_loading_rich_when_there_is_no_colour(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.test_cel_parser_cache import CLAIM, SLICES
+
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "kubectl_gpu.cli.main", "explain", "-f", CLAIM,
+                             "--slices", SLICES], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "REQUEST   CLASS" in result.stdout
+    assert "rich" not in {line.rsplit("|", 1)[1].strip().split(".")[0] for line in result.stderr.splitlines()
+                          if line.startswith("import time:")}

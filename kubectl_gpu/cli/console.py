@@ -15,9 +15,12 @@ import shutil
 import sys
 import time
 from contextlib import contextmanager, nullcontext
-from typing import ContextManager, Iterator, TextIO
+from typing import TYPE_CHECKING, ContextManager, Iterator, TextIO
 
-from rich.console import Console
+from kubectl_gpu.kubetable import PlainConsole
+
+if TYPE_CHECKING:  # rich is loaded by the consoles that draw in colour
+    from rich.console import Console
 
 
 def colour_allowed(stream: TextIO) -> bool:
@@ -30,10 +33,19 @@ def colour_allowed(stream: TextIO) -> bool:
 
 
 def console(stream: TextIO | None = None) -> Console:
+    from rich.console import Console
+
     stream = stream or sys.stdout
     colour = colour_allowed(stream)
     return Console(file=stream, color_system="auto" if colour else None, force_terminal=colour or None,
                    soft_wrap=True, highlight=False, markup=False, emoji=False)
+
+
+def text_console(stream: TextIO | None = None) -> Console | PlainConsole:
+    """For commands that print only text lines and KubeTables (explain): rich's console where colour
+    is allowed; otherwise a PlainConsole, which prints the same characters without loading rich."""
+    stream = stream or sys.stdout
+    return console(stream) if colour_allowed(stream) else PlainConsole(stream)
 
 
 def stderr_console() -> Console:
@@ -55,6 +67,8 @@ def progress(message: str, stream: TextIO | None = None) -> ContextManager[objec
 
 @contextmanager
 def _spinner(message: str, stream: TextIO) -> Iterator[object]:
+    from rich.console import Console
+
     out = Console(file=stream, force_terminal=True, color_system=None if os.environ.get("NO_COLOR") else "auto",
                   highlight=False, markup=False, emoji=False)
     with out.status(message, spinner="line") as status:

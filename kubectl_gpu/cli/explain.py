@@ -106,9 +106,9 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
         else:
             click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     else:
-        from kubectl_gpu.cli.console import console
+        from kubectl_gpu.cli.console import text_console
 
-        render_table(explanation, console(), wide=output == "wide")
+        render_table(explanation, text_console(), wide=output == "wide")
     sys.exit(0 if explanation.allocatable else 1)
 
 

@@ -8,6 +8,7 @@ Kubernetes client.
 from __future__ import annotations
 
 import _thread
+import gc
 import importlib
 import os
 import signal
@@ -127,6 +128,11 @@ def run() -> None:
                 isinstance(exc, SystemExit) and exc.code == exits.INTERRUPTED):
             _exit_now(exits.INTERRUPTED)
         raise
+    finally:
+        # The command is done and the interpreter exits next.  Its exit runs one last full pass of
+        # the cycle collector over every object still alive (explain: 8,000 devices' results, 0.01-
+        # 0.02 s) although reference counting frees them all; frozen, the pass leaves them alone.
+        gc.freeze()
 
 
 def _escape_what_stdout_cannot_encode() -> None:

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 from .inputs import Explanation
 from .model import ERROR, ClaimError, ClaimResult
 
-if TYPE_CHECKING:  # rich is loaded by the table printer only: -o json/yaml never import it
+from kubectl_gpu.kubetable import PlainConsole
+
+if TYPE_CHECKING:  # rich is loaded by the table printer in colour only: -o json/yaml never import it
     from rich.console import Console
     from rich.text import Text
 
@@ -38,11 +40,12 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
     }
 
 
-def render_table(explanation: Explanation, console: Console, wide: bool = False) -> None:
-    from rich.text import Text
-
+def render_table(explanation: Explanation, console: Console | PlainConsole, wide: bool = False) -> None:
+    """Tables and verdicts for people, on a rich Console, or on a PlainConsole where there is no
+    colour (kubectl_gpu/cli/console.py text_console): the same characters, without loading rich."""
+    text = _text_type(console)
     console.print(
-        Text(
+        text(
             f"{explanation.devices} devices in {explanation.slices} ResourceSlices; "
             f"DeviceClasses given: {', '.join(explanation.classes) or 'none'}"
         )
@@ -50,26 +53,33 @@ def render_table(explanation: Explanation, console: Console, wide: bool = False)
     for item in explanation.items:
         console.print()
         if isinstance(item, ClaimError):
-            console.print(Text(f"{item.kind} {_ref(item.namespace, item.name)}: INVALID", style="bold red"))
-            console.print(Text(f"  {item.error}"))
+            console.print(text(f"{item.kind} {_ref(item.namespace, item.name)}: INVALID", style="bold red"))
+            console.print(text(f"  {item.error}"))
             continue
-        _render_claim(item, console, wide)
+        _render_claim(item, console, wide, text)
 
 
 def _ref(namespace: str | None, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
+def _text_type(console: Console | PlainConsole) -> Any:
+    """``text(characters, style=...)`` for this console: rich's Text, or the plain text it would hold."""
+    if isinstance(console, PlainConsole):
+        return console.text
     from rich.text import Text
 
+    return Text
+
+
+def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: bool, text: Any) -> None:
     from kubectl_gpu.kubetable import KubeTable
 
     style = "bold green" if claim.allocatable else "bold red"
-    console.print(Text(f"{claim.kind} {_ref(claim.namespace, claim.name)} ({claim.api_version})", style="bold"))
-    console.print(Text(f"  {claim.verdict}", style=style))
+    console.print(text(f"{claim.kind} {_ref(claim.namespace, claim.name)} ({claim.api_version})", style="bold"))
+    console.print(text(f"  {claim.verdict}", style=style))
     for note in claim.notes:
-        console.print(Text(f"  note: {note}"))
+        console.print(text(f"  note: {note}"))
     table = KubeTable("REQUEST", "CLASS", "NEEDS", "IN CLASS", "MATCH", "FREE", "BEST NODE", "RESULT", wide=wide)
     for request in claim.requests:
         for alternative in request.alternatives:
@@ -78,14 +88,14 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
             if alternative.capacity_requests:
                 needs += " (" + ", ".join(f"{k}={v}" for k, v in alternative.capacity_requests.items()) + ")"
             table.add_row(
-                Text(alternative.name + marker),
-                Text(alternative.device_class + ("" if alternative.class_source == "given" else f" ({alternative.class_source})")),
-                Text(needs),
+                text(alternative.name + marker),
+                text(alternative.device_class + ("" if alternative.class_source == "given" else f" ({alternative.class_source})")),
+                text(needs),
                 str(alternative.in_class),
                 str(alternative.matched),
                 str(alternative.free),
                 f"{alternative.best_node or '-'} ({alternative.best_node_free})",
-                _result(alternative.allocatable, alternative.fatal_error),
+                _result(alternative.allocatable, alternative.fatal_error, text),
             )
     console.print(table)
     for request in claim.requests:
@@ -93,7 +103,7 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
             if alternative.verdict in claim.verdict:
                 continue  # the claim's verdict above already gives this reason: print it once
             style = "green" if alternative.allocatable else "red"
-            console.print(Text(f"  {alternative.name}: {alternative.verdict}", style=style))
+            console.print(text(f"  {alternative.name}: {alternative.verdict}", style=style))
     # Which CEL engine evaluated a selector is an implementation detail: JSON keeps it, people don't need it.
     selectors = KubeTable("REQUEST", "SELECTOR", "EXPRESSION", "MATCHED", "REJECTED", "ERRORS", wide=wide)
     rows = 0
@@ -102,12 +112,12 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
             for selector in alternative.selectors:
                 rows += 1
                 selectors.add_row(
-                    Text(alternative.name),
-                    Text(selector.selector),
-                    Text(" ".join(selector.expression.split())),
+                    text(alternative.name),
+                    text(selector.selector),
+                    text(" ".join(selector.expression.split())),
                     str(selector.matched),
                     str(selector.rejected),
-                    Text(str(selector.errors) if not selector.compile_error else "does not compile",
+                    text(str(selector.errors) if not selector.compile_error else "does not compile",
                          style="red" if selector.errors or selector.compile_error else ""),
                 )
     if rows:
@@ -116,9 +126,9 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
         for alternative in request.alternatives:
             failing = [d for d in alternative.device_results if d.result == ERROR]
             for device in failing[: None if wide else 3]:
-                console.print(Text(f"  {alternative.name}: {device.device}: {device.error}", style="red"))
+                console.print(text(f"  {alternative.name}: {device.device}: {device.error}", style="red"))
             if len(failing) > 3 and not wide:
-                console.print(Text(f"  ... {len(failing) - 3} more devices fail the same way (-o wide lists them)"))
+                console.print(text(f"  ... {len(failing) - 3} more devices fail the same way (-o wide lists them)"))
             if wide:
                 for device in alternative.device_results:
                     if device.result == ERROR:
@@ -130,12 +140,10 @@ def _render_claim(claim: ClaimResult, console: Console, wide: bool) -> None:
                         state += f", held by {', '.join(device.taken_by)}"
                     if device.capacity:
                         state += f", {device.capacity}"
-                    console.print(Text(f"  {alternative.name}: {device.device} [{device.node}]: {state}"))
+                    console.print(text(f"  {alternative.name}: {device.device} [{device.node}]: {state}"))
 
 
-def _result(allocatable: bool, fatal: str | None) -> Text:
-    from rich.text import Text
-
+def _result(allocatable: bool, fatal: str | None, text: Any) -> Any:
     if fatal:
-        return Text("ERROR", style="bold red")
-    return Text("fits", style="green") if allocatable else Text("does not fit", style="red")
+        return text("ERROR", style="bold red")
+    return text("fits", style="green") if allocatable else text("does not fit", style="red")
