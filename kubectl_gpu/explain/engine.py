@@ -248,9 +248,11 @@ def _explain_alternative(
     in_class = matched = 0
     fatal: str | None = None
     not_evaluated = tuple(s.not_evaluated_outcome for s in request_states)
+    capacity_requested = bool(sub.capacity_requests)
     for device, class_outcomes, first_no, error in zip(
         devices, class_pass.outcomes, class_pass.rejected_by, class_pass.errors
     ):
+        device_id = device.id
         if first_no is None and error is None:
             in_class += 1
             outcomes = list(class_outcomes)
@@ -270,17 +272,21 @@ def _explain_alternative(
         else:
             selector_outcomes = class_outcomes + not_evaluated
         if error is not None:
-            fatal = fatal or f"{error} (device {device.id})"
-            results.append(DeviceResult(device.id, _node(device), ERROR, None, error, False, (), None, selector_outcomes))
+            fatal = fatal or f"{error} (device {device_id})"
+            results.append(DeviceResult(device_id, _node(device), ERROR, None, error, False, (), None, selector_outcomes))
             continue
         if first_no is not None:
-            results.append(DeviceResult(device.id, _node(device), NOT_MATCHED, first_no, None, False, (), None, selector_outcomes))
+            results.append(DeviceResult(device_id, _node(device), NOT_MATCHED, first_no, None, False, (), None, selector_outcomes))
             continue
         matched += 1
-        holders = taken.get(device.id, ())
-        free, capacity_note = _availability(sub, device, holders)
+        holders = taken.get(device_id, ())
+        if holders or capacity_requested:
+            free, capacity_note = _availability(sub, device, holders)
+        else:
+            free, capacity_note = True, None  # what _availability answers for a device nobody holds
         results.append(
-            DeviceResult(device.id, _node(device), MATCHED, None, None, free, tuple(h.label for h in holders), capacity_note, selector_outcomes)
+            DeviceResult(device_id, _node(device), MATCHED, None, None, free,
+                         tuple([h.label for h in holders]) if holders else (), capacity_note, selector_outcomes)
         )
 
     free_results = [r for r in results if r.free]
