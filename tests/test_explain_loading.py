@@ -20,6 +20,48 @@ def test_a_kubectl_yaml_list_reads_as_pyyaml_reads_it():
     assert load_documents(text) == [KUBECTL_LIST]
 
 
+# A list as `kubectl get resourceslices -o yaml` prints it: go-yaml double-quotes every string that a
+# YAML reader would resolve to something else, timestamps and dates included (metadata.creationTimestamp
+# is always printed as creationTimestamp: "2026-11-02T09:14:07Z").
+KUBECTL_PRINTED = """\
+apiVersion: v1
+items:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceSlice
+  metadata:
+    creationTimestamp: "2026-11-02T09:14:07Z"
+    name: node-a
+  spec:
+    devices:
+    - attributes:
+        firmwareDate:
+          string: "2026-11-02"
+        firmwareTime:
+          string: '2026-11-02 09:14:07'
+      name: gpu-0
+    driver: gpu.nvidia.com
+    nodeName: node-a
+    pool:
+      name: node-a
+kind: List
+metadata:
+  resourceVersion: ""
+"""
+
+
+def test_quoted_timestamps_in_a_kubectl_list_stay_strings():
+    """A quoted scalar is a string whatever it looks like (YAML 1.2 spec, 10.3.2 Tag Resolution: only
+    plain scalars are resolved; YAML 1.1's timestamp type too applies to plain scalars), and the API
+    server stores these fields as strings: a device whose string attribute looks like a date is a
+    valid device, and metadata reads back as JSON would give it."""
+    (listing,) = load_documents(KUBECTL_PRINTED)
+    (item,) = listing["items"]
+    assert item["metadata"]["creationTimestamp"] == "2026-11-02T09:14:07Z"
+    attributes = item["spec"]["devices"][0]["attributes"]
+    assert attributes == {"firmwareDate": {"string": "2026-11-02"}, "firmwareTime": {"string": "2026-11-02 09:14:07"}}
+    assert listing == yaml.safe_load(KUBECTL_PRINTED)
+
+
 def test_json_reads_through_the_json_path():
     import json
 

@@ -10,7 +10,9 @@ fit explain's 0.5 s budget, so:
   ending with ``kind: List`` and ``metadata: {resourceVersion: ""}``) is read by ``yaml-rs``.
   yaml-rs reads YAML 1.2, Kubernetes' sigs.k8s.io/yaml and PyYAML YAML 1.1; they differ only on plain scalars such as yes/on/010/1e3,
   which kubectl always quotes (it writes through go-yaml, which quotes every string YAML 1.1
-  would read as something else), so for kubectl's output both read the same objects;
+  would read as something else), so for kubectl's output both read the same objects.  yaml-rs
+  reads timestamps as datetimes by default, quoted ones too ("2026-11-02T09:14:07Z", a string to
+  the API server and to every YAML reader); that is turned off;
 * anything else (hand-written YAML, several documents, yaml-rs missing or failing) goes to PyYAML
   with libyaml when available, which also words the errors (line and column).
 """
@@ -56,7 +58,8 @@ def load_documents(text: str, source: str = "input") -> list[Any]:
             return [doc for doc in documents if doc is not None]
     if yaml_rs is not None and _kubectl_list(text):
         try:
-            document = yaml_rs.loads(text)
+            # Timestamps stay text: yaml-rs would make datetimes of them, quoted ones included.
+            document = yaml_rs.loads(text, parse_datetime=False)
         except Exception:  # noqa: BLE001 - yaml-rs errors: PyYAML reads it again and words the error
             pass
         else:
