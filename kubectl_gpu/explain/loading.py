@@ -15,6 +15,11 @@ fit explain's 0.5 s budget, so:
   the API server and to every YAML reader); that is turned off;
 * anything else (hand-written YAML, several documents, yaml-rs missing or failing) goes to PyYAML
   with libyaml when available, which also words the errors (line and column).
+
+Measured and not taken (CPU, 1,000 slices, loaded machine): orjson, which the webhook uses, read
+the 10 MB JSON list no faster than the standard library (0.05-0.09 s each) and takes 30-35 ms to
+import; for the 5.6 MB YAML list, fastyaml-rs took 0.42 s and libfyaml 0.38 s (parse and convert)
+against yaml-rs's 0.22-0.30 s.
 """
 
 from __future__ import annotations
