@@ -242,6 +242,11 @@ def test_v1beta1_and_v1alpha3_slices_unwrap_basic():
         (lambda s: s["spec"]["devices"][0]["attributes"].update(bad={"float": 1.5}), "bad: float"),
         (lambda s: s["spec"]["devices"][0]["attributes"].update(v={"version": "1.2"}), "not semantic versioning"),
         (lambda s: s["spec"]["devices"][0]["capacity"].update(memory={"value": "80 GB"}), "capacity.memory"),
+        # Fields of the wrong type (the resource.k8s.io schema gives each one type; files are not validated):
+        (lambda s: s.update(metadata="node-a-gpu"), "metadata must be a map"),
+        (lambda s: s["spec"].update(pool="node-a"), "spec.pool must be a map"),
+        (lambda s: s["spec"]["devices"][0].update(attributes=["productName"]), r"spec.devices\[0\].attributes must be a map"),
+        (lambda s: s["spec"]["devices"][0].update(capacity="80Gi"), r"spec.devices\[0\].capacity must be a map"),
     ],
 )
 def test_bad_slices_say_what_to_fix(mutate, message):

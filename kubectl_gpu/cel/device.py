@@ -124,7 +124,9 @@ def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
             f"expected a resource.k8s.io ResourceSlice, got {kind!r}; pass the output of "
             "`kubectl get resourceslices -o yaml`"
         )
-    meta = slice_obj.get("metadata") or {}
+    meta = slice_obj.get("metadata") or _NOTHING
+    if not _is_mapping(meta):
+        raise InvalidResourceSlice(f"ResourceSlice: metadata must be a map, not {type(meta).__name__}")
     slice_name = str(meta.get("name") or meta.get("generateName") or "<unnamed>")
     spec = slice_obj.get("spec")
     if not isinstance(spec, Mapping):
@@ -132,7 +134,10 @@ def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
     driver = spec.get("driver")
     if not isinstance(driver, str) or not driver:
         raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec.driver is missing")
-    pool = (spec.get("pool") or {}).get("name") or slice_name
+    pool_spec = spec.get("pool") or _NOTHING
+    if not _is_mapping(pool_spec):
+        raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec.pool must be a map with a name")
+    pool = pool_spec.get("name") or slice_name
     slice_node = spec.get("nodeName")
     if slice_node:
         scope = f"node {slice_node}"
@@ -155,12 +160,16 @@ def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
         body = basic if basic is not None and _is_mapping(basic) else raw  # v1beta1/v1alpha3
         node = raw.get("nodeName") or body.get("nodeName") or slice_node
         capacity = body.get("capacity") or _NOTHING
+        attributes = body.get("attributes") or _NOTHING
+        if not (_is_mapping(attributes) and _is_mapping(capacity)):
+            field = "attributes" if not _is_mapping(attributes) else "capacity"
+            raise InvalidResourceSlice(f"{_where(slice_name, index)}.{field} must be a map of names to values")
         devices.append(
             Device(
                 driver=driver,
                 name=str(raw["name"]),
                 pool=pool,
-                attributes=_attributes(body.get("attributes") or _NOTHING, driver, slice_name, index, names),
+                attributes=_attributes(attributes, driver, slice_name, index, names),
                 capacity=_capacity(capacity, driver, slice_name, index, names),
                 allow_multiple_allocations=bool(
                     raw.get("allowMultipleAllocations") or body.get("allowMultipleAllocations")
