@@ -109,21 +109,16 @@ class Admission:
     async def mutate(self, request: AdmissionRequest) -> Verdict:
         if request.kind == "Node" and request.sub_resource == "status":
             return self._guard_node_status(request)
-        derived = request.derived
-        if "site" not in derived:
-            derived["site"] = find_site(request)
-        site: TemplateSite | None = derived["site"]
-        if site is None or self.excluded(request):
-            return allow()
-        left_alone = self._left_alone(request, site)
-        if left_alone is not None:
-            return left_alone
-        namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
-        skip = _derived(request, ("site_opted_out", id(self)), "", lambda: site_opted_out(site, self.config))
+        # A controller's pods share one parse (ReviewParser), and with it what their content decides.
+        key = ("reading", id(self))
+        reading: _Reading | None = request.derived.get(key)
+        if reading is None:
+            reading = request.derived[key] = self._read(request)
+        if reading.answer is not None:
+            return reading.answer
+        site, namespace, skip = reading.site, reading.namespace, reading.skip
+        assert site is not None
         mutation = self._plan(request, site, skip)
-        if not mutation.patch and not mutation.claims and not mutation.errors:
-            # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
-            return allow(audit_warnings(mutation) if self.config.audit else mutation.warnings)
         if mutation.claims and self.profiles is not None and self.config.needs_cluster_profile:
             # Something will be rewritten: fit it to the cluster (served version, sharing, devices).
             fitted = await self._fit_to_cluster(request, site, skip)
@@ -133,8 +128,8 @@ class Admission:
         if not skip:
             try:
                 opted = opted_out(await self.namespaces.labels(namespace), self.config)
-                if not opted and site.kind == "Pod":
-                    opted = await self._owner_opted_out(request.obj, namespace)
+                if not opted and reading.owner is not None:
+                    opted = await self._owner_opted_out(reading.owner, namespace)
             except ApiError as exc:
                 return deny(f"kubectl-gpu: cannot read the labels of namespace {namespace} or of the pod's "
                             f"owner ({exc.status or exc.reason}): {RETRY_HINT}", 503)
@@ -171,6 +166,24 @@ class Admission:
             return mutation.verdict
         # A lenient body's patch is encoded by the standard library, as its response is.
         return Verdict(allowed=True, patch=mutation.patch, warnings=mutation.warnings)
+
+    def _read(self, request: AdmissionRequest) -> "_Reading":
+        """What the request's content alone decides (with this configuration): where its pod
+        template is, and the whole answer when no cluster state can change it."""
+        site = find_site(request)
+        if site is None or self.excluded(request):
+            return _Reading(site, allow())
+        left_alone = self._left_alone(request, site)
+        if left_alone is not None:
+            return _Reading(site, left_alone)
+        skip = site_opted_out(site, self.config)
+        mutation = self._plan(request, site, skip)
+        if not mutation.patch and not mutation.claims and not mutation.errors:
+            # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
+            return _Reading(site, allow(audit_warnings(mutation) if self.config.audit else mutation.warnings))
+        namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
+        owner = self._controller(_metadata(request.obj)) if site.kind == "Pod" else None
+        return _Reading(site, None, namespace, skip, owner)
 
     def _left_alone(self, request: AdmissionRequest, site: TemplateSite) -> Verdict | None:
         """The answer for an object this webhook must not rewrite, or None to go on.
@@ -223,18 +236,27 @@ class Admission:
             return allow(audit_warnings(mutation))
         return deny(message, 422)
 
-    async def _owner_opted_out(self, pod: dict[str, Any] | None, namespace: str) -> bool:
-        """True when a workload above the pod (its ReplicaSet, that ReplicaSet's Deployment...)
-        carries the opt-out label: the label on a Deployment is not copied to its pods."""
-        metadata = _metadata(pod)
+    def _controller(self, metadata: Mapping[str, Any]) -> tuple[LabelCache, str] | None:
+        """The workload controlling an object with this metadata, when its labels can be read: the
+        label cache of its kind and its name."""
+        ref = controller_reference(metadata)
+        owners = self.owners.get(str(ref.get("kind"))) if ref is not None else None
+        if ref is None or owners is None or str(ref.get("apiVersion")) != owners.resource.api_version:
+            return None
+        return owners, str(ref["name"])
+
+    async def _owner_opted_out(self, owner: tuple[LabelCache, str], namespace: str) -> bool:
+        """True when a workload above the pod (its ReplicaSet ``owner``, that ReplicaSet's
+        Deployment...) carries the opt-out label: the label on a Deployment is not copied to its pods."""
+        found: tuple[LabelCache, str] | None = owner
         for _ in range(MAX_OWNER_DEPTH):
-            ref = controller_reference(metadata)
-            owners = self.owners.get(str(ref.get("kind"))) if ref is not None else None
-            if ref is None or owners is None or str(ref.get("apiVersion")) != owners.resource.api_version:
+            if found is None:
                 return False
-            metadata = await owners.metadata(str(ref["name"]), namespace)
+            owners, name = found
+            metadata = await owners.metadata(name, namespace)
             if opted_out(metadata.get("labels") or {}, self.config):
                 return True
+            found = self._controller(metadata)
         return False
 
     def _plan(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
@@ -411,6 +433,17 @@ class Admission:
                 raise
             known.extend(known_claims({**obj, "kind": ref.kind}))
         return known
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What /mutate reads from a request's content alone, kept with its parse."""
+
+    site: TemplateSite | None
+    answer: Verdict | None  # the whole answer (not handled, excluded, left alone, nothing to change)
+    namespace: str = ""
+    skip: bool = False  # the object or its pod template opts itself out
+    owner: tuple[LabelCache, str] | None = None  # a pod's controller, whose labels may opt it out
 
 
 def _derived(request: AdmissionRequest, key: tuple[Any, ...], revision: str, make: Callable[[], Any]) -> Any:
