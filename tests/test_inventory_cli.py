@@ -353,3 +353,58 @@ def test_an_addressing_mode_the_driver_cannot_name_fails_that_gpu(monkeypatch: p
     fake.install(monkeypatch)
     result = CliRunner().invoke(main, ["inventory", "--node-name", NODE, "-o", "json"])
     assert "addressing mode" in result.output and "GPU-5eb470f7" in result.output
+
+
+@pytest.fixture
+def restore_pynvml():
+    """--nvml-recording replaces pynvml's functions for the rest of the process: put them back."""
+    import pynvml
+
+    saved = {name: getattr(pynvml, name) for name in dir(pynvml) if name.startswith("nvml")}
+    yield
+    for name, value in saved.items():
+        setattr(pynvml, name, value)
+
+
+def _recording(**changes) -> dict:
+    from pathlib import Path
+
+    node = json.loads((Path(__file__).parent / "data" / "nvml" / "a100-sxm4-40gb-mig.json").read_text())
+    for path, value in changes.items():
+        holder = node
+        *parents, leaf = path.split("__")
+        for key in parents:
+            holder = holder[int(key)] if isinstance(holder, list) else holder[key]
+        if value is KeyError:
+            del holder[int(leaf) if isinstance(holder, list) else leaf]
+        elif isinstance(holder, list):
+            holder[int(leaf)] = value
+        else:
+            holder[leaf] = value
+    return node
+
+
+@pytest.mark.parametrize("node, says", [
+    (_recording(gpus={"name": "x"}), "gpus: {'name': 'x'} is not of type 'array'"),
+    (_recording(gpus__0="GPU-0"), "gpus[0]: 'GPU-0' is not of type 'object'"),
+    (_recording(gpus__0__memoryTotalBytes="40GiB"), "gpus[0].memoryTotalBytes: '40GiB' is not of type 'integer'"),
+    (_recording(gpus__0__migMode=1), "gpus[0].migMode: 1 is not of type 'array'"),
+    (_recording(gpus__0__cudaComputeCapability=[8]), "gpus[0].cudaComputeCapability"),
+    (_recording(gpus__0__gpuInstanceProfiles__0__sliceCount=[1]), "gpus[0].gpuInstanceProfiles[0].sliceCount"),
+    (_recording(gpus__0__migDevices__0__placement="0-1"), "gpus[0].migDevices[0].placement"),
+    (_recording(gpus__0__failingCalls={"nvmlDeviceGetUUID": "NoSuchError"}),
+     "gpus[0].failingCalls.nvmlDeviceGetUUID: NoSuchError is not an NVML error name"),
+    (_recording(nvmlInit="Broken"), "nvmlInit: Broken is not an NVML error name"),
+    (_recording(cudaDriverVersion="12.4"), "cudaDriverVersion: '12.4' is not of type 'integer'"),
+    (_recording(gpus__0__uuid=KeyError), "gpus[0] has no uuid, which nvmlDeviceGetUUID returns"),
+])
+def test_a_malformed_recording_names_the_field_to_fix_and_never_shows_a_traceback(
+        tmp_path, restore_pynvml, node, says) -> None:
+    """docs/inventory.md gives the recording's format; a file that breaks it (hand-edited, cut
+    short) is a usage error naming the key, as a recording that is not JSON already is."""
+    path = tmp_path / "node.json"
+    path.write_text(json.dumps(node))
+    result = CliRunner().invoke(main, ["inventory", "--node-name", "demo", "--nvml-recording", str(path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == 2, result.output
+    assert says in " ".join(result.output.split()), result.output

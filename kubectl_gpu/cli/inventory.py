@@ -97,9 +97,11 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
             f"{node!r} is not a Kubernetes node name (lower-case letters, digits, '-' and '.')",
             param_hint="--node-name",
         )
+    recording_errors: tuple[type[Exception], ...] = ()  # a key the recording lacks is found when a call reads it
     if nvml_recording:
         from kubectl_gpu.inventory.recorded_nvml import RecordedNvml, RecordingError
 
+        recording_errors = (RecordingError,)
         try:
             RecordedNvml.from_file(nvml_recording).install()
         except RecordingError as error:
@@ -109,6 +111,8 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
     except InventoryUnavailable as error:
         click.echo(f"error: {error}", err=True)
         ctx.exit(error.exit_code)
+    except recording_errors as error:
+        raise click.BadParameter(f"{nvml_recording}: {error}", param_hint="--nvml-recording") from None
 
     for failure in inventory.plan.failures:
         uuid = f" ({failure.uuid})" if failure.uuid else ""

@@ -79,6 +79,39 @@ class RecordingError(ValueError):
     """The recording cannot be read; the message says which file and what to fix."""
 
 
+def _read(record: dict[str, Any], key: str, where: str, call: str) -> Any:
+    try:
+        return record[key]
+    except KeyError:
+        raise RecordingError(f"{where} has no {key}, which {call} returns") from None
+
+
+def recording_problem(node: Any) -> str | None:
+    """What makes ``node`` no recording of the documented format (recording.schema.json, and
+    error names pynvml does not have), or None."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(node))
+    if error is not None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path).lstrip(".")
+        return f"{where or 'the top level'}: {error.message}"
+    named = [("nvmlInit", node.get("nvmlInit"))]
+    for i, gpu in enumerate(node.get("gpus") or ()):
+        named += [(f"gpus[{i}].failingCalls.{call}", name) for call, name in (gpu.get("failingCalls") or {}).items()]
+        for j, mig in enumerate(gpu.get("migDevices") or ()):
+            named += [(f"gpus[{i}].migDevices[{j}].failingCalls.{call}", name)
+                      for call, name in (mig.get("failingCalls") or {}).items()]
+    for where, name in named:
+        if name and not isinstance(getattr(pynvml, f"NVMLError_{name}", None), type):
+            return f"{where}: {name} is not an NVML error name (pynvml has no NVMLError_{name})"
+    return None
+
+
+def _schema() -> dict[str, Any]:
+    return json.loads((Path(__file__).parent / "recording.schema.json").read_text(encoding="utf-8"))
+
+
 class RecordedNvml:
     def __init__(self, node: dict[str, Any]) -> None:
         self.node = node
@@ -96,6 +129,9 @@ class RecordedNvml:
         if not isinstance(node, dict) or not ("gpus" in node or "nvmlInit" in node):
             raise RecordingError(f"the NVML recording {path} has neither gpus nor nvmlInit "
                                  "(see docs/inventory.md for the format)")
+        problem = recording_problem(node)
+        if problem:
+            raise RecordingError(f"the NVML recording {path}: {problem} (see docs/inventory.md for the format)")
         return cls(node)
 
     def install(self, setattr_: Any = setattr) -> "RecordedNvml":
@@ -111,20 +147,22 @@ class RecordedNvml:
         return self.inits == self.shutdowns
 
     # --- lookups -------------------------------------------------------------------------
-    def _gpu(self, handle: _Gpu, call: str) -> dict[str, Any]:
+    def _gpu(self, handle: _Gpu, call: str, key: str | None = None) -> Any:
+        """The GPU's record, or with ``key`` that key of it (a recording may leave out what a
+        call it makes fail would return, so a missing key is only an error when read)."""
         gpu = self.node["gpus"][handle.index]
         failure = gpu.get("failingCalls", {}).get(call)
         if failure:
             raise _error(failure)
-        return gpu
+        return gpu if key is None else _read(gpu, key, f"gpus[{handle.index}]", call)
 
-    def _mig(self, handle: _Mig, call: str) -> dict[str, Any]:
+    def _mig(self, handle: _Mig, call: str, key: str) -> Any:
         gpu = self.node["gpus"][handle.gpu]
-        mig = next(m for m in gpu["migDevices"] if m["slot"] == handle.slot)
+        index, mig = next((i, m) for i, m in enumerate(gpu["migDevices"]) if m["slot"] == handle.slot)
         failure = mig.get("failingCalls", {}).get(call)
         if failure:
             raise _error(failure)
-        return mig
+        return _read(mig, key, f"gpus[{handle.gpu}].migDevices[{index}]", call)
 
     def _gpu_instance(self, handle: _GpuInstance) -> dict[str, Any]:
         gpu = self.node["gpus"][handle.gpu]
@@ -142,10 +180,10 @@ class RecordedNvml:
         self.shutdowns += 1
 
     def nvmlSystemGetDriverVersion(self) -> str:
-        return self.node["driverVersion"]
+        return _read(self.node, "driverVersion", "the recording", "nvmlSystemGetDriverVersion")
 
     def nvmlSystemGetCudaDriverVersion(self) -> int:
-        return self.node["cudaDriverVersion"]
+        return _read(self.node, "cudaDriverVersion", "the recording", "nvmlSystemGetCudaDriverVersion")
 
     def nvmlDeviceGetCount(self) -> int:
         return len(self.node["gpus"])
@@ -160,23 +198,23 @@ class RecordedNvml:
     # --- devices -------------------------------------------------------------------------
     def nvmlDeviceGetUUID(self, handle: _Gpu | _Mig) -> str:
         if isinstance(handle, _Mig):
-            return self._mig(handle, "nvmlDeviceGetUUID")["uuid"]
-        return self._gpu(handle, "nvmlDeviceGetUUID")["uuid"]
+            return self._mig(handle, "nvmlDeviceGetUUID", "uuid")
+        return self._gpu(handle, "nvmlDeviceGetUUID", "uuid")
 
     def nvmlDeviceGetMinorNumber(self, handle: _Gpu) -> int:
-        return self._gpu(handle, "nvmlDeviceGetMinorNumber")["minor"]
+        return self._gpu(handle, "nvmlDeviceGetMinorNumber", "minor")
 
     def nvmlDeviceGetName(self, handle: _Gpu) -> str:
-        return self._gpu(handle, "nvmlDeviceGetName")["name"]
+        return self._gpu(handle, "nvmlDeviceGetName", "name")
 
     def nvmlDeviceGetBrand(self, handle: _Gpu) -> int:
-        return self._gpu(handle, "nvmlDeviceGetBrand")["brand"]
+        return self._gpu(handle, "nvmlDeviceGetBrand", "brand")
 
     def nvmlDeviceGetArchitecture(self, handle: _Gpu) -> int:
-        return self._gpu(handle, "nvmlDeviceGetArchitecture")["architecture"]
+        return self._gpu(handle, "nvmlDeviceGetArchitecture", "architecture")
 
     def nvmlDeviceGetCudaComputeCapability(self, handle: _Gpu) -> tuple[int, int]:
-        major, minor = self._gpu(handle, "nvmlDeviceGetCudaComputeCapability")["cudaComputeCapability"]
+        major, minor = self._gpu(handle, "nvmlDeviceGetCudaComputeCapability", "cudaComputeCapability")
         return major, minor
 
     def nvmlDeviceGetMemoryInfo(self, handle: _Gpu) -> SimpleNamespace:
@@ -188,7 +226,7 @@ class RecordedNvml:
 
     def nvmlDeviceGetPciInfo(self, handle: _Gpu) -> SimpleNamespace:
         # pynvml hands busId back as the raw bytes of the C struct.
-        return SimpleNamespace(busId=self._gpu(handle, "nvmlDeviceGetPciInfo")["pciBusId"].encode())
+        return SimpleNamespace(busId=self._gpu(handle, "nvmlDeviceGetPciInfo", "pciBusId").encode())
 
     def nvmlDeviceGetMigMode(self, handle: _Gpu) -> list[int]:
         gpu = self._gpu(handle, "nvmlDeviceGetMigMode")
@@ -221,10 +259,10 @@ class RecordedNvml:
         return _Mig(handle.index, slot)
 
     def nvmlDeviceGetGpuInstanceId(self, handle: _Mig) -> int:
-        return self._mig(handle, "nvmlDeviceGetGpuInstanceId")["gpuInstanceId"]
+        return self._mig(handle, "nvmlDeviceGetGpuInstanceId", "gpuInstanceId")
 
     def nvmlDeviceGetComputeInstanceId(self, handle: _Mig) -> int:
-        return self._mig(handle, "nvmlDeviceGetComputeInstanceId")["computeInstanceId"]
+        return self._mig(handle, "nvmlDeviceGetComputeInstanceId", "computeInstanceId")
 
     def nvmlDeviceGetGpuInstanceById(self, handle: _Gpu, instance_id: int) -> _GpuInstance:
         gpu = self._gpu(handle, "nvmlDeviceGetGpuInstanceById")
