@@ -354,3 +354,53 @@ def test_insecure_skip_tls_verify_is_honoured_without_urllib3_warnings(gpu_clust
         assert refused.exit_code == exits.UNREACHABLE and "CERTIFICATE_VERIFY_FAILED" in refused.output
     finally:
         front.close()
+
+
+@pytest.mark.parametrize("cluster, user, current, says", [
+    ({"tls-server-name": [1, 2]}, None, "ctx", "clusters[0].cluster.tls-server-name must be a string"),
+    ({"insecure-skip-tls-verify": 0.5}, None, "ctx", "clusters[0].cluster.insecure-skip-tls-verify must be true or false"),
+    ({"proxy-url": {"url": "http://p"}}, None, "ctx", "clusters[0].cluster.proxy-url must be a string"),
+    ({}, {"token": ["a"]}, "ctx", "users[0].user.token must be a string"),
+    ({}, {"exec": "aws eks get-token"}, "ctx", "users[0].user.exec must be a mapping"),
+    ({}, {"exec": {"command": "x", "args": "--token"}}, "ctx", "users[0].user.exec.args must be a list of strings"),
+    ({}, None, ["ctx"], "current-context must be a string"),
+])
+def test_a_kubeconfig_field_of_the_wrong_type_is_named(tmp_path, cluster, user, current, says):
+    """client-go decodes a kubeconfig into typed structs (clientcmd/api/v1 types.go: Cluster.Server
+    string, InsecureSkipTLSVerify bool, AuthInfo.Token string, ExecConfig.Args []string, ...), so
+    kubectl refuses a field of another type when it loads the file; so does the plugin, naming it."""
+    doc = kubeconfig("https://127.0.0.1:1", user=user, current=None, **cluster)
+    doc["current-context"] = current
+    path = write(tmp_path / "kc.yaml", doc)
+    result = invoke("describe", "--kubeconfig", path)
+    assert result.exit_code == exits.USAGE, result.output
+    assert says in result.output and path in result.output, result.output
+
+
+def test_client_tls_material_that_cannot_be_loaded_is_named_not_a_traceback(tmp_path):
+    """A user's client-certificate-data that is no PEM certificate (a truncated copy, the wrong
+    field pasted) stops kubectl with "tls: failed to find any PEM data"; here it is a usage error
+    naming the context and the fields to check."""
+    import base64
+
+    user = {"client-certificate-data": base64.b64encode(b"not a certificate").decode(),
+            "client-key-data": base64.b64encode(b"not a key").decode()}
+    path = write(tmp_path / "kc.yaml", kubeconfig("https://127.0.0.1:1", user=user))
+    result = invoke("describe", "--kubeconfig", path)
+    assert result.exit_code == exits.USAGE, result.output
+    assert "context 'ctx'" in result.output and "client-certificate" in result.output, result.output
+
+
+def test_a_socks5_proxy_that_is_down_is_an_unreachable_server_not_a_traceback(tmp_path):
+    """proxy-url socks5://... (an `ssh -D` tunnel that is not running): kubectl says it cannot
+    connect; so does every command of the plugin, with the exit code for an unreachable cluster."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    path = write(tmp_path / "kc.yaml", kubeconfig("https://127.0.0.1:1", **{"proxy-url": f"socks5://127.0.0.1:{port}"}))
+    for command in (["describe"], ["explain", "-A"], ["doctor"]):
+        result = invoke(*command, "--kubeconfig", path)
+        assert result.exit_code == exits.UNREACHABLE, (command, result.output)
+        assert "proxy" in result.output, (command, result.output)

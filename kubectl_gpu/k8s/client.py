@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 import os
 import ssl
 import threading
@@ -58,6 +59,8 @@ class AsyncClient:
         proxy = effective_proxy(configuration.proxy, configuration.host)  # HTTPS_PROXY/NO_PROXY as kubectl
         # client-go also dials through a socks5:// proxy-url; aiohttp's own proxy speaks HTTP only.
         self._socks = proxy if proxy and proxy.lower().startswith("socks") else None
+        # aiohttp-socks reports a proxy it cannot reach with its own exceptions (not OSError).
+        self._proxy_errors = _socks_errors() if self._socks else ()
         self._route = _route(configuration, None if self._socks else proxy)
 
     # ------------------------------------------------------------------ raw requests
@@ -86,10 +89,10 @@ class AsyncClient:
                 0, path, f"the API server {self._host} did not answer {method} {path} within "
                 f"{seconds:g}s (--request-timeout); check that it is up and reachable, or raise "
                 "--request-timeout", method=method) from exc
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
+        except (aiohttp.ClientError, OSError, ValueError, *self._proxy_errors) as exc:
             raise ApiError.from_status(
                 0, path, f"cannot reach the API server {self._host} ({method} {path}): "
-                f"{_root_cause(exc)}", method=method) from exc
+                f"{self._why(exc)}", method=method) from exc
         if not 200 <= status <= 299:
             raise ApiError.from_response(status, path, raw or b"", method)
         if not raw:
@@ -119,9 +122,9 @@ class AsyncClient:
         except asyncio.TimeoutError as exc:
             raise ApiError.from_status(0, path, f"the API server {self._host} did not answer GET {path} within "
                                        f"{seconds:g}s (--request-timeout)", method="GET") from exc
-        except (aiohttp.ClientError, OSError, ValueError) as exc:
+        except (aiohttp.ClientError, OSError, ValueError, *self._proxy_errors) as exc:
             raise ApiError.from_status(0, path, f"cannot reach the API server {self._host} (GET {path}): "
-                                       f"{_root_cause(exc)}", method="GET") from exc
+                                       f"{self._why(exc)}", method="GET") from exc
         if not 200 <= status <= 299:
             raise ApiError.from_response(status, path, raw or b"", "GET")
         return raw.decode("utf-8", "replace")
@@ -228,9 +231,9 @@ class AsyncClient:
         except asyncio.TimeoutError as exc:
             raise ApiError.from_status(
                 0, path, f"the watch of {path} on {self._host} went silent", method="GET") from exc
-        except (aiohttp.ClientError, OSError) as exc:
+        except (aiohttp.ClientError, OSError, *self._proxy_errors) as exc:
             raise ApiError.from_status(
-                0, path, f"the watch of {path} on {self._host} broke: {_root_cause(exc)}",
+                0, path, f"the watch of {path} on {self._host} broke: {self._why(exc)}",
                 method="GET") from exc
 
     # ------------------------------------------------------------------ lifecycle
@@ -258,6 +261,13 @@ class AsyncClient:
             # rdns: the proxy resolves the server's name, as client-go's SOCKS5 dialer has it do.
             return ProxyConnector.from_url(self._socks, ssl=self._ssl, rdns=True)
         return aiohttp.TCPConnector(ssl=self._ssl)
+
+    def _why(self, exc: BaseException) -> str:
+        """The innermost reason, and which proxy failed when the request went through one."""
+        if isinstance(exc, (aiohttp.ClientProxyConnectionError, *self._proxy_errors)):
+            proxy = re.sub(r"//[^@/]*@", "//", str(self._socks or self._route.get("proxy")))  # no credentials
+            return f"cannot connect to the proxy {proxy} (proxy-url or HTTPS_PROXY): {_root_cause(exc)}"
+        return _root_cause(exc)
 
     def _auth_headers(self) -> dict[str, str]:
         # auth_settings() asks the configuration's refresh hook first, so an exec plugin's or the
@@ -305,6 +315,12 @@ def _watch_event(path: str, line: bytes) -> dict[str, Any]:
                                    str(status.get("message") or "the watch failed"),
                                    str(status.get("reason") or ""))
     return event
+
+
+def _socks_errors() -> tuple[type[Exception], ...]:
+    from aiohttp_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
+
+    return ProxyConnectionError, ProxyError, ProxyTimeoutError
 
 
 def _root_cause(exc: BaseException) -> str:

@@ -19,6 +19,7 @@ proxy-url).  Every failure is one `KubeconfigError` line naming the file and wha
 from __future__ import annotations
 
 import os
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,14 @@ def connect(kubeconfig: str | None = None, context: str | None = None,
         raise KubeconfigError(_no_kubeconfig_message(origin))
     # The client (kubectl_gpu.k8s.client) asks once: kubectl does not retry reads either, and a
     # server that never answers must not keep a command silent for several times the timeout.
-    return Connection(Client(configuration, request_timeout), namespace, chosen, configuration.host)
+    try:
+        api = Client(configuration, request_timeout)
+    except (ssl.SSLError, OSError, ValueError) as exc:  # its TLS context is built here, from the files
+        raise KubeconfigError(
+            f"cannot use context {chosen!r}: its TLS certificates cannot be loaded ({_one_line(exc)}); check "
+            "the cluster's certificate-authority(-data) and the user's client-certificate(-data) and "
+            "client-key(-data)") from None
+    return Connection(api, namespace, chosen, configuration.host)
 
 
 def kubeconfig_paths(flag: str | None) -> tuple[list[str], str]:
@@ -112,9 +120,51 @@ def _read(path: str) -> dict[str, Any]:
         for i, entry in enumerate(entries):
             if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
                 raise KubeconfigError(f"kubeconfig {path}: {key}[{i}] needs a name and a {key[:-1]} entry")
-            if not isinstance(entry.get(key[:-1]) or {}, dict):
+            body = entry.get(key[:-1]) or {}
+            if not isinstance(body, dict):
                 raise KubeconfigError(f"kubeconfig {path}: {key}[{i}].{key[:-1]} must be a mapping")
+            problem = _wrong_type(body, _FIELD_TYPES[key], f"{key}[{i}].{key[:-1]}")
+            if problem:
+                raise KubeconfigError(f"kubeconfig {path}: {problem}")
+    if doc.get("current-context") is not None and not isinstance(doc["current-context"], str):
+        raise KubeconfigError(f"kubeconfig {path}: current-context must be a string (a context's name)")
     return doc
+
+
+# The typed fields of client-go's kubeconfig structs (tools/clientcmd/api/v1/types.go: Cluster,
+# AuthInfo, Context, ExecConfig), which kubectl's decoder refuses in another type.
+_STRINGS, _BOOL, _STRING_LIST, _MAPPING = "a string", "true or false", "a list of strings", "a mapping"
+_EXEC_TYPES = {"command": _STRINGS, "apiVersion": _STRINGS, "args": _STRING_LIST, "env": "a list",
+               "installHint": _STRINGS, "provideClusterInfo": _BOOL, "interactiveMode": _STRINGS}
+_FIELD_TYPES: dict[str, dict[str, Any]] = {
+    "clusters": {"server": _STRINGS, "tls-server-name": _STRINGS, "insecure-skip-tls-verify": _BOOL,
+                 "certificate-authority": _STRINGS, "certificate-authority-data": _STRINGS,
+                 "proxy-url": _STRINGS, "disable-compression": _BOOL},
+    "users": {"client-certificate": _STRINGS, "client-certificate-data": _STRINGS, "client-key": _STRINGS,
+              "client-key-data": _STRINGS, "token": _STRINGS, "tokenFile": _STRINGS, "as": _STRINGS,
+              "as-uid": _STRINGS, "as-groups": _STRING_LIST, "username": _STRINGS, "password": _STRINGS,
+              "auth-provider": _MAPPING, "exec": _EXEC_TYPES},
+    "contexts": {"cluster": _STRINGS, "user": _STRINGS, "namespace": _STRINGS},
+}
+_CHECKS = {_STRINGS: lambda v: isinstance(v, str), _BOOL: lambda v: isinstance(v, bool),
+           _STRING_LIST: lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+           _MAPPING: lambda v: isinstance(v, dict), "a list": lambda v: isinstance(v, list)}
+
+
+def _wrong_type(body: dict[str, Any], types: dict[str, Any], where: str) -> str | None:
+    for field, wanted in types.items():
+        value = body.get(field)
+        if value is None:
+            continue
+        if isinstance(wanted, dict):  # a nested struct (exec)
+            if not isinstance(value, dict):
+                return f"{where}.{field} must be a mapping"
+            problem = _wrong_type(value, wanted, f"{where}.{field}")
+            if problem:
+                return problem
+        elif not _CHECKS[wanted](value):
+            return f"{where}.{field} must be {wanted}"
+    return None
 
 
 def _load_kubeconfig(paths: list[str], wanted: str | None) -> tuple[client.Configuration, str, str | None]:
