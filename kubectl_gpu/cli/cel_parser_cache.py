@@ -117,11 +117,13 @@ def _make_parser(celparser, cache_file: Path) -> None:
 
 
 # What the AST of a text depends on: the grammar and how cel-python drives lark (celpy/cel.lark,
-# celpy/celparser.py), lark's version (lark/__init__.py), and our tree-to-AST builder and AST
-# classes (kubectl_gpu/cel/parser.py, syntax.py).  Their bytes are hashed, so an upgrade of
-# either library, or a change to either module, makes every kept selector a miss.
-_PARSER_SOURCES = (("celpy", "cel.lark"), ("celpy", "celparser.py"), ("lark", "__init__.py"),
-                   ("kubectl_gpu.cel", "parser.py"), ("kubectl_gpu.cel", "syntax.py"))
+# celpy/celparser.py), how it unescapes string and bytes literals (celstr, celbytes in
+# celpy/evaluation.py; cel-python states no version of its own), lark's version (lark/__init__.py),
+# and our tree-to-AST builder and AST classes (kubectl_gpu/cel/parser.py, syntax.py).  Their bytes
+# are hashed, so an upgrade of either library, or a change to either module, makes every kept
+# selector a miss.
+_PARSER_SOURCES = (("celpy", "cel.lark"), ("celpy", "celparser.py"), ("celpy", "evaluation.py"),
+                   ("lark", "__init__.py"), ("kubectl_gpu.cel", "parser.py"), ("kubectl_gpu.cel", "syntax.py"))
 
 
 def parser_identity() -> str | None:
