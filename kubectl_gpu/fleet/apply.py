@@ -248,6 +248,11 @@ def rollback_config(live: Mapping[str, Any]) -> dict[str, Any]:
         except ValueError as err:
             raise RollbackError(f"{live['kind']}/{live['metadata']['name']}: the {ORIGINAL_RESOURCES_ANNOTATION} "
                                 f"annotation at {site.pointer} is not JSON ({err}); restore it from Git") from err
+        problem = _record_problem(record)
+        if problem:
+            raise RollbackError(f"{live['kind']}/{live['metadata']['name']}: the {ORIGINAL_RESOURCES_ANNOTATION} "
+                                f"annotation at {site.pointer} is not the record kubectl-gpu writes ({problem}); "
+                                "restore it from Git or roll the workload back by hand")
         found = True
         base = tuple(f"f:{t}" for t in split_pointer(site.pointer))
         spec = base + ("f:spec",) if not site.inline else base
@@ -267,6 +272,30 @@ def rollback_config(live: Mapping[str, Any]) -> dict[str, Any]:
         raise RollbackError(f"{live['kind']}/{live['metadata']['name']} carries no {ORIGINAL_RESOURCES_ANNOTATION} "
                             f"annotation: it was not migrated by kubectl-gpu (nothing to roll back)")
     return config
+
+
+def _record_problem(record: Any) -> str | None:
+    """What makes ``record`` other than the one core/translate.py writes: {containers|initContainers:
+    {NAME: {limits|requests: {RESOURCE: AMOUNT}}}, nodeSelector: {KEY: VALUE}, nodeAffinity: {...}}."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    for field in ("containers", "initContainers"):
+        by_name = record.get(field) or {}
+        if not isinstance(by_name, dict):
+            return f"{field} must map container names to their requests"
+        for name, sections in by_name.items():
+            if not isinstance(sections, dict):
+                return f"{field}.{name} must map limits/requests to resources"
+            for section, values in sections.items():
+                if not isinstance(values, dict) or not all(
+                        isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in values.values()):
+                    return f"{field}.{name}.{section} must map resource names to amounts"
+    selector = record.get("nodeSelector") or {}
+    if not isinstance(selector, dict) or not all(isinstance(v, str) for v in selector.values()):
+        return "nodeSelector must map label keys to string values"
+    if not isinstance(record.get("nodeAffinity") or {}, dict):
+        return "nodeAffinity must be the node affinity object"
+    return None
 
 
 def clean_for_file(obj: Mapping[str, Any]) -> dict[str, Any]:
