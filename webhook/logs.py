@@ -94,8 +94,12 @@ def emit(logger: logging.Logger, level: int, msg: str, fields: Mapping[str, Any]
         return
     handler.acquire()
     try:
-        handler.stream.write(line + handler.terminator)
-        handler.flush()
+        stream = handler.stream
+        stream.write(line + handler.terminator)
+        # What handler.flush() does, without taking the lock it already holds a second time.
+        flush = getattr(stream, "flush", None)
+        if flush is not None:
+            flush()
     except RecursionError:
         raise
     except Exception:  # noqa: BLE001 - as StreamHandler.emit: report, never raise
