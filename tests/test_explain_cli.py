@@ -103,10 +103,9 @@ def test_offline_explain_loads_the_fact_tables_not_the_translation(tmp_path):
     """`explain -f --slices` reads claims, classes and slices; the translation core (translate,
     demand, claims, node constraints: a tenth of its start-up) is loaded by the core's face only
     when a command translates."""
-    probe = ("import sys, runpy; sys.argv = ['kubectl-gpu', 'explain', '-f', sys.argv[1], '--slices', sys.argv[2]]\n"
-             "try:\n    runpy.run_module('kubectl_gpu.cli.main', run_name='__main__')\n"
-             "except SystemExit:\n    pass\n"
-             "print(' '.join(sorted(m for m in sys.modules if m.startswith('kubectl_gpu.core'))))\n")
+    probe = ("import atexit, sys, runpy; sys.argv = ['kubectl-gpu', 'explain', '-f', sys.argv[1], '--slices', sys.argv[2]]\n"
+             "atexit.register(lambda: print(' '.join(sorted(m for m in sys.modules if m.startswith('kubectl_gpu.core')))))\n"
+             "runpy.run_module('kubectl_gpu.cli.main', run_name='__main__')\n")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NO_COLOR": "1"}
     result = subprocess.run([sys.executable, "-c", probe, TEST1, H100], capture_output=True, text=True, env=env,
                             timeout=120)
@@ -193,3 +192,23 @@ def test_a_malformed_device_class_says_which_field_to_fix(tmp_path, device_class
     result = CliRunner().invoke(main, ["explain", "-f", str(path), "--slices", H100])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code == 2 and says in " ".join(result.output.split()), result.output
+
+
+@pytest.mark.parametrize("args, code", [
+    (["-f", TEST1, "--slices", H100], 0),
+    (["-f", TEST6, "--slices", A100], 1),
+    (["-f", TEST6, "--slices", A100, "-o", "json"], 1),
+])
+def test_the_executable_ends_with_the_same_output_exit_code_and_atexit_handlers(tmp_path, args, code):
+    """The executable ends explain without freeing its objects one by one (kubectl_gpu/cli/exits.py,
+    skip_teardown); what a caller sees stays what Python's own exit gives: every byte of stdout
+    (a pipe, block-buffered), the exit code, and the atexit handlers run (Python's documented
+    exit: https://docs.python.org/3/library/atexit.html)."""
+    probe = ("import atexit, sys\nfrom kubectl_gpu.cli.main import run\n"
+             "atexit.register(lambda: sys.stderr.write('atexit handler ran'))\nsys.argv[0] = 'kubectl-gpu'\nrun()\n")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NO_COLOR": "1"}
+    result = subprocess.run([sys.executable, "-c", probe, "explain", *args], capture_output=True, text=True, env=env,
+                            timeout=120)
+    assert result.returncode == code, result.stderr[-2000:]
+    assert result.stdout == run(*args).output
+    assert result.stderr.endswith("atexit handler ran")

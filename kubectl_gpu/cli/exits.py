@@ -23,6 +23,23 @@ NO_NVML_LIBRARY, NO_GPU, NVML_FAILED = 6, 7, 8  # inventory's own: kubectl_gpu.i
 INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head`); kubectl dies of SIGPIPE
 
+# Set by a command just before its final sys.exit when everything it produced went to stdout and
+# stderr and every file it opened is closed: the executable (kubectl_gpu/cli/main.py, run) may then
+# end the process without freeing its objects one by one (see skip_teardown).
+teardown_needless = False
+
+
+def skip_teardown() -> None:
+    """Say that this command's end leaves the interpreter's teardown nothing to do but free memory.
+
+    After explain over 8,000 devices, freeing the parsed slices, the devices and their results
+    one by one is ~60 M instructions (callgrind: 2,243 M -> 2,183 M for the whole run, ~0.015 s) of
+    work the kernel does at once when the process ends.  Only the executable acts on it (run(), after flushing stdout and stderr and
+    running the atexit handlers, as the interpreter's own exit does); in-process callers (click's
+    CliRunner, the tests) never see a difference."""
+    global teardown_needless
+    teardown_needless = True
+
 TABLE = f"""\b
 Exit codes (the same for every kubectl gpu command):
   0    success, nothing to report

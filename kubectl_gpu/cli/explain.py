@@ -84,14 +84,15 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     """
     options = ClusterOptions(**values)
     output = options.output
+    read: Any = None  # the objects read from the files, kept until the end (see skip_teardown below)
     if output == "name":
         raise click.UsageError("explain prints explanations, not objects: use -o table, wide, json or yaml")
     try:
         if pod:
             explanation = _explain_live(pod, options, kubernetes_version, feature_gates)
         elif files:
-            explanation = _explain_files(files, slice_files, class_files, allocation_files, local, options,
-                                         kubernetes_version, feature_gates)
+            explanation, read = _explain_files(files, slice_files, class_files, allocation_files, local, options,
+                                               kubernetes_version, feature_gates)
         elif options.all_namespaces or options.selector:
             explanation = _explain_live(None, options, kubernetes_version, feature_gates)
         else:
@@ -109,6 +110,9 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
         from kubectl_gpu.cli.console import text_console
 
         render_table(explanation, text_console(), wide=output == "wide")
+    # Everything went to stdout and every file read is closed: the executable may end without
+    # freeing the explanation and ``read`` (the parsed slices, their devices) object by object.
+    exits.skip_teardown()
     sys.exit(0 if explanation.allocatable else 1)
 
 
@@ -213,7 +217,8 @@ def _profile(slices: list[Any], classes: list[Any], kubernetes_version: str | No
 @with_collector_paused  # reading and building 8,000 devices makes millions of acyclic objects
 def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
                    allocation_files: tuple[str, ...], local: bool, options: ClusterOptions,
-                   kubernetes_version: str | None = None, feature_gates: str | None = None) -> Any:
+                   kubernetes_version: str | None = None, feature_gates: str | None = None) -> tuple[Any, Any]:
+    """The explanation, and what was read and built for it (the caller keeps it until the end)."""
     main = sort_objects(doc for path in files for doc in _load(path))
     extra = sort_objects(doc for path in (*slice_files, *class_files) for doc in _load(path))
     allocated = sort_objects(doc for path in allocation_files for doc in _load(path))
@@ -245,4 +250,4 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
-    return explanation
+    return explanation, (main, extra, allocated, slices, classes, slice_devices)

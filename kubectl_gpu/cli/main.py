@@ -127,6 +127,8 @@ def run() -> None:
         if _interrupted or isinstance(exc, KeyboardInterrupt) or (
                 isinstance(exc, SystemExit) and exc.code == exits.INTERRUPTED):
             _exit_now(exits.INTERRUPTED)
+        if isinstance(exc, SystemExit) and exits.teardown_needless:
+            _end_without_teardown(exc.code)
         raise
     finally:
         # The command is done and the interpreter exits next.  Its exit runs one last full pass of
@@ -165,6 +167,30 @@ def _on_interrupt(signum: int, frame: Any) -> None:
 def _exit_after_grace() -> None:
     time.sleep(_GRACE_SECONDS)
     os._exit(exits.INTERRUPTED)  # no flush: the main thread may hold the streams' locks
+
+
+def _end_without_teardown(code: Any) -> None:
+    """End the process with ``code`` as the interpreter would, minus freeing every object.
+
+    What the interpreter's exit does besides freeing memory, done here in its order: wait for
+    other threads (here: do nothing unless this is the only one), run the atexit handlers (logging's
+    flush, weakref finalizers such as temporary directories' removal), flush stdout and stderr.
+    Any doubt (a code that is not an int, since Python prints a string code; a flush that fails,
+    which Python reports and turns into exit 120) returns, and the normal exit happens."""
+    if not (code is None or code.__class__ is int):
+        return
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        return
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            return
+    os._exit(code or 0)
 
 
 def _exit_now(code: int) -> None:
