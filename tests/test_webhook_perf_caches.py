@@ -220,6 +220,28 @@ async def test_a_template_no_pod_needed_lately_stays_deleted(k8s_double, kube_ap
     assert k8s_double.count(verb="create", resource="resourceclaimtemplates") == 1
 
 
+async def test_the_re_create_window_follows_the_latest_pod_that_needed_the_template(k8s_double, kube_api):
+    """docs/webhook.md "Templates exist before admission": one that a review needed within the last
+    minute is created again as soon as the watch reports it deleted.  A rollout's pods note the
+    need at most once a second; a pod 30 s later still moves the window."""
+    from webhook.templates import RECENTLY_NEEDED_SECONDS
+
+    [claim] = translate_pod_template(replica_pod("1"), TranslateOptions()).claims
+    now = [1000.0]
+    store = TemplateStore(kube_api, clock=lambda: now[0])
+    for moment in (1000.0, 1000.5, 1030.0):  # the first pods of a rollout, then one 30 s later
+        now[0] = moment
+        await store.ensure((claim,), "default", dry_run=False)
+    now[0] = 1030.0 + RECENTLY_NEEDED_SECONDS - 1  # 89 s after the first pod, 59 s after the last
+    k8s_double.delete("ResourceClaimTemplate", claim.name, "default")
+    for _ in range(300):  # the watch reports the deletion in milliseconds; a bound against a hang
+        if k8s_double.get("ResourceClaimTemplate", claim.name, "default") is not None:
+            break
+        await asyncio.sleep(0.05)
+    await store.close()
+    assert k8s_double.count(verb="create", resource="resourceclaimtemplates") == 2
+
+
 async def test_labels_asked_for_together_are_read_once_and_a_failure_reaches_every_caller(k8s_double, kube_api):
     k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"team": "a"}}})
     cache = LabelCache(kube_api, Resource("v1", "Namespace"))

@@ -40,6 +40,9 @@ UNUSED_SINCE_ANNOTATION = "kubectl-gpu.io/unused-since"
 # job's grace (600 s by default), so an object it deletes (unused for longer) is not re-created.
 RECENTLY_NEEDED_SECONDS = 60.0
 REPAIR_BACKOFF_SECONDS = (0.2, 5.0)
+# When an object was last needed is recorded at most this often (each review of a rollout's pods
+# would otherwise rewrite it): the re-create window above is accurate to this much.
+NOTE_NEEDED_EVERY_SECONDS = 1.0
 MAX_ACCEPTED = 100_000  # remembered acceptances (one per object; forgotten all at once beyond)
 
 log = logging.getLogger("webhook.templates")
@@ -118,7 +121,9 @@ class TemplateStore:
                 continue
             key = self._key(claim, namespace)
             self._note_needed(key, claim)
-            informer = await self._watched(claim)
+            informer = self._informers.get((key[0], key[1]))
+            if informer is None or not informer.current:
+                informer = await self._watched(claim)
             existing = informer.get(namespace, claim.name) if informer is not None else None
             if existing is not None:
                 # The steady state: known to exist, no round trip; checked once per version of it.
@@ -167,6 +172,9 @@ class TemplateStore:
 
     def _note_needed(self, key: ObjectKey, claim: ClaimObject) -> None:
         now = self.clock()
+        noted = self._needed.get(key)
+        if noted is not None and now - noted[0] < NOTE_NEEDED_EVERY_SECONDS:
+            return  # noted a moment ago (a rollout's pods): the 60 s window is not that precise
         self._needed[key] = (now, claim)
         self._needed.move_to_end(key)
         while self._needed:
