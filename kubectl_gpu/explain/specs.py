@@ -214,8 +214,10 @@ def _subrequest(raw: Mapping[str, Any], name: str, where: str) -> SubrequestSpec
     device_class = raw.get("deviceClassName")
     if not device_class:
         raise InvalidClaim(f"{where}: deviceClassName is required")
+    if not isinstance(device_class, str):
+        raise InvalidClaim(f"{where}: deviceClassName must be a string, not {_type_name(device_class)}")
     mode = raw.get("allocationMode") or "ExactCount"
-    if mode not in {"ExactCount", "All"}:
+    if not isinstance(mode, str) or mode not in {"ExactCount", "All"}:
         raise InvalidClaim(f"{where}: allocationMode must be ExactCount or All, not {mode!r}")
     count = raw.get("count", 1) if mode == "ExactCount" else 0
     if mode == "ExactCount" and (not isinstance(count, int) or isinstance(count, bool) or count < 1):
