@@ -212,3 +212,20 @@ def test_the_executable_ends_with_the_same_output_exit_code_and_atexit_handlers(
     assert result.returncode == code, result.stderr[-2000:]
     assert result.stdout == run(*args).output
     assert result.stderr.endswith("atexit handler ran")
+
+
+def test_json_inputs_never_load_a_yaml_reader(tmp_path):
+    """A claim and slices given as JSON (`kubectl get -o json`) are read by the json module alone:
+    neither PyYAML nor yaml-rs is imported (their start-up is part of explain's 0.5 s, issue 11)."""
+    claim, slices = tmp_path / "claim.json", tmp_path / "slices.json"
+    claim.write_text(json.dumps([d for d in yaml.safe_load_all(Path(TEST1).read_text()) if d]))
+    slices.write_text(json.dumps([d for d in yaml.safe_load_all(Path(H100).read_text()) if d]))
+    probe = ("import atexit, sys\nfrom kubectl_gpu.cli.main import run\n"
+             "atexit.register(lambda: print(sorted(m for m in sys.modules if 'yaml' in m)))\n"
+             "sys.argv[0] = 'kubectl-gpu'\nrun()\n")
+    for output in ("table", "json"):
+        result = subprocess.run([sys.executable, "-c", probe, "explain", "-f", str(claim), "--slices", str(slices),
+                                 "-o", output], capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NO_COLOR": "1"})
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout.splitlines()[-1] == "[]", output

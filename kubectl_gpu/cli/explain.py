@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import click
-import yaml
 
 from kubectl_gpu.cel import Device, InvalidResourceSlice
 from kubectl_gpu.cli import exits
@@ -105,6 +104,8 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
         if output == "json":
             click.echo(json.dumps(data, indent=2))
         else:
+            import yaml  # only here: JSON inputs and other outputs never load PyYAML
+
             click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     else:
         from kubectl_gpu.cli.console import text_console

@@ -16,6 +16,9 @@ fit explain's 0.5 s budget, so:
 * anything else (hand-written YAML, several documents, yaml-rs missing or failing) goes to PyYAML
   with libyaml when available, which also words the errors (line and column).
 
+Each YAML reader is imported when text needs it (PyYAML ~20 ms, yaml-rs ~2 ms of a run's start):
+JSON inputs load neither.
+
 Measured and not taken (CPU, 1,000 slices, loaded machine): orjson, which the webhook uses, read
 the 10 MB JSON list no faster than the standard library (0.05-0.09 s each) and takes 30-35 ms to
 import; for the 5.6 MB YAML list, fastyaml-rs took 0.42 s and libfyaml 0.38 s (parse and convert)
@@ -27,15 +30,6 @@ from __future__ import annotations
 from typing import Any
 
 import json
-
-import yaml
-
-try:
-    import yaml_rs
-except ImportError:  # pragma: no cover - an optional accelerator; PyYAML reads everything too
-    yaml_rs = None
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
 
 
 _KUBECTL_TRAILERS = ('kind: List\nmetadata:\n  resourceVersion: ""\n', "kind: List\nmetadata:\n  resourceVersion: ''\n")
@@ -61,16 +55,24 @@ def load_documents(text: str, source: str = "input") -> list[Any]:
         else:
             documents = value if isinstance(value, list) else [value]
             return [doc for doc in documents if doc is not None]
-    if yaml_rs is not None and _kubectl_list(text):
+    if _kubectl_list(text):
         try:
-            # Timestamps stay text: yaml-rs would make datetimes of them, quoted ones included.
-            document = yaml_rs.loads(text, parse_datetime=False)
-        except Exception:  # noqa: BLE001 - yaml-rs errors: PyYAML reads it again and words the error
+            import yaml_rs
+        except ImportError:  # pragma: no cover - an optional accelerator; PyYAML reads everything too
             pass
         else:
-            return [] if document is None else [document]
+            try:
+                # Timestamps stay text: yaml-rs would make datetimes of them, quoted ones included.
+                document = yaml_rs.loads(text, parse_datetime=False)
+            except Exception:  # noqa: BLE001 - yaml-rs errors: PyYAML reads it again and words the error
+                pass
+            else:
+                return [] if document is None else [document]
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
     try:
-        return [doc for doc in yaml.load_all(text, Loader=_YAML_LOADER) if doc is not None]
+        return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
