@@ -22,6 +22,7 @@ FORBIDDEN = 5
 NO_NVML_LIBRARY, NO_GPU, NVML_FAILED = 6, 7, 8  # inventory's own: kubectl_gpu.inventory.failures.ExitCode
 INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head`); kubectl dies of SIGPIPE
+WRITE_FAILED = 74  # sysexits.h EX_IOERR: stdout could not be written (a full disk, /dev/full, an I/O error)
 
 # Set by a command just before its final sys.exit when everything it produced went to stdout and
 # stderr and every file it opened is closed: the executable (kubectl_gpu/cli/main.py, run) may then
@@ -58,6 +59,8 @@ Exit codes (the same for every kubectl gpu command):
   {NO_NVML_LIBRARY}    inventory: no NVIDIA driver library (libnvidia-ml.so.1) here
   {NO_GPU}    inventory: no usable GPU (driver not loaded, no permission, 0 GPUs)
   {NVML_FAILED}    inventory: NVML failed before it could list the GPUs
+  {WRITE_FAILED}   the output could not be written (a full disk, an I/O error):
+       one error line on stderr (sysexits.h EX_IOERR)
   130  interrupted (Ctrl-C)
   141  stdout was closed by its reader (`| head`): stopped quietly, as
        kubectl does"""
@@ -111,3 +114,33 @@ def run_reporting_errors(action: Callable[[], None]) -> None:
         if not isinstance(exc, cluster_errors()):
             raise
         fail(exc)
+
+
+
+def output_failure(error: OSError) -> int | None:
+    """The exit code when ``error`` is stdout failing, after saying so: BROKEN_PIPE quietly when its
+    reader went away, WRITE_FAILED with one `error:` line when it cannot be written.  None when
+    the error is not stdout's (the caller re-raises it).  Either way stdout is then pointed at
+    /dev/null, so the interpreter's own flush at exit cannot fail again and print a traceback."""
+    import errno
+
+    write_errnos = {errno.ENOSPC, errno.EFBIG, errno.EIO, getattr(errno, "EDQUOT", errno.ENOSPC)}
+    if isinstance(error, BrokenPipeError):
+        code = BROKEN_PIPE
+    elif error.errno in write_errnos:  # only output is written without its own handling (files name theirs)
+        click.echo(f"error: cannot write the output: {error.strerror or error}", err=True)
+        code = WRITE_FAILED
+    else:
+        return None
+    _silence_stdout()
+    return code
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

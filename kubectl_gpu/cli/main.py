@@ -84,6 +84,11 @@ class LazyGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("", err=True)
             ctx.exit(exits.INTERRUPTED)
+        except OSError as error:  # stdout gone or full: click would exit 1 (EPIPE) or show a traceback
+            code = exits.output_failure(error)
+            if code is None:
+                raise
+            ctx.exit(code)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         # `migrate nodes` and `migrate --from-cluster` act on a live cluster: their own commands
@@ -127,6 +132,14 @@ def run() -> None:
         if _interrupted or isinstance(exc, KeyboardInterrupt) or (
                 isinstance(exc, SystemExit) and exc.code == exits.INTERRUPTED):
             _exit_now(exits.INTERRUPTED)
+        if isinstance(exc, OSError) and (code := exits.output_failure(exc)) is not None:
+            _exit_now(code)  # stdout failed outside a command (e.g. --help into /dev/full)
+        if isinstance(exc, SystemExit):
+            try:  # what is still buffered goes now, so a reader that left or a full disk is reported
+                sys.stdout.flush()
+            except OSError as error:
+                if (code := exits.output_failure(error)) is not None:
+                    _exit_now(code)
         if isinstance(exc, SystemExit) and exits.teardown_needless:
             _end_without_teardown(exc.code)
         raise
