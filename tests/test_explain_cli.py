@@ -128,17 +128,12 @@ def test_json_and_yaml_output_never_load_the_table_printer_or_the_translation_fi
 
 
 def _claim(**overrides):
+    from tests.json_places import with_value_at
+
     obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
            "spec": {"devices": {"requests": [{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
     for path, value in overrides.items():
-        node = obj
-        *parents, leaf = path.split(".")
-        for key in parents:
-            node = node[int(key)] if isinstance(node, list) else node[key]
-        if isinstance(node, list):
-            node[int(leaf)] = value
-        else:
-            node[leaf] = value
+        obj = with_value_at(obj, path, value)
     return obj
 
 

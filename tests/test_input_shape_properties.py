@@ -10,7 +10,6 @@ explain, ResourceSlice reading, NVML recordings and kubeconfigs; these propertie
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ from typing import Any
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from tests.json_places import with_value_at
 
 DATA = Path(__file__).parent / "data"
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -44,16 +45,7 @@ def places(value: Any, path: tuple = ()) -> list[tuple]:
 @st.composite
 def changed(draw, original: Any) -> Any:
     """``original`` with one arbitrary value at one of its places."""
-    value = copy.deepcopy(original)
-    path = draw(st.sampled_from(places(value)))
-    replacement = draw(json_values)
-    if not path:
-        return replacement
-    holder = value
-    for step in path[:-1]:
-        holder = holder[step]
-    holder[path[-1]] = replacement
-    return value
+    return with_value_at(original, draw(st.sampled_from(places(original))), draw(json_values))
 
 
 CLAIM = yaml.safe_load("""

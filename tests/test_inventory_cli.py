@@ -367,20 +367,14 @@ def restore_pynvml():
 
 
 def _recording(**changes) -> dict:
+    """The A100 MIG recording with ``changes`` (``gpus__0__uuid=...``; KeyError as a value removes the key)."""
     from pathlib import Path
+
+    from tests.json_places import REMOVED, with_value_at
 
     node = json.loads((Path(__file__).parent / "data" / "nvml" / "a100-sxm4-40gb-mig.json").read_text())
     for path, value in changes.items():
-        holder = node
-        *parents, leaf = path.split("__")
-        for key in parents:
-            holder = holder[int(key)] if isinstance(holder, list) else holder[key]
-        if value is KeyError:
-            del holder[int(leaf) if isinstance(holder, list) else leaf]
-        elif isinstance(holder, list):
-            holder[int(leaf)] = value
-        else:
-            holder[leaf] = value
+        node = with_value_at(node, path, REMOVED if value is KeyError else value, separator="__")
     return node
 
 
