@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -276,17 +275,11 @@ def command(
 
 
 def _stdout_write(text: str) -> None:
-    """Write to stdout now (a reader such as `| head -1` sees each document as it is done).  When
-    the reader has gone, stop quietly as kubectl does (it dies of SIGPIPE): no traceback, no
-    message, exit 141 (128 + SIGPIPE, what a shell reports for it)."""
-    try:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Python would try to flush stdout again at exit and print an error: point it at devnull.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(exits.BROKEN_PIPE)
+    """Write to stdout now (a reader such as `| head -1` sees each document as it is done).  A reader
+    that has gone (exit 141, quietly, as kubectl dies of SIGPIPE) or a full disk (exit 74) ends the
+    run where every command's does: kubectl_gpu/cli/main.py, exits.output_failure."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def _device_classes(mig_requests: dict[str, int], profile: ClusterProfile | None) -> list[dict]:

@@ -271,7 +271,7 @@ def _list(value: Any, where: str) -> list[Any]:
 
 def _type_name(value: Any) -> str:
     if isinstance(value, bool):
-        return f"{str(value).lower()}"
+        return str(value).lower()
     if isinstance(value, str):
         return f"the string {value[:40]!r}"
     return {list: "a list", int: "a number", float: "a number"}.get(type(value), f"a {type(value).__name__}")
