@@ -49,8 +49,8 @@ def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], A
     elif options.output == "json":
         click.echo(json.dumps(payload, indent=2))
     elif options.output == "yaml":
-        import yaml
-        click.echo(yaml.safe_dump(payload, sort_keys=False, default_flow_style=False), nl=False)
+        from kubectl_gpu.cli import yaml_output
+        click.echo(yaml_output.dump(payload), nl=False)
     else:
         from kubectl_gpu.cli.console import console
         console().print(table())

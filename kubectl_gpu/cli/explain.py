@@ -104,9 +104,9 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
         if output == "json":
             click.echo(json.dumps(data, indent=2))
         else:
-            import yaml  # only here: JSON inputs and other outputs never load PyYAML
+            from kubectl_gpu.cli import yaml_output  # only here: JSON inputs and other outputs never load PyYAML
 
-            click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+            click.echo(yaml_output.dump(data), nl=False)
     else:
         from kubectl_gpu.cli.console import text_console
 

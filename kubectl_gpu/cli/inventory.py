@@ -6,10 +6,9 @@ import json
 import re
 
 import click
-import yaml
 from rich.text import Text
 
-from kubectl_gpu.cli import exits
+from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cli.console import console, progress
 from kubectl_gpu.core.facts import ATTR, CAP
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
@@ -127,7 +126,7 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
         if output == "json":
             click.echo(json.dumps(document, indent=2))
         else:
-            click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
+            click.echo(yaml_output.dump(document), nl=False)
     ctx.exit(ExitCode.PARTIAL if inventory.plan.failures else ExitCode.OK)
 
 
@@ -169,7 +168,7 @@ def _remote(options: ClusterOptions, node: str, image: str | None, runtime_class
     if output == "json":
         click.echo(json.dumps(document, indent=2))
     elif output == "yaml":
-        click.echo(yaml.safe_dump(document, sort_keys=False), nl=False)
+        click.echo(yaml_output.dump(document), nl=False)
     else:
         _print_slice(document)
     return code

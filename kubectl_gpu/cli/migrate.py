@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 from rich.console import Console
 
-from kubectl_gpu.cli import exits
+from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
@@ -242,7 +241,7 @@ def command(
             if output_format == "json":
                 _stdout_write("".join(json.dumps(c, indent=2) + "\n" for c in classes))
             else:
-                _stdout_write(yaml.safe_dump_all(classes, sort_keys=False) + "---\n")
+                _stdout_write(yaml_output.dump_all(classes) + "---\n")
         if output_dir is not None:
             try:
                 targets = output_paths(rendered, output_dir)
@@ -251,7 +250,7 @@ def command(
             jobs = [(target, file.text, file.source.path, file.source.encoding)
                     for target, file in zip(targets, rendered)]
             if classes:
-                jobs.append((output_dir / "device-classes.yaml", yaml.safe_dump_all(classes, sort_keys=False), None,
+                jobs.append((output_dir / "device-classes.yaml", yaml_output.dump_all(classes), None,
                              "utf-8"))
             writes = write_files(jobs)
         elif in_place:

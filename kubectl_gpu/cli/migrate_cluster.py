@@ -164,8 +164,7 @@ def _target(plan: Any, snapshot: Any):
 
 
 def _write_files(output_dir: Path, plans: list) -> int:
-    import yaml
-
+    from kubectl_gpu.cli import yaml_output
     from kubectl_gpu.fleet.apply import clean_for_file
     from kubectl_gpu.fleet.workloads import recreate_manifest
 
@@ -176,7 +175,7 @@ def _write_files(output_dir: Path, plans: list) -> int:
         for claim in plan.claims:
             path = folder / f"{claim['kind'].lower()}-{claim['metadata']['name']}.yaml"
             if not path.exists():
-                path.write_text(yaml.safe_dump(claim, sort_keys=False))
+                path.write_text(yaml_output.dump(claim))
                 count += 1
         if plan.kind == "Pod":
             pod = recreate_manifest(plan)
@@ -185,13 +184,13 @@ def _write_files(output_dir: Path, plans: list) -> int:
             ref = f"pod/{plan.name} -n {plan.namespace}"
             (folder / f"pod-{plan.name}.yaml").write_text(
                 f"# kubectl-gpu: replaces the bare pod {plan.ref}, which cannot be changed in place: "
-                f"kubectl delete {ref}, then kubectl create -f this file\n" + yaml.safe_dump(pod, sort_keys=False))
+                f"kubectl delete {ref}, then kubectl create -f this file\n" + yaml_output.dump(pod))
             count += 1
             continue
         migrated = plan.migrated
         if migrated is None:
             continue
         (folder / f"{plan.kind.lower()}-{plan.name}.yaml").write_text(
-            yaml.safe_dump(clean_for_file(migrated), sort_keys=False))
+            yaml_output.dump(clean_for_file(migrated)))
         count += 1
     return count
