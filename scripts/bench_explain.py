@@ -11,7 +11,8 @@ Prints, next to floors measured in the same run:
   tables are built and the selectors parsed, as on a user's first run), then the best of 3 with
   them kept (kubectl_gpu/cli/cel_parser_cache.py: the input files are never cached).  The
   package is byte-compiled first, as `pip install` leaves it (see byte_compile_package);
-* in process: loading the YAML, building the devices, explaining;
+* in process: loading the YAML, building the devices, explaining, and writing the explanation
+  as -o json and -o yaml print it;
 * per selector shape (the corpus's selectors, and the shapes the tests use: has() guards,
   macros, cel.bind, quantities, versions, regexes): microseconds per device on the fast path,
   on cel-python (a sample, scaled), and a floor (a plain Python loop reading the same values).
@@ -41,6 +42,8 @@ sys.path.insert(0, str(ROOT))
 from kubectl_gpu.cel import CELPY, FAST, compile_selector, devices_from_slice  # noqa: E402
 from kubectl_gpu.explain import explain_objects  # noqa: E402
 from kubectl_gpu.explain.loading import load_documents  # noqa: E402
+from kubectl_gpu.explain.render import to_dict  # noqa: E402
+from kubectl_gpu.cli import yaml_output  # noqa: E402
 
 NODES, GPUS = 1000, 8
 DOMAIN = "gpu.nvidia.com"
@@ -238,6 +241,18 @@ def main() -> None:
         print(f"  load slices.yaml                                    {load_s:7.3f} s")
         print(f"  build the Device objects                            {build_s:7.3f} s")
         print(f"  explain_objects (devices built too)                 {explain_s:7.3f} s")
+        # -o json / -o yaml print every device's result (7 MB of JSON for this claim): the
+        # explanation as data, then its text as each output writes it.
+        explanation = explain_objects(claims=[CLAIM], slices=loaded)
+        data = to_dict(explanation)
+        to_dict_s = best_of(3, lambda: to_dict(explanation))
+        json_s = best_of(3, lambda: json.dumps(data, indent=2))
+        yaml_s = best_of(1, lambda: yaml_output.dump(data))
+        yaml_python_s = best_of(1, lambda: yaml.safe_dump(data, sort_keys=False))
+        print(f"  -o json/yaml: the explanation as data (to_dict)     {to_dict_s:7.3f} s")
+        print(f"  -o json: json.dumps(indent=2)                       {json_s:7.3f} s")
+        print(f"  -o yaml: libyaml's emitter (cli/yaml_output.py)     {yaml_s:7.3f} s  "
+              f"(PyYAML's pure-Python emitter: {yaml_python_s:.3f} s)")
 
     all_devices = [d for s in slices for d in devices_from_slice(s)]
 
