@@ -19,6 +19,8 @@ MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 
 @dataclass(frozen=True)
 class Lit:
+    """A literal: an int, uint, double, string, bytes, bool or null."""
+
     value: Any
     type: str  # int | uint | double | string | bytes | bool | null_type
     pos: Position
@@ -26,12 +28,16 @@ class Lit:
 
 @dataclass(frozen=True)
 class Ident:
+    """A bare name: ``device``, or a macro's or ``cel.bind``'s variable."""
+
     name: str
     pos: Position
 
 
 @dataclass(frozen=True)
 class Select:
+    """Field selection ``target.field``."""
+
     target: "Node"
     field: str
     pos: Position
@@ -39,6 +45,8 @@ class Select:
 
 @dataclass(frozen=True)
 class Index:
+    """Indexing ``target[key]`` into a map or a list."""
+
     target: "Node"
     key: "Node"
     pos: Position
@@ -56,12 +64,16 @@ class Call:
 
 @dataclass(frozen=True)
 class ListLit:
+    """A list literal ``[a, b, ...]``."""
+
     items: tuple["Node", ...]
     pos: Position
 
 
 @dataclass(frozen=True)
 class MapLit:
+    """A map literal ``{key: value, ...}``."""
+
     entries: tuple[tuple["Node", "Node"], ...]
     pos: Position
 

@@ -10,6 +10,8 @@ from kubectl_gpu.cel import InvalidValue, Quantity
 
 @dataclass(frozen=True)
 class Holder:
+    """One claim's request holding a device, and the capacity it consumes there."""
+
     claim: str  # namespace/name
     request: str
     admin_access: bool = False

@@ -38,6 +38,8 @@ SHARED_NODE = "(any node)"
 
 @dataclass
 class _SelectorState:
+    """One selector's counts while the devices are evaluated, made into a SelectorResult at the end."""
+
     label: str
     origin: str
     expression: str

@@ -18,6 +18,8 @@ from .specs import DeviceClassSpec, InvalidClaim, is_claim, is_device_class, par
 
 @dataclass
 class ExplainInputs:
+    """The objects read for explain, sorted by kind; what explain does not use is named in ``ignored``."""
+
     claims: list[Mapping[str, Any]] = field(default_factory=list)
     slices: list[Mapping[str, Any]] = field(default_factory=list)
     classes: list[Mapping[str, Any]] = field(default_factory=list)
@@ -26,6 +28,8 @@ class ExplainInputs:
 
 @dataclass(frozen=True)
 class Explanation:
+    """Every claim's result (or error) and what they were explained against."""
+
     items: tuple[ClaimResult | ClaimError, ...]
     devices: int
     slices: int

@@ -15,6 +15,8 @@ NOT_EVALUATED = "not evaluated"
 
 @dataclass(frozen=True)
 class SelectorOutcome:
+    """What one selector said about one device."""
+
     selector: str  # "class gpu.nvidia.com #0" or "#1" (indexes as the scheduler prints them)
     result: str  # matched | not matched | error | not evaluated
     message: str | None = None
@@ -25,6 +27,8 @@ _set_fields = object.__setattr__
 
 @dataclass(frozen=True, init=False)
 class DeviceResult:
+    """One device as one alternative of a request sees it: matched, rejected (by which selector) or an error."""
+
     device: str  # driver/pool/name
     node: str  # node name, or where the device is reachable
     result: str  # matched | not matched | error
@@ -47,6 +51,8 @@ class DeviceResult:
 
 @dataclass(frozen=True)
 class SelectorResult:
+    """One selector (the class's or the request's) over all devices: its engine and its counts."""
+
     selector: str
     origin: str  # "class" | "request"
     expression: str
@@ -85,6 +91,8 @@ class AlternativeResult:
 
 @dataclass(frozen=True)
 class RequestResult:
+    """One device request of a claim: whether it fits, and each of its alternatives."""
+
     name: str
     mode: str  # exactly | firstAvailable
     allocatable: bool
@@ -95,6 +103,8 @@ class RequestResult:
 
 @dataclass(frozen=True)
 class ClaimResult:
+    """One claim explained: whether all its requests fit together, and on which node."""
+
     kind: str
     namespace: str | None
     name: str

@@ -32,6 +32,8 @@ class InvalidClaim(ValueError):
 
 @dataclass(frozen=True)
 class DeviceClassSpec:
+    """A DeviceClass: its name and CEL selectors (``builtin``: the NVIDIA driver's definition)."""
+
     name: str
     selectors: tuple[str, ...]
     builtin: bool = False
@@ -40,6 +42,8 @@ class DeviceClassSpec:
 
 @dataclass(frozen=True)
 class SubrequestSpec:
+    """What one request (or one firstAvailable alternative of it) asks for."""
+
     name: str  # "gpu", or "gpu/older-gpu" for a firstAvailable alternative
     device_class: str
     selectors: tuple[str, ...] = ()
@@ -51,6 +55,8 @@ class SubrequestSpec:
 
 @dataclass(frozen=True)
 class RequestSpec:
+    """One device request of a claim, with its alternatives (one unless ``firstAvailable``)."""
+
     name: str
     first_available: bool
     alternatives: tuple[SubrequestSpec, ...]
@@ -58,12 +64,16 @@ class RequestSpec:
 
 @dataclass(frozen=True)
 class ConstraintSpec:
+    """A claim's ``matchAttribute`` constraint over some (or all) of its requests."""
+
     requests: tuple[str, ...]  # empty: all requests
     match_attribute: str
 
 
 @dataclass(frozen=True)
 class ClaimSpec:
+    """A ResourceClaim or ResourceClaimTemplate, in one shape whatever its API version."""
+
     kind: str
     name: str
     namespace: str | None

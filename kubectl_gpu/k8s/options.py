@@ -22,6 +22,8 @@ OUTPUT_FORMATS = ("table", "wide", "json", "yaml", "name")
 
 @dataclass(frozen=True)
 class ClusterOptions:
+    """kubectl's connection, scope and output flags as one command received them."""
+
     kubeconfig: str | None = None
     context: str | None = None
     request_timeout: float | None = None  # seconds; None: the default; 0 means no limit, as in kubectl
