@@ -24,13 +24,17 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
 from kubectl_gpu.cel.device import current_slices
 from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
 from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
-from kubectl_gpu.core import ApiVersion
+
+if TYPE_CHECKING:
+    # Imported where used: ApiVersion's module is the translation's data model (kubectl_gpu.core.model,
+    # its enums and dataclasses: 24M instructions), which explain with a profile read from files never needs.
+    from kubectl_gpu.core import ApiVersion
 
 # resource.k8s.io versions kubectl-gpu writes, newest first, and the Kubernetes minor that
 # introduced each (v1beta1 1.32, v1beta2 1.33, v1 GA in 1.34).
@@ -62,6 +66,8 @@ class ClusterProfile:
     @property
     def api_version(self) -> ApiVersion | None:
         """The newest resource.k8s.io version the cluster serves and kubectl-gpu writes."""
+        from kubectl_gpu.core import ApiVersion  # on first use: see the imports at the top
+
         for version, _ in DRA_VERSIONS:
             if version in self.served_versions:
                 return ApiVersion.parse(version)
@@ -356,5 +362,7 @@ def _revision(minor: int | None, served: Sequence[str], gates: Iterable[str],
 
 def prioritized_list_on(profile: ClusterProfile | None) -> bool:
     """firstAvailable is served (beta, on by default from 1.34) and the API version has it (v1beta2+)."""
+    from kubectl_gpu.core import ApiVersion  # on first use: see the imports at the top
+
     return (profile is not None and profile.gate(PRIORITIZED_LIST)
             and profile.api_version in (ApiVersion.V1, ApiVersion.V1BETA2))
