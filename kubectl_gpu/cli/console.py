@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from contextlib import contextmanager, nullcontext
@@ -123,6 +122,8 @@ class _Progress:
         self._shown = now
         documents = self._documents + getattr(self._migration, "documents", 0)
         line = f"migrating: file {self._files}/{self._total}, {documents:,} document(s): {self._name}"
+        import shutil  # here, not at the top: explain's tables never need it (it loads bz2, lzma, zlib)
+
         width = shutil.get_terminal_size((80, 24)).columns - 1
         self._stream.write("\r" + line[:width] + "\x1b[K")
         self._stream.flush()
