@@ -14,10 +14,12 @@ never listed twice; node, pod and claim names come from the cluster (`names_from
 from __future__ import annotations
 
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
-from click.shell_completion import CompletionItem, ShellComplete, get_completion_class
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 from kubectl_gpu.cli import exits
 
@@ -42,6 +44,8 @@ installed next to kubectl-gpu; nothing to set up beyond kubectl's own completion
 @click.argument("shell", type=click.Choice(SHELLS))
 def command(shell: str) -> None:
     """Print the shell completion script for kubectl-gpu (bash, zsh or fish)."""
+    from click.shell_completion import get_completion_class
+
     from kubectl_gpu.cli.main import main
 
     complete = get_completion_class(shell)(main, {}, EXECUTABLE, COMPLETE_VAR)
@@ -50,6 +54,8 @@ def command(shell: str) -> None:
 
 def plugin_completions(args: list[str]) -> tuple[list[CompletionItem], int]:
     """What kubectl_complete-gpu answers for `kubectl gpu ARGS...`: completions and a directive."""
+    from click.shell_completion import ShellComplete
+
     from kubectl_gpu.cli.main import main
 
     words, incomplete = (args[:-1], args[-1]) if args else ([], "")
@@ -73,9 +79,14 @@ def kubectl_complete() -> None:
 
 def names_from_cluster(kind: str) -> Callable[[click.Context, click.Parameter, str], list[CompletionItem]]:
     """A click `shell_complete` callback listing the names of `kind` (nodes, pods, resourceclaims)
-    with the kubeconfig, context and namespace given so far on the command line."""
+    with the kubeconfig, context and namespace given so far on the command line.
+
+    click.shell_completion is imported when a name is completed, not here: explain and describe
+    make this callback at import, and running them never completes anything."""
 
     def complete(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        from click.shell_completion import CompletionItem
+
         try:
             return [CompletionItem(n) for n in _names(ctx, kind) if n.startswith(incomplete)]
         except Exception:  # noqa: BLE001 - no cluster, no names: completion stays quiet
