@@ -101,8 +101,8 @@ def test_local_uses_the_inventory_slices(monkeypatch):
 
 def test_offline_explain_loads_the_fact_tables_not_the_translation(tmp_path):
     """`explain -f --slices` reads claims, classes and slices; the translation core (translate,
-    demand, claims, node constraints: a tenth of its start-up) is loaded by the core's face only
-    when a command translates."""
+    demand, claims, node constraints, and its data model: a tenth of its start-up) is loaded by the
+    core's face only when a command translates."""
     probe = ("import atexit, sys, runpy; sys.argv = ['kubectl-gpu', 'explain', '-f', sys.argv[1], '--slices', sys.argv[2]]\n"
              "atexit.register(lambda: print(' '.join(sorted(m for m in sys.modules if m.startswith('kubectl_gpu.core')))))\n"
              "runpy.run_module('kubectl_gpu.cli.main', run_name='__main__')\n")
@@ -111,7 +111,8 @@ def test_offline_explain_loads_the_fact_tables_not_the_translation(tmp_path):
                             timeout=120)
     loaded = result.stdout.strip().splitlines()[-1].split()
     assert "kubectl_gpu.core.facts" in loaded, result.stdout + result.stderr
-    assert not {"kubectl_gpu.core.translate", "kubectl_gpu.core.demand", "kubectl_gpu.core.claims"} & set(loaded)
+    assert not {"kubectl_gpu.core.translate", "kubectl_gpu.core.demand", "kubectl_gpu.core.claims",
+                "kubectl_gpu.core.model"} & set(loaded), loaded
 
 
 def test_json_and_yaml_output_never_load_the_table_printer_or_the_translation_fitter():
