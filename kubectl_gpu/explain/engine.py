@@ -103,25 +103,30 @@ ClassPasses = dict[DeviceClassSpec, _ClassPass]
 
 
 def _class_pass(device_class: DeviceClassSpec, states: list[_SelectorState], devices: Sequence[Device]) -> _ClassPass:
-    outcomes: list[tuple[SelectorOutcome, ...]] = []
-    rejected_by: list[str | None] = []
-    errors: list[str | None] = []
-    for device in devices:
-        seen: list[SelectorOutcome] = []
-        first_no = error = None
-        for state in states:
-            ok, message = _evaluate(state, device)
-            if ok is None:
-                error = f"class {device_class.name}: selector #{state.label.rsplit('#', 1)[1]}: CEL runtime error: {message}"
-                seen.append(SelectorOutcome(state.label, ERROR, message))
-                break
-            seen.append(state.matched_outcome if ok else state.rejected_outcome)
-            if not ok:
-                first_no = state.label
-                break
-        outcomes.append(tuple(seen))
-        rejected_by.append(first_no)
-        errors.append(error)
+    # Selector by selector rather than device by device: each selector runs over the devices
+    # every earlier one accepted (the scheduler's order and stopping point for each device), in
+    # one tight loop, and the outcome tuples are shared by every device that ends the same way.
+    count = len(devices)
+    all_matched = tuple(state.matched_outcome for state in states)
+    outcomes: list[tuple[SelectorOutcome, ...]] = [all_matched] * count
+    rejected_by: list[str | None] = [None] * count
+    errors: list[str | None] = [None] * count
+    accepted: Sequence[int] = range(count)  # positions of the devices every selector so far said yes to
+    for k, state in enumerate(states):
+        before = all_matched[:k]
+        rejected = before + (state.rejected_outcome,)
+        candidates = devices if k == 0 else [devices[i] for i in accepted]
+        still: list[int] = []
+        for i, verdict in zip(accepted, _verdicts(state, candidates)):
+            if verdict is True:
+                still.append(i)
+            elif verdict is False:
+                outcomes[i] = rejected
+                rejected_by[i] = state.label
+            else:
+                outcomes[i] = before + (SelectorOutcome(state.label, ERROR, verdict),)
+                errors[i] = f"class {device_class.name}: selector #{state.label.rsplit('#', 1)[1]}: CEL runtime error: {verdict}"
+        accepted = still
     return _ClassPass(states, outcomes, rejected_by, errors)
 
 
@@ -149,7 +154,9 @@ def explain_claim(
     requests = tuple(_explain_request(claim, request, devices, classes, taken, notes, passes, gates) for request in claim.requests)
     if claim.allocated:
         notes.append(f"already allocated: {', '.join(claim.allocated)} (explained as if it were not)")
-    allocatable, node, verdict = _claim_verdict(claim, requests, {d.id: d for d in devices})
+    # Only matchAttribute constraints look devices up by id: no map of 8,000 ids without them.
+    by_id = {d.id: d for d in devices} if claim.constraints else {}
+    allocatable, node, verdict = _claim_verdict(claim, requests, by_id)
     return ClaimResult(
         kind=claim.kind,
         namespace=claim.namespace,
@@ -246,6 +253,15 @@ def _explain_alternative(
     if class_pass is None:
         class_pass = passes[device_class] = _class_pass(device_class, class_states, devices)
 
+    # The request's selectors run one at a time over the devices in the class (each over all of
+    # them, for the per-selector counts), then each device's result is put together; a device
+    # every selector accepts shares one tuple of outcomes with the others.
+    in_class_devices = [d for d, no, error in zip(devices, class_pass.rejected_by, class_pass.errors)
+                        if no is None and error is None]
+    columns = [_verdicts(state, in_class_devices) for state in request_states]
+    verdicts = iter(zip(*columns)) if columns else itertools.repeat(())
+    all_true = (True,) * len(request_states)
+    all_matched = tuple(s.matched_outcome for s in request_states)
     results: list[DeviceResult] = []
     in_class = matched = 0
     fatal: str | None = None
@@ -255,39 +271,43 @@ def _explain_alternative(
         devices, class_pass.outcomes, class_pass.rejected_by, class_pass.errors
     ):
         device_id = device.id
+        node = device.node_name or f"({device.node_scope or 'all nodes'})"  # or where it is reachable
         if first_no is None and error is None:
             in_class += 1
-            outcomes = list(class_outcomes)
-            # Every request selector is evaluated (for the per-selector counts); the scheduler stops
-            # at the first one that is not true, which decides the device's result below.
-            for state in request_states:
-                ok, message = _evaluate(state, device)
-                if ok is None:
-                    outcomes.append(SelectorOutcome(state.label, ERROR, message))
-                    if first_no is None and error is None:
-                        error = f"claim {claim.ref}: selector {state.label}: CEL runtime error: {message}"
-                else:
-                    outcomes.append(state.matched_outcome if ok else state.rejected_outcome)
-                    if not ok and first_no is None and error is None:
-                        first_no = state.label
-            selector_outcomes = tuple(outcomes)
+            row = next(verdicts)
+            if row == all_true:
+                selector_outcomes = class_outcomes + all_matched
+            else:
+                # The scheduler stops at the first selector that is not true, which decides the
+                # device's result below.
+                outcomes = list(class_outcomes)
+                for state, verdict in zip(request_states, row):
+                    if verdict is True or verdict is False:
+                        outcomes.append(state.matched_outcome if verdict else state.rejected_outcome)
+                        if not verdict and first_no is None and error is None:
+                            first_no = state.label
+                    else:
+                        outcomes.append(SelectorOutcome(state.label, ERROR, verdict))
+                        if first_no is None and error is None:
+                            error = f"claim {claim.ref}: selector {state.label}: CEL runtime error: {verdict}"
+                selector_outcomes = tuple(outcomes)
         else:
             selector_outcomes = class_outcomes + not_evaluated
         if error is not None:
             fatal = fatal or f"{error} (device {device_id})"
-            results.append(DeviceResult(device_id, _node(device), ERROR, None, error, False, (), None, selector_outcomes))
+            results.append(DeviceResult(device_id, node, ERROR, None, error, False, (), None, selector_outcomes))
             continue
         if first_no is not None:
-            results.append(DeviceResult(device_id, _node(device), NOT_MATCHED, first_no, None, False, (), None, selector_outcomes))
+            results.append(DeviceResult(device_id, node, NOT_MATCHED, first_no, None, False, (), None, selector_outcomes))
             continue
         matched += 1
-        holders = taken.get(device_id, ())
+        holders = taken.get(device_id, ()) if taken else ()
         if holders or capacity_requested:
             free, capacity_note = _availability(sub, device, holders)
         else:
             free, capacity_note = True, None  # what _availability answers for a device nobody holds
         results.append(
-            DeviceResult(device_id, _node(device), MATCHED, None, None, free,
+            DeviceResult(device_id, node, MATCHED, None, None, free,
                          tuple([h.label for h in holders]) if holders else (), capacity_note, selector_outcomes)
         )
 
@@ -306,26 +326,29 @@ def _explain_alternative(
     )
 
 
-def _evaluate(state: _SelectorState, device: Device) -> tuple[bool | None, str | None]:
+def _verdicts(state: _SelectorState, devices: Sequence[Device]) -> list[bool | str]:
+    """The selector's answer for each device: True, False, or its CEL runtime error's message;
+    the state counts them."""
     assert state.compiled is not None
-    state.evaluated += 1
+    matches = state.compiled.matches
     try:
-        ok = state.compiled.matches(device)
-    except CelRuntimeError as err:
-        state.errors += 1
-        if state.first_error is None:
-            state.first_error = f"{err.message} (device {device.id})"
-        return None, err.message
-    if ok:
-        state.matched += 1
-    else:
-        state.rejected += 1
-    return ok, None
-
-
-def _node(device: Device) -> str:
-    """The node name, or "(where it is reachable)" for devices not bound to one node."""
-    return device.node_name or f"({device.node_scope or 'all nodes'})"
+        # The common case, with no runtime error, in one comprehension; selectors have no side
+        # effects, so after an error the loop below evaluates them again and words it.
+        verdicts: list[bool | str] = [matches(device) for device in devices]
+    except CelRuntimeError:
+        verdicts = []
+        for device in devices:
+            try:
+                verdicts.append(matches(device))
+            except CelRuntimeError as err:
+                state.errors += 1
+                if state.first_error is None:
+                    state.first_error = f"{err.message} (device {device.id})"
+                verdicts.append(err.message)
+    state.evaluated += len(devices)
+    state.matched += verdicts.count(True)  # a message is never equal to True or False
+    state.rejected += verdicts.count(False)
+    return verdicts
 
 
 def _local(result: DeviceResult) -> bool:
