@@ -420,7 +420,7 @@ def _best_node(results: Iterable[DeviceResult]) -> tuple[str | None, int]:
     shared = 0
     for r in results:
         if r.free:
-            if _local(r):
+            if not r.node.startswith("("):  # _local, inlined: one pass over every device
                 per_node[r.node] = per_node.get(r.node, 0) + 1
             else:
                 shared += 1
