@@ -32,6 +32,7 @@ limit exceeded" once it passes the limit.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 from . import comprehension, lib
@@ -168,29 +169,20 @@ class _Compiler:
             if field == "capacity":
                 return lambda d, f: DomainMap(d.capacity)
             raise Unsupported(f"device.{field}")
-        domain = self._domain_lookup(node.target, scope)
-        if domain is not None:
+        if self._domain_lookup(node.target, scope) is not None:
             message = f"no such key: {field}"
             key = node.target.key.value  # type: ignore[attr-defined]  # _domain_lookup: a string literal
-            # device.attributes['dom'].name, the access nearly every selector makes on every
-            # device: the two look-ups in one closure instead of calling domain's.
-            if node.target.target.field == "attributes":  # type: ignore[attr-defined]
+            maps = operator.attrgetter(node.target.target.field)  # type: ignore[attr-defined]  # attributes|capacity
+            # device.attributes['dom'].name (or .capacity), the access nearly every selector makes
+            # on every device: both look-ups in one closure instead of calling the domain's.
 
-                def attribute(d: Device, f: Any) -> Any:
-                    value = d.attributes.get(key, _EMPTY).get(field, _MISSING)
-                    if value is _MISSING:
-                        raise EvalError(message)
-                    return value
-
-                return attribute
-
-            def capacity(d: Device, f: Any) -> Any:
-                value = d.capacity.get(key, _EMPTY).get(field, _MISSING)
+            def attribute(d: Device, f: Any) -> Any:
+                value = maps(d).get(key, _EMPTY).get(field, _MISSING)
                 if value is _MISSING:
                     raise EvalError(message)
                 return value
 
-            return capacity
+            return attribute
         target = self.compile(node.target, scope)
         return lambda d, f: _select_value(target(d, f), field)
 
