@@ -66,21 +66,11 @@ def load_documents(text: str, source: str = "input") -> list[Any]:
             documents = value if isinstance(value, list) else [value]
             return [doc for doc in documents if doc is not None]
     if _kubectl_list(text):
-        try:
-            import yaml_rs
-        except ImportError:  # pragma: no cover - an optional accelerator; PyYAML reads everything too
-            pass
-        else:
-            try:
-                # Timestamps stay text: yaml-rs would make datetimes of them, quoted ones included.
-                document = yaml_rs.loads(text, parse_datetime=False)
-            except Exception:  # noqa: BLE001 - yaml-rs errors: PyYAML reads it again and words the error
-                pass
-            else:
-                return [] if document is None else [document]
-    documents = _as_yaml_1_1_reads_it(text)
-    if documents is not None:
-        return documents
+        document = _read_with_yaml_rs(text)  # kubectl quotes every string YAML 1.1 would type
+    else:
+        document = _as_yaml_1_1_reads_it(text)
+    if document is not _UNREAD:
+        return [] if document is None else [document]
     import yaml
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
@@ -146,22 +136,31 @@ _YAML_1_1_TYPED = re.compile(r"""^(?:
 )$""", re.X)
 
 
-def _as_yaml_1_1_reads_it(text: str) -> list[Any] | None:
-    """The documents of hand-written YAML as yaml-rs reads them, when PyYAML would read the same
-    objects; None when PyYAML must read it."""
-    if _LEFT_TO_PYYAML.search(text):
-        return None
+_UNREAD: Any = object()  # yaml-rs did not read the text (missing, failing, or not trusted to)
+
+
+def _read_with_yaml_rs(text: str) -> Any:
+    """The one document yaml-rs reads in ``text``, or _UNREAD: PyYAML then reads it again and words
+    the error.  Timestamps stay text: yaml-rs would make datetimes of them, quoted ones included."""
     try:
         import yaml_rs
-    except ImportError:  # pragma: no cover - an optional accelerator
-        return None
+    except ImportError:  # pragma: no cover - an optional accelerator; PyYAML reads everything too
+        return _UNREAD
     try:
-        document = yaml_rs.loads(text, parse_datetime=False)
-    except Exception:  # noqa: BLE001 - PyYAML reads it again and words the error
-        return None
-    if not _types_agree(document):
-        return None
-    return [] if document is None else [document]
+        return yaml_rs.loads(text, parse_datetime=False)
+    except Exception:  # noqa: BLE001 - yaml-rs errors are PyYAML's to word
+        return _UNREAD
+
+
+def _as_yaml_1_1_reads_it(text: str) -> Any:
+    """The one document of hand-written YAML as yaml-rs reads it, when PyYAML would read the same
+    objects; _UNREAD when PyYAML must read it."""
+    if _LEFT_TO_PYYAML.search(text):
+        return _UNREAD
+    document = _read_with_yaml_rs(text)
+    if document is _UNREAD or not _types_agree(document):
+        return _UNREAD
+    return document
 
 
 def _types_agree(value: Any) -> bool:
