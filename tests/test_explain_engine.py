@@ -283,3 +283,25 @@ def test_devices_of_an_older_pool_generation_are_not_counted_as_the_scheduler_ig
     baseline = explain_one(claim([exactly()]), slices=current)
     assert item.requests[0].alternatives[0].in_class == baseline.requests[0].alternatives[0].in_class
     assert all(d.device != "gone-0" for d in item.requests[0].alternatives[0].device_results)
+
+
+def test_the_drivers_vfio_class_is_known_without_being_given():
+    """The driver's Helm chart installs vfio.gpu.nvidia.com whenever GPUs are enabled, as it does
+    gpu.nvidia.com and mig.nvidia.com (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 and main 95932046:
+    deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-vfio-gpu.yaml, `if .Values.resources.gpus.enabled`;
+    since v25.12.0).  Its devices appear only with the PassthroughSupport gate, the class always: a
+    claim of it is unallocatable for want of devices, never because the class does not exist."""
+    vfio = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": "node-1-gpu.nvidia.com-vfio"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-1",
+                     "pool": {"name": "node-1", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "gpu-vfio-0",
+                                  "attributes": {"type": {"string": "vfio"}, "uuid": {"string": "GPU-vfio-0"},
+                                                 "productName": {"string": "NVIDIA H100 80GB HBM3"},
+                                                 "deviceID": {"string": "0x2330"}, "vendorID": {"string": "0x10de"},
+                                                 "iommuFDEnabled": {"bool": False}},
+                                  "capacity": {"addressableMemory": {"value": "80Gi"}}}]}}
+    item = explain_one(claim([exactly(cls="vfio.gpu.nvidia.com")]), slices=[*nvidia_slices(), vfio])
+    alternative = item.requests[0].alternatives[0]
+    assert alternative.class_source == "built-in (NVIDIA driver)" and alternative.in_class == 1
+    assert item.allocatable and "does not exist" not in item.verdict

@@ -102,7 +102,9 @@ NVIDIA_CONFIG_API_VERSION = "resource.nvidia.com/v1beta1"
 GPU_TYPE, MIG_TYPE, VFIO_TYPE = "gpu", "mig", "vfio"
 GPU_DEVICE_CLASS = "gpu.nvidia.com"
 MIG_DEVICE_CLASS = "mig.nvidia.com"
-VFIO_DEVICE_CLASS = "vfio.gpu.nvidia.com"  # only with the driver's PassthroughSupport gate
+# The chart installs all three whenever GPUs are enabled (deviceclass-{gpu,mig,vfio-gpu}.yaml, since v25.12.0);
+# vfio devices appear only with the driver's PassthroughSupport gate (cmd/gpu-kubelet-plugin/nvlib.go).
+VFIO_DEVICE_CLASS = "vfio.gpu.nvidia.com"
 DEVICE_CLASS_OF_TYPE = {GPU_TYPE: GPU_DEVICE_CLASS, MIG_TYPE: MIG_DEVICE_CLASS, VFIO_TYPE: VFIO_DEVICE_CLASS}
 # Each class's selector, as in the driver's Helm chart (deviceclass-gpu.yaml & co.).
 DEVICE_CLASS_SELECTORS = {

@@ -20,10 +20,9 @@ WRAPPED_VERSIONS = {"v1", "v1beta2"}
 FLAT_VERSIONS = {"v1beta1", "v1alpha3"}
 CLAIM_KINDS = {"ResourceClaim", "ResourceClaimTemplate"}
 
-# The NVIDIA DRA driver's own DeviceClasses (deployments/helm/.../deviceclasses.yaml), used when
-# the person explaining did not pass the cluster's classes.
-BUILTIN_CLASS_SELECTORS = {name: facts.DEVICE_CLASS_SELECTORS[name]
-                           for name in (facts.GPU_DEVICE_CLASS, facts.MIG_DEVICE_CLASS)}
+# The NVIDIA DRA driver's own DeviceClasses (its chart installs all three with GPUs enabled), used
+# when the person explaining did not pass the cluster's classes.
+BUILTIN_CLASS_SELECTORS = dict(facts.DEVICE_CLASS_SELECTORS)
 
 
 class InvalidClaim(ValueError):
