@@ -46,8 +46,11 @@ def test_attributes_every_device_of_a_type_has_are_the_ones_a_selector_may_read_
         assert required <= set(device["attributes"]), device["name"]
 
 
-def test_index_and_minor_are_known_as_removed():
-    assert set(facts.REMOVED_NVIDIA_ATTRIBUTES) == {"index", "minor"}
+def test_index_minor_and_the_drivers_own_pcie_bus_id_are_known_as_removed():
+    """kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/deviceinfo.go: index and minor are gone
+    at v25.8.0, pcieBusID (gpu.nvidia.com domain) at v25.12.0, for resource.kubernetes.io/pciBusID."""
+    assert set(facts.REMOVED_NVIDIA_ATTRIBUTES) == {"index", "minor", "pcieBusID"}
+    assert facts.attribute("pcieBusID").replaced_by == facts.ATTR.pciBusID
 
 
 def test_the_api_versions_the_core_writes_are_the_ones_the_facts_list():

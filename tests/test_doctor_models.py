@@ -62,6 +62,22 @@ def test_selector_on_index_which_the_nvidia_driver_no_longer_publishes():
     assert "uuid" in finding.fix and "v25.8.0" in finding.fix
 
 
+def test_selector_on_the_drivers_own_pcie_bus_id_is_sent_to_the_standard_attribute():
+    """Drivers up to v25.8.1 published the PCI address as `pcieBusID` in their own domain; v25.12.0
+    replaced it with the standard `resource.kubernetes.io/pciBusID` (kubernetes-sigs/dra-driver-nvidia-gpu
+    cmd/gpu-kubelet-plugin/deviceinfo.go: `"pcieBusID": {StringValue: &d.pcieBusID}` at v25.8.1,
+    `pciBusIDAttrName` = deviceattribute.StandardDeviceAttributePrefix + "pciBusID" at v25.12.0, and
+    `d.pciBusIDAttr` from deviceattribute at v0.4.1 and main).  A selector written for the old driver
+    is a runtime error on every device now; the fix names the attribute that replaced it."""
+    tpl = b.template("pinned", "ml", requests=[b.exact_request(
+        selectors=["device.attributes['gpu.nvidia.com'].pcieBusID == '0000:65:00.0'"])])
+    report = _doctor(resource_slices=[b.gpu_slice("dra-1")], resource_claim_templates=[tpl],
+                     device_classes=b.nvidia_device_classes())
+    (finding,) = [f for f in report.findings if f.code == "unpublished-attribute"]
+    assert "runtime error" in finding.message
+    assert "v25.12.0" in finding.fix and "resource.kubernetes.io/pciBusID" in finding.fix
+
+
 def test_selector_on_index_is_fine_where_the_driver_still_publishes_it():
     tpl = b.template("pinned", "ml", requests=[b.exact_request(
         selectors=['device.attributes["gpu.nvidia.com"]["index"] == 0'])])

@@ -178,7 +178,8 @@ _GPU_MIG = (GPU_TYPE, MIG_TYPE)
 class Attribute:
     """One attribute (or capacity) the driver publishes.  ``kind`` is the DeviceAttribute field
     (string, version, int, bool) or "quantity" for a capacity; ``optional``: absent on some nodes,
-    so a selector must guard it.  ``removed`` is the first driver release without it."""
+    so a selector must guard it.  ``removed`` is the first driver release without it, ``replaced_by``
+    the published key that took its place there, if any."""
 
     name: str
     kind: str
@@ -187,6 +188,7 @@ class Attribute:
     added: str | None = None
     removed: str | None = None
     domain: str = NVIDIA_ATTRIBUTE_DOMAIN
+    replaced_by: str | None = None
 
 
 ATTRIBUTES: tuple[Attribute, ...] = (
@@ -206,6 +208,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("iommuFDEnabled", "bool", (VFIO_TYPE,)),
     Attribute("index", "int", _GPU_MIG, removed="v25.8.0"),
     Attribute("minor", "int", _GPU_MIG, removed="v25.8.0"),
+    # The PCI address in the driver's own domain up to v25.8.1; v25.12.0 publishes the standard one instead.
+    Attribute("pcieBusID", "string", _GPU_MIG, removed="v25.12.0", replaced_by="resource.kubernetes.io/pciBusID"),
     # Standard attributes (k8s.io/dynamic-resource-allocation/deviceattribute), when sysfs has them.
     Attribute("pciBusID", "string", _ALL, optional=True, domain="resource.kubernetes.io"),
     Attribute("pcieRoot", "string", _ALL, optional=True, domain="resource.kubernetes.io"),

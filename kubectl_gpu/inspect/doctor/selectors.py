@@ -2,8 +2,8 @@
 a CEL selector naming an attribute no device publishes.
 
 In Kubernetes a missing attribute is a runtime error, not a non-match: the scheduler aborts
-allocation for the pod.  The NVIDIA driver removed `index` and `minor` in v25.8.0, so selectors
-written for older drivers break this way.
+allocation for the pod.  The NVIDIA driver removed `index` and `minor` in v25.8.0 and its own
+`pcieBusID` in v25.12.0, so selectors written for older drivers break this way.
 """
 
 from __future__ import annotations
@@ -197,8 +197,11 @@ def _check_expressions(subject: str, where: str, expressions: Iterable[str],
 def _fix(ref: AttributeReference, counts: Mapping[str, int]) -> str:
     available = sorted({k.split("/", 1)[1] for k in counts if k.startswith(ref.kind + "/")})
     if ref.domain == NVIDIA_DRIVER and ref.name in REMOVED_NVIDIA_ATTRIBUTES:
-        return (f"the NVIDIA DRA driver stopped publishing {ref.name} in {attribute(ref.name).removed}: "
-                f"select by uuid or productName instead (published: {', '.join(available)})")
+        removed = attribute(ref.name)
+        instead = (f"select by {removed.replaced_by}" if removed.replaced_by
+                   else "select by uuid or productName")
+        return (f"the NVIDIA DRA driver stopped publishing {ref.name} in {removed.removed}: "
+                f"{instead} instead (published: {', '.join(available)})")
     return f"use a published {ref.kind[:-1] if ref.kind == 'attributes' else ref.kind} of " \
            f"{ref.domain}: {', '.join(available) or 'none'}"
 
