@@ -172,3 +172,10 @@ def test_modules_that_read_or_write_driver_attributes_take_their_names_from_the_
             continue
         literal += [u.value for u in used if isinstance(u, ast.Constant) and u.value in names]
     assert literal == [], f"{module}: literal driver names {literal}; use facts.ATTR / facts.CAP"
+
+
+def test_iommufd_enabled_is_known_as_new_in_v0_4_0():
+    """kubernetes-sigs/dra-driver-nvidia-gpu cmd/gpu-kubelet-plugin/deviceinfo.go, VfioDeviceInfo.GetDevice:
+    v25.12.0 publishes no `iommuFDEnabled`; v0.4.0, v0.4.1 and main do.  A selector reading it unguarded
+    is a runtime error on a v25.12.0 node."""
+    assert facts.attribute("iommuFDEnabled").added == "v0.4.0"

@@ -205,7 +205,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("addressingMode", "string", _GPU_MIG, optional=True, added="v25.12.0"),
     Attribute("deviceID", "string", (VFIO_TYPE,)),
     Attribute("vendorID", "string", (VFIO_TYPE,)),
-    Attribute("iommuFDEnabled", "bool", (VFIO_TYPE,)),
+    Attribute("iommuFDEnabled", "bool", (VFIO_TYPE,), added="v0.4.0"),
     Attribute("index", "int", _GPU_MIG, removed="v25.8.0"),
     Attribute("minor", "int", _GPU_MIG, removed="v25.8.0"),
     # The PCI address in the driver's own domain up to v25.8.1; v25.12.0 publishes the standard one instead.
@@ -213,7 +213,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     # Standard attributes (k8s.io/dynamic-resource-allocation/deviceattribute), when sysfs has them.
     Attribute("pciBusID", "string", _ALL, optional=True, domain="resource.kubernetes.io"),
     Attribute("pcieRoot", "string", _ALL, optional=True, domain="resource.kubernetes.io"),
-    # numaNode: the driver's main branch (after v25.12.0); v25.12.0 published VFIO devices' NUMA node as `numa`.
+    # numaNode: the driver's main branch (after v0.4.1); v25.12.0-v0.4.1 published VFIO devices' NUMA node as `numa`.
+    # With the driver's own DRAListTypeAttributes gate, main publishes it as a one-element list (intValues).
     Attribute("numaNode", "int", _ALL, optional=True, added="main", domain="resource.kubernetes.io"),
     Attribute("numa", "int", (VFIO_TYPE,), removed="main"),
 )
