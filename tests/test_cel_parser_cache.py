@@ -1,5 +1,7 @@
 """The `kubectl-gpu` executable keeps cel-python's CEL parser tables in the user's cache directory
-(kubectl_gpu/cli/cel_parser_cache.py): lark builds them in 0.27 s, loads them in 0.03 s.
+(kubectl_gpu/cli/cel_parser_cache.py): lark builds them in 0.27 s, loads them in 0.03 s.  Only a
+selector that kubectl_gpu/cel/quick_parser.py leaves to cel-python's grammar makes the parser, so
+every run here explains SELECTOR_CLAIM, which has one (a bytes literal).
 
 What a user can rely on (lark's documented ``cache=`` behaviour, lark/lark.py: the file carries a
 hash of grammar, options and versions, and a file that does not load is rebuilt): the answers are
@@ -68,14 +70,25 @@ def test_the_parser_is_kept_in_a_private_directory_and_answers_the_same(tmp_path
     assert cache_files(tmp_path / "cache") == [kept]
 
 
+def shapes_claim(tmp_path: Path) -> str:
+    claim = tmp_path / "shapes.yaml"
+    claim.write_text(SELECTOR_CLAIM)
+    return str(claim)
+
+
 def test_a_damaged_cache_file_changes_nothing(tmp_path):
-    first = explain(tmp_path / "cache", CLAIM)
+    shapes = shapes_claim(tmp_path)
+    first = explain(tmp_path / "cache", CLAIM, shapes)
     (kept,) = cache_files(tmp_path / "cache")
     kept.write_bytes(kept.read_bytes()[:200])  # a half-written file (a full disk)
-    damaged = explain(tmp_path / "cache", CLAIM)
+    for parsed in (tmp_path / "cache" / "kubectl-gpu").glob("cel-ast-*.json"):
+        parsed.unlink()  # so that the selector is parsed again, with the damaged tables
+    damaged = explain(tmp_path / "cache", CLAIM, shapes)
     assert (damaged.returncode, damaged.stdout, damaged.stderr) == (first.returncode, first.stdout, first.stderr)
     kept.write_bytes(b"not a pickle at all\n")
-    garbage = explain(tmp_path / "cache", CLAIM)
+    for parsed in (tmp_path / "cache" / "kubectl-gpu").glob("cel-ast-*.json"):
+        parsed.unlink()
+    garbage = explain(tmp_path / "cache", CLAIM, shapes)
     assert (garbage.returncode, garbage.stdout, garbage.stderr) == (first.returncode, first.stdout, first.stderr)
 
 
@@ -83,7 +96,7 @@ def test_a_cache_directory_others_can_write_is_not_used(tmp_path):
     shared = tmp_path / "cache" / "kubectl-gpu"
     shared.mkdir(parents=True)
     shared.chmod(0o777)
-    result = explain(tmp_path / "cache", CLAIM)
+    result = explain(tmp_path / "cache", CLAIM, shapes_claim(tmp_path))
     assert result.returncode == 0, result.stderr
     assert cache_files(tmp_path / "cache") == []
 
@@ -91,7 +104,7 @@ def test_a_cache_directory_others_can_write_is_not_used(tmp_path):
 def test_an_unwritable_cache_home_is_no_error(tmp_path):
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("")
-    result = explain(blocked, CLAIM)
+    result = explain(blocked, CLAIM, shapes_claim(tmp_path))
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
 
@@ -105,7 +118,8 @@ def test_a_relative_cache_home_writes_nothing_beside_the_user(tmp_path):
     args = [str(executable)] if executable.exists() else [sys.executable, "-m", "kubectl_gpu.cli.main"]
     env = {k: v for k, v in os.environ.items() if k != "HOME"}
     env.update({"XDG_CACHE_HOME": "relative-cache", "NO_COLOR": "1"})
-    result = subprocess.run([*args, "explain", "--slices", SLICES, "-f", CLAIM, "-o", "json"], cwd=work,
+    result = subprocess.run([*args, "explain", "--slices", SLICES, "-f", CLAIM, "-f", shapes_claim(tmp_path), "-o",
+                             "json"], cwd=work,
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert list(work.iterdir()) == []

@@ -14,6 +14,7 @@ from .device import Device
 from .errors import CelCompileError, CelRuntimeError
 from .fastpath import Unsupported, compile_fast
 from .parser_hook import parsed_store
+from .quick_parser import parse_quick
 from .syntax import Node, from_json, to_json
 
 FAST = "fast"
@@ -104,10 +105,14 @@ def _compile(
 
 
 def _ast(expression: str) -> Node:
-    """The expression's AST: kept from an earlier parse when the face keeps them
-    (parser_hook.ParsedStore), else parsed with cel-python's grammar (which loads cel-python, lark
-    and pendulum) and kept.  Parsing does not depend on feature gates or the environment: the
-    checker and the cost estimate run again on every compile."""
+    """The expression's AST: read by quick_parser when it is one of the everyday shapes (the same
+    AST cel-python's grammar gives, without loading it), else kept from an earlier parse when the
+    face keeps them (parser_hook.ParsedStore), else parsed with cel-python's grammar (which loads
+    cel-python, lark and pendulum) and kept.  Parsing does not depend on feature gates or the
+    environment: the checker and the cost estimate run again on every compile."""
+    ast = parse_quick(expression)
+    if ast is not None:
+        return ast
     store = parsed_store()
     if store is not None:
         kept = store.get(expression)
