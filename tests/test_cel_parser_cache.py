@@ -123,3 +123,11 @@ def test_a_relative_cache_home_writes_nothing_beside_the_user(tmp_path):
                             capture_output=True, text=True, env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert list(work.iterdir()) == []
+
+
+def test_a_run_whose_selectors_need_no_cel_python_keeps_nothing(tmp_path):
+    """Everyday selectors (the driver's classes', the bench's) are read by kubectl_gpu/cel/quick_parser.py:
+    the run neither makes cel-python's parser nor looks for the cache directory, let alone creates it."""
+    result = explain(tmp_path / "cache", CLAIM)
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "cache").exists()

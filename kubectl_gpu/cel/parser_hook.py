@@ -39,6 +39,7 @@ class ParsedStore(Protocol):
 
 
 _store: ParsedStore | None = None
+_setup: Callable[[], None] | None = None
 
 
 def set_parsed_store(store: ParsedStore | None) -> None:
@@ -48,5 +49,17 @@ def set_parsed_store(store: ParsedStore | None) -> None:
     _store = store
 
 
+def set_up_before_reference_parsing(setup: Callable[[], None] | None) -> None:
+    """``setup`` (which sets the builder and the store) runs the first time an expression needs the
+    reference parser (kubectl_gpu/cel/quick_parser.py reads everyday selectors without it): a run
+    that meets none pays nothing for the store, not even finding the cache directory."""
+    global _setup
+    _setup = setup
+
+
 def parsed_store() -> ParsedStore | None:
+    global _setup
+    if _setup is not None:
+        setup, _setup = _setup, None
+        setup()
     return _store

@@ -54,6 +54,16 @@ def _has_inputs(args: list[str]) -> bool:
     return False
 
 
+def _keep_parsing_in_user_cache() -> None:
+    """cel-python's parser tables and the selectors it parses, kept in the user's cache directory
+    (kubectl_gpu/cli/cel_parser_cache.py); set up only when a selector needs that parser."""
+    from kubectl_gpu.cel.parser_hook import set_parsed_store, set_parser_builder
+    from kubectl_gpu.cli.cel_parser_cache import ParsedSelectorFiles, build_cel_parser
+
+    set_parser_builder(build_cel_parser)
+    set_parsed_store(ParsedSelectorFiles.in_user_cache())
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(SUBCOMMANDS)
@@ -63,11 +73,9 @@ class LazyGroup(click.Group):
             return None
         module = importlib.import_module(f"kubectl_gpu.cli.{name}")
         if "kubectl_gpu.cel" in sys.modules:  # the command may compile CEL: keep what parsing makes
-            from kubectl_gpu.cel.parser_hook import set_parsed_store, set_parser_builder
-            from kubectl_gpu.cli.cel_parser_cache import ParsedSelectorFiles, build_cel_parser
+            from kubectl_gpu.cel.parser_hook import set_up_before_reference_parsing
 
-            set_parser_builder(build_cel_parser)
-            set_parsed_store(ParsedSelectorFiles.in_user_cache())
+            set_up_before_reference_parsing(_keep_parsing_in_user_cache)
         return module.command
 
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
