@@ -69,7 +69,7 @@ class _Token:
     __slots__ = ("kind", "text", "start", "end")
 
     def __init__(self, kind: str, text: str, start: int, end: int) -> None:
-        self.kind = kind  # "name", "number", "string", "end" or the operator itself
+        self.kind = kind  # "name", "number", "string", "bool", "null", "in", "end" or the operator itself
         self.text = text
         self.start = start
         self.end = end
