@@ -225,3 +225,36 @@ def test_json_inputs_never_load_a_yaml_reader(tmp_path):
                                 env={**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NO_COLOR": "1"})
         assert result.returncode == 0, result.stderr[-2000:]
         assert result.stdout.splitlines()[-1] == "[]", output
+
+
+SHARED = DATA / "nvidia-consumable-memory.yaml"
+MEMORY_CLAIM = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "share"},
+                "spec": {"devices": {"requests": [{"name": "g", "exactly": {
+                    "deviceClassName": "gpu.nvidia.com", "capacity": {"requests": {"memory": "10Gi"}}}}]}}}
+
+
+# A capacity's requestPolicy as the API server validates it (kubernetes/kubernetes,
+# pkg/apis/resource/validation/validation.go at 009801d930e2e3c8b3671a3ec28e31a2f64865ac,
+# validateRequestPolicy and validateRequestPolicyRange): validValues is a list of quantities,
+# validRange a map whose min is required, max and step quantities, and step greater than zero.
+# explain reads slices from files nobody validated: it names the field instead of a traceback
+# (a corpus mutation fuzz found step: {name: [...]} printing InvalidValue's).
+@pytest.mark.parametrize("policy, says", [
+    ({"default": "1Gi", "validRange": {"min": "1Gi", "step": {"name": [1]}}}, "validRange.step"),
+    ({"default": "1Gi", "validRange": {"min": "1Gi", "step": "0"}}, "validRange.step"),
+    ({"default": "1Gi", "validRange": {"min": "1Gi", "step": "-1Gi"}}, "validRange.step"),
+    ({"default": "1Gi", "validRange": {"min": "lots"}}, "validRange.min"),
+    ({"default": "1Gi", "validRange": {"min": "1Gi", "max": [1]}}, "validRange.max"),
+    ({"default": "1Gi", "validRange": {"max": "8Gi"}}, "validRange.min"),
+    ({"default": "1Gi", "validRange": ["1Gi"]}, "validRange"),
+    ({"default": "1Gi", "validValues": "1Gi"}, "validValues"),
+    ({"default": "1Gi", "validValues": ["1Gi", {"a": 1}]}, "validValues[1]"),
+])
+def test_a_malformed_capacity_request_policy_names_the_field_to_fix(tmp_path, policy, says):
+    slices = [doc for doc in yaml.safe_load_all(SHARED.read_text()) if doc]
+    slices[0]["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"] = policy
+    (tmp_path / "slices.yaml").write_text(yaml.safe_dump_all(slices))
+    (tmp_path / "claim.yaml").write_text(yaml.safe_dump(MEMORY_CLAIM))
+    result = run("-f", str(tmp_path / "claim.yaml"), "--slices", str(tmp_path / "slices.yaml"))
+    assert result.exit_code == 2, result.output
+    assert f"spec.devices[0].capacity.memory.requestPolicy.{says}" in " ".join(result.output.split()), result.output

@@ -390,7 +390,8 @@ def _capacity(raw: Mapping[str, Any], driver: str, slice_name: str, index: int, 
             # v1beta1+ wraps the quantity as {value: ...}; v1alpha3 stored it directly.
             text = entry.get("value")
             policy = entry.get("requestPolicy")
-            if policy is not None and _is_mapping(policy):
+            if policy is not None:
+                _check_request_policy(policy, f"{_where(slice_name, index)}.capacity.{qualified}.requestPolicy")
                 policies[str(qualified)] = policy
         else:
             text = entry
@@ -408,3 +409,39 @@ def _capacity(raw: Mapping[str, Any], driver: str, slice_name: str, index: int, 
             bucket = result[domain] = {}
         bucket[name] = quantity
     return result, policies
+
+
+def _check_request_policy(policy: Any, where: str) -> None:
+    """A capacity's requestPolicy (KEP-5075) has the shape the API server validates
+    (kubernetes/kubernetes pkg/apis/resource/validation/validation.go, validateRequestPolicy):
+    validValues a list of quantities; validRange a map with a min, and a max and a step greater than
+    zero when given.  The engine rounds requests with them, so a slice read from a file nobody
+    validated is refused here, naming the field, instead of failing where a request meets it."""
+    if not _is_mapping(policy):
+        raise InvalidResourceSlice(f"{where} must be a map (default, validValues or validRange)")
+    if policy.get("default") is not None:
+        _policy_quantity(policy["default"], f"{where}.default")
+    valid_values = policy.get("validValues")
+    if valid_values is not None:
+        if not isinstance(valid_values, list):
+            raise InvalidResourceSlice(f"{where}.validValues must be a list of quantities")
+        for position, value in enumerate(valid_values):
+            _policy_quantity(value, f"{where}.validValues[{position}]")
+    valid_range = policy.get("validRange")
+    if valid_range is not None:
+        if not _is_mapping(valid_range):
+            raise InvalidResourceSlice(f"{where}.validRange must be a map (min, max, step)")
+        if valid_range.get("min") is None:
+            raise InvalidResourceSlice(f"{where}.validRange.min is required when validRange is given")
+        _policy_quantity(valid_range["min"], f"{where}.validRange.min")
+        if valid_range.get("max") is not None:
+            _policy_quantity(valid_range["max"], f"{where}.validRange.max")
+        if valid_range.get("step") is not None and _policy_quantity(valid_range["step"], f"{where}.validRange.step").value <= 0:
+            raise InvalidResourceSlice(f"{where}.validRange.step: {valid_range['step']!r}: must be greater than zero")
+
+
+def _policy_quantity(value: Any, where: str) -> Quantity:
+    try:
+        return Quantity.read(value)
+    except InvalidValue as err:
+        raise InvalidResourceSlice(f"{where}: {value!r}: {err}") from None
