@@ -103,6 +103,7 @@ def read_files(paths: tuple[str, ...]) -> list[Any]:
 
     from kubectl_gpu.manifests import InputError, collect_sources
     from kubectl_gpu.manifests.stream import split_stream
+    from kubectl_gpu.yaml_values import load_all
 
     try:
         sources = collect_sources(paths, sys.stdin)
@@ -118,7 +119,7 @@ def read_files(paths: tuple[str, ...]) -> list[Any]:
                 pass  # YAML that happens to start with a flow mapping
         for chunk in split_stream(source.text):
             try:
-                documents.extend(d for d in yaml.safe_load_all(chunk.body) if d is not None)
+                documents.extend(d for d in load_all(chunk.body) if d is not None)
             except yaml.YAMLError as err:
                 mark = getattr(err, "problem_mark", None)
                 line = chunk.body_line + (mark.line if mark is not None else 0)

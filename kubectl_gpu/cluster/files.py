@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from kubectl_gpu.yaml_values import load_all
+
 from .profile import ClusterProfile, ProfileError, build_profile
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -44,6 +46,6 @@ def _read(file: Path) -> list[Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise ProfileError(f"--cluster {file}: cannot read it ({err})") from err
     try:
-        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        return [doc for doc in load_all(text) if doc is not None]
     except yaml.YAMLError as err:
         raise ProfileError(f"--cluster {file}: not valid YAML/JSON ({err})") from err

@@ -73,9 +73,10 @@ def load_documents(text: str, source: str = "input") -> list[Any]:
         return [] if document is None else [document]
     import yaml
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML was built with it
+    from kubectl_gpu.yaml_values import load_all
+
     try:
-        return [doc for doc in yaml.load_all(text, Loader=loader) if doc is not None]
+        return [doc for doc in load_all(text, libyaml=True) if doc is not None]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

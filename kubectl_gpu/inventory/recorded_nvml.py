@@ -17,6 +17,8 @@ from typing import Any
 
 import pynvml
 
+from kubectl_gpu.yaml_values import number_too_long_in
+
 FUNCTIONS = (
     "nvmlInit",
     "nvmlShutdown",
@@ -121,11 +123,14 @@ class RecordedNvml:
     @classmethod
     def from_file(cls, path: str | Path) -> "RecordedNvml":
         try:
-            node = json.loads(Path(path).read_text(encoding="utf-8"))
+            text = Path(path).read_text(encoding="utf-8")
+            node = json.loads(text)
         except OSError as exc:
             raise RecordingError(f"cannot read the NVML recording {path}: {exc.strerror or exc}") from None
-        except ValueError as exc:
-            raise RecordingError(f"the NVML recording {path} is not JSON: {exc}") from None
+        except ValueError as exc:  # JSON's own error, a byte that is not UTF-8, or Python's for a long integer
+            too_long = None if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)) else number_too_long_in(text)
+            problem = f"line {too_long[0]}: {too_long[1]}" if too_long else exc
+            raise RecordingError(f"the NVML recording {path} is not JSON: {problem}") from None
         if not isinstance(node, dict) or not ("gpus" in node or "nvmlInit" in node):
             raise RecordingError(f"the NVML recording {path} has neither gpus nor nvmlInit "
                                  "(see docs/inventory.md for the format)")

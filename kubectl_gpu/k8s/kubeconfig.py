@@ -30,6 +30,7 @@ from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
 from kubectl_gpu.k8s.client import REQUEST_TIMEOUT_SECONDS, Client
 from kubectl_gpu.k8s.errors import KubeconfigError
+from kubectl_gpu.yaml_values import load
 
 _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")
@@ -96,7 +97,7 @@ def _read(path: str) -> dict[str, Any]:
     """One kubeconfig file, checked enough that the library's loader cannot trip over its shape."""
     try:
         with open(path, encoding="utf-8") as handle:
-            doc = yaml.safe_load(handle)
+            doc = load(handle)
     except OSError as exc:
         raise KubeconfigError(f"cannot read kubeconfig {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:

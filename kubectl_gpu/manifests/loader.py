@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from kubectl_gpu.input_error import InputError  # raised for an argument that cannot be read at all
+from kubectl_gpu.yaml_values import number_too_long_in
 
 from .stream import Chunk, is_blank, split_leading_comments, split_stream
 from .yamlio import MAX_DEPTH, DuplicateKey, YamlCodec, _too_deep, guess_indentation
@@ -258,6 +259,13 @@ def _parse_json(source: Source) -> ParsedFile | None:
         return None  # maybe flow-style YAML: let the YAML parser decide
     except RecursionError:
         document = ParsedDocument(None, None, 1, error=f"line 1: nested deeper than {MAX_DEPTH} levels ({_DEPTH_HINT})")
+        return ParsedFile(source, Format.JSON, [document], YamlCodec())
+    except ValueError:  # not JSON's own error: Python's, for an integer too long to read (no reader can)
+        found = number_too_long_in(text)
+        if found is None:
+            raise
+        line, problem = found
+        document = ParsedDocument(None, None, line, error=f"line {line}: {problem}")
         return ParsedFile(source, Format.JSON, [document], YamlCodec())
     if not documents:
         return None

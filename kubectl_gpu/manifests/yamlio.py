@@ -19,6 +19,8 @@ from ruamel.yaml.emitter import RoundTripEmitter
 from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from kubectl_gpu.yaml_values import number_too_long
+
 
 @dataclass(frozen=True)
 class Indentation:
@@ -52,6 +54,8 @@ class _ValueDoesNotFitTag(Exception):
         value = node.value if isinstance(node.value, str) else f"a {node.id}"
         super().__init__(f"{tag} cannot hold {value!r}" if isinstance(node.value, str) else f"{tag} cannot hold {value}")
         self.line = line
+        # A plain integer longer than Python reads has no tag to remove: say what to change instead.
+        self.too_long = number_too_long(node.value) if tag == "!!int" and isinstance(node.value, str) else None
 
 
 # What ruamel's constructors raise for a value that does not fit its tag.
@@ -164,6 +168,8 @@ class YamlCodec:
             return ParseOutcome(error=f"nested deeper than {MAX_DEPTH} levels; no Kubernetes object does "
                                       "(check the generator that wrote it)")
         except _ValueDoesNotFitTag as exc:
+            if exc.too_long:
+                return ParseOutcome(error=exc.too_long, error_line=exc.line)
             return ParseOutcome(error=f"a value does not fit its tag ({_one_line(str(exc))}); remove the tag or "
                                       "fix the value", error_line=exc.line)
         except _CONSTRUCTOR_ERRORS as exc:

@@ -1,0 +1,105 @@
+"""Values in hand-written YAML and JSON that cannot be read, as errors at their line that say what
+to change: one PyYAML loader for every reader of files the CLI did not write (explain's inputs, the
+cluster profile, plan -f, kubeconfigs), and the one wording of a number too long to read.
+
+PyYAML's constructors fail with bare Python errors, no YAMLError, when a value does not fit its
+tag: ``!!int abc`` and ``!!float abc`` (ValueError), ``!!bool linux`` (KeyError), ``!!timestamp x``
+(AttributeError).  So does every integer longer than CPython converts (sys.get_int_max_str_digits(),
+4,300 digits: its guard against quadratic-time conversion), in PyYAML and json alike, with Python's
+own advice ("use sys.set_int_max_str_digits()").  migrate's ruamel reader turns the same failures
+into errors at their line (kubectl_gpu/manifests/yamlio.py); `load_all` and `load` do it for PyYAML:
+the error is a ConstructorError (a YAMLError with the node's line), which each reader already
+reports.
+
+A leaf: PyYAML is imported on the first call, so a reader that never needs it never loads it
+(explain reads most files without it, kubectl_gpu/explain/loading.py).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any, Iterator
+
+# Integers are 64-bit in every Kubernetes field, and quantities at most 2^63-1
+# (k8s.io/apimachinery pkg/api/resource/quantity.go): 19 digits.
+_TOO_LONG = ("a number of {digits} digits, which no Kubernetes field holds (integers are 64-bit: 19 digits "
+             "at most); shorten it, or quote it if it is text")
+_TAG_PREFIX = "tag:yaml.org,2002:"
+
+
+def number_too_long(text: str) -> str | None:
+    """What to change when ``text`` (a scalar) is an integer too long for Python to read, else None."""
+    limit = sys.get_int_max_str_digits()
+    digits = sum(character.isdigit() for character in text)
+    return _TOO_LONG.format(digits=digits) if limit and digits > limit else None
+
+
+def number_too_long_in(text: str) -> tuple[int, str] | None:
+    """The 1-based line of the first integer in ``text`` too long for Python to read (JSON's and
+    YAML's readers fail on it without a position), and what to change; None when there is none."""
+    limit = sys.get_int_max_str_digits()
+    if not limit:
+        return None
+    for match in re.finditer(r"[0-9][0-9_]{%d,}" % limit, text):
+        problem = number_too_long(match.group())
+        if problem:
+            return text.count("\n", 0, match.start()) + 1, problem
+    return None
+
+
+def load_all(text: str, *, libyaml: bool = False) -> Iterator[Any]:
+    """The documents of ``text``, as yaml.safe_load_all reads them (with libyaml's parser, when PyYAML
+    has it and ``libyaml``: several times faster, but it refuses a lone surrogate escape such as
+    "\\ud800" that PyYAML's own reads); a value that does not fit its tag is a yaml.YAMLError at its line."""
+    import yaml
+
+    return yaml.load_all(text, Loader=_loader(libyaml))
+
+
+def load(stream: Any) -> Any:
+    """The one document of ``stream`` (text or a file), as yaml.safe_load reads it; errors as load_all."""
+    import yaml
+
+    return yaml.load(stream, Loader=_loader(False))
+
+
+_LOADERS: dict[bool, Any] = {}
+
+
+def _loader(libyaml: bool) -> Any:
+    loader = _LOADERS.get(libyaml)
+    if loader is None:
+        import yaml
+        from yaml.constructor import ConstructorError
+
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if libyaml else yaml.SafeLoader
+
+        class CheckedSafeLoader(base):  # type: ignore[misc, valid-type]
+            """The safe loader, with a value its tag's constructor cannot build an error at its node."""
+
+            def construct_object(self, node: Any, deep: bool = False) -> Any:
+                try:
+                    return super().construct_object(node, deep=deep)
+                except yaml.YAMLError:
+                    raise
+                except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+                    raise ConstructorError(None, None, _does_not_fit(node), node.start_mark) from None
+
+        loader = _LOADERS[libyaml] = CheckedSafeLoader
+    return loader
+
+
+def _does_not_fit(node: Any) -> str:
+    tag = str(node.tag).replace(_TAG_PREFIX, "!!")
+    if isinstance(node.value, str):
+        if tag == "!!int":
+            too_long = number_too_long(node.value)
+            if too_long:
+                return too_long
+        return f"{tag} cannot hold {_clipped(node.value)!r}; remove the tag or fix the value"
+    return f"{tag} cannot hold this {node.id}; remove the tag or fix the value"
+
+
+def _clipped(value: str, most: int = 60) -> str:
+    return value if len(value) <= most else f"{value[:most]}..."
