@@ -82,6 +82,11 @@ def test_env_overrides_the_file_and_flags_override_env(tmp_path):
         ("apiTimeoutSeconds: 60\n", "at most 30"),
         ("- a list\n", "must hold a mapping"),
         ("port: [\n", "not valid YAML"),
+        # A value its tag cannot hold (tests/test_unreadable_values.py): an error at its line, not a
+        # traceback at start.
+        ("port: !!int abc\n", "line 1"),
+        ("audit: !!bool sometimes\n", "remove the tag or fix the value"),
+        ("apiTimeoutSeconds: " + "9" * 5000 + "\n", "5000 digits"),
     ],
 )
 def test_bad_config_fails_at_start_naming_the_key(tmp_path, text, message):
@@ -93,6 +98,13 @@ def test_bad_config_fails_at_start_naming_the_key(tmp_path, text, message):
 def test_serve_refuses_a_bad_config_with_a_usage_error(tmp_path):
     result = CliRunner().invoke(main, ["serve", "--config", write(tmp_path, "audit: sometimes\n")])
     assert result.exit_code == 2 and "audit" in result.output
+
+
+@pytest.mark.parametrize("value", ["!!int abc", "!!timestamp x", "9" * 5000])
+def test_an_environment_value_that_cannot_be_read_names_its_variable(value):
+    with pytest.raises(ConfigError) as caught:
+        load_config(None, {"KUBECTL_GPU_WEBHOOK_PORT": value}, {})
+    assert "KUBECTL_GPU_WEBHOOK_PORT" in str(caught.value) or "port" in str(caught.value)
 
 
 def test_serve_says_how_to_get_missing_certificates(tmp_path):

@@ -18,6 +18,7 @@ import yaml
 
 from kubectl_gpu.cluster import ProfileError, parse_feature_gates
 from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+from kubectl_gpu.yaml_values import load
 
 from .fencing import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
 
@@ -187,7 +188,7 @@ def _read_file(path: str) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
     try:
-        data = yaml.safe_load(text)
+        data = load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
     if data is None:
@@ -214,7 +215,7 @@ def _reject_unknown_keys(data: Mapping[str, Any], known: Mapping[str, Any], pref
 def _parse_env(value: str, key: str) -> Any:
     # Environment values are strings; YAML scalars give "true"/"8443"/"null" their usual meaning.
     try:
-        return yaml.safe_load(value)
+        return load(value)
     except yaml.YAMLError as exc:
         raise ConfigError(f"environment value for {key} cannot be parsed: {value!r}") from exc
 
