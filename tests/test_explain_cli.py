@@ -258,3 +258,29 @@ def test_a_malformed_capacity_request_policy_names_the_field_to_fix(tmp_path, po
     result = run("-f", str(tmp_path / "claim.yaml"), "--slices", str(tmp_path / "slices.yaml"))
     assert result.exit_code == 2, result.output
     assert f"spec.devices[0].capacity.memory.requestPolicy.{says}" in " ".join(result.output.split()), result.output
+
+
+# kubectl reads every file and stdin through unicode.BOMOverride(unicode.UTF8.NewDecoder())
+# (k8s.io/cli-runtime/pkg/resource/visitor.go, FileVisitor.Visit): a UTF-8 byte order mark is
+# dropped, a UTF-16 one (either byte order) decodes the rest as UTF-16.  explain reads what kubectl
+# applies, as migrate does (tests/test_migrate_filesystem_properties.py), and names a file that is
+# not text instead of printing UnicodeDecodeError's traceback.
+@pytest.mark.parametrize("mark, codec", [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"),
+                                         (b"\xfe\xff", "utf-16-be")])
+@pytest.mark.parametrize("stdin", [False, True])
+def test_explain_reads_byte_order_marks_as_kubectl_does(tmp_path, mark, codec, stdin):
+    data = mark + Path(TEST1).read_text().encode(codec)
+    (tmp_path / "claim.yaml").write_bytes(data)
+    args = ["explain", "-f", "-" if stdin else str(tmp_path / "claim.yaml"), "--slices", H100, "-o", "json"]
+    result = CliRunner().invoke(main, args, input=data if stdin else None, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["allocatable"] is True
+
+
+@pytest.mark.parametrize("stdin", [False, True])
+def test_explain_names_input_that_is_not_text(tmp_path, stdin):
+    data = Path(TEST1).read_bytes().replace(b"ubuntu", b"ubunt\xfc")  # Latin-1, not UTF-8
+    (tmp_path / "claim.yaml").write_bytes(data)
+    args = ["explain", "-f", "-" if stdin else str(tmp_path / "claim.yaml"), "--slices", H100]
+    result = CliRunner().invoke(main, args, input=data if stdin else None, catch_exceptions=False)
+    assert result.exit_code == 2 and "not UTF-8 text" in result.output and "save it as UTF-8" in result.output

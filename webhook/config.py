@@ -18,7 +18,7 @@ import yaml
 
 from kubectl_gpu.cluster import ProfileError, parse_feature_gates
 from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
-from kubectl_gpu.yaml_values import load
+from kubectl_gpu.input_text import load
 
 from .fencing import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
 

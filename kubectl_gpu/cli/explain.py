@@ -24,14 +24,21 @@ from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
 from kubectl_gpu.explain.loading import UnreadableInput, load_documents
 from kubectl_gpu.explain.render import render_table, to_dict
 from kubectl_gpu.input_error import InputError
+from kubectl_gpu.input_text import NotText, decode
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 
 def _load(path: str) -> list[Any]:
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        if path == "-":  # bytes, as kubectl reads stdin; a text stream without them (a test's) is text already
+            buffer = getattr(sys.stdin, "buffer", None)
+            text = decode(buffer.read(), "<stdin>")[0] if buffer is not None else sys.stdin.read().removeprefix("\ufeff")
+        else:
+            text = decode(Path(path).read_bytes(), path)[0]
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}") from None
+    except NotText as err:
+        raise InputError(str(err)) from None
     try:
         return load_documents(text, path)
     except UnreadableInput as err:

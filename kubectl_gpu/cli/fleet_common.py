@@ -103,7 +103,7 @@ def read_files(paths: tuple[str, ...]) -> list[Any]:
 
     from kubectl_gpu.manifests import InputError, collect_sources
     from kubectl_gpu.manifests.stream import split_stream
-    from kubectl_gpu.yaml_values import load_all
+    from kubectl_gpu.input_text import load_all
 
     try:
         sources = collect_sources(paths, sys.stdin)

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from kubectl_gpu.yaml_values import load_all
+from kubectl_gpu.input_text import NotText, decode, load_all
 
 from .profile import ClusterProfile, ProfileError, build_profile
 
@@ -42,8 +42,10 @@ def load_profile_files(paths: Sequence[str], *, kubernetes_minor: int | None = N
 
 def _read(file: Path) -> list[Any]:
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
+        text, _ = decode(file.read_bytes(), str(file))
+    except NotText as err:
+        raise ProfileError(f"--cluster {err}") from None
+    except OSError as err:
         raise ProfileError(f"--cluster {file}: cannot read it ({err})") from err
     try:
         return [doc for doc in load_all(text) if doc is not None]

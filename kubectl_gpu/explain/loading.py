@@ -73,7 +73,7 @@ def load_documents(text: str, source: str = "input") -> list[Any]:
         return [] if document is None else [document]
     import yaml
 
-    from kubectl_gpu.yaml_values import load_all
+    from kubectl_gpu.input_text import load_all
 
     try:
         return [doc for doc in load_all(text, libyaml=True) if doc is not None]

@@ -17,7 +17,7 @@ from typing import Any
 
 import pynvml
 
-from kubectl_gpu.yaml_values import number_too_long_in
+from kubectl_gpu.input_text import number_too_long_in
 
 FUNCTIONS = (
     "nvmlInit",

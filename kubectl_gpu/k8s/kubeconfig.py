@@ -30,7 +30,7 @@ from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
 
 from kubectl_gpu.k8s.client import REQUEST_TIMEOUT_SECONDS, Client
 from kubectl_gpu.k8s.errors import KubeconfigError
-from kubectl_gpu.yaml_values import load
+from kubectl_gpu.input_text import load
 
 _SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from kubectl_gpu.input_error import InputError  # raised for an argument that cannot be read at all
-from kubectl_gpu.yaml_values import number_too_long_in
+from kubectl_gpu.input_text import NotText, decode, encode, number_too_long_in  # encode: manifests' face
 
 from .stream import Chunk, is_blank, split_leading_comments, split_stream
 from .yamlio import MAX_DEPTH, DuplicateKey, YamlCodec, _too_deep, guess_indentation
@@ -171,29 +171,11 @@ def _read(path: Path, display: str, relative: PurePosixPath) -> Source:
     return Source(display, text, path, relative, encoding)
 
 
-# kubectl reads files and stdin through unicode.BOMOverride(unicode.UTF8.NewDecoder())
-# (k8s.io/cli-runtime/pkg/resource/visitor.go): a UTF-8 byte order mark is dropped, a UTF-16 one
-# says the rest is UTF-16 in that byte order.  The encoding is kept to write the file back in it.
-_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
-
-
 def _decode(data: bytes, display: str) -> tuple[str, str]:
-    encoding, mark = "utf-8", b""
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            encoding, mark = name, bom
-            break
     try:
-        return data[len(mark):].decode(encoding.removesuffix("-sig")), encoding
-    except UnicodeDecodeError as err:
-        raise InputError(f"{display}: not {encoding.removesuffix('-sig').upper()} text ({err.reason} at byte "
-                         f"{err.start + len(mark)}); save it as UTF-8") from err
-
-
-def encode(text: str, encoding: str) -> bytes:
-    """`text` as the file it was read from was encoded, its byte order mark included."""
-    mark = dict((name, bom) for bom, name in _BOMS).get(encoding, b"")
-    return mark + text.encode(encoding.removesuffix("-sig"))
+        return decode(data, display)
+    except NotText as err:
+        raise InputError(str(err)) from None
 
 
 def parse_source(source: Source) -> ParsedFile:

@@ -19,7 +19,7 @@ from ruamel.yaml.emitter import RoundTripEmitter
 from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from kubectl_gpu.yaml_values import number_too_long
+from kubectl_gpu.input_text import number_too_long
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
-"""Values in hand-written YAML and JSON that cannot be read, as errors at their line that say what
-to change: one PyYAML loader for every reader of files the CLI did not write (explain's inputs, the
-cluster profile, plan -f, kubeconfigs), and the one wording of a number too long to read.
+"""Reading text a person wrote, with every failure an error that says what to change: bytes decoded
+as kubectl decodes files and stdin; one PyYAML loader for every reader of files the CLI did not write
+(explain's inputs, the cluster profile, plan -f, kubeconfigs, the webhook's configuration), where a
+value that cannot be read is an error at its line; and the one wording of a number too long to read.
 
 PyYAML's constructors fail with bare Python errors, no YAMLError, when a value does not fit its
 tag: ``!!int abc`` and ``!!float abc`` (ValueError), ``!!bool linux`` (KeyError), ``!!timestamp x``
@@ -26,6 +27,37 @@ from typing import Any, Iterator
 _TOO_LONG = ("a number of {digits} digits, which no Kubernetes field holds (integers are 64-bit: 19 digits "
              "at most); shorten it, or quote it if it is text")
 _TAG_PREFIX = "tag:yaml.org,2002:"
+
+
+# kubectl reads files and stdin through unicode.BOMOverride(unicode.UTF8.NewDecoder())
+# (k8s.io/cli-runtime/pkg/resource/visitor.go): a UTF-8 byte order mark is dropped, a UTF-16 one
+# says the rest is UTF-16 in that byte order.  The encoding is kept to write a file back in it.
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+class NotText(ValueError):
+    """Bytes that are not text in the encoding kubectl would read them in; the message says so."""
+
+
+def decode(data: bytes, display: str) -> tuple[str, str]:
+    """The text of ``data`` as kubectl reads it, and its encoding ("utf-8", or "utf-8-sig",
+    "utf-16-le", "utf-16-be" when it starts with a byte order mark).  NotText names ``display``."""
+    encoding, mark = "utf-8", b""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            encoding, mark = name, bom
+            break
+    try:
+        return data[len(mark):].decode(encoding.removesuffix("-sig")), encoding
+    except UnicodeDecodeError as err:
+        raise NotText(f"{display}: not {encoding.removesuffix('-sig').upper()} text ({err.reason} at byte "
+                      f"{err.start + len(mark)}); save it as UTF-8") from None
+
+
+def encode(text: str, encoding: str) -> bytes:
+    """``text`` as the file it was read from was encoded, its byte order mark included."""
+    mark = dict((name, bom) for bom, name in _BOMS).get(encoding, b"")
+    return mark + text.encode(encoding.removesuffix("-sig"))
 
 
 def number_too_long(text: str) -> str | None:
