@@ -292,3 +292,49 @@ def test_a_name_no_encoding_can_write_is_printed_escaped_not_a_traceback(tmp_pat
     assert result.returncode == 1, result.stderr[-2000:]  # the plan's answer: no DRA node to place it on
     assert "Traceback" not in result.stderr
     assert "NOT PLACED: 1 workload(s)" in result.stdout and "Deployment/ml/d\\ud800" in result.stdout
+
+
+# `kubectl apply -f <(helm template ...)`: the shell passes /dev/fd/N, a pipe, which kubectl reads
+# as any file it is given (k8s.io/cli-runtime/pkg/resource/visitor.go, FileVisitor: os.Open and read,
+# whatever the file is).  migrate, plan -f and --cluster read it too; a pipe cannot be rewritten,
+# so --in-place/--output-dir refuse it as they refuse '-'.
+@pytest.fixture
+def pipe_with():
+    """``pipe_with(text)``: a path naming a pipe that holds ``text`` and then ends, as the shell's
+    <(...) gives one (its read end is closed after the test)."""
+    if not Path("/dev/fd").is_dir():
+        pytest.skip("no /dev/fd on this system")
+    opened: list[int] = []
+
+    def make(text: str) -> str:
+        read, write = os.pipe()
+        os.write(write, text.encode())
+        os.close(write)
+        opened.append(read)
+        return f"/dev/fd/{read}"
+
+    yield make
+    for descriptor in opened:
+        os.close(descriptor)
+
+
+def test_a_pipe_is_read_as_kubectl_reads_it(pipe_with) -> None:
+    result = CliRunner().invoke(main, ["migrate", pipe_with(POD)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert any(d.get("kind") == "ResourceClaimTemplate" for d in docs(result.stdout))
+
+
+def test_a_pipe_is_never_written_back(pipe_with) -> None:
+    pipe = pipe_with(POD)
+    result = CliRunner().invoke(main, ["migrate", "--in-place", pipe], catch_exceptions=False)
+    assert result.exit_code == 2 and pipe in result.output and "stdout" in result.output
+
+
+def test_plan_and_a_cluster_profile_read_pipes_too(tmp_path: Path, pipe_with) -> None:
+    slices = (REPO / "tests" / "data" / "slices" / "nvidia-h100-node.yaml").read_text()
+    (tmp_path / "pod.yaml").write_text(POD)
+    migrated = CliRunner().invoke(main, ["migrate", "--cluster", pipe_with(slices), str(tmp_path / "pod.yaml")],
+                                  catch_exceptions=False)
+    assert migrated.exit_code == 0, migrated.output
+    planned = CliRunner().invoke(main, ["plan", "-f", pipe_with(POD), "-o", "json"], catch_exceptions=False)
+    assert "Pod" in planned.output and "symbolic link" not in planned.output, planned.output

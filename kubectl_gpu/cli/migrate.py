@@ -27,7 +27,7 @@ from kubectl_gpu.k8s.lists import list_objects
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.cli.console import migrate_progress
 from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
-                                   migrate_files, unified_diff)
+                                   is_stream, migrate_files, unified_diff)
 from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
                                           write_files)
 from kubectl_gpu.manifests.report import print_report, print_write_failures
@@ -170,8 +170,10 @@ def command(
     """
     if in_place and output_dir is not None:
         raise click.UsageError("use either --in-place or --output-dir, not both")
-    if (in_place or output_dir is not None) and "-" in inputs:
-        raise click.UsageError("standard input ('-') can only be written to stdout; drop --in-place/--output-dir")
+    if (in_place or output_dir is not None) and any(is_stream(name) for name in inputs):
+        name = next(name for name in inputs if is_stream(name))
+        what = "standard input ('-')" if name == "-" else f"{name} (a pipe or device, not a file)"
+        raise click.UsageError(f"{what} can only be written to stdout; drop --in-place/--output-dir")
     profile, cluster_claims = _cluster_profile(cluster_files, from_cluster, kubeconfig, context, kubernetes_version,
                                                feature_gates)
     fitted = fit_options(

@@ -26,7 +26,7 @@ def load_profile_files(paths: Sequence[str], *, kubernetes_minor: int | None = N
             files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES)
             if not files:
                 raise ProfileError(f"--cluster {name}: the directory holds no .yaml/.yml/.json file")
-        elif path.is_file():
+        elif path.exists():  # a file, or a pipe (the shell's <(kubectl get ...) is /dev/fd/N)
             files = [path]
         else:
             raise ProfileError(f"--cluster {name}: no such file or directory")

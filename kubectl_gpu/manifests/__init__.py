@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 from kubectl_gpu.core import translate_pod_template
 
-from .loader import Format, InputError, ParsedFile, Source, collect_sources, parse_source
+from .loader import Format, InputError, ParsedFile, Source, collect_sources, is_stream, parse_source
 from .migration import FileMigration, FileResult
 from .plan import Emission, FilePlan, MigrateOptions, Planner, TemplatePlan, Translator, scan_inputs
 from .serialize import RenderedFile, unified_diff
@@ -78,6 +78,6 @@ def migrate_text(
 
 __all__ = [
     "Emission", "FileMigration", "FilePlan", "FileResult", "Format", "InputError", "MigrateOptions",
-    "MigrationResult", "ParsedFile", "RenderedFile", "Source", "TemplatePlan", "collect_sources", "migrate_files",
-    "migrate_sources", "migrate_text", "parse_source", "unified_diff",
+    "MigrationResult", "ParsedFile", "RenderedFile", "Source", "TemplatePlan", "collect_sources", "is_stream",
+    "migrate_files", "migrate_sources", "migrate_text", "parse_source", "unified_diff",
 ]

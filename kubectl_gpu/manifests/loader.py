@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
@@ -93,6 +93,12 @@ class OpenedFile:
                 yield parse_chunk(self.codec, chunk)
 
 
+def is_stream(argument: str) -> bool:
+    """Whether ``argument`` names standard input, a pipe or a device: read as a file, never rewritten."""
+    path = Path(argument)
+    return argument == STDIN or (path.exists() and not path.is_dir() and not path.is_file())
+
+
 def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> list[Source]:
     """Every manifest named by `arguments`, in order.  Raises InputError for a path that
     does not exist, a directory or file that cannot be read, or a file that is not text: one
@@ -120,6 +126,8 @@ def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> li
                         problems.append(str(err))
             elif path.is_file():
                 sources.append(_read(path, argument, _mirror_path(path)))
+            elif path.exists():  # a pipe (the shell's <(...) is /dev/fd/N) or a device: read, never written
+                sources.append(replace(_read(path, argument, _mirror_path(path)), path=None))
             elif path.is_symlink():
                 problems.append(_dangling(path, argument))
             else:
