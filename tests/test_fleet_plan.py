@@ -368,3 +368,34 @@ def test_plan_checks_a_legacy_gpu_beside_a_claim_against_the_claims_of_its_names
     assert elsewhere["status"] == "migrate"
     assert any("claim 'extra' (ResourceClaimTemplate one-gpu), which is not in the input, so it was not checked" in n
                for n in elsewhere["notes"]), elsewhere
+
+
+def test_gfd_labels_written_as_numbers_are_read_as_their_text(tmp_path):
+    """plan -f reads hand-edited node dumps, where a label value may be written unquoted (the API
+    server stores only strings); the product is then the number's text, as for the other GFD
+    labels, instead of an AttributeError (found by a plan -f mutation fuzz)."""
+    odd = node("legacy-1", labels={"nvidia.com/gpu.product": 1.5, "nvidia.com/gpu.count": 4})
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all([odd]))
+    result = CliRunner().invoke(main, ["plan", "-f", str(cluster), "-o", "json"], catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    assert [n["name"] for n in json.loads(result.stdout)["nodes"]] == ["legacy-1"]
+
+
+def test_an_object_given_twice_is_planned_once(tmp_path):
+    """Two overlapping dumps (`kubectl get nodes -o yaml` and `kubectl get all,nodes -o yaml`) hold
+    the same objects twice; a cluster holds one object per kind, namespace and name, so the plan
+    counts each once (the last copy, as applying the files in order would leave it) instead of
+    failing with a KeyError (found by a plan -f mutation fuzz)."""
+    objects = mixed_cluster()
+    once = CliRunner().invoke(main, ["plan", "-f", _dump(tmp_path / "once.yaml", objects), "-o", "json"],
+                              catch_exceptions=False)
+    twice = CliRunner().invoke(main, ["plan", "-f", _dump(tmp_path / "twice.yaml", objects + objects), "-o", "json"],
+                               catch_exceptions=False)
+    assert twice.exit_code == once.exit_code, twice.output
+    assert json.loads(twice.stdout.replace("twice.yaml", "once.yaml")) == json.loads(once.stdout)
+
+
+def _dump(path, objects) -> str:
+    path.write_text(yaml.safe_dump_all(objects))
+    return str(path)

@@ -108,7 +108,7 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
     if labels.get(GFD_PRODUCT):
         # GFD writes the NVML name with spaces as dashes ("NVIDIA-A100-SXM4-80GB"); the driver
         # publishes the NVML name itself. Only the first dash is certain to be a space.
-        attributes["productName"] = {"string": labels[GFD_PRODUCT].replace("-", " ", 1)}
+        attributes["productName"] = {"string": str(labels[GFD_PRODUCT]).replace("-", " ", 1)}  # may be unquoted
     family = architecture_of_gfd_family(str(labels.get(GFD_FAMILY, "")))
     if family:
         attributes["architecture"] = {"string": family}

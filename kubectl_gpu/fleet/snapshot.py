@@ -110,6 +110,22 @@ def _type_name(wanted: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
+def _each_once(objects: Iterable[Any]) -> list[Any]:
+    """One copy of each object: files may overlap (two `kubectl get -o yaml` dumps), and a cluster
+    holds one object per group, kind, namespace and name: the last copy, as applying the files in
+    order would leave it, in the place of the first.  Objects without a name are all kept."""
+    unique: dict[Any, Any] = {}
+    for position, obj in enumerate(objects):
+        meta = obj.get("metadata") if _is_map(obj) else None
+        name = meta.get("name") if _is_map(meta) else None
+        key: Any = position
+        if isinstance(name, str) and name and isinstance(obj.get("kind"), str):
+            group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+            key = (group, obj["kind"], str(meta.get("namespace") or ""), name)
+        unique[key] = obj
+    return list(unique.values())
+
+
 def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
     """Sort a pile of objects (several files, `kind: List`, `kubectl get -o yaml` output)."""
     buckets: dict[str, list[Obj]] = {k: [] for k in ("nodes", "pods", "workloads", "pdbs", "resource_slices",
@@ -117,7 +133,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
                                                        "compute_domains")}
     ignored: list[str] = []
     rejected: list[str] = []
-    for obj in flatten(objects):
+    for obj in _each_once(flatten(objects)):
         kind = obj.get("kind")
         group = str(obj.get("apiVersion", "")).rpartition("/")[0]
         if not isinstance(kind, str):
