@@ -284,3 +284,15 @@ def test_explain_names_input_that_is_not_text(tmp_path, stdin):
     args = ["explain", "-f", "-" if stdin else str(tmp_path / "claim.yaml"), "--slices", H100]
     result = CliRunner().invoke(main, args, input=data if stdin else None, catch_exceptions=False)
     assert result.exit_code == 2 and "not UTF-8 text" in result.output and "save it as UTF-8" in result.output
+
+
+def test_a_resource_slice_given_twice_counts_once(tmp_path):
+    """ResourceSlices are cluster-scoped and named: a cluster holds one of each name.  Two
+    overlapping dumps give the same slice twice; its devices count once (the last copy), or a
+    claim for more GPUs than the node has would be called allocatable."""
+    text = Path(H100).read_text()
+    (tmp_path / "twice.yaml").write_text(text + "\n---\n" + text)
+    once = json.loads(run("-f", TEST1, "--slices", H100, "-o", "json").output)
+    twice = json.loads(run("-f", TEST1, "--slices", str(tmp_path / "twice.yaml"), "-o", "json").output)
+    assert twice["devices"] == once["devices"] == 8
+    assert twice["items"] == once["items"]  # 8 free, not 16

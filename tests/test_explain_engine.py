@@ -227,7 +227,8 @@ def test_explaining_8000_devices_returns_every_device_result():
     template = load(DATA / "nvidia-h100-node.yaml")[0]
     slices = []
     for node in range(1000):
-        h100 = {**template, "spec": {**template["spec"], "nodeName": f"node-{node}", "pool": {"name": f"node-{node}"}}}
+        h100 = {**template, "metadata": {"name": f"node-{node}-gpu.nvidia.com"},  # one name per slice, as in a cluster
+                "spec": {**template["spec"], "nodeName": f"node-{node}", "pool": {"name": f"node-{node}"}}}
         slices.append(h100)
     item = explain_one(fixture("gpu-test1-single-gpu")[1], slices)
     alternative = item.requests[0].alternatives[0]

@@ -112,9 +112,17 @@ def current_slices(resource_slices: Iterable[Mapping[str, Any]]) -> list[Mapping
     """The slices of the newest generation of each pool.
 
     A driver replacing a pool publishes slices with a higher pool.generation; the scheduler
-    ignores the older ones, so their devices must not be counted.
+    ignores the older ones, so their devices must not be counted.  A ResourceSlice is cluster-scoped
+    and named, so a cluster holds one of each name: a slice given twice (two overlapping
+    `kubectl get -o yaml` dumps) counts once, the last copy.  Slices without a name are all kept.
     """
-    pooled = [(s, *_pool_generation(s)) for s in resource_slices if isinstance(s, Mapping)]
+    named: dict[Any, Mapping[str, Any]] = {}
+    for position, s in enumerate(resource_slices):
+        if isinstance(s, Mapping):
+            meta = s.get("metadata")
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            named[name if isinstance(name, str) and name else position] = s
+    pooled = [(s, *_pool_generation(s)) for s in named.values()]
     newest: dict[tuple[str, str], int] = {}
     for _, pool, generation in pooled:
         newest[pool] = max(newest.get(pool, 0), generation)
