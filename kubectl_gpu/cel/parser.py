@@ -16,7 +16,8 @@ from celpy.evaluation import celbytes, celstr
 
 from .errors import CelCompileError
 from .parser_hook import take_parser_builder
-from .syntax import MACROS, Bind, Call, Ident, Index, ListLit, Lit, MapLit, Macro, Node, Position, Select
+from .syntax import (MACROS, Bind, Call, Ident, Index, ListLit, Lit, MapLit, Macro, Node, Position, Select,
+                     operator_position)
 
 _RELATIONS = {
     "relation_lt": "_<_",
@@ -90,16 +91,13 @@ class _Builder:
         return Call("_?_:_", None, (cond, yes, no), _pos(tree))
 
     def _operator_pos(self, left: Any, fallback: Any) -> Position:
-        """Where the operator after ``left`` starts (cel-go points at the operator)."""
+        """Where the operator after ``left`` starts (syntax.operator_position); where lark gives
+        ``left`` no end (it ends with a bool literal, see quick_parser._UNPLACED), ``fallback``'s start."""
         meta = getattr(left, "meta", None)
         end = getattr(meta, "end_pos", None) if meta is not None and not meta.empty else None
         if end is None:
             return _pos(fallback)
-        offset = end
-        while offset < len(self.expression) and (self.expression[offset].isspace() or self.expression[offset] == ")"):
-            offset += 1
-        before = self.expression[:offset]
-        return (before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+        return operator_position(self.expression, end)
 
     def _binary_logic(self, tree: lark.Tree, name: str) -> Node:
         if len(tree.children) == 1:

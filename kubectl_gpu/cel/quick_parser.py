@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 
-from .syntax import MACROS, Bind, Call, Ident, Index, ListLit, Lit, MapLit, Macro, Node, Position, Select
+from .syntax import (MACROS, Bind, Call, Ident, Index, ListLit, Lit, MapLit, Macro, Node, Position, Select,
+                     operator_position, position_at)
 
 # What lark skips between tokens: cel.lark's WHITESPACE and COMMENT (``//`` to the end of the line).
 _SKIP = re.compile(r"(?:[\t\n\f\r ]+|//[^\n]*)*")
@@ -142,23 +143,15 @@ class _Parser:
     def _pos(self, offset: int | None) -> Position:
         if offset is None:
             return _UNPLACED
-        if self.one_line:
-            return (1, offset + 1)
-        before = self.text[:offset]
-        return (before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+        return (1, offset + 1) if self.one_line else position_at(self.text, offset)
 
     def _operator_pos(self, left_end: int | None, fallback: int | None) -> Position:
-        """Where parser.py places a binary operator: the first character after the left operand's
-        last token that is neither whitespace nor ``)`` (parser.py's _operator_pos); where the left
+        """Where parser.py places a binary operator (syntax.operator_position); where the left
         operand ends in a bool literal, the start of ``fallback`` (the right operand for ``||`` and
         ``&&``, the left one for the others), as there."""
         if left_end is None:
             return self._pos(fallback)
-        offset = left_end
-        text = self.text
-        while offset < len(text) and (text[offset].isspace() or text[offset] == ")"):
-            offset += 1
-        return self._pos(offset)
+        return operator_position(self.text, left_end)
 
     # -- grammar (cel.lark, top down) ------------------------------------------------------------
     # Each rule returns (node, start offset of its first token); parenthesised operands start at "(".

@@ -1,5 +1,6 @@
 """The small AST of a CEL expression that the checker, the cost estimate and the fast path share
-(kubectl_gpu/cel/parser.py builds it from cel-python's parse tree).
+(kubectl_gpu/cel/parser.py builds it from cel-python's parse tree, kubectl_gpu/cel/quick_parser.py
+from the text of everyday selectors).
 
 Plain frozen data with no reference to lark or cel-python, so an expression parsed once can be
 kept as JSON (``to_json``/``from_json``) and compiled again without loading the parser: see
@@ -101,6 +102,21 @@ class Bind:
 
 
 Node = Union[Lit, Ident, Select, Index, Call, ListLit, MapLit, Macro, Bind]
+
+
+def position_at(expression: str, offset: int) -> Position:
+    """(line, column), both from 1, of ``expression[offset]``; lines end at ``\n`` only, as lark counts."""
+    before = expression[:offset]
+    return (before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1)
+
+
+def operator_position(expression: str, left_end: int) -> Position:
+    """Where both parsers place a binary operator (cel-go points at the operator): the first
+    character at or after the end of its left operand that is neither whitespace nor ``)``."""
+    offset = left_end
+    while offset < len(expression) and (expression[offset].isspace() or expression[offset] == ")"):
+        offset += 1
+    return position_at(expression, offset)
 
 _NODES: dict[str, type] = {cls.__name__: cls for cls in (Lit, Ident, Select, Index, Call, ListLit, MapLit, Macro, Bind)}
 _FIELDS: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in fields(cls)) for cls in _NODES.values()}
