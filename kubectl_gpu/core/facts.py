@@ -27,7 +27,10 @@ from dataclasses import dataclass
 
 DRA_GROUP = "resource.k8s.io"
 # Versions of resource.k8s.io kubectl-gpu reads and writes, newest first, with the Kubernetes
-# minor that first serves each by default (v1beta1 1.32, v1beta2 1.33, v1 GA in 1.34).
+# minor that first serves each (v1beta1 1.32, v1beta2 1.33, v1 GA in 1.34).  Only v1 is served by
+# default: beta API versions are off unless enabled (KEP-3136, since 1.24), so a 1.32 or 1.33
+# cluster serves its DRA version only where DRA was switched on (kube-apiserver
+# --runtime-config=resource.k8s.io/v1beta1=true, and v1beta2 on 1.33), as DRA needs anyway.
 DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
 DRA_VERSION_SINCE = {"v1": (1, 34), "v1beta2": (1, 33), "v1beta1": (1, 32)}
 # v1beta1 puts a request's fields flat on the request (no `exactly:`) and wraps device fields in `basic:`.
@@ -37,7 +40,8 @@ SUPPORTED_KUBERNETES_MINORS = (32, 33, 34, 35, 36, 37)
 
 
 def dra_version_for(minor: int) -> str:
-    """The newest resource.k8s.io version a 1.<minor> API server serves by default."""
+    """The newest resource.k8s.io version a 1.<minor> API server serves where DRA is enabled (v1
+    from 1.34 by default; on 1.32-1.33 the beta version DRA's --runtime-config switches on)."""
     for version in DRA_VERSIONS:
         if (1, minor) >= DRA_VERSION_SINCE[version]:
             return version
