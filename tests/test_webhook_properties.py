@@ -191,6 +191,19 @@ def test_deep_nesting_is_a_400_saying_so(start_webhook, depth, whole):
     assert status == 400 and b"deeper than" in data
 
 
+def test_a_number_too_long_to_read_is_a_400_saying_what_to_change(start_webhook):
+    """A client sending an integer of 5,000 digits gets the line and what to change, not Python's
+    advice to raise its own limit (sys.set_int_max_str_digits), which only the server could follow."""
+    hook = _shared(start_webhook)
+    review = admission_review({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                               "spec": {"containers": [{"name": "c", "image": "i"}], "priority": "LONG"}})
+    body = json.dumps(review, indent=1).encode().replace(b'"LONG"', b"9" * 5000)
+    status, data = hook.request("POST", "/mutate", body)
+    assert status == 400, data
+    assert b"set_int_max_str_digits" not in data
+    assert b"5000 digits" in data and b"shorten it" in data and b"line " in data
+
+
 def test_brackets_inside_strings_do_not_count_as_nesting(start_webhook):
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "annotations": {"a": "[" * 5000}},
            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
