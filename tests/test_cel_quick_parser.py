@@ -134,6 +134,18 @@ def test_nesting_deeper_than_the_reference_can_build_is_left_to_it() -> None:
         assert "nested too deeply" in str(err)
 
 
+def test_chains_longer_than_the_reference_can_build_are_left_to_it() -> None:
+    """lark nests `a || b || c`, `1 + 2 + 3` and `a.b.c` to the left, and parser.py's tree builder
+    recurses once per link: a chain of a few hundred is "nested too deeply" there, so the quick
+    parser gives no answer long before that, even inside nesting."""
+    for links in (10, 100, 160, 180, 250, 400, 1000):
+        for chain in (" || ".join(["a"] * links), "+".join(["1"] * links), "a" + ".b" * links,
+                      "a" + "[0]" * links, "a" + ".f()" * links,
+                      "(" * 20 + " && ".join(["x.y"] * links) + ")" * 20):
+            assert_reads_as_reference(chain)
+    assert parse_quick(" || ".join(["a"] * 1000)) is None
+
+
 # -- what it reads itself ---------------------------------------------------------------------------
 
 EVERYDAY = [

@@ -45,6 +45,10 @@ _KEYWORDS = {"in": "in", "true": "bool", "false": "bool", "null": "null"}
 _RESERVED = frozenset({"as", "break", "const", "continue", "else", "for", "function", "if", "import", "let", "loop",
                        "package", "namespace", "return", "var", "void", "while"})
 _MAX_DEPTH = 24  # deeper nesting is left to the reference (its tree builder recurses ~20 frames a level)
+# parser.py's tree builder also recurses once per operator, selection, index or call in a chain
+# (lark nests them to the left), 3 or 4 frames each: where nesting and chains together could
+# take it near Python's 1,000 frames, the reference decides (and says "nested too deeply" there).
+_FRAMES_PER_LEVEL, _FRAMES_PER_LINK, _FRAME_BUDGET = 22, 4, 700
 
 
 # cel-python's lexer re-makes true and false tokens without a position.  parser.py places the
@@ -61,9 +65,13 @@ class _Unread(Exception):
 def parse_quick(expression: str) -> Node | None:
     """The AST parser.py would build for ``expression``, or None when the reference must decide."""
     try:
-        return _Parser(expression).parse()
+        parser = _Parser(expression)
+        ast = parser.parse()
     except (_Unread, RecursionError):
         return None
+    if parser.deepest * _FRAMES_PER_LEVEL + parser.links * _FRAMES_PER_LINK > _FRAME_BUDGET:
+        return None
+    return ast
 
 
 class _Token:
@@ -81,6 +89,8 @@ class _Parser:
         self.text = text
         self.offset = 0
         self.depth = 0
+        self.deepest = 0  # the deepest nesting reached (expressions within expressions)
+        self.links = 0  # operators, selections, indexes and method calls: chains the reference nests
         self.one_line = "\n" not in text
         self.token = self._next(operand=True)
         self.previous_end = 0  # where the last token taken ends
@@ -166,6 +176,7 @@ class _Parser:
         self.depth += 1
         if self.depth > _MAX_DEPTH:
             raise _Unread
+        self.deepest = max(self.deepest, self.depth)
         condition, start = self._binary_chain(self._and, {"||": "_||_"})
         if self.token.kind == "?":
             self._take(operand_next=True)
@@ -185,6 +196,7 @@ class _Parser:
             name = names[self.token.kind]
             self._take(operand_next=True)
             right, right_start = operand()
+            self.links += 1
             left = Call(name, None, (left, right), self._operator_pos(left_end, right_start if logic else start))
         return left, start
 
@@ -217,6 +229,7 @@ class _Parser:
         while True:
             kind = self.token.kind
             if kind == ".":
+                self.links += 1
                 self._take()
                 name = self._expect("name")
                 if self.token.kind == "(":
@@ -225,6 +238,7 @@ class _Parser:
                 else:
                     node = Select(node, name.text, self._pos(name.start))
             elif kind == "[":
+                self.links += 1
                 self._take(operand_next=True)
                 key, key_start = self._expr()
                 self._expect("]")
