@@ -11,8 +11,8 @@ positions included.
 Anything else returns None and the reference parser decides, words the error and builds the AST:
 a syntax error, an escape sequence, raw, bytes or triple-quoted strings, hex, unsigned or exponent
 numbers, a leading dot, message construction, a reserved word, non-ASCII outside string literals,
-deep nesting.  So the two can differ only in speed; tests/test_cel_quick_parser.py holds this
-parser to the reference over generated expressions.
+deep nesting or chains of a few hundred links.  So the two can differ only in speed;
+tests/test_cel_quick_parser.py holds this parser to the reference over generated expressions.
 
 cel-python's grammar (celpy/cel.lark) is mirrored where it differs from cel-go's: a ``-`` written
 against a number is part of the literal (``-1`` is the int -1), the middle of ``a ? b : c`` is a
