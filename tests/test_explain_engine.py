@@ -107,6 +107,22 @@ def test_removed_index_attribute_is_reported_as_the_scheduler_error():
     assert errored[0].selectors[-1].message == "no such key: index"
 
 
+def test_the_hint_for_a_missing_attribute_names_what_the_driver_publishes_instead():
+    """The scheduler's "no such key" is a driver change only for the names the driver dropped:
+    pcieBusID (replaced by resource.kubernetes.io/pciBusID in v25.12.0, deviceinfo.go) and index
+    (v25.8.0); a name it never published is a typo to fix, not the driver's doing."""
+    slices = load(DATA / "nvidia-h100-node.yaml")
+    renamed = explain_one(claim([exactly(selectors=[
+        "device.attributes['gpu.nvidia.com'].pcieBusID == '0000:0f:00.0'"])]), slices)
+    assert "stopped publishing pcieBusID in v25.12.0" in renamed.verdict
+    assert "resource.kubernetes.io/pciBusID" in renamed.verdict
+    removed = explain_one(claim([exactly(selectors=["device.attributes['gpu.nvidia.com'].index == 0"])]), slices)
+    assert "stopped publishing index in v25.8.0" in removed.verdict
+    typo = explain_one(claim([exactly(selectors=["device.attributes['gpu.nvidia.com'].prodName == 'x'"])]), slices)
+    assert "no device in the class publishes 'prodName'" in typo.verdict
+    assert "v25" not in typo.verdict  # not blamed on a driver release
+
+
 def test_the_selector_that_rejects_most_is_named_with_counts():
     item = explain_one(claim([exactly(count=2, selectors=[
         "device.attributes['gpu.nvidia.com'].architecture == 'Ampere'",

@@ -243,6 +243,16 @@ def attribute(name: str) -> Attribute:
     return _BY_NAME[name]
 
 
+def removed_attribute_advice(name: str) -> str | None:
+    """What to select by instead of an attribute the NVIDIA driver stopped publishing (None for any
+    other name): one wording for explain's hint and doctor's fix."""
+    if name not in REMOVED_NVIDIA_ATTRIBUTES:
+        return None
+    removed = _BY_NAME[name]
+    instead = f"select by {removed.replaced_by}" if removed.replaced_by else "select by uuid or productName"
+    return f"the NVIDIA DRA driver stopped publishing {name} in {removed.removed}: {instead} instead"
+
+
 def published_key(a: Attribute) -> str:
     """The attribute's key in a ResourceSlice as the driver writes it: bare in its own domain
     (`productName`), qualified otherwise (`resource.kubernetes.io/pciBusID`)."""

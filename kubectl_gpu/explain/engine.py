@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
 from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Device, Gates, Quantity, compile_selector
+from kubectl_gpu.core.facts import removed_attribute_advice
 
 from .allocations import Allocations, Holder
 from .model import (
@@ -455,10 +456,9 @@ def _short(expression: str, limit: int = 70) -> str:
 def _hint(error: str) -> str:
     if "no such key:" in error:
         key = error.split("no such key:", 1)[1].split()[0].strip("()")
-        return (
-            f"no device in the class publishes {key!r} (the NVIDIA driver removed index/minor in v25.8.0): "
-            f"fix the name, or guard it with has(...)"
-        )
+        # the message names the key, not its domain: a removed NVIDIA name is the likely reading
+        return removed_attribute_advice(key) or (
+            f"no device in the class publishes {key!r}: fix the name, or guard it with has(...)")
     return "fix the selector"
 
 

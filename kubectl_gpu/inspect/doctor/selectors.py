@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from kubectl_gpu.core.constants import NVIDIA_DRIVER, REMOVED_NVIDIA_ATTRIBUTES
-from kubectl_gpu.core.facts import attribute
+from kubectl_gpu.core.constants import NVIDIA_DRIVER
+from kubectl_gpu.core.facts import removed_attribute_advice
 from kubectl_gpu.inspect.claims_model import Request, claim_requests, read_claim
 from kubectl_gpu.inspect.devices import SliceDevice
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
@@ -196,12 +196,9 @@ def _check_expressions(subject: str, where: str, expressions: Iterable[str],
 
 def _fix(ref: AttributeReference, counts: Mapping[str, int]) -> str:
     available = sorted({k.split("/", 1)[1] for k in counts if k.startswith(ref.kind + "/")})
-    if ref.domain == NVIDIA_DRIVER and ref.name in REMOVED_NVIDIA_ATTRIBUTES:
-        removed = attribute(ref.name)
-        instead = (f"select by {removed.replaced_by}" if removed.replaced_by
-                   else "select by uuid or productName")
-        return (f"the NVIDIA DRA driver stopped publishing {ref.name} in {removed.removed}: "
-                f"{instead} instead (published: {', '.join(available)})")
+    advice = removed_attribute_advice(ref.name) if ref.domain == NVIDIA_DRIVER else None
+    if advice:
+        return f"{advice} (published: {', '.join(available)})"
     return f"use a published {ref.kind[:-1] if ref.kind == 'attributes' else ref.kind} of " \
            f"{ref.domain}: {', '.join(available) or 'none'}"
 
