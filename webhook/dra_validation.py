@@ -365,6 +365,12 @@ def _warn_about_nvidia_config(parameters: Mapping[str, Any], config: Mapping[str
                               result: ValidationResult) -> None:
     config_kind = parameters.get("kind")
     strategy = (parameters.get("sharing") or {}).get("strategy")
+    mps_config = (parameters.get("sharing") or {}).get("mpsConfig") if strategy == MPS else None
+    for name in facts.MPS_CONFIG_MAIN_ONLY_FIELDS if isinstance(mps_config, Mapping) else ():
+        if name in mps_config:
+            result.warnings.append(_warning(
+                f"{_short(path)}: mpsConfig.{name} needs a driver built from main; "
+                f"{facts.NEWEST_DRIVER_RELEASE} and older refuse this config when the pod starts"))
     if kind == "ResourceClaimTemplate" and strategy in (TIME_SLICING, MPS):
         # Every pod gets its own claim from a template, so the GPU is shared only by the
         # containers of one pod.  Pods share a GPU through one ResourceClaim.

@@ -392,3 +392,9 @@ TIME_SLICING, MPS = "TimeSlicing", "MPS"
 SHARING_STRATEGIES = (TIME_SLICING, MPS)
 TIME_SLICE_INTERVALS = ("Default", "Short", "Medium", "Long")
 IOMMU_BACKEND_POLICIES = ("PreferIommuFD", "LegacyOnly")
+# mpsConfig fields only the driver's main branch knows (sharing.go: multiUser, 421c0f49), with the
+# newest release that does not.  Released kubelet plugins decode opaque configs strictly
+# (cmd/gpu-kubelet-plugin/device_state.go, configapi.StrictDecoder, v0.4.1): an unknown field
+# fails the whole config when the pod starts.
+MPS_CONFIG_MAIN_ONLY_FIELDS = ("multiUser",)
+NEWEST_DRIVER_RELEASE = "v0.4.1"
