@@ -46,7 +46,9 @@ NUMBERS = st.sampled_from(["0", "1", "42", "007", "-1", "-0", "2.5", "-2.5", "1.
                            "-0x1f", "3u", "-3u", "0X1", "9223372036854775808", "1_000", "٣"])
 STRINGS = st.sampled_from(["'a'", '"gpu.nvidia.com"', "''", '""', "'NVIDIA H100 80GB HBM3'", r"'a\'b'", r'"\n"',
                            r"'\x41'", r'"\u00e9"', "r'raw'", 'R"\\d+"', "b'bytes'", "'''long'''", '"""x"""',
-                           "'é'", "'unterminated", '"a\nb"', "'\"'", '"\'"', r"'\\'", "'a' 'b'"])
+                           "'é'", "'unterminated", '"a\nb"', "'\"'", '"\'"', r"'\\'", "'a' 'b'", r"'\d'",
+                           r"'\101'", r"'\999'", r"'\U0001F600'", r"'\U00110000'", r'"\u00e9\""', r"'\''",
+                           r'"\U0001F600"', r"'x\'", r"'\x4'", r"'\u123'", r'"a\"b"'])
 OPERATORS = st.sampled_from(["||", "&&", "==", "!=", "<", "<=", ">", ">=", "in", "+", "-", "*", "/", "%"])
 
 
@@ -183,9 +185,21 @@ def test_a_new_selector_compiles_without_loading_cel_python() -> None:
     assert loaded.strip() == "[]"
 
 
+def test_escapes_in_strings_are_read_as_cel_python_reads_them() -> None:
+    """A regex selector escapes its backslashes ('H100\\d' in CEL): read without the reference, the same."""
+    for expression in (r"device.driver == 'gpu\x2envidia.com'", r"x.matches('^H100\\d+$')", r'"\"quoted\""',
+                       r"""'\a\b\f\n\r\t\v\'\"\\'""", r"'\101\u00e9\U0001F600'", r'"\u00e9"', r"'a\d'"):
+        quick = parse_quick(expression)
+        assert quick is not None, expression
+        assert to_json(quick) == reference(expression)
+    for out_of_range in (r"'\999'", r"'\U00110000'"):  # errors: the reference words them
+        assert parse_quick(out_of_range) is None
+        assert reference(out_of_range).startswith("error")
+
+
 def test_what_it_leaves_to_the_reference_still_compiles_or_fails_as_before() -> None:
-    # escapes, raw and bytes strings, hex and unsigned numbers: the reference reads them
-    for expression in (r"device.driver == 'gpu\x2envidia.com'", "size(b'ab') == 2", "0x10 == 16", "1u < 2u",
+    # raw, bytes and triple-quoted strings, hex and unsigned numbers: the reference reads them
+    for expression in ("size(b'ab') == 2", "0x10 == 16", "1u < 2u", "'''long''' == 'long'",
                        "device.attributes['gpu.nvidia.com'].productName.matches(r'H\\d+')"):
         assert parse_quick(expression) is None
         compile_selector(expression)

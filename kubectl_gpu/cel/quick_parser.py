@@ -5,11 +5,11 @@ a process 0.15-0.3 s of CPU (the three packages, lark's lexer regexes, its LALR 
 explaining a claim over 8,000 devices, and paid by every `kubectl gpu explain` that meets a
 selector it has not parsed before.  This recursive-descent parser reads the shapes selectors are
 written in (names, selections, indexing, calls, macros, cel.bind, the operators, lists, maps, and
-plain string, int, double, bool and null literals) and builds exactly the AST parser.py builds,
-positions included.
+quoted string (escapes included), int, double, bool and null literals) and builds exactly the AST
+parser.py builds, positions included.
 
 Anything else returns None and the reference parser decides, words the error and builds the AST:
-a syntax error, an escape sequence, raw, bytes or triple-quoted strings, hex, unsigned or exponent
+a syntax error, raw, bytes or triple-quoted strings, hex, unsigned or exponent
 numbers, a leading dot, message construction, a reserved word, non-ASCII outside string literals,
 deep nesting or chains of a few hundred links.  So the two can differ only in speed;
 tests/test_cel_quick_parser.py holds this parser to the reference over generated expressions.
@@ -34,6 +34,15 @@ _NAME = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
 # and FLOAT_LIT take one.  Followed by a name character or a dot it is something else (1u, 0x1F,
 # 1e3, 1.5.x): left to the reference.
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?(?![_a-zA-Z0-9.])")
+# A quoted string with escapes: cel.lark's STRING_LIT, verbatim (its double-quoted ``{4-8}`` is
+# literal text to Python's re, not a repetition: kept, so that the token ends where lark's does),
+# and the escapes as celpy.evaluation.celstr expands them (CEL_ESCAPES_PAT, CEL_ESCAPES).
+_STRING = re.compile(r"""(?:"(?:\\[abfnrtv"'\\]|\\\d{3}|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4-8}|.)*?")"""
+                     r"""|(?:'(?:\\[abfnrtv"'\\]|\\\d{3}|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|.)*?')""",
+                     re.M)
+_ESCAPE = re.compile(r"""\\[abfnrtv"'\\]|\\\d{3}|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\U[0-9a-fA-F]{8}|.""")
+_SIMPLE_ESCAPES = {"\\a": "\a", "\\b": "\b", "\\f": "\f", "\\n": "\n", "\\r": "\r", "\\t": "\t",
+                   "\\v": "\v", '\\"': '"', "\\'": "'", "\\\\": "\\"}
 _OPERATORS = ("||", "&&", "<=", ">=", "==", "!=", "<", ">", "+", "-", "*", "/", "%", "!", "?", ":", ".", ",",
               "(", ")", "[", "]", "{", "}")
 _RELATIONS = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "_==_", "!=": "_!=_", "in": "@in"}
@@ -72,6 +81,31 @@ def parse_quick(expression: str) -> Node | None:
     if parser.deepest * _FRAMES_PER_LEVEL + parser.links * _FRAMES_PER_LINK > _FRAME_BUDGET:
         return None
     return ast
+
+
+def _unescape(body: str) -> str:
+    """A quoted string's text as celpy.evaluation.celstr expands it; a code point out of range
+    (an octal escape over 0o377 is fine, \\999 and \\U00110000 are not) is left to the reference."""
+    out = []
+    for piece in _ESCAPE.findall(body):
+        if len(piece) == 1:
+            out.append(piece)
+        elif piece[1] in "xuU":
+            out.append(_chr(int(piece[2:], 16)))
+        elif len(piece) == 4:
+            try:
+                out.append(_chr(int(piece[1:], 8)))
+            except ValueError:
+                raise _Unread from None
+        else:
+            out.append(_SIMPLE_ESCAPES.get(piece, piece))
+    return "".join(out)
+
+
+def _chr(code: int) -> str:
+    if code > 0x10FFFF:
+        raise _Unread
+    return chr(code)
 
 
 class _Token:
@@ -128,8 +162,14 @@ class _Parser:
             if close < 0:
                 raise _Unread
             body = text[offset + 1:close]
-            if "\\" in body or "\n" in body:
-                raise _Unread  # escapes; a line break is a syntax error
+            if "\n" in body:
+                raise _Unread  # a line break: a syntax error
+            if "\\" in body:  # escapes: the token ends where cel.lark's ends, read as cel-python reads it
+                match = _STRING.match(text, offset)
+                if match is None:
+                    raise _Unread
+                self.offset = match.end()
+                return _Token("string", _unescape(match.group()[1:-1]), offset, match.end())
             self.offset = close + 1
             return _Token("string", body, offset, close + 1)
         for operator in _OPERATORS:
