@@ -239,3 +239,21 @@ def test_every_ast_reads_back_from_json_exactly(expression):
     assert again == ast
     assert to_json(again) == text  # literal types too (1 and 1.0 and True compare equal in Python)
     json.loads(text)
+
+
+def test_the_parser_tables_are_kept_when_cel_python_is_first_needed_to_evaluate(monkeypatch):
+    """The face's set-up (its cache of cel-python's parser tables) runs the first time anything
+    needs cel-python: a selector the quick parser reads but the fast path leaves to cel-python
+    makes the parser without asking parsed_store() first, and must still get the kept tables."""
+    from kubectl_gpu.cel import parser_hook
+
+    made: list[str] = []
+    monkeypatch.setattr(parser_hook, "_builder", None)
+    monkeypatch.setattr(parser_hook, "_store", None)
+    parser_hook.set_up_before_reference_parsing(
+        lambda: parser_hook.set_parser_builder(lambda: made.append("kept tables")))
+    build = parser_hook.take_parser_builder()
+    assert build is not None
+    build()
+    assert made == ["kept tables"]
+    parser_hook.set_up_before_reference_parsing(None)

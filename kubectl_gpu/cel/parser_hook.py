@@ -24,6 +24,7 @@ def set_parser_builder(build: Callable[[], None] | None) -> None:
 def take_parser_builder() -> Callable[[], None] | None:
     """The builder, once: whatever it does, it is not called again."""
     global _builder
+    _set_up()
     build, _builder = _builder, None
     return build
 
@@ -50,16 +51,22 @@ def set_parsed_store(store: ParsedStore | None) -> None:
 
 
 def set_up_before_reference_parsing(setup: Callable[[], None] | None) -> None:
-    """``setup`` (which sets the builder and the store) runs the first time an expression needs the
-    reference parser (kubectl_gpu/cel/quick_parser.py reads everyday selectors without it): a run
-    that meets none pays nothing for the store, not even finding the cache directory."""
+    """``setup`` (which sets the builder and the store) runs the first time cel-python's parser or
+    the store is needed (kubectl_gpu/cel/quick_parser.py reads everyday selectors without either):
+    a run that meets none pays nothing for them, not even finding the cache directory."""
     global _setup
     _setup = setup
 
 
 def parsed_store() -> ParsedStore | None:
+    _set_up()
+    return _store
+
+
+def _set_up() -> None:
+    """The face's set-up, once, before the store or the builder is first asked for: parsing with
+    the reference or evaluating with cel-python (a selector the fast path leaves to it) alike."""
     global _setup
     if _setup is not None:
         setup, _setup = _setup, None
         setup()
-    return _store
