@@ -18,6 +18,7 @@ A leaf: PyYAML is imported on the first call, so a reader that never needs it ne
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from typing import Any, Iterator
@@ -78,6 +79,16 @@ def number_too_long_in(text: str) -> tuple[int, str] | None:
         if problem:
             return text.count("\n", 0, match.start()) + 1, problem
     return None
+
+
+def json_problem(error: ValueError, text: str | bytes) -> Any:
+    """What a JSON reader's ValueError about ``text`` means to a person: its own error, except for an
+    integer too long to read, where Python's advice (sys.set_int_max_str_digits) becomes the line
+    and what to change.  One wording for every JSON reader (migrate, NVML recordings, the webhook)."""
+    if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+        return error
+    found = number_too_long_in(text.decode("utf-8", "replace") if isinstance(text, bytes) else text)
+    return f"line {found[0]}: {found[1]}" if found else error
 
 
 def load_all(text: str, *, libyaml: bool = False) -> Iterator[Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from kubectl_gpu.input_text import number_too_long_in
+from kubectl_gpu.input_text import json_problem
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 # An UPDATE carries the object twice (object and oldObject), each up to the API server's 3 MiB
@@ -55,16 +55,6 @@ def decode_json(body: bytes) -> tuple[Any, bool]:
         return orjson.loads(body), True
     except orjson.JSONDecodeError:
         return json.loads(body), False
-
-
-def _json_problem(body: bytes, error: ValueError) -> Any:
-    """The JSON reader's error, except for an integer too long for Python to read: there the error
-    is Python's advice to raise its own limit, which only this server could follow; the client is
-    told the line and what to change instead (the CLI's readers word it the same way)."""
-    if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
-        return error
-    found = number_too_long_in(body.decode("utf-8", "replace"))
-    return f"line {found[0]}: {found[1]}" if found else error
 
 
 def encode_json(value: Any, strict: bool = True) -> bytes:
@@ -140,7 +130,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
     try:
         data, strict = decode_json(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BadReview(f"body is not JSON: {_json_problem(body, exc)}") from None
+        raise BadReview(f"body is not JSON: {json_problem(exc, body)}") from None
     except RecursionError:
         raise BadReview(f"body nests JSON deeper than the parser allows (at most {MAX_JSON_DEPTH} levels)") from None
     if not isinstance(data, dict):

@@ -17,7 +17,7 @@ from typing import Any
 
 import pynvml
 
-from kubectl_gpu.input_text import number_too_long_in
+from kubectl_gpu.input_text import json_problem
 
 FUNCTIONS = (
     "nvmlInit",
@@ -122,15 +122,14 @@ class RecordedNvml:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "RecordedNvml":
+        text = ""  # what json_problem reads when the bytes are not even UTF-8
         try:
             text = Path(path).read_text(encoding="utf-8")
             node = json.loads(text)
         except OSError as exc:
             raise RecordingError(f"cannot read the NVML recording {path}: {exc.strerror or exc}") from None
         except ValueError as exc:  # JSON's own error, a byte that is not UTF-8, or Python's for a long integer
-            too_long = None if isinstance(exc, (json.JSONDecodeError, UnicodeDecodeError)) else number_too_long_in(text)
-            problem = f"line {too_long[0]}: {too_long[1]}" if too_long else exc
-            raise RecordingError(f"the NVML recording {path} is not JSON: {problem}") from None
+            raise RecordingError(f"the NVML recording {path} is not JSON: {json_problem(exc, text)}") from None
         if not isinstance(node, dict) or not ("gpus" in node or "nvmlInit" in node):
             raise RecordingError(f"the NVML recording {path} has neither gpus nor nvmlInit "
                                  "(see docs/inventory.md for the format)")
