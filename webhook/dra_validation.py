@@ -364,8 +364,9 @@ def _warn_about_nvidia_config(parameters: Mapping[str, Any], config: Mapping[str
                               path: str, requests: list[_Request], kind: str,
                               result: ValidationResult) -> None:
     config_kind = parameters.get("kind")
-    strategy = (parameters.get("sharing") or {}).get("strategy")
-    mps_config = (parameters.get("sharing") or {}).get("mpsConfig") if strategy == MPS else None
+    sharing = parameters.get("sharing") or {}
+    strategy = sharing.get("strategy")
+    mps_config = sharing.get("mpsConfig") if strategy == MPS else None
     for name in facts.MPS_CONFIG_MAIN_ONLY_FIELDS if isinstance(mps_config, Mapping) else ():
         if name in mps_config:
             result.warnings.append(_warning(

@@ -48,6 +48,7 @@ _OPERATORS = ("||", "&&", "<=", ">=", "==", "!=", "<", ">", "+", "-", "*", "/", 
 _RELATIONS = {"<": "_<_", "<=": "_<=_", ">": "_>_", ">=": "_>=_", "==": "_==_", "!=": "_!=_", "in": "@in"}
 _ADDITIVE = {"+": "_+_", "-": "_-_"}
 _MULTIPLICATIVE = {"*": "_*_", "/": "_/_", "%": "_%_"}
+_OR, _AND = {"||": "_||_"}, {"&&": "_&&_"}
 # Names cel.lark's lexer reads as something else (token kinds), and cel-go's reserved words, which
 # are left to the reference.
 _KEYWORDS = {"in": "in", "true": "bool", "false": "bool", "null": "null"}
@@ -212,15 +213,18 @@ class _Parser:
             raise _Unread
         return node
 
-    def _expr(self) -> tuple[Node, int | None]:
+    def _deeper(self) -> None:
         self.depth += 1
         if self.depth > _MAX_DEPTH:
             raise _Unread
+
+    def _expr(self) -> tuple[Node, int | None]:
+        self._deeper()
         self.deepest = max(self.deepest, self.depth)
-        condition, start = self._binary_chain(self._and, {"||": "_||_"})
+        condition, start = self._binary_chain(self._and, _OR)
         if self.token.kind == "?":
             self._take(operand_next=True)
-            yes, _ = self._binary_chain(self._and, {"||": "_||_"})  # cel.lark: a conditionalor, not an expr
+            yes, _ = self._binary_chain(self._and, _OR)  # cel.lark: a conditionalor, not an expr
             self._expect(":", operand_next=True)
             no, _ = self._expr()
             condition = Call("_?_:_", None, (condition, yes, no), self._pos(start))
@@ -230,7 +234,7 @@ class _Parser:
     def _binary_chain(self, operand, names: dict[str, str]) -> tuple[Node, int | None]:
         """``operand (op operand)*`` folded to the left, as cel.lark's left-recursive rules nest."""
         left, start = operand()
-        logic = "||" in names or "&&" in names
+        logic = names is _OR or names is _AND
         while self.token.kind in names:
             left_end = self.previous_end
             name = names[self.token.kind]
@@ -241,7 +245,7 @@ class _Parser:
         return left, start
 
     def _and(self) -> tuple[Node, int | None]:
-        return self._binary_chain(self._relation, {"&&": "_&&_"})
+        return self._binary_chain(self._relation, _AND)
 
     def _relation(self) -> tuple[Node, int | None]:
         return self._binary_chain(self._addition, _RELATIONS)
@@ -256,9 +260,7 @@ class _Parser:
         token = self.token
         if token.kind == "!" or token.kind == "-":
             self._take(operand_next=True)
-            self.depth += 1
-            if self.depth > _MAX_DEPTH:
-                raise _Unread
+            self._deeper()  # counted in depth, not in deepest: the reference recurses 2 frames a `!`
             operand, _ = self._unary()
             self.depth -= 1
             return Call("!_" if token.kind == "!" else "-_", None, (operand,), self._pos(token.start)), token.start
@@ -329,8 +331,9 @@ class _Parser:
         if kind == "number":
             self._take()
             text = token.text
-            value = float(text) if "." in text else int(text, 10)
-            return Lit(value, "double" if "." in text else "int", self._pos(start)), start
+            if "." in text:
+                return Lit(float(text), "double", self._pos(start)), start
+            return Lit(int(text, 10), "int", self._pos(start)), start
         if kind == "string":
             self._take()
             return Lit(token.text, "string", self._pos(start)), start

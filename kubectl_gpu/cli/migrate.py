@@ -170,8 +170,9 @@ def command(
     """
     if in_place and output_dir is not None:
         raise click.UsageError("use either --in-place or --output-dir, not both")
-    if (in_place or output_dir is not None) and any(is_stream(name) for name in inputs):
-        name = next(name for name in inputs if is_stream(name))
+    streams = [name for name in inputs if is_stream(name)] if in_place or output_dir is not None else []
+    if streams:
+        name = streams[0]
         what = "standard input ('-')" if name == "-" else f"{name} (a pipe or device, not a file)"
         raise click.UsageError(f"{what} can only be written to stdout; drop --in-place/--output-dir")
     profile, cluster_claims = _cluster_profile(cluster_files, from_cluster, kubeconfig, context, kubernetes_version,
