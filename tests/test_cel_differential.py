@@ -2,9 +2,12 @@
 generated selectors and devices (values, runtime errors and their messages alike).
 
 cel-python is the reference engine (its own interpreter, with Kubernetes' DRA library bound in);
-the fast path is what explain runs.  Generated selectors mix what real DRA selectors are made of:
-attribute and capacity lookups (present, missing, wrong type), comparisons, logic with errors to
-absorb, has(), macros over lists and list attributes, cel.bind, arithmetic and library calls.
+the fast path is what explain runs: one function generated per selector (kubectl_gpu/cel/codegen.py),
+which calls the closures of kubectl_gpu/cel/fastpath.py for what it does not write itself, and the
+closures alone for macros and cel.bind.  Generated selectors mix what real DRA selectors are made
+of: attribute and capacity lookups (present, missing, wrong type, another driver's device without
+the domain), comparisons, logic with errors to absorb, has(), macros over lists and list
+attributes, cel.bind, arithmetic and library calls.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ NAMES = ["productName", "type", "index", "flag", "driverVersion", "models"]
 def devices(draw):
     attributes = {name: draw(attribute_values) for name in NAMES if draw(st.booleans())}
     capacity = {"memory": draw(st.sampled_from(["40Gi", "80Gi", "24Gi"]))} if draw(st.booleans()) else {}
-    return make_device(DOMAIN, "gpu-0", attributes=attributes, capacity=capacity,
+    # another driver's device: its attributes are in its own domain, so gpu.nvidia.com's is missing
+    driver = draw(st.sampled_from([DOMAIN, DOMAIN, "other.example.com"]))
+    return make_device(driver, "gpu-0", attributes=attributes, capacity=capacity,
                        allow_multiple_allocations=draw(st.booleans()))
 
 
@@ -45,7 +50,7 @@ def attr(name: str, style: int) -> str:
     return f'cel.bind(d, device.attributes["{DOMAIN}"], d.{name})'
 
 
-literals = st.sampled_from(['"NVIDIA A100"', '"gpu"', "1", "0", "90", "true", "false", '"a"', "[1, 2]", '["a", "b"]',
+literals = st.sampled_from(['"NVIDIA A100"', '"gpu"', f'"{DOMAIN}"', "1", "0", "90", "true", "false", '"a"', "[1, 2]", '["a", "b"]',
                             "2.5", "3u", 'semver("550.0.0")', 'quantity("40Gi")', "null"])
 references = st.builds(attr, st.sampled_from(NAMES + ["missing"]), st.integers(0, 2)) | st.sampled_from([
     "device.driver", "device.allowMultipleAllocations", f'device.capacity["{DOMAIN}"].memory',
@@ -79,7 +84,9 @@ def expressions():
                       st.sampled_from(["x == 1", 'x == "a"', "1 / x > 0", "x", "x > 0 || true", "size(x) > 0"])),
             st.builds(lambda v, f: f"{v}.{f}", references,
                       st.sampled_from(['startsWith("NV")', "size() > 3", 'matches("A1")', 'lowerAscii() == "gpu"',
-                                       'includes("a")', 'isGreaterThan(semver("1.0.0"))', 'compareTo(quantity("40Gi")) >= 0'])),
+                                       'includes("a")', 'isGreaterThan(semver("1.0.0"))', 'compareTo(quantity("40Gi")) >= 0',
+                                       'isLessThan(semver("560.0.0"))', 'isLessThan(quantity("40Gi"))', 'matches("(")',
+                                       'compareTo(semver("12.4.0")) == 0', 'lowerAscii().matches("^nvidia a")'])),
             st.builds(lambda v: f"int({v}) > 0", values),
             st.builds(lambda v: f'string({v}) == "1"', values),
         )
@@ -94,6 +101,10 @@ def outcome(selector, device):
         return f"error: {err.message}"
 
 
+def verdict(value):
+    return f"error: {value.message}" if isinstance(value, CelRuntimeError) else value
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expression=expressions(), device_list=st.lists(devices(), min_size=1, max_size=3))
 def test_fast_path_and_cel_python_agree(expression, device_list):
@@ -102,5 +113,8 @@ def test_fast_path_and_cel_python_agree(expression, device_list):
     except CelCompileError:
         return  # the compile check is shared by both engines
     reference = compile_selector(expression, CELPY, gates=GATES, stored=True)
-    for device in device_list:
-        assert outcome(fast, device) == outcome(reference, device), (expression, device)
+    expected = [outcome(reference, device) for device in device_list]
+    for device, wanted in zip(device_list, expected):
+        assert outcome(fast, device) == wanted, (expression, device)
+    # every device in one call (what explain runs: kubectl_gpu/cel/codegen.py's every())
+    assert [verdict(v) for v in fast.verdicts(device_list)] == expected, expression

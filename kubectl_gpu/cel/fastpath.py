@@ -24,8 +24,13 @@ cores; ``scripts/bench_explain.py`` prints the current figures next to a floor):
   Rust one has none), and Quantity, Semver, the Kubernetes libraries and cost limits would all
   be Python callbacks.  So the closures stay the engine; cel-python stays the reference.
 * closures: ~0.3-3 us per evaluation for the selectors real claims use, macros included.
+* a function generated per selector (:mod:`codegen`), which writes the common nodes as
+  statements and calls these closures for the rest: no Python call per node nor per device.
+  Callgrind, explain's own work for scripts/bench_explain.py's claim over 8,000 devices
+  (selectors and results, devices already built): 355 M instructions with the closures, 207 M
+  with the generated functions and the engine's shared per-ending results.
 
-Calls on literals (``quantity('40Gi')``) are evaluated once at compile time (see ``_fold``).
+Calls on literals (``quantity('40Gi')``) are evaluated once at compile time (see ``fold``).
 Macros are charged their run-time cost (see :mod:`cost`) and abort with Kubernetes' "actual cost
 limit exceeded" once it passes the limit.
 """
@@ -81,7 +86,7 @@ class DomainMap:
         self.domains = domains
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A DomainMap handed to a generic function is the map it wraps."""
     return dict(value.domains) if isinstance(value, DomainMap) else value
 
@@ -135,7 +140,7 @@ class _Compiler:
                 constant = [i.value for i in node.items]  # built once: nothing mutates a CEL list
                 return lambda d, f: constant
             items = [self.compile(i, scope) for i in node.items]
-            return lambda d, f: [_plain(item(d, f)) for item in items]
+            return lambda d, f: [plain(item(d, f)) for item in items]
         if isinstance(node, MapLit):
             return self.map_literal(node, scope)
         if isinstance(node, Macro):
@@ -147,7 +152,7 @@ class _Compiler:
     # -- access ---------------------------------------------------------------------------------
     def _domain_lookup(self, node: Node, scope: dict[str, int]) -> Callable[[Device], Any] | None:
         """``device.attributes[<string literal>]`` (or ``.capacity``): the hot path, no wrapper."""
-        if isinstance(node, Index) and isinstance(node.target, Select) and _is_device(node.target.target, scope):
+        if isinstance(node, Index) and isinstance(node.target, Select) and is_device(node.target.target, scope):
             key = node.key
             field = node.target.field
             if field in {"attributes", "capacity"} and isinstance(key, Lit) and key.type == "string":
@@ -159,7 +164,7 @@ class _Compiler:
 
     def select(self, node: Select, scope: dict[str, int]) -> Compiled:
         field = node.field
-        if _is_device(node.target, scope):
+        if is_device(node.target, scope):
             if field == "driver":
                 return lambda d, f: d.driver
             if field == "allowMultipleAllocations":
@@ -184,7 +189,7 @@ class _Compiler:
 
             return attribute
         target = self.compile(node.target, scope)
-        return lambda d, f: _select_value(target(d, f), field)
+        return lambda d, f: select_value(target(d, f), field)
 
     def index(self, node: Index, scope: dict[str, int]) -> Compiled:
         domain = self._domain_lookup(node, scope)
@@ -192,16 +197,7 @@ class _Compiler:
             return lambda d, f: domain(d)
         target, key = self.compile(node.target, scope), self.compile(node.key, scope)
 
-        def index(d: Device, f: Any) -> Any:
-            container = target(d, f)
-            k = key(d, f)
-            if isinstance(container, DomainMap):
-                if lib.type_name(k) != "string":
-                    raise lib.no_overload("_[_]", container.domains, k)
-                return container.domains.get(k, _EMPTY)
-            return lib.index(container, k)
-
-        return index
+        return lambda d, f: index_value(target(d, f), key(d, f))
 
     def map_literal(self, node: MapLit, scope: dict[str, int]) -> Compiled:
         entries = [(self.compile(k, scope), self.compile(v, scope)) for k, v in node.entries]
@@ -214,14 +210,14 @@ class _Compiler:
                     raise EvalError(f"unsupported key type: {lib.type_name(k)}")
                 if any(lib.equals(k, existing) for existing in result):
                     raise EvalError(f"Failed with repeated key: {k}")
-                result[k] = _plain(value(d, f))
+                result[k] = plain(value(d, f))
             return result
 
         return build
 
     def has(self, node: Select, scope: dict[str, int]) -> Compiled:
         field = node.field
-        if _is_device(node.target, scope):
+        if is_device(node.target, scope):
             present = field in self.environment.device_fields
             return lambda d, f: present
         domain = self._domain_lookup(node.target, scope)
@@ -271,7 +267,7 @@ class _Compiler:
         def body(arg: int, item: Any, d: Device, f: Any) -> Any:
             f.slots[index] = item
             try:
-                return _plain(args[arg](d, f))
+                return plain(args[arg](d, f))
             except CostLimitExceeded:
                 raise
             except EvalError as err:
@@ -283,7 +279,7 @@ class _Compiler:
                 raise CostLimitExceeded()
 
         def run(d: Device, f: Any) -> Any:
-            items = lib.iteration_items(_plain(source(d, f)))
+            items = lib.iteration_items(plain(source(d, f)))
             return comprehension.run(kind, items, arity, body, tick, d, f)
 
         return run
@@ -326,13 +322,7 @@ class _Compiler:
         if name == "@in":
             item, container = (self.compile(a, scope) for a in node.args)
 
-            def member(d: Device, f: Any) -> bool:
-                value, holder = item(d, f), container(d, f)
-                if isinstance(holder, DomainMap):
-                    return isinstance(value, str) and value in holder.domains
-                return lib.contains_in(value, holder)
-
-            return member
+            return lambda d, f: member(item(d, f), container(d, f))
         if name in {"_+_", "_-_", "_*_", "_/_", "_%_"}:
             left, right = (self.compile(a, scope) for a in node.args)
             return lambda d, f: lib.arithmetic(name, left(d, f), right(d, f))
@@ -344,13 +334,13 @@ class _Compiler:
             raise Unsupported(name)
         parts = ([node.target] if node.target is not None else []) + list(node.args)
         compiled = [self.compile(p, scope) for p in parts]
-        wrapped = any(_may_be_domain_map(p, scope) for p in parts)
-        if not wrapped and all(_is_constant(p) for p in parts):
-            folded = _fold(function, compiled)
+        wrapped = any(may_be_domain_map(p, scope) for p in parts)
+        if not wrapped and all(is_constant(p) for p in parts):
+            folded = fold(function, compiled)
             if folded is not None:
                 return folded
         if wrapped:
-            return lambda d, f: function(*[_plain(c(d, f)) for c in compiled])
+            return lambda d, f: function(*[plain(c(d, f)) for c in compiled])
         if len(compiled) == 1:
             (only,) = compiled
             return lambda d, f: function(only(d, f))
@@ -363,10 +353,10 @@ class _Compiler:
         left_node, right_node = node.args
         left, right = self.compile(left_node, scope), self.compile(right_node, scope)
         negate = node.name == "_!=_"
-        if _may_be_domain_map(left_node, scope) or _may_be_domain_map(right_node, scope):
+        if may_be_domain_map(left_node, scope) or may_be_domain_map(right_node, scope):
 
             def equal_maps(d: Device, f: Any) -> bool:
-                same = lib.equals(_plain(left(d, f)), _plain(right(d, f)))
+                same = lib.equals(plain(left(d, f)), plain(right(d, f)))
                 return not same if negate else same
 
             return equal_maps
@@ -387,17 +377,36 @@ class _Compiler:
         return equal
 
 
-def _is_device(node: Node, scope: dict[str, int]) -> bool:
+def is_device(node: Node, scope: dict[str, int]) -> bool:
     return isinstance(node, Ident) and node.name == "device" and "device" not in scope
 
 
-def _may_be_domain_map(node: Node, scope: dict[str, int]) -> bool:
+def may_be_domain_map(node: Node, scope: dict[str, int]) -> bool:
     if isinstance(node, Ident):
         return node.name in scope  # a variable may hold device.attributes (cel.bind)
-    return isinstance(node, Select) and _is_device(node.target, scope) and node.field in {"attributes", "capacity"}
+    return isinstance(node, Select) and is_device(node.target, scope) and node.field in {"attributes", "capacity"}
 
 
-def _select_value(value: Any, field: str) -> Any:
+# Evaluation steps that the closures and the generated functions (:mod:`codegen`) share.
+
+
+def index_value(container: Any, k: Any) -> Any:
+    """``container[k]``; a DomainMap's missing domain is an empty map."""
+    if isinstance(container, DomainMap):
+        if lib.type_name(k) != "string":
+            raise lib.no_overload("_[_]", container.domains, k)
+        return container.domains.get(k, _EMPTY)
+    return lib.index(container, k)
+
+
+def member(value: Any, holder: Any) -> bool:
+    """``value in holder``; a domain is in device.attributes when the device has it."""
+    if isinstance(holder, DomainMap):
+        return isinstance(value, str) and value in holder.domains
+    return lib.contains_in(value, holder)
+
+
+def select_value(value: Any, field: str) -> Any:
     if isinstance(value, DomainMap):
         return value.domains.get(field, _EMPTY)
     if isinstance(value, dict):
@@ -427,12 +436,12 @@ def _logic(name: str, left: Compiled, right: Compiled) -> Compiled:
             return stop
         if (a is True or a is False) and (b is True or b is False):
             return not stop
-        raise _bool_operand_error(name, a, b)
+        raise bool_operand_error(name, a, b)
 
     return logic
 
 
-def _bool_operand_error(name: str, a: Any, b: Any) -> EvalError:
+def bool_operand_error(name: str, a: Any, b: Any) -> EvalError:
     if isinstance(a, EvalError):
         return a
     if isinstance(b, EvalError):
@@ -443,13 +452,13 @@ def _bool_operand_error(name: str, a: Any, b: Any) -> EvalError:
 # -- constant folding -----------------------------------------------------------------------------
 
 
-def _is_constant(node: Node) -> bool:
+def is_constant(node: Node) -> bool:
     """The same value for every device: a literal, or a function of literals (``quantity('40Gi')``)."""
     if isinstance(node, Lit):
         return True
     if isinstance(node, Call) and node.name in lib.FUNCTIONS:
         parts = ([node.target] if node.target is not None else []) + list(node.args)
-        return all(_is_constant(p) for p in parts)
+        return all(is_constant(p) for p in parts)
     return False
 
 
@@ -457,7 +466,7 @@ def _is_constant(node: Node) -> bool:
 _IMMUTABLE = (str, int, float, bool, bytes, type(None), Quantity, Semver)
 
 
-def _fold(function: Callable[..., Any], compiled: list[Compiled]) -> Compiled | None:
+def fold(function: Callable[..., Any], compiled: list[Compiled]) -> Compiled | None:
     """Evaluate a call of constants once, at compile time: ``quantity('40Gi')`` in a selector was
     parsed again for each of 8,000 devices.  A call that fails, or whose value is mutable, is left
     to run per device, so its error is still raised where the scheduler would raise it."""

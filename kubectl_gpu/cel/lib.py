@@ -213,7 +213,7 @@ def _re2() -> Any:
 
 
 @lru_cache(maxsize=256)
-def _compiled(pattern: str) -> Any:
+def compiled_pattern(pattern: str) -> Any:
     # A final "$" is RE2's end of text: Python's \Z (its "$" would also match before a final newline).
     body, end = (pattern[:-1], r"\Z") if pattern.endswith("$") and not pattern.endswith("\\$") else (pattern, "")
     if body.isascii() and _PORTABLE_PATTERN.fullmatch(body) and "(?" not in body and "[:" not in body:
@@ -229,14 +229,14 @@ def _compiled(pattern: str) -> Any:
 
 def f_matches(*args: Any) -> bool:
     if len(args) == 2 and args[0].__class__ is str and args[1].__class__ is str:
-        return _compiled(args[1]).search(args[0]) is not None
+        return compiled_pattern(args[1]).search(args[0]) is not None
     _need("matches", args, "string", "string")
-    return _compiled(str(args[1])).search(str(args[0])) is not None
+    return compiled_pattern(str(args[1])).search(str(args[0])) is not None
 
 
 def f_find(*args: Any) -> str:
     _need("find", args, "string", "string")
-    found = _compiled(str(args[1])).search(str(args[0]))
+    found = compiled_pattern(str(args[1])).search(str(args[0]))
     return found.group(0) if found else ""
 
 
@@ -249,20 +249,20 @@ def f_find_all(*args: Any) -> list[str]:
         limit = int(args[2])
     if limit == 0:
         return []
-    found = [m.group(0) for m in _compiled(str(args[1])).finditer(str(args[0]))]
+    found = [m.group(0) for m in compiled_pattern(str(args[1])).finditer(str(args[0]))]
     return found if limit < 0 else found[:limit]
 
 
-_ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)})
+ASCII_LOWER = str.maketrans({chr(c): chr(c + 32) for c in range(ord("A"), ord("Z") + 1)})
 _ASCII_UPPER = str.maketrans({chr(c): chr(c - 32) for c in range(ord("a"), ord("z") + 1)})
 
 
 def f_lower_ascii(*args: Any) -> str:
     if len(args) == 1 and args[0].__class__ is str:
         text = args[0]
-        return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+        return text.lower() if text.isascii() else text.translate(ASCII_LOWER)
     _need("lowerAscii", args, "string")
-    return str(args[0]).translate(_ASCII_LOWER)
+    return str(args[0]).translate(ASCII_LOWER)
 
 
 def f_upper_ascii(*args: Any) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Callable, Collection, Mapping
+from typing import Any, Callable, Collection, Mapping, Sequence
 
-from . import lib
 from .checker import NEWEST, Environment, check
+from .codegen import NESTED_TOO_DEEPLY, generate, not_bool
 from .cost import MAX_COST, MAX_LENGTH, TOO_COMPLEX, estimate
 from .gates import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, normalize_gates
 from .device import Device
@@ -28,16 +28,35 @@ class CompiledSelector:
     _evaluate: Callable[[Device], Any]
     # cel-go's worst-case cost estimate (CompilationResult.MaxCost), 2**64-1 when unbounded
     max_cost: int = 0
+    # every device's verdict in one call (codegen.Generated.every), when the selector was generated
+    _every: Callable[[Sequence[Device]], list[Any]] | None = None
 
     def matches(self, device: Device) -> bool:
         """True/False as Kubernetes decides; CelRuntimeError where the scheduler would fail."""
         try:
             value = self._evaluate(device)  # an EvalError is the CelRuntimeError itself
         except RecursionError:
-            raise CelRuntimeError("expression is nested too deeply") from None
+            raise CelRuntimeError(NESTED_TOO_DEEPLY) from None
         if value is True or value is False:
             return value
-        raise CelRuntimeError(f"CEL result of type {lib.type_name(value)} could not be converted to bool")
+        raise not_bool(value)
+
+    def verdicts(self, devices: Sequence[Device]) -> list[bool | CelRuntimeError]:
+        """What :meth:`matches` says of each device: True, False, or the CelRuntimeError it raises."""
+        if self._every is not None:
+            return self._every(devices)
+        matches = self.matches
+        try:
+            return [matches(device) for device in devices]  # the common case: no error
+        except CelRuntimeError:
+            pass
+        verdicts: list[bool | CelRuntimeError] = []
+        for device in devices:  # selectors have no side effects: evaluate again, keeping the errors
+            try:
+                verdicts.append(matches(device))
+            except CelRuntimeError as err:
+                verdicts.append(err)
+        return verdicts
 
 
 Gates = Collection[str] | Mapping[str, bool] | None
@@ -93,6 +112,10 @@ def _compile(
         raise CelCompileError(TOO_COMPLEX, None, expression, prefix="")
     if engine in (None, FAST):
         try:
+            # One generated function per selector where it can be (codegen), else the closures.
+            generated = generate(ast, environment, cost_limit)
+            if generated is not None:
+                return CompiledSelector(expression, FAST, generated.matches, cost, generated.every)
             return CompiledSelector(expression, FAST, compile_fast(ast, environment, cost_limit), cost)
         except Unsupported:
             if engine == FAST:
