@@ -262,13 +262,13 @@ def test_claims_naming_one_class_share_its_selector_pass_and_report_it_whole(mon
     alone = [explain_one(two_requests), explain_one(other)]
     class_expression = BUILTIN_CLASS_SELECTORS["gpu.nvidia.com"]
     calls = {"class": 0}
-    original = CompiledSelector.matches
+    original = CompiledSelector.verdicts  # every device's verdict, in one call
 
-    def counting(self, device):
-        calls["class"] += self.expression == class_expression
-        return original(self, device)
+    def counting(self, devices):
+        calls["class"] += len(devices) if self.expression == class_expression else 0
+        return original(self, devices)
 
-    monkeypatch.setattr(CompiledSelector, "matches", counting)
+    monkeypatch.setattr(CompiledSelector, "verdicts", counting)
     together = explain_objects([two_requests, other], nvidia_slices()).items
     devices = [d for s in nvidia_slices() for d in devices_from_slice(s)]
     assert calls["class"] == len(devices)
