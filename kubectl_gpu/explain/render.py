@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import operator
 from typing import TYPE_CHECKING, Any
 
 from .inputs import Explanation
@@ -22,7 +24,7 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
     per-device records (they are the bulk of the output on large clusters)."""
     items = []
     for item in explanation.items:
-        data = dataclasses.asdict(item)
+        data = _plain(item)
         data = {"result": "error" if isinstance(item, ClaimError) else "explained", **data}
         if not devices:
             for request in data.get("requests", []):
@@ -38,6 +40,35 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
         "deviceClasses": list(explanation.classes),
         "items": items,
     }
+
+
+def _plain(value: Any) -> Any:
+    """``dataclasses.asdict``'s result, built without its deep copy of every string and number:
+    the same dicts (fields in order), lists and tuples, each made new.  For the 8,000 device
+    results of a 1,000-node cluster, to_dict and json.dumps (indented, as -o json) took 4,126 M
+    instructions with asdict and take 3,037 M (callgrind)."""
+    cls = value.__class__
+    if cls in _ATOMIC or value is None:
+        return value  # immutable: what copy.deepcopy gives back
+    fields = _FIELDS.get(cls)
+    if fields is None and dataclasses.is_dataclass(cls):
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        fields = _FIELDS[cls] = (names, operator.attrgetter(*names) if len(names) > 1 else lambda v: (getattr(v, names[0]),))
+    if fields is not None:
+        names, values = fields
+        return dict(zip(names, map(_plain, values(value))))
+    if cls is tuple:
+        return tuple([_plain(v) for v in value])
+    if cls is list:
+        return [_plain(v) for v in value]
+    if cls is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else copy.deepcopy(value)
+
+
+_ATOMIC = frozenset({str, int, float, bool})
+# a dataclass -> its field names, and a getter of their values in that order
+_FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 
 def render_table(explanation: Explanation, console: Console | PlainConsole, wide: bool = False) -> None:
