@@ -13,6 +13,12 @@ same values.  Any other subtree (map literals, selections on a whole ``device.at
 is its closure, called from the generated code; a selector with macros or ``cel.bind`` (which
 need a frame of variables and run-time cost) stays entirely on the closures.
 
+Callgrind, ``kubectl gpu explain -f claim.yaml --slices slices.yaml`` over 1,000 ResourceSlices
+(8,000 devices, scripts/bench_explain.py's claim): explain_objects 911 M -> 753 M instructions and
+the whole run 2,566 M -> 2,413 M, with the engine's shared results (explain/engine.py).  Of
+that, the three selectors over the 8,000 devices: 217 M -> 90 M (~27,000 -> ~11,000 instructions
+a device), for ~10 M spent once writing and compiling the three functions.
+
 Each selector is one function, ``every(devices)``: the verdict for each device (True, False, or
 the CelRuntimeError :meth:`CompiledSelector.matches` would raise) in one call, without a Python
 call per device; ``matches`` asks it about one device.  The differential property tests
