@@ -145,6 +145,12 @@ def _pool_generation(resource_slice: Mapping[str, Any]) -> tuple[tuple[str, str]
 def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
     """All devices of one ResourceSlice (resource.k8s.io v1, v1beta2, v1beta1 and the older
     v1alpha3 ``basic:`` wrapper)."""
+    return _general_devices(*_slice_fields(slice_obj), _attributes)
+
+
+def _slice_fields(slice_obj: Any) -> tuple[list, str, str, str | None, str, str]:
+    """What every device of a slice shares: (devices, driver, pool, node name, node scope, slice
+    name), the slice's own fields checked."""
     if not is_resource_slice(slice_obj):
         kind = slice_obj.get("kind") if isinstance(slice_obj, Mapping) else type(slice_obj).__name__
         raise InvalidResourceSlice(
@@ -177,10 +183,15 @@ def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
     raw_devices = spec.get("devices") or []
     if not isinstance(raw_devices, list):
         raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec.devices must be a list")
+    # The node most devices inherit (scope above names it); None when the slice names none.
+    return raw_devices, driver, str(pool), str(slice_node) if slice_node else None, scope, slice_name
+
+
+def _general_devices(raw_devices: list, driver: str, pool: str, slice_node: str | None, scope: str,
+                     slice_name: str, attributes_of: Any = None) -> list[Device]:
+    """The general reading of a slice's devices, which words every error."""
+    read_attributes = attributes_of or _read_attributes
     devices = []
-    pool = str(pool)
-    if slice_node:
-        slice_node = str(slice_node)  # the node most devices inherit; scope above names it
     names: dict[str, tuple[str, str]] = {}  # qualified name -> (domain, name): devices repeat names
     # Once per device (8,000 in a 1,000-node cluster): the Mapping checks try dict first (the ABC
     # check is slow), and Device gets positional arguments (keywords cost more per call).
@@ -197,7 +208,7 @@ def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
         if not (capacity.__class__ is dict or isinstance(capacity, Mapping)):
             raise InvalidResourceSlice(f"{_where(slice_name, index)}.capacity must be a map of names to values")
         name = str(raw["name"])
-        values = _attributes(attributes, driver, slice_name, index, names) if attributes else {}
+        values = read_attributes(attributes, driver, slice_name, index, names) if attributes else {}
         capacities, policies = _capacity(capacity, driver, slice_name, index, names) if capacity else ({}, {})
         devices.append(
             Device(
