@@ -34,7 +34,7 @@ from kubectl_gpu.cel import device as device_module
 from kubectl_gpu.cel.values import Quantity, Semver
 
 DATA = Path(__file__).parent / "data" / "slices"
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 NAMES = st.sampled_from([
     "productName", "uuid", "driverVersion", "features", "index",
@@ -69,6 +69,11 @@ ODD_POLICIES = st.sampled_from([{"validRange": {"min": "1Gi", "step": "0"}}, {"v
                                 {"default": "x"}, "x", None, {}])
 
 
+def mostly(usual: st.SearchStrategy, unusual: st.SearchStrategy, one_in: int = 6) -> st.SearchStrategy:
+    """``unusual`` once in ``one_in`` (not at an end: hypothesis tries the ends often)."""
+    return st.integers(0, one_in - 1).flatmap(lambda n: unusual if n == 2 else usual)
+
+
 def attribute(kind: str) -> st.SearchStrategy:
     return st.builds(lambda value: {kind: value}, WELL_TYPED[kind])
 
@@ -82,6 +87,15 @@ def confused_value(draw, device: dict) -> None:
         name = draw(st.sampled_from(names))
         kind = next(iter(attributes[name]))
         attributes[name] = {kind: draw(CONFUSED[kind] if draw(st.integers(0, 3)) else VALUES)}
+
+
+def extra_kind(draw, device: dict) -> None:
+    attributes = device.get("attributes")
+    names = [name for name, typed in attributes.items() if typed.__class__ is dict] if attributes.__class__ is dict else []
+    if names:
+        typed = attributes[draw(st.sampled_from(names))]
+        kind = draw(KINDS)
+        typed[kind] = draw(WELL_TYPED[kind])  # a second kind, or the value of the one given changed
 
 
 def odd_typed_value(draw, device: dict) -> None:
@@ -121,7 +135,7 @@ def odd_device_field(draw, device: dict) -> None:
     device[key] = draw(st.sampled_from(values))
 
 
-DEFECTS = [confused_value, confused_value, odd_typed_value, odd_name, odd_capacity, odd_device_field]
+DEFECTS = [confused_value, confused_value, extra_kind, odd_typed_value, odd_name, odd_capacity, odd_device_field]
 
 
 @st.composite
@@ -130,19 +144,27 @@ def resource_slices(draw) -> dict:
     then (most often) a few things wrong with it."""
     shape = draw(st.dictionaries(NAMES, KINDS, max_size=6))
     capacity_names = draw(st.lists(CAPACITY_NAMES, max_size=2, unique=True))
+    ignored_field = draw(st.sampled_from([None, None, "consumesCounters", "taints"]))
     devices: list[Any] = []
-    for index in range(draw(st.integers(1, 4))):
+    for index in range(draw(st.integers(1, 4)) if draw(st.integers(0, 3)) == 2 else 2):
         attributes = {name: draw(attribute(kind)) for name, kind in shape.items()}
         if draw(st.integers(0, 5)) == 3:
             attributes = dict(reversed(attributes.items()))  # the same names in another order
-        capacity = {name: draw(st.one_of(
+        capacity = {name: draw(mostly(
             st.builds(lambda q: {"value": q}, QUANTITIES),
             st.builds(lambda q, p: {"value": q, "requestPolicy": p}, QUANTITIES, POLICIES),
         )) for name in capacity_names}
         device = {"name": f"gpu-{index}", "attributes": attributes, "capacity": capacity}
+        for field in draw(st.lists(st.sampled_from(["attributes", "capacity"]), max_size=2, unique=True)):
+            if not device[field]:
+                del device[field]  # an empty map, or none at all
+        if ignored_field:
+            device[ignored_field] = [{"counterSet": "memory"}]  # a field the reading ignores
         devices.append(device)
-    for _ in range(draw(st.integers(0, 2))):
-        index = draw(st.integers(0, len(devices) - 1))
+    for _ in range(draw(mostly(st.just(1), st.integers(0, 2)))):
+        # Most often not the first device: a shape's reader is made from the first device, and
+        # must check the next ones itself.
+        index = draw(st.integers(0, len(devices) - 1)) if draw(st.integers(0, 3)) == 2 else len(devices) - 1
         if devices[index].__class__ is dict:
             draw(st.sampled_from(DEFECTS))(draw, devices[index])
         if draw(st.integers(0, 20)) == 7:
@@ -193,6 +215,10 @@ def read_generally(slice_obj: Any) -> list:
 def test_a_slice_reads_as_the_general_reading_reads_it(slice_obj) -> None:
     expected = outcome(read_generally, slice_obj)
     event("refused" if expected[:1] == ("refused",) else f"{len(expected)} devices read")
+    try:
+        event("read quickly" if device_module._quick_devices(*device_module._slice_fields(slice_obj)) else "not quickly")
+    except InvalidResourceSlice:
+        pass
     assert outcome(devices_from_slice, slice_obj) == expected
 
 
@@ -208,6 +234,34 @@ def test_the_values_read_are_the_devices_own_not_the_slices_lists(slice_obj) -> 
     for device in devices:
         for domain in device.attributes.values():
             assert not any(id(value) in given_lists for value in domain.values() if isinstance(value, list))
+
+
+def a_slice(*devices: dict) -> dict:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "node-a-gpu"},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": "node-a", "pool": {"name": "node-a"}, "devices": list(devices)}}
+
+
+ALL_KINDS = {"type": {"string": "gpu"}, "index": {"int": 3}, "mig": {"bool": True}, "driverVersion": {"version": "570.133.20"},
+             "features": {"strings": ["mig"]}, "ids": {"ints": [1, 2]}, "flags": {"bools": [False]},
+             "gpu.nvidia.com/cudaVersions": {"versions": ["12.8.0"]}, "resource.kubernetes.io/pciBusID": {"string": "0000:10:00.0"}}
+
+
+@pytest.mark.parametrize("devices", [
+    pytest.param(yaml.safe_load((DATA / "nvidia-h100-node.yaml").read_text())["spec"]["devices"], id="nvidia-h100-node"),
+    pytest.param([{"name": "gpu-0", "attributes": ALL_KINDS, "capacity": {"memory": {"value": "80Gi"}}},
+                  {"name": "gpu-1", "attributes": ALL_KINDS, "capacity": {"memory": {"value": "40Gi"}}}], id="every-kind"),
+    pytest.param([{"name": "gpu-0-mig-1g", "attributes": {"type": {"string": "mig"}},
+                   "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": "10Gi"}}}]}],
+                 id="no-capacity-and-counters"),
+    pytest.param([{"name": "gpu-0"}, {"name": "gpu-1", "attributes": {}, "capacity": {}}], id="bare"),
+])
+def test_the_devices_drivers_publish_are_read_quickly(devices) -> None:
+    # Not a timing: the quick reading takes these shapes (the property above would hold trivially
+    # if it gave every slice up), and reads them as the general reading does.
+    slice_obj = a_slice(*devices)
+    quick = device_module._quick_devices(*device_module._slice_fields(slice_obj))
+    assert quick is not None
+    assert outcome(lambda _: quick, slice_obj) == outcome(read_generally, slice_obj)
 
 
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.yaml")), ids=lambda p: p.name)

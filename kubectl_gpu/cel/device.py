@@ -9,9 +9,8 @@ driver's domain.  ``device.attributes["gpu.nvidia.com"].productName`` therefore 
 from __future__ import annotations
 
 import functools
-import operator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, ClassVar, Iterable, Mapping, Union
 
 from kubectl_gpu.core.constants import DRA_GROUP
 
@@ -32,6 +31,7 @@ _set_fields = object.__setattr__
 
 @dataclass(frozen=True, eq=False, init=False)
 class Device:
+    id: ClassVar[str]  # set by __init__ (see there), not a field
     driver: str
     name: str
     pool: str = ""
@@ -49,6 +49,8 @@ class Device:
                  slice_name: str = "", request_policies: Any = _FRESH) -> None:
         # The generated __init__ of a frozen dataclass, in one call instead of one object.__setattr__
         # per field: explain builds 8,000 devices (4 us -> 1.5 us each).  Same fields, same defaults.
+        # ``id`` (not a field): driver/pool/device, the way the scheduler names a device in
+        # allocation results.  Kept, not a property: explain reads it for every device and request.
         _set_fields(self, "__dict__", {
             "driver": driver, "name": name, "pool": pool,
             "attributes": {} if attributes is _FRESH else attributes,
@@ -56,12 +58,8 @@ class Device:
             "allow_multiple_allocations": allow_multiple_allocations, "node_name": node_name,
             "node_scope": node_scope, "slice_name": slice_name,
             "request_policies": {} if request_policies is _FRESH else request_policies,
+            "id": f"{driver}/{pool}/{name}",
         })
-
-    @property
-    def id(self) -> str:
-        """driver/pool/device, the way the scheduler names a device in allocation results."""
-        return f"{self.driver}/{self.pool}/{self.name}"
 
     def attribute(self, qualified: str) -> AttributeValue | None:
         domain, name = split_qualified_name(qualified, self.driver)
@@ -102,10 +100,13 @@ def make_device(
 
 def is_resource_slice(obj: Any) -> bool:
     return (
-        isinstance(obj, Mapping)
+        _is_mapping(obj)
         and obj.get("kind") == "ResourceSlice"
-        and str(obj.get("apiVersion", "")).startswith(f"{DRA_GROUP}/")
+        and str(obj.get("apiVersion", "")).startswith(_DRA_PREFIX)
     )
+
+
+_DRA_PREFIX = f"{DRA_GROUP}/"
 
 
 def current_slices(resource_slices: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -145,7 +146,9 @@ def _pool_generation(resource_slice: Mapping[str, Any]) -> tuple[tuple[str, str]
 def devices_from_slice(slice_obj: Mapping[str, Any]) -> list[Device]:
     """All devices of one ResourceSlice (resource.k8s.io v1, v1beta2, v1beta1 and the older
     v1alpha3 ``basic:`` wrapper)."""
-    return _general_devices(*_slice_fields(slice_obj), _attributes)
+    fields = _slice_fields(slice_obj)
+    devices = _quick_devices(*fields)
+    return _general_devices(*fields) if devices is None else devices
 
 
 def _slice_fields(slice_obj: Any) -> tuple[list, str, str, str | None, str, str]:
@@ -162,7 +165,7 @@ def _slice_fields(slice_obj: Any) -> tuple[list, str, str, str | None, str, str]
         raise InvalidResourceSlice(f"ResourceSlice: metadata must be a map, not {type(meta).__name__}")
     slice_name = str(meta.get("name") or meta.get("generateName") or "<unnamed>")
     spec = slice_obj.get("spec")
-    if not isinstance(spec, Mapping):
+    if not _is_mapping(spec):
         raise InvalidResourceSlice(f"ResourceSlice {slice_name}: spec is missing")
     driver = spec.get("driver")
     if not isinstance(driver, str) or not driver:
@@ -188,9 +191,9 @@ def _slice_fields(slice_obj: Any) -> tuple[list, str, str, str | None, str, str]
 
 
 def _general_devices(raw_devices: list, driver: str, pool: str, slice_node: str | None, scope: str,
-                     slice_name: str, attributes_of: Any = None) -> list[Device]:
-    """The general reading of a slice's devices, which words every error."""
-    read_attributes = attributes_of or _read_attributes
+                     slice_name: str) -> list[Device]:
+    """The general reading of a slice's devices: every device and value checked one by one, as
+    the API server's validation does, and the errors worded.  The reference of _quick_devices."""
     devices = []
     names: dict[str, tuple[str, str]] = {}  # qualified name -> (domain, name): devices repeat names
     # Once per device (8,000 in a 1,000-node cluster): the Mapping checks try dict first (the ABC
@@ -208,7 +211,7 @@ def _general_devices(raw_devices: list, driver: str, pool: str, slice_node: str 
         if not (capacity.__class__ is dict or isinstance(capacity, Mapping)):
             raise InvalidResourceSlice(f"{_where(slice_name, index)}.capacity must be a map of names to values")
         name = str(raw["name"])
-        values = read_attributes(attributes, driver, slice_name, index, names) if attributes else {}
+        values = _read_attributes(attributes, driver, slice_name, index, names) if attributes else {}
         capacities, policies = _capacity(capacity, driver, slice_name, index, names) if capacity else ({}, {})
         devices.append(
             Device(
@@ -225,6 +228,203 @@ def _general_devices(raw_devices: list, driver: str, pool: str, slice_node: str 
             )
         )
     return devices
+
+
+class _Unusual(Exception):
+    """Something the quick reading (_quick_devices) leaves to the general one."""
+
+
+def _quick_devices(raw_devices: list, driver: str, pool: str, slice_node: str | None, scope: str,
+                   slice_name: str) -> list[Device] | None:
+    """The devices of a slice read quickly, or None: then _general_devices reads them (and words
+    the error, if there is one).
+
+    explain reads 8,000 devices x ~10 attributes in a 1,000-node cluster, and a driver's devices
+    share one shape: the same attribute names with the same kinds, in the same order, the same
+    capacity names, each ``{value: ...}``, no per-device node.  Each shape gets a reader of its
+    own (_device_reader), straight-line code that takes such a device apart and checks it with
+    no loop over its values (callgrind, building the 8,000 devices of scripts/bench_explain.py's
+    1,000 slices: 511 M -> 287 M instructions, ~64,000 -> ~36,000 a device, of which ~5,000
+    make the Device).  A device of another shape gets its shape's reader; a shape with anything
+    else in it (a requestPolicy, a bare quantity, ``basic:``, a nodeName, a name that is not a
+    string...) has none, and the whole slice is read generally.  A slice starts with the reader
+    the last slice ended with: 1,000 slices of one driver make one reader."""
+    read = _last_reader[0]
+    devices = []
+    append = devices.append
+    for raw in raw_devices:
+        try:
+            append(read(raw, pool, slice_node, scope, slice_name))
+            continue
+        except _GIVE_UP:
+            pass
+        read = _device_reader(_device_shape(raw, driver))
+        if read is None:
+            return None
+        try:
+            append(read(raw, pool, slice_node, scope, slice_name))
+        except _GIVE_UP:
+            return None
+    _last_reader[0] = read
+    return devices
+
+
+# What a reader raises on a device that is not of its shape (a key missing, a subscript on a list,
+# an unpacking of the wrong length, an invalid version or quantity).
+_GIVE_UP = (_Unusual, LookupError, TypeError, ValueError)
+
+
+def _no_reader(*_: Any) -> Device:
+    raise _Unusual
+
+
+_last_reader: list[Any] = [_no_reader]  # the reader that read the last slice: the next one's too, most often
+
+_GENERAL_DEVICE_KEYS = {"basic", "nodeName", "allowMultipleAllocations"}  # left to _general_devices
+_KIND_CLASSES = {"string": str, "int": int, "bool": bool, "version": str, "strings": list, "ints": list,
+                 "bools": list, "versions": list}
+
+
+def _device_shape(raw: Any, driver: str) -> tuple | None:
+    """(driver, the device's fields, attribute names, their kinds, capacity names) of a device the
+    quick reading can read, or None: a device that is not a map or has a field the general reading
+    reads beyond name, attributes and capacity (``basic:``, nodeName, allowMultipleAllocations;
+    fields it ignores, such as consumesCounters or taints, are fine), an attribute or capacity name
+    that is not a string (YAML's 1 and True), an odd kind, a capacity entry other than
+    ``{value: ...}``."""
+    if raw.__class__ is not dict or "name" not in raw or not raw.keys().isdisjoint(_GENERAL_DEVICE_KEYS):
+        return None
+    fields = tuple(raw)
+    attributes = raw.get("attributes", _NOTHING)
+    capacity = raw.get("capacity", _NOTHING)
+    if (not all(key.__class__ is str for key in fields) or attributes.__class__ is not dict
+            or capacity.__class__ is not dict):
+        return None
+    kinds = []
+    for name, typed in attributes.items():
+        if name.__class__ is not str or typed.__class__ is not dict or len(typed) != 1:
+            return None
+        kind = next(iter(typed))
+        if kind.__class__ is not str or kind not in _KIND_CLASSES:
+            return None
+        kinds.append(kind)
+    for name, entry in capacity.items():
+        if name.__class__ is not str or entry.__class__ is not dict or tuple(entry) != ("value",):
+            return None
+    return driver, tuple(sorted(fields)), tuple(attributes), tuple(kinds), tuple(capacity)
+
+
+@functools.lru_cache(maxsize=64)
+def _device_reader(shape: tuple | None) -> Any:
+    """The reader of devices of one shape (see _device_shape), or None.
+
+    Generated code, one line per check, so that a device costs a few bytecodes per value: for
+    names ``uuid`` (a string) and ``driverVersion`` (a version) of driver ``gpu.nvidia.com``::
+
+        def read(raw, pool, node, scope, slice_name):
+            if type(raw) is not dict or len(raw) != 3: raise _Unusual
+            attributes = raw['attributes']; capacity = raw['capacity']; name = raw['name']
+            if type(name) is not str or not name: raise _Unusual
+            if type(attributes) is not dict: raise _Unusual
+            ...
+            n0, n1, = attributes
+            if n0 != 'uuid' or n1 != 'driverVersion': raise _Unusual
+            t0, t1, = attributes.values()
+            if type(t0) is not dict or type(t1) is not dict or len(t0) + len(t1) != 2: raise _Unusual
+            v0 = t0['string']; v1 = t1['version']
+            if type(v0) is not str or type(v1) is not str: raise _Unusual
+            v1 = _versions[v1]
+            ...the capacity the same way, then the Device, its fields as _general_devices sets them.
+
+    A value of another type or a version that does not parse (ValueError) gives up (_GIVE_UP),
+    and the general reading words the error.  Names are written into the code with repr()."""
+    if shape is None:
+        return None
+    driver, fields, names, kinds, capacity_names = shape
+    lines = ["def read(raw, pool, node, scope, slice_name):"]
+    add = lines.append
+    # The device has exactly the shape's fields: as many, and each subscript finds its own.
+    add(f"    if type(raw) is not dict or len(raw) != {len(fields)}: raise _Unusual")
+    add("    " + "; ".join(f"{field} = raw[{field!r}]" if field in ("name", "attributes", "capacity")
+                           else f"raw[{field!r}]" for field in fields))
+    add("    if type(name) is not str or not name: raise _Unusual")
+    for field in ("attributes", "capacity"):
+        add(f"    if type({field}) is not dict: raise _Unusual" if field in fields else f"    {field} = _NOTHING")
+    values = [f"v{i}" for i in range(len(names))]
+    typed = [f"t{i}" for i in range(len(names))]
+    if names:
+        add(f"    {', '.join(f'n{i}' for i in range(len(names)))}, = attributes")
+        add("    if " + " or ".join(f"n{i} != {name!r}" for i, name in enumerate(names)) + ": raise _Unusual")
+        add(f"    {', '.join(typed)}, = attributes.values()")
+        add("    if " + " or ".join(f"type({t}) is not dict" for t in typed)
+            + f" or {' + '.join(f'len({t})' for t in typed)} != {len(names)}: raise _Unusual")
+        add("    " + "; ".join(f"{v} = {t}[{kind!r}]" for v, t, kind in zip(values, typed, kinds)))
+        add("    if " + " or ".join(f"type({v}) is not {_KIND_CLASSES[kind].__name__}"
+                                   for v, kind in zip(values, kinds)) + ": raise _Unusual")
+        for v, kind in zip(values, kinds):
+            if kind == "version":
+                add(f"    {v} = _versions[{v}]")
+            elif kind == "strings":  # a string's subclass too, which the general reading keeps as it is
+                add(f"    if not {v}: raise _Unusual")
+                add(f"    _join({v})")  # TypeError unless every item is a string
+                add(f"    {v} = {v}[:]")
+            elif kind == "versions":
+                add(f"    {v} = _version_list({v})")
+            elif kind in _PLAIN_LISTS:
+                add(f"    {v} = _plain_list({kind!r}, {v})")
+    else:
+        add("    if attributes: raise _Unusual")
+    quantities = [f"q{i}" for i in range(len(capacity_names))]
+    if capacity_names:
+        add(f"    {', '.join(f'c{i}' for i in range(len(capacity_names)))}, = capacity")
+        add("    if " + " or ".join(f"c{i} != {name!r}" for i, name in enumerate(capacity_names)) + ": raise _Unusual")
+        add(f"    {', '.join(f'e{i}' for i in range(len(capacity_names)))}, = capacity.values()")
+        add("    if " + " or ".join(f"type(e{i}) is not dict or len(e{i}) != 1"
+                                   for i in range(len(capacity_names))) + ": raise _Unusual")
+        add("    " + "; ".join(f"{q} = e{i}['value']" for i, q in enumerate(quantities)))
+        add("    if " + " or ".join(f"type({q}) is not str" for q in quantities) + ": raise _Unusual")
+        add("    " + "; ".join(f"{q} = _quantities[{q}]" for q in quantities))
+    else:
+        add("    if capacity: raise _Unusual")
+    add(f"    attributes = {_domain_maps(names, values, driver)}")
+    add(f"    capacity = {_domain_maps(capacity_names, quantities, driver)}")
+    add("    device = _new(Device)")
+    add(f"    _set_fields(device, '__dict__', {{'driver': {driver!r}, 'name': name, 'pool': pool,"
+        " 'attributes': attributes, 'capacity': capacity, 'allow_multiple_allocations': False,"
+        " 'node_name': node, 'node_scope': scope, 'slice_name': slice_name, 'request_policies': {},"
+        f" 'id': {driver + '/'!r} + pool + '/' + name}})")
+    add("    return device")
+    namespace: dict[str, Any] = {
+        "_Unusual": _Unusual, "_versions": _versions, "_quantities": _quantities, "_join": "".join,
+        "_plain_list": _plain_list, "_version_list": _version_list, "_new": object.__new__, "_NOTHING": _NOTHING,
+        "_set_fields": _set_fields, "Device": Device,
+    }
+    exec("\n".join(lines), namespace)  # noqa: S102 - the code is made here, from names written with repr()
+    return namespace["read"]
+
+
+def _domain_maps(names: tuple[str, ...], values: list[str], driver: str) -> str:
+    """Code for ``domain -> name -> value`` as _read_attributes builds it: domains in order of first
+    appearance, and in each the names in order of first appearance with the last value given
+    (``productName`` and ``gpu.nvidia.com/productName`` are one name)."""
+    domains: dict[str, dict[str, str]] = {}
+    for qualified, value in zip(names, values):
+        domain, short = _split(qualified, driver)
+        domains.setdefault(domain, {})[short] = value
+    return "{" + ", ".join(
+        f"{domain!r}: {{" + ", ".join(f"{short!r}: {value}" for short, value in shorts.items()) + "}"
+        for domain, shorts in domains.items()
+    ) + "}"
+
+
+def _version_list(value: Any) -> list:
+    """A ``versions`` attribute (DRAListTypeAttributes) parsed; _Unusual for anything else."""
+    if value.__class__ is not list or not value:
+        raise _Unusual
+    for item in value:
+        if item.__class__ is not str:
+            raise _Unusual
+    return [_versions[item] for item in value]
 
 
 _NOTHING: Mapping[str, Any] = {}
@@ -251,41 +451,6 @@ _PLAIN_KINDS = {"string": str, "int": int, "bool": bool}  # values used as they 
 _PLAIN_LISTS = {"strings": str, "ints": int, "bools": bool}  # lists of them (DRAListTypeAttributes)
 
 
-class _Unusual(Exception):
-    """A value the quick reading of :func:`_attributes` leaves to the general one."""
-
-
-def _attributes(raw: Mapping[str, Any], driver: str, slice_name: str, index: int,
-                names: dict[str, tuple[str, str]]) -> dict[str, dict[str, AttributeValue]]:
-    """A device's attributes as ``domain -> name -> value``, every value checked as the API server
-    checks it (an invalid slice is refused even where no selector reads the value).
-
-    This runs for every device (8,000 x ~10 attributes in a 1,000-node cluster), so the common case
-    is read with as little interpreted work as it takes: one list comprehension takes each
-    ``{kind: value}`` apart (``dict.items`` refuses anything but a dict, the unpacking anything but
-    one entry) and keeps plain values as they are, and the split of the device's attribute names
-    into domains, which repeats from device to device, is worked out once (_domain_layout).
-    Anything else (a version list, a non-dict map, a name that is not a string, an invalid value)
-    is read again by _read_attributes, which gives the same values and words the errors."""
-    layout = _domain_layout(tuple(raw), driver)
-    if layout is not None:
-        try:
-            values = [
-                value if _PLAIN_KINDS.get(kind) is value.__class__
-                else _parse_version(value) if kind == "version" and value.__class__ is str
-                else _plain_list(kind, value)
-                for ((kind, value),) in map(dict.items, raw.values())
-            ]
-        except (TypeError, ValueError, _Unusual):  # InvalidValue is a ValueError
-            pass
-        else:
-            result = {}
-            for domain, short, pick in layout:
-                result[domain] = dict(zip(short, pick(values)))
-            return result
-    return _read_attributes(raw, driver, slice_name, index, names)
-
-
 def _plain_list(kind: Any, value: Any) -> list:
     """A list attribute (DRAListTypeAttributes) of plain items, copied; _Unusual for anything else."""
     item_class = _PLAIN_LISTS.get(kind)
@@ -297,35 +462,11 @@ def _plain_list(kind: Any, value: Any) -> list:
     return list(value)
 
 
-@functools.lru_cache(maxsize=256)
-def _domain_layout(keys: tuple[Any, ...], driver: str) -> tuple[tuple[str, tuple[str, ...], Any], ...] | None:
-    """How a device's attribute names (in their order) go into domains: ``(domain, names, pick)``
-    per domain, in order of first appearance, where ``pick(values)`` gives that domain's values
-    from the device's values in name order.  None (the general reading) unless every name is a
-    string: YAML may give 1 and True, which are equal keys here but different names."""
-    if not all(key.__class__ is str for key in keys):
-        return None
-    positions: dict[str, list[int]] = {}
-    shorts: dict[str, list[str]] = {}
-    for position, key in enumerate(keys):
-        domain, short = _split(key, driver)
-        positions.setdefault(domain, []).append(position)
-        shorts.setdefault(domain, []).append(short)
-    layout = []
-    for domain, picks in positions.items():
-        first, last = picks[0], picks[-1]
-        if last - first + 1 == len(picks):  # consecutive: a slice (also one name, or all of them)
-            pick = operator.itemgetter(slice(first, last + 1))
-        else:
-            pick = operator.itemgetter(*picks)
-        layout.append((domain, tuple(shorts[domain]), pick))
-    return tuple(layout)
-
-
 def _read_attributes(raw: Mapping[str, Any], driver: str, slice_name: str, index: int,
                      names: dict[str, tuple[str, str]]) -> dict[str, dict[str, AttributeValue]]:
-    """The general reading of :func:`_attributes`.  ``names`` remembers each qualified name's
-    (domain, name) split for this slice's devices."""
+    """A device's attributes as ``domain -> name -> value``, every value checked as the API server
+    checks it (an invalid slice is refused even where no selector reads the value).  ``names``
+    remembers each qualified name's (domain, name) split for this slice's devices."""
     result: dict[str, dict[str, AttributeValue]] = {}
     for qualified, typed in raw.items():
         value: Any = _NOTHING
@@ -365,6 +506,25 @@ def _parse_quantity(text: str) -> Quantity:
     # As the API server read it (Quantity.UnmarshalJSON trims the text); remembered untrimmed, so
     # that a repeated text costs one look-up.
     return Quantity.parse(text.strip())
+
+
+class _Parsed(dict):
+    """Text -> parsed value, parsed on first sight (a subscript costs a sixth of an lru_cache call;
+    explain reads 3 versions and a quantity per device).  Forgets everything past 4,096 texts."""
+
+    def __init__(self, parse: Any) -> None:
+        super().__init__()
+        self.parse = parse
+
+    def __missing__(self, text: str) -> Any:
+        if len(self) >= 4096:
+            self.clear()
+        value = self[text] = self.parse(text)  # an invalid text raises InvalidValue (a ValueError): _GIVE_UP
+        return value
+
+
+_versions = _Parsed(Semver.parse)
+_quantities = _Parsed(_parse_quantity.__wrapped__)
 
 
 _LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
