@@ -172,7 +172,9 @@ def resource_slices(draw) -> dict:
     for index, device in enumerate(devices):
         if device.__class__ is dict and draw(st.integers(0, 6)) == 3:
             devices[index] = {"name": device.pop("name", None), "basic": device}  # v1beta1 and v1alpha3
-    spec: dict[str, Any] = {"driver": "gpu.nvidia.com", "pool": {"name": "node-a"}, "devices": devices}
+    # Two drivers: devices of one shape from another driver go to other domains.
+    spec: dict[str, Any] = {"driver": draw(st.sampled_from(["gpu.nvidia.com", "dom.example.com"])),
+                            "pool": {"name": "node-a"}, "devices": devices}
     spec.update(draw(st.sampled_from([{"nodeName": "node-a"}, {"allNodes": True}, {"nodeSelector": {"x": 1}}, {}])))
     return {"apiVersion": draw(st.sampled_from(["resource.k8s.io/v1", "resource.k8s.io/v1beta1"])),
             "kind": "ResourceSlice", "metadata": {"name": "node-a-gpu"}, "spec": spec}

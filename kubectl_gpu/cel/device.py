@@ -244,12 +244,12 @@ def _quick_devices(raw_devices: list, driver: str, pool: str, slice_node: str | 
     capacity names, each ``{value: ...}``, no per-device node.  Each shape gets a reader of its
     own (_device_reader), straight-line code that takes such a device apart and checks it with
     no loop over its values (callgrind, building the 8,000 devices of scripts/bench_explain.py's
-    1,000 slices: 511 M -> 287 M instructions, ~64,000 -> ~36,000 a device, of which ~5,000
+    1,000 slices: 511 M -> ~288 M instructions, ~64,000 -> ~36,000 a device, of which ~5,000
     make the Device).  A device of another shape gets its shape's reader; a shape with anything
     else in it (a requestPolicy, a bare quantity, ``basic:``, a nodeName, a name that is not a
     string...) has none, and the whole slice is read generally.  A slice starts with the reader
-    the last slice ended with: 1,000 slices of one driver make one reader."""
-    read = _last_reader[0]
+    its driver's last slice ended with: 1,000 slices of one driver make one reader."""
+    read = _last_reader.get(driver, _no_reader)
     devices = []
     append = devices.append
     for raw in raw_devices:
@@ -265,7 +265,7 @@ def _quick_devices(raw_devices: list, driver: str, pool: str, slice_node: str | 
             append(read(raw, pool, slice_node, scope, slice_name))
         except _GIVE_UP:
             return None
-    _last_reader[0] = read
+    _last_reader[driver] = read
     return devices
 
 
@@ -278,7 +278,9 @@ def _no_reader(*_: Any) -> Device:
     raise _Unusual
 
 
-_last_reader: list[Any] = [_no_reader]  # the reader that read the last slice: the next one's too, most often
+# Driver -> the reader that read its last slice: the next slice's too, most often.  By driver: a
+# reader writes its driver's name into the devices and splits names into its driver's domains.
+_last_reader: dict[str, Any] = {}
 
 _GENERAL_DEVICE_KEYS = {"basic", "nodeName", "allowMultipleAllocations"}  # left to _general_devices
 _KIND_CLASSES = {"string": str, "int": int, "bool": bool, "version": str, "strings": list, "ints": list,
