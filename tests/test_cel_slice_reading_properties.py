@@ -272,3 +272,39 @@ def test_the_slices_drivers_publish_read_as_the_general_reading_reads_them(path)
         for slice_obj in (document or {}).get("items", [document]) if document else ():
             if device_module.is_resource_slice(slice_obj):
                 assert outcome(devices_from_slice, slice_obj) == outcome(read_generally, slice_obj)
+
+
+WELL_FORMED = {"name": "gpu-0", "attributes": {"type": {"string": "gpu"}, "driverVersion": {"version": "570.133.20"},
+                                               "features": {"strings": ["mig"]}, "index": {"int": 0}},
+               "capacity": {"memory": {"value": "80Gi"}}}
+
+
+def _with(**changes: Any) -> dict:
+    device = {**WELL_FORMED, "name": "gpu-1", "attributes": dict(WELL_FORMED["attributes"])}
+    for name, value in changes.items():
+        if name == "name":
+            device["name"] = value
+        elif name == "memory":
+            device["capacity"] = {"memory": {"value": value}}
+        else:
+            device["attributes"][name] = value
+    return device
+
+
+@pytest.mark.parametrize("defect, message", [
+    (_with(features={"strings": []}), "features: strings must be a non-empty list"),
+    (_with(name=""), "every device needs a name"),
+    (_with(index={"int": True}), "is not a valid attribute value"),
+    (_with(type={"bool": "gpu"}), "is not a valid attribute value"),
+    (_with(driverVersion={"version": "v570"}), "is not semantic versioning 2.0"),
+    (_with(memory="eighty"), "capacity.memory"),
+], ids=["empty-strings-list", "empty-name", "bool-under-int", "string-under-bool", "not-a-version", "not-a-quantity"])
+def test_a_defect_in_a_device_after_the_first_is_refused_as_the_api_server_refuses_it(defect, message) -> None:
+    # The first device is of the shape the quick reading takes, so the defective second one meets
+    # a reader that must check it (the property above finds these only now and then).
+    slice_obj = a_slice(dict(WELL_FORMED), defect)
+    assert device_module._quick_devices(*device_module._slice_fields(a_slice(dict(WELL_FORMED)))) is not None
+    with pytest.raises(InvalidResourceSlice, match="spec.devices\\[1\\]") as refused:
+        devices_from_slice(slice_obj)
+    assert message in str(refused.value)
+    assert outcome(devices_from_slice, slice_obj) == outcome(read_generally, slice_obj)
