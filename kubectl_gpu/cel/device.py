@@ -478,7 +478,7 @@ def _read_attributes(raw: Mapping[str, Any], driver: str, slice_name: str, index
                     value = raw_value
                 elif kind == "version" and raw_value.__class__ is str:
                     try:
-                        value = _parse_version(raw_value)  # remembered: slices repeat versions
+                        value = _versions[raw_value]
                     except InvalidValue:
                         pass  # _attribute_value words the error
                 elif raw_value.__class__ is list and raw_value:
@@ -498,21 +498,18 @@ def _read_attributes(raw: Mapping[str, Any], driver: str, slice_name: str, index
     return result
 
 
-# Slices repeat the same few values (one product, one memory size) thousands of times, and
-# both parsers return immutable values: remembering them halves building 8,000 devices.
-_parse_version = functools.lru_cache(maxsize=1024)(Semver.parse)
-
-
-@functools.lru_cache(maxsize=4096)
 def _parse_quantity(text: str) -> Quantity:
-    # As the API server read it (Quantity.UnmarshalJSON trims the text); remembered untrimmed, so
-    # that a repeated text costs one look-up.
+    # As the API server read it (Quantity.UnmarshalJSON trims the text); remembered untrimmed (in
+    # _quantities), so that a repeated text costs one look-up.
     return Quantity.parse(text.strip())
 
 
 class _Parsed(dict):
-    """Text -> parsed value, parsed on first sight (a subscript costs a sixth of an lru_cache call;
-    explain reads 3 versions and a quantity per device).  Forgets everything past 4,096 texts."""
+    """Text -> parsed value, parsed on first sight and remembered: slices repeat the same few values
+    (one product, one memory size) thousands of times, and both parsers return immutable values.
+    A subscript costs a sixth of an lru_cache call (explain reads 3 versions and a quantity per
+    device).  An invalid text raises InvalidValue (a ValueError) and is not kept.  Forgets
+    everything past 4,096 texts."""
 
     def __init__(self, parse: Any) -> None:
         super().__init__()
@@ -521,12 +518,12 @@ class _Parsed(dict):
     def __missing__(self, text: str) -> Any:
         if len(self) >= 4096:
             self.clear()
-        value = self[text] = self.parse(text)  # an invalid text raises InvalidValue (a ValueError): _GIVE_UP
+        value = self[text] = self.parse(text)
         return value
 
 
-_versions = _Parsed(Semver.parse)
-_quantities = _Parsed(_parse_quantity.__wrapped__)
+_versions = _Parsed(Semver.parse)  # both readings of a slice use these
+_quantities = _Parsed(_parse_quantity)
 
 
 _LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
@@ -551,7 +548,7 @@ def _attribute_value(typed: Any, where: str) -> AttributeValue:
         return value
     if kind == "version" and isinstance(value, str):
         try:
-            return _parse_version(value)
+            return _versions[value]
         except InvalidValue as err:
             raise InvalidResourceSlice(f"{where}: version {value!r} is not semantic versioning 2.0: {err}") from None
     raise InvalidResourceSlice(
@@ -577,7 +574,7 @@ def _capacity(raw: Mapping[str, Any], driver: str, slice_name: str, index: int, 
         else:
             text = entry
         try:
-            quantity = _parse_quantity(text) if text.__class__ is str else Quantity.parse(str(text))
+            quantity = _quantities[text] if text.__class__ is str else Quantity.parse(str(text))
         except InvalidValue as err:
             where = f"{_where(slice_name, index)}.capacity.{qualified}"
             raise InvalidResourceSlice(f"{where}: {text!r}: {err}") from None
