@@ -210,12 +210,12 @@ class Estimator:
         if name == "has" and node.target is None:
             return _add(self._cost(node.args[0], scope), 0)
         parts = ([node.target] if node.target is not None else []) + list(node.args)
+        if name == "_?_:_":  # each part priced once: twice per level was 2**depth visits
+            cond, yes, no = (self._cost(p, scope) for p in parts)
+            return _add(cond, max(yes, no))
         operands = _add(*(self._cost(p, scope) for p in parts))
         if name in {"_&&_", "_||_"}:
             return operands
-        if name == "_?_:_":
-            cond, yes, no = (self._cost(p, scope) for p in parts)
-            return _add(cond, max(yes, no))
         sizes = [self.size(p, scope) for p in parts]
         if name in {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}:
             call = _scan(min(sizes))
