@@ -103,3 +103,29 @@ def test_any_nesting_limit_gives_cel_python_answers(expression, device_list, nes
         return  # macros and cel.bind: the closures, held to cel-python by the differential test
     expected = [outcome(reference, d) for d in device_list]
     assert [verdict(v) for v in generated.every(device_list)] == expected, expression
+
+
+# Names the generated function uses for itself (device d, locals v1.., constants _k3, its list
+# out and error err) as attribute names and map keys, and literals Python would read differently
+# were they pasted into the source: each is a constant of the function, never source text.
+COLLIDING = make_device(DOMAIN, "gpu-9", attributes={
+    "d": "x", "v1": 3, "_k3": "y", "out": True, "err": 1, "text": 'a"b\'c\\n{}%s\u00e9\u212a',
+})
+
+
+@pytest.mark.parametrize("expression", [
+    "device.attributes['gpu.nvidia.com'].d == 'x' && device.attributes['gpu.nvidia.com'].v1 == 3",
+    "device.attributes['gpu.nvidia.com']['_k3'] == 'y' || device.attributes['gpu.nvidia.com'].out",
+    "device.attributes['gpu.nvidia.com'].err + 1 == 2 && {'d': 1, 'out': 2}.out == 2",
+    "device.attributes['gpu.nvidia.com'].text == 'a\"b\\'c\\\\n{}%s\\u00e9\\u212a'",
+    "device.attributes['gpu.nvidia.com'].text.lowerAscii().startsWith('a\"b')",
+    "device.attributes['gpu.nvidia.com'].text.matches('\\\\{\\\\}%s') && !has(device.attributes['gpu.nvidia.com'].v2)",
+])
+def test_generated_names_and_literals_never_meet_the_selector(expression):
+    fast = compile_selector(expression, stored=True)
+    reference = compile_selector(expression, CELPY, stored=True)
+    assert _generated(expression) is not None
+    expected = [outcome(reference, d) for d in [COLLIDING, *DEVICES]]
+    assert expected[0] is True
+    assert [verdict(v) for v in fast.verdicts([COLLIDING, *DEVICES])] == expected
+    assert fast.verdicts([]) == []  # no device, no verdict
