@@ -27,7 +27,8 @@ call per device; ``matches`` asks it about one device.  The differential propert
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
 
 from . import lib
 from .checker import Environment
@@ -354,16 +355,22 @@ class _Writer:
     def nested(self) -> bool:
         return self.nesting >= MAX_NESTING
 
-    def block(self, node: Node) -> str:
-        """``node``'s statements one level deeper."""
+    @contextmanager
+    def deeper(self) -> Iterator[None]:
+        """The statements emitted inside are one level deeper (a block of an if, else or try)."""
         outer = self.indent
         self.indent += "    "
         self.nesting += 1
         try:
-            return self.value(node)
+            yield
         finally:
             self.indent = outer
             self.nesting -= 1
+
+    def block(self, node: Node) -> str:
+        """``node``'s statements one level deeper."""
+        with self.deeper():
+            return self.value(node)
 
     def side(self, node: Node) -> str:
         """One operand of ``&&``/``||``: its value, or the error it raised (absorbed or raised later)."""
@@ -386,14 +393,8 @@ class _Writer:
         self.emit(f"if {left} is {stop}:")
         self.emit(f"    {result} = {stop}")
         self.emit("else:")
-        outer = self.indent
-        self.indent += "    "
-        self.nesting += 1
-        try:
+        with self.deeper():  # the right side is evaluated only when the left one does not decide
             right = self.side(node.args[1])
-        finally:
-            self.indent = outer
-            self.nesting -= 1
         self.emit(f"    if {right} is {stop}:")
         self.emit(f"        {result} = {stop}")
         self.emit(f"    elif ({left} is True or {left} is False) and ({right} is True or {right} is False):")
