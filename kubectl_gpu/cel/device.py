@@ -283,8 +283,6 @@ def _no_reader(*_: Any) -> Device:
 _last_reader: dict[str, Any] = {}
 
 _GENERAL_DEVICE_KEYS = {"basic", "nodeName", "allowMultipleAllocations"}  # left to _general_devices
-_KIND_CLASSES = {"string": str, "int": int, "bool": bool, "version": str, "strings": list, "ints": list,
-                 "bools": list, "versions": list}
 
 
 def _device_shape(raw: Any, driver: str) -> tuple | None:
@@ -527,6 +525,8 @@ _quantities = _Parsed(_parse_quantity)
 
 
 _LIST_KINDS = {"ints": "int", "bools": "bool", "strings": "string", "versions": "version"}
+# The Python class of each kind's value as a slice gives it (the quick reader's type checks).
+_KIND_CLASSES = {**_PLAIN_KINDS, "version": str, **dict.fromkeys(_LIST_KINDS, list)}
 
 
 def _attribute_value(typed: Any, where: str) -> AttributeValue:
