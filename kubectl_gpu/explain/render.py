@@ -63,7 +63,7 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if cls is dict:
         return {_plain(k): _plain(v) for k, v in value.items()}
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else copy.deepcopy(value)
+    return copy.deepcopy(value)  # anything else (a dataclass was handled above), as asdict copies it
 
 
 _ATOMIC = frozenset({str, int, float, bool})
