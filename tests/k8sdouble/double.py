@@ -18,6 +18,7 @@ from .controllers import Controllers
 from .conversion import clone, convert
 from .faults import TIMEOUT, Fault, FaultPlan, RecordedRequest
 from .kinds import KINDS, Registry, ResourceKind, UnknownResource
+from .quota import QuotaAdmission
 from .server import DoubleHTTPServer, serve_in_thread, wait_until_gone
 from .store import Store
 
@@ -43,6 +44,9 @@ class K8sDouble:
         self.token = token
         self._stopping = threading.Event()
         self._options = ApiOptions(kubernetes_version, validate, max_watch_seconds, bookmark_seconds)
+        self.quota = QuotaAdmission(self.registry, self.store, lambda: self._options.feature_gates)
+        self.store.admit = self.quota.admit
+        self.store.changed = self.quota.refresh
         self._plan = FaultPlan()
         self._server: DoubleHTTPServer | None = None
         self._thread: threading.Thread | None = None

@@ -93,6 +93,10 @@ class Store:
         self.compacted_rv = 0  # watches from before this resourceVersion get 410 Expired
         self._snapshots: OrderedDict[str, tuple[list[Key], list[Entry]]] = OrderedDict()
         self._snapshot_cache_size = snapshot_cache_size
+        # Admission of a create (after its name is generated, before it is stored; seeding skips it) and
+        # a listener told of every stored change: the ResourceQuota admission and controller (quota.py).
+        self.admit: Callable[[ResourceKind, dict], None] | None = None
+        self.changed: Callable[[ResourceKind, str], None] | None = None
 
     # ----------------------------------------------------------------- reads
 
@@ -174,6 +178,8 @@ class Store:
             dropped = self._events[: len(self._events) // 2]
             del self._events[: len(dropped)]
             self.compacted_rv = dropped[-1].rv
+        if self.changed is not None:
+            self.changed(entry.kind, entry.obj["metadata"].get("namespace", ""))
         self.cond.notify_all()
 
     def _generated_name(self, prefix: str, kind: ResourceKind, namespace: str) -> str:
@@ -199,6 +205,8 @@ class Store:
             key = (namespace, meta["name"])
             if key in self.bucket(kind):
                 raise errors.already_exists(kind, meta["name"])
+            if self.admit is not None and not keep_identity:
+                self.admit(kind, obj)
             if not (keep_identity and meta.get("uid")):
                 meta["uid"] = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
             if not (keep_identity and meta.get("creationTimestamp")):

@@ -40,6 +40,7 @@ import json
 from typing import Any, Iterable
 
 from .conversion import clone
+from .errors import ApiError
 from .kinds import Registry, ResourceKind
 from .store import Store
 
@@ -148,8 +149,30 @@ class WorkloadControllers:
         uid = _meta(owner).get("uid")
         return [p for p in self.objects("pods", _meta(owner).get("namespace")) if _controller_uid(p) == uid]
 
-    def _create(self, kind: str, obj: dict) -> None:
-        self.store.create(self.kind(kind), obj)
+    def _create(self, kind: str, obj: dict, owner: dict | None = None, reason: str = "FailedCreate",
+                prefix: str = "Error creating: ") -> bool:
+        """Create through admission (ResourceQuota): a refusal becomes a Warning event on ``owner``, as
+        the controllers record it, and the controller tries again on its next pass."""
+        try:
+            self.store.create(self.kind(kind), obj)
+            return True
+        except ApiError as refused:
+            if owner is not None:
+                self._warn(owner, reason, prefix + refused.message)
+            return False
+
+    def _warn(self, obj: dict, reason: str, message: str) -> None:
+        meta = _meta(obj)
+        kind = obj.get("kind") or "Pod"
+        for event in self.objects("events", meta.get("namespace")):
+            if (event.get("involvedObject") or {}).get("uid") == meta.get("uid") and event.get("reason") == reason:
+                return  # one event per object and reason: the retries' (the real recorder aggregates them)
+        self.store.create(self.kind("events"), {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"generateName": f"{meta.get('name', '')}.", "namespace": meta.get("namespace")},
+            "involvedObject": {"apiVersion": obj.get("apiVersion", "v1"), "kind": kind, "name": meta.get("name"),
+                               "namespace": meta.get("namespace"), "uid": meta.get("uid")},
+            "reason": reason, "message": message, "type": "Warning", "count": 1})
 
     def _delete(self, kind: str, obj: dict) -> None:
         self.store.delete(self.kind(kind), _meta(obj).get("namespace", ""), _meta(obj)["name"])
@@ -168,7 +191,7 @@ class WorkloadControllers:
         """One pass of every controller, the scheduler and the kubelet; True when something changed."""
         changed = False
         for step in (self._deployments, self._replicasets, self._statefulsets, self._daemonsets, self._jobs,
-                     self._schedule):
+                     self._resource_claims, self._schedule):
             changed = step() or changed
         return changed
 
@@ -211,9 +234,11 @@ class WorkloadControllers:
             want = int((rs.get("spec") or {}).get("replicas", 1))
             pods = [p for p in self._pods_of(rs) if not _finished(p)]
             for _ in range(want - len(pods)):
-                self._create("pods", _pod_from(rs["spec"].get("template") or {}, namespace,
-                                               _owner_ref(rs, "apps/v1", "ReplicaSet"),
-                                               generate_name=f"{_meta(rs)['name']}-"))
+                if not self._create("pods", _pod_from(rs["spec"].get("template") or {}, namespace,
+                                                      _owner_ref(rs, "apps/v1", "ReplicaSet"),
+                                                      generate_name=f"{_meta(rs)['name']}-"),
+                                    owner={**rs, "kind": "ReplicaSet", "apiVersion": "apps/v1"}):
+                    break
                 changed = True
             surplus = sorted(pods, key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), _meta(p)["name"]))
             for pod in surplus[:max(len(pods) - want, 0)]:
@@ -319,6 +344,56 @@ class WorkloadControllers:
             changed = self._set_status("jobs", job, status) or changed
         return changed
 
+    # ------------------------------------------------------ resource claims
+
+    def _resource_claims(self) -> bool:
+        """The resourceclaim controller (pkg/controller/resourceclaim/controller.go): a pod's claim from a
+        ResourceClaimTemplate is made as ``<pod>-<claim>-<5 chars>``, owned by the pod, annotated
+        ``resource.kubernetes.io/pod-claim-name``, and recorded in the pod's
+        ``status.resourceClaimStatuses``; a create that admission refuses (ResourceQuota) is a
+        ``FailedResourceClaimCreation`` Warning event on the pod, which stays Pending.  Claims whose pod
+        is gone are deleted (the garbage collector's part)."""
+        changed = False
+        pods = self.objects("pods")
+        live = {_meta(p).get("uid") for p in pods}
+        for claim in self.objects("resourceclaims"):
+            owner = next((r for r in _meta(claim).get("ownerReferences") or () if r.get("kind") == "Pod"), None)
+            if owner is not None and owner.get("uid") not in live:
+                self._delete("resourceclaims", claim)
+                changed = True
+        for pod in pods:
+            if _finished(pod) or _meta(pod).get("deletionTimestamp"):
+                continue
+            namespace = _meta(pod).get("namespace", "")
+            statuses = list((pod.get("status") or {}).get("resourceClaimStatuses") or ())
+            made = {s.get("name") for s in statuses}
+            for ref in (pod.get("spec") or {}).get("resourceClaims") or ():
+                template_name = ref.get("resourceClaimTemplateName")
+                if not template_name or ref.get("name") in made:
+                    continue
+                entry = self.store.get(self.kind("resourceclaimtemplates"), namespace, template_name)
+                if entry is None:
+                    continue  # no claim can be made: the pod stays Pending
+                template = entry.obj
+                claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                         "metadata": {"generateName": f"{_meta(pod)['name']}-{ref['name']}-", "namespace": namespace,
+                                      "labels": dict(_meta(template.get("spec") or {}).get("labels") or {}),
+                                      "annotations": {**(_meta(template.get("spec") or {}).get("annotations") or {}),
+                                                      "resource.kubernetes.io/pod-claim-name": ref["name"]},
+                                      "ownerReferences": [_owner_ref(pod, "v1", "Pod")]},
+                         "spec": clone((template.get("spec") or {}).get("spec") or {})}
+                try:
+                    created = self.store.create(self.kind("resourceclaims"), claim)
+                except ApiError as refused:
+                    self._warn({**pod, "kind": "Pod", "apiVersion": "v1"}, "FailedResourceClaimCreation",
+                               f"PodResourceClaim {ref['name']}: {refused.message}")
+                    continue
+                statuses.append({"name": ref["name"], "resourceClaimName": created.obj["metadata"]["name"]})
+            if len(statuses) != len((pod.get("status") or {}).get("resourceClaimStatuses") or ()):
+                changed = self._set_status("pods", pod, {**(pod.get("status") or {}),
+                                                         "resourceClaimStatuses": statuses}) or changed
+        return changed
+
     # -------------------------------------------------------- scheduler, kubelet
 
     def _schedule(self) -> bool:
@@ -336,8 +411,9 @@ class WorkloadControllers:
                 continue
             bound = clone(pod)
             bound["spec"]["nodeName"] = _meta(node)["name"]
-            bound["status"] = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"},
-                                                                  {"type": "Ready", "status": "True"}]}
+            bound["status"] = {**(pod.get("status") or {}), "phase": "Running",
+                               "conditions": [{"type": "PodScheduled", "status": "True"},
+                                              {"type": "Ready", "status": "True"}]}
             kind = self.kind("pods")
             self.store.update(kind, clone(bound), force=True)
             self.store.update(kind, bound, subresource="status", force=True)
@@ -354,6 +430,9 @@ class WorkloadControllers:
             entry = self.store.get(self.kind("resourceclaimtemplates"), namespace, name)
             if entry is None:
                 return None
+            made = {s.get("name") for s in (pod.get("status") or {}).get("resourceClaimStatuses") or ()}
+            if ref.get("name") not in made:
+                return None  # its claim is not made yet (or quota refused it): the pod stays Pending
             requests = ((entry.obj.get("spec") or {}).get("spec") or {}).get("devices", {}).get("requests") or []
             for request in requests:
                 exactly = request.get("exactly") or request
