@@ -29,6 +29,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "QUANTITY_FORMAT_ERROR": ("quantity", "FORMAT_ERROR"),
     **{name: ("quantity", name) for name in (
         "QuantityError", "format_bytes", "format_plain", "parse_kubernetes_quantity", "parse_quantity")},
+    **{name: ("quota", name) for name in (
+        "QuotaEntry", "QuotaPlan", "QuotaTarget", "devices_entry", "is_resource_quota", "plan_quota")},
     "translate_pod_template": ("translate", "translate_pod_template"),
 }
 
@@ -42,4 +44,5 @@ __all__ = [
     "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "parse_quantity", "prefix_patch", "split_pointer",
     "QUANTITY_FORMAT_ERROR", "format_bytes", "format_plain", "mig_profile_of", "parse_kubernetes_quantity",
     "translate_pod_template", "unescape_pointer",
+    "QuotaEntry", "QuotaPlan", "QuotaTarget", "devices_entry", "is_resource_quota", "plan_quota",
 ]
