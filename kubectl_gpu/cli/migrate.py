@@ -15,6 +15,7 @@ from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
+from kubectl_gpu.cluster.quota import quota_target
 from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history
 from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, known_claims,
                               legacy_requests, mig_profile_of, translate_pod_template)
@@ -188,11 +189,16 @@ def command(
         profile,
         api_version_given=api_version is not None,
     )
+    # The classes --device-classes emits serve every MIG profile requested here, so those requests stay as
+    # they are (KEP-5004), unless the cluster profile says the scheduler cannot serve them.
+    leave_mig = device_classes and _extended_resources_served(profile)
     options = MigrateOptions(
         translate=fitted.options,
         namespace=namespace,
         self_contained_files=in_place or output_dir is not None or show_diff,
         known_claims=cluster_claims,
+        quota_target=quota_target(profile),
+        mig_stays_legacy=leave_mig,
     )
     try:
         sources = collect_sources(inputs, sys.stdin)
@@ -200,9 +206,6 @@ def command(
         raise click.UsageError(str(err)) from err
     translate = checked_translator(profile) if profile is not None else translate_pod_template
     mig_requests: dict[str, int] = {}  # legacy MIG resource -> pod templates asking for it
-    # The classes --device-classes emits serve every MIG profile requested here, so those requests stay as
-    # they are (KEP-5004), unless the cluster profile says the scheduler cannot serve them.
-    leave_mig = device_classes and _extended_resources_served(profile)
 
     def recording(template, translate_options):  # type: ignore[no-untyped-def]
         if leave_mig:

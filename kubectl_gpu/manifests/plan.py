@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, Severity, TranslateOptions, known_claims,
-                              translate_pod_template)
+from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, QuotaTarget, Severity, TranslateOptions,
+                              is_resource_quota, known_claims, mig_profile_of, plan_quota, translate_pod_template)
 from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
@@ -45,6 +45,10 @@ class MigrateOptions:
     self_contained_files: bool = False
     # The claims the cluster holds, by namespace (migrate --from-cluster); migrate_files adds the input's.
     known_claims: Mapping[str | None, tuple[KnownClaim, ...]] = field(default_factory=dict)
+    # What the target cluster's ResourceQuota counts (cluster.quota.quota_target), and whether MIG
+    # requests stay in the pods (--device-classes on a cluster serving extended resources).
+    quota_target: QuotaTarget = QuotaTarget()
+    mig_stays_legacy: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,24 @@ class TemplatePlan:
     site: PodSite
     operations: tuple[dict[str, Any], ...]  # paths relative to the document tree
     notes: tuple[Note, ...]
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.operations)
+
+    @property
+    def failed(self) -> bool:
+        return any(n.severity is Severity.ERROR for n in self.notes)
+
+
+@dataclass(frozen=True)
+class QuotaChange:
+    """A ResourceQuota whose GPU caps follow the migration (kubectl_gpu.core.quota)."""
+
+    obj: ObjectRef
+    operations: tuple[dict[str, Any], ...]  # paths relative to the document tree
+    notes: tuple[Note, ...]
+    added: tuple[str, ...]  # "key: value" of each entry added
 
     @property
     def changed(self) -> bool:
@@ -100,11 +122,13 @@ class FilePlan:
     object_notes: list[ObjectNote] = field(default_factory=list)
     issues: list[DocumentIssue] = field(default_factory=list)
     objects: list[ObjectRef] = field(default_factory=list)
+    quotas: list[QuotaChange] = field(default_factory=list)
 
     @property
     def not_migrated(self) -> bool:
         """Something in this file could not be migrated (exit code 3)."""
-        return any(i.severity is Severity.ERROR for i in self.issues) or any(t.failed for t in self.templates)
+        return (any(i.severity is Severity.ERROR for i in self.issues) or any(t.failed for t in self.templates)
+                or any(q.failed for q in self.quotas))
 
 
 ObjectKey = tuple[str, str | None, str]
@@ -179,6 +203,11 @@ class Planner:
         options, translate = self.options, self.translate
         for ref, obj in iter_objects(index, document.tree):
             plan.objects.append(ref)
+            if ref.kind == "ResourceQuota":
+                quota = _plan_quota(ref, obj, options)
+                if quota is not None:
+                    plan.quotas.append(quota)
+                continue
             sites = find_pod_sites(obj)
             for finding in find_unrewritable(obj, sites):
                 plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding)))
@@ -215,6 +244,28 @@ def _prepare_live_object(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any],
     warning = live_pod_warning(obj)
     if warning is not None:
         plan.object_notes.append(ObjectNote(ref, Severity.WARNING, warning))
+
+
+def _plan_quota(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions) -> QuotaChange | None:
+    """The entries a ResourceQuota needs so its GPU caps hold once its namespace's pods hold claims."""
+    plain = to_plain(obj)
+    if not is_resource_quota(plain):
+        return None
+    if ref.namespace is None and options.namespace:
+        plain.setdefault("metadata", {})["namespace"] = options.namespace
+    translate = options.translate
+    if options.mig_stays_legacy:
+        hard = (plain.get("spec") or {}).get("hard") or {}
+        mig = {str(k).strip().removeprefix("requests.") for k in hard if isinstance(k, str)}
+        translate = replace(translate, dra_extended_resources=translate.dra_extended_resources
+                            | {name for name in mig if mig_profile_of(name)})
+    quota = plan_quota(plain, translate, options.quota_target)
+    if not quota.notes:
+        return None
+    operations = [{**op, "path": ref.pointer + op["path"]} for op in quota.patch]
+    if operations and is_live(plain):
+        operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
+    return QuotaChange(ref, tuple(operations), quota.notes, tuple(f"{e.key}: {e.value}" for e in quota.entries))
 
 
 def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:

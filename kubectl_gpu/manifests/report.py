@@ -26,6 +26,7 @@ class Totals:
     changed_files: int
     templates_migrated: int
     objects_added: int
+    quotas_changed: int
     warnings: int
     errors: int
 
@@ -42,6 +43,7 @@ def totals(result: MigrationResult) -> Totals:
         changed_files=sum(f.changed for f in result.files),
         templates_migrated=sum(t.changed for f in result.files for t in f.plan.templates),
         objects_added=sum(len(f.plan.emissions) for f in result.files),
+        quotas_changed=sum(q.changed for f in result.files for q in f.plan.quotas),
         warnings=warnings,
         errors=errors,
     )
@@ -51,6 +53,7 @@ def _severities(file: FileResult) -> Iterable[Severity]:
     plan = file.plan
     yield from (n.severity for t in plan.templates for n in t.notes)
     yield from (n.severity for n in plan.object_notes)
+    yield from (n.severity for q in plan.quotas for n in q.notes)
     yield from (i.severity for i in plan.issues)
     if file.rendered.fallback_reason:
         yield Severity.ERROR
@@ -70,6 +73,7 @@ def print_report(result: MigrationResult, console: Console) -> None:
         f"[bold]{t.files} file(s), {t.changed_files} changed:[/bold] {t.objects} object(s) read, "
         f"{t.templates_migrated} pod template(s) "
         f"migrated, {t.objects_added} DRA object(s) added, "
+        + (f"{t.quotas_changed} ResourceQuota(s) given DRA caps, " if t.quotas_changed else "") +
         f"[{_STYLE[Severity.WARNING]}]{t.warnings} warning(s)[/], [{_STYLE[Severity.ERROR]}]{t.errors} error(s)[/]"
     )
 
@@ -101,6 +105,10 @@ def _file_lines(file: FileResult) -> Iterable[str]:
         status = "rewritten" if template.changed else "not changed"
         lines.append(f"    pod template {escape(where)}: {status}")
         lines.extend(_line(6, note.severity, note.render()) for note in template.notes)
+    for quota in plan.quotas:
+        lines = by_object.setdefault(quota.obj, [])
+        lines.append(f"    quota: {'added ' + escape(', '.join(quota.added)) if quota.changed else 'not changed'}")
+        lines.extend(_line(6, note.severity, note.render()) for note in quota.notes)
     for note in plan.object_notes:
         by_object.setdefault(note.obj, []).append(_line(4, note.severity, note.message))
     for emission in plan.emissions:
