@@ -52,7 +52,9 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     """Rewrite the live workloads the plan can move now, with server-side apply (field manager
     kubectl-gpu): claim templates first, then each workload, one namespace at a time, waiting
     for every rollout to become ready and stopping at the first that does not."""
+    from kubectl_gpu.cluster.quota import quota_target
     from kubectl_gpu.fleet.execute import StepFailed, apply_claims, apply_workload, wait_ready
+    from kubectl_gpu.fleet.quotas import apply_quota, list_quotas, plan_quotas
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.workloads import MIGRATE, RECREATE
@@ -103,8 +105,14 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     for w in movable:
         waves.setdefault(w.namespace, []).append(w)
     try:
+        target = quota_target(snapshot.profile)
         for ns, workloads in waves.items():
             click.echo(f"namespace {ns}: {len(workloads)} workload(s)")
+            # The quota first: the moment a pod holds a claim, only a DRA entry counts it.
+            for quota in plan_quotas(list_quotas(connection.api, ns), options, target):
+                click.echo(f"  {apply_quota(connection.api, quota, FIELD_MANAGER, simulate)}")
+                for note in quota.notes:
+                    click.echo(f"    {note.severity.value}: {note.render()}")
             claims = {c["metadata"]["name"]: c for w in workloads for c in w.claims}
             for done in apply_claims(connection.api, list(claims.values()), FIELD_MANAGER, simulate):
                 click.echo(f"  {done}: {'would apply (server dry run)' if simulate else 'applied'}")

@@ -13,7 +13,8 @@ EPILOG = exits.epilog("""\b
 Each workload's pod templates carry the kubectl-gpu.io/original-resources
 annotation that migrate recorded: the legacy GPU requests and node constraints
 come back exactly, and the claim references and the annotation (owned by
-kubectl-gpu alone) are removed, with one server-side apply per object. Claim
+kubectl-gpu alone) are removed, with one server-side apply per object; so are
+the ResourceQuota entries migrate added (unless KIND/NAME are named). Claim
 templates are left in place (doctor lists unused ones). Without --apply it is a
 server dry run.
 
@@ -32,6 +33,8 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
             do_apply: bool, timeout: float) -> None:
     """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...)."""
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
+    from kubectl_gpu.core.facts import QUOTA_ENTRIES_ANNOTATION
+    from kubectl_gpu.fleet.quotas import list_quotas, rollback_quota
     from kubectl_gpu.fleet.apply import RollbackError
     from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, StepFailed, Target, rollback_workload, wait_ready
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
@@ -62,7 +65,12 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
             continue
         plural = BUILTIN_PLURALS.get((obj["apiVersion"], obj["kind"])) or snapshot.plurals.get((obj["apiVersion"], obj["kind"]))
         targets.append(Target(obj["apiVersion"], obj["kind"], plural, meta.get("namespace", ""), meta["name"]))
-    if not targets:
+    try:
+        quotas = [q for q in list_quotas(connection.api, namespace)
+                  if QUOTA_ENTRIES_ANNOTATION in ((q.get("metadata") or {}).get("annotations") or {})]
+    except ApiError as exc:
+        exits.fail(exc)
+    if not targets and not quotas:
         click.echo("nothing to roll back: no workload carries the " + ORIGINAL_RESOURCES_ANNOTATION + " annotation")
         sys.exit(0)
     try:
@@ -70,6 +78,10 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
             click.echo(f"{target.ref}: {rollback_workload(connection.api, target, FIELD_MANAGER, not do_apply)}")
             if do_apply:
                 click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout)}")
+        # The quota last: the DRA entries it lost would have counted the claims the workloads held.
+        if not wanted:
+            for quota in quotas:
+                click.echo(rollback_quota(connection.api, quota, FIELD_MANAGER, not do_apply))
     except (StepFailed, RollbackError) as exc:
         fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:

@@ -58,6 +58,8 @@ MANAGED_BY_VALUE = "kubectl-gpu"
 ORIGINAL_RESOURCES_ANNOTATION = "kubectl-gpu.io/original-resources"
 # On generated claim objects: a one-line description of what the claim asks for.
 SUMMARY_ANNOTATION = "kubectl-gpu.io/summary"
+# On a ResourceQuota: the spec.hard entries migrate added for DRA (comma-separated), which rollback removes.
+QUOTA_ENTRIES_ANNOTATION = "kubectl-gpu.io/quota-entries"
 OPT_OUT_LABEL = "kubectl-gpu.io/opt-out"
 # The default marker of a node whose GPUs are served by DRA (ACK's label: the GPU device plugin
 # stops advertising nvidia.com/gpu there); configurable in the webhook.
