@@ -30,7 +30,11 @@ Examples:
 @click.option("--wave-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="GPU nodes switched per wave (default: a tenth of the device-plugin GPU nodes). "
                    "A wave that fails its checks is halved down to one node before it is refused.")
-def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tuple[str, ...], api_version: str | None,
+@click.option("--allow-uncapped", is_flag=True,
+              help="Accept waves after which a namespace's ResourceQuota no longer caps some of its GPU use "
+                   "(memory or cores of shared GPUs, which no DRA quota entry counts).")
+def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool, dra_node_labels: tuple[str, ...],
+            api_version: str | None,
             sharing: str, integer_gpus: str, gpu_memory: str | None, kubernetes_version: str | None,
             feature_gates: str | None, **values: Any) -> None:
     """Plan the move of a running cluster from device plugins to DRA.
@@ -45,10 +49,16 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
     the DRA nodes' devices (nodes not yet on DRA: predicted from GPU Feature
     Discovery labels).
 
+    Quotas: the ResourceQuota entries each wave's namespaces need so their GPU
+    caps count DRA devices; a wave after which a cap no entry can carry would
+    be gone is refused unless --allow-uncapped.
+
     Namespaced objects come from all namespaces unless -n is given; -l narrows
     the nodes (a node pool); -o name lists the workloads.
     """
+    from kubectl_gpu.cluster.quota import quota_target
     from kubectl_gpu.fleet import snapshot_from_objects
+    from kubectl_gpu.fleet.quota_waves import add_quota_changes
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.plan_display import render_plan
     from kubectl_gpu.fleet.snapshot import with_file_profile
@@ -78,6 +88,7 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
         plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels)
     except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it
         fail(f"cannot plan: {exc}", exits.USAGE)
+    add_quota_changes(plan, snapshot.quotas, translate, quota_target(snapshot.profile), allow_uncapped)
     emit(options, {**plan.to_dict(), "cluster": fitted}, lambda: _text(render_plan(plan)),
          names=lambda: [w.ref.rsplit("/", 1)[0].split("/")[0].lower() + "/" + w.name for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)

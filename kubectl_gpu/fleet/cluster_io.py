@@ -91,7 +91,8 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
                 domains.append(obj)
     objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector), *listed("", "v1", "pods"),
                *workloads, *domains,
-               *listed("policy", "v1", "poddisruptionbudgets")]
+               *listed("policy", "v1", "poddisruptionbudgets"),
+               *stamped(listed("", "v1", "resourcequotas"), "v1", "ResourceQuota")]
     dra_objects: list[dict[str, Any]] = []
     if dra_version:
         dra_objects = [*stamped(listed("resource.k8s.io", dra_version, "resourceslices", False),

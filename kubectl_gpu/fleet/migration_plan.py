@@ -63,6 +63,7 @@ class Wave:
     dra_devices_allocated: int = 0  # held by ResourceClaims allocated before the plan (their status.allocation)
     pdbs: list[PdbCheck] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # why the wave cannot run, with the numbers
+    quotas: list[str] = field(default_factory=list)  # the quota changes its namespaces need (quota_waves.py)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -74,6 +75,8 @@ class Wave:
                     "allocatedBefore": self.dra_devices_allocated},
             "pdbs": [p.to_dict() for p in self.pdbs],
         }
+        if self.quotas:
+            out["quotas"] = self.quotas
         if self.refused:
             out["refused"] = self.refused
         return out

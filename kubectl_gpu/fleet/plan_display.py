@@ -65,6 +65,8 @@ def _wave(wave: Wave) -> list[str]:
             lines.append(f"  budget:  {check.pdb} allows {check.allowed} disruption(s), evicts {check.pods}")
     if wave.workloads:
         lines.append(f"  migrate: {', '.join(wave.workloads)}")
+    for change in wave.quotas:
+        lines.append(f"  quota:   {change}")
     if not wave.refused:
         lines.append(f"  DRA:     {_bar(wave.dra_devices_used, wave.dra_devices)} {wave.dra_devices_used}/"
                      f"{wave.dra_devices} devices used on {wave.dra_nodes} node(s)"

@@ -29,6 +29,7 @@ class Snapshot:
     claim_templates: tuple[Obj, ...] = ()
     resource_claims: tuple[Obj, ...] = ()  # allocated ones hold their devices (status.allocation)
     compute_domains: tuple[Obj, ...] = ()  # NVIDIA ComputeDomains: each makes an IMEX channel claim template
+    quotas: tuple[Obj, ...] = ()  # ResourceQuotas: their GPU caps must follow the workloads (fleet/quota_waves.py)
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
@@ -130,7 +131,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
     """Sort a pile of objects (several files, `kind: List`, `kubectl get -o yaml` output)."""
     buckets: dict[str, list[Obj]] = {k: [] for k in ("nodes", "pods", "workloads", "pdbs", "resource_slices",
                                                        "device_classes", "claim_templates", "resource_claims",
-                                                       "compute_domains")}
+                                                       "compute_domains", "quotas")}
     ignored: list[str] = []
     rejected: list[str] = []
     for obj in _each_once(flatten(objects)):
@@ -159,6 +160,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
             buckets["resource_claims"].append(obj)
         elif kind == COMPUTE_DOMAIN_KIND:
             buckets["compute_domains"].append(obj)
+        elif kind == "ResourceQuota" and obj.get("apiVersion") == "v1":
+            buckets["quotas"].append(obj)
         elif kind in TEMPLATE_KINDS.get(group, ()) or (kind not in NOT_WORKLOADS and find_pod_sites(obj)):
             buckets["workloads"].append(obj)
         else:
