@@ -68,6 +68,8 @@ def test_the_server_can_only_get_and_create_what_admission_needs():
         ("resource.k8s.io", "resourceclaims", "watch"),
         ("", "namespaces", "get"),
         ("", "nodes", "get"),
+        # a namespace's ResourceQuotas, for config.quota (webhook/quota_guard.py)
+        ("", "resourcequotas", "list"),
         # the owners of pods, for the opt-out label on a workload (webhook/admission.py)
         ("", "replicationcontrollers", "get"),
         ("apps", "deployments", "get"),
@@ -252,3 +254,8 @@ def test_network_policy_without_any_source_is_refused():
         template(None, {"networkPolicy.enabled": "true"})
     assert "networkPolicy.apiServerCIDRs" in err.value.stderr
     assert "every GPU pod would be rejected" in err.value.stderr
+
+
+def test_with_quota_ignore_the_server_reads_no_resourcequota():
+    rules = set(_rules(template(sets={"config.quota": "ignore"}), FULLNAME))
+    assert not any(resource == "resourcequotas" for _, resource, _ in rules)

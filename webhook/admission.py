@@ -12,7 +12,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
-from kubectl_gpu.core import KnownClaim, claims_beside_legacy_gpus, gpus_asked_twice, known_claims
+from kubectl_gpu.cluster.quota import quota_target
+from kubectl_gpu.core import (KnownClaim, QuotaTarget, TranslateOptions, claims_beside_legacy_gpus, gpus_asked_twice,
+                              known_claims)
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.k8s import ApiError, Resource
 
@@ -34,6 +36,7 @@ from .mutation import (
     plan,
     site_opted_out,
 )
+from .quota_guard import QuotaGuard
 from .review import AdmissionRequest, Verdict, allow, deny, encode_json
 from .templates import TemplateConflict, TemplateStore, TemplateUnavailable
 
@@ -99,6 +102,7 @@ class Admission:
     profiles: ProfileCache | None = None  # the cluster's profile (version, gates, devices); None: not used
     _fitted: dict[str, tuple[WebhookConfig, tuple[str, ...]]] = field(default_factory=dict)
     _unsatisfiable: OrderedDict[tuple[str, str], str | None] = field(default_factory=OrderedDict)
+    quota: QuotaGuard | None = None  # config `quota`: warn | deny (None: ignore)
 
     def excluded(self, request: AdmissionRequest) -> bool:
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
@@ -153,6 +157,12 @@ class Admission:
                 if not self.config.audit:
                     return deny("kubectl-gpu: " + "; ".join(n.render() for n in twice), 403)
         self._count(mutation)
+        if mutation.claims and self.quota is not None:  # quota_guard.py: a cap the rewritten pods escape
+            quota_warnings, denial = await self.quota.review(namespace, *(await self._quota_inputs()),
+                                                             self.config.audit)
+            if denial is not None:
+                return deny(denial, 403, mutation.warnings)
+            mutation = replace(mutation, warnings=mutation.warnings + quota_warnings)
         if self.config.audit:
             return allow(audit_warnings(mutation))
         if mutation.claims:
@@ -322,6 +332,16 @@ class Admission:
             if reason:
                 problems.append((claim.kind, claim.name, reason))
         return problems
+
+    async def _quota_inputs(self) -> tuple[TranslateOptions, QuotaTarget]:
+        """The options and what the cluster's quota counts, from its profile when it can be read."""
+        if self.profiles is None:
+            return self.config.translate_options, QuotaTarget()
+        try:
+            profile = await self.profiles.get()
+        except Exception:  # noqa: BLE001 - the rewrite itself already answered for an unreadable profile
+            return self.config.translate_options, QuotaTarget()
+        return self._config_for(profile)[0].translate_options, quota_target(profile)
 
     def _count(self, mutation: MutationPlan) -> None:
         metrics = self.metrics

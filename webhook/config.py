@@ -76,6 +76,9 @@ DEFAULTS: dict[str, Any] = {
         "featureGates": {},  # DRA gates that differ from the Kubernetes version's defaults
     },
     "passThroughFamilies": [],
+    # warn | deny | ignore: a rewrite in a namespace whose ResourceQuota caps the legacy GPU resource but
+    # not the DRA one (webhook/quota_guard.py)
+    "quota": "warn",
     "rewriteWorkloads": True,
     "draNodeSelectors": [{"key": s.key, "value": s.value} for s in DEFAULT_DRA_NODE_SELECTORS],
     "nodeStatusGuard": False,
@@ -150,6 +153,7 @@ class WebhookConfig:
     unsatisfiable_claims: str = "warn"
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     self_signed: SelfSigned | None = None  # tls.selfSigned: renew the serving certificate in-process
+    quota: str = "warn"  # quota_guard.QUOTA_MODES
 
     @property
     def needs_cluster_profile(self) -> bool:
@@ -293,6 +297,11 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         pass_through_families=frozenset(families),
         known_claims=None,  # admission reads a pod's claims from the API
     )
+    from .quota_guard import QUOTA_MODES
+
+    quota = str(raw["quota"])
+    if quota not in QUOTA_MODES:
+        raise ConfigError(f"quota: {raw['quota']!r}; use one of: {', '.join(QUOTA_MODES)}")
     excluded = set(_string_list(raw["excludedNamespaces"], "excludedNamespaces"))
     if own_namespace:
         excluded.add(own_namespace)
@@ -322,6 +331,7 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         unsatisfiable_claims=unsatisfiable,
         feature_gates=feature_gates,
         self_signed=_self_signed(tls.get("selfSigned") or {}, own_namespace),
+        quota=quota,
     )
 
 

@@ -26,6 +26,7 @@ from .cluster_profile import ProfileCache
 from .config import WebhookConfig
 from .labelcache import LabelCache
 from .metrics import Metrics, kind_label, operation_label
+from .quota_guard import QuotaGuard
 from .review import (
     MAX_BODY_BYTES,
     AdmissionRequest,
@@ -111,6 +112,8 @@ class WebhookServer:
             },
             metrics=self.metrics,
             profiles=ProfileCache(api, config.profile_ttl_seconds, config.feature_gates, on_api_error=on_error),
+            quota=None if config.quota == "ignore" else QuotaGuard(api, self.metrics.registry, config.quota,
+                                                                  self.timings.label_ttl, on_api_error=on_error),
         )
 
     # --- app ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects
-from kubectl_gpu.k8s.paths import collection_path
+from kubectl_gpu.k8s.paths import PLURALS, collection_path
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests.locate import find_pod_sites
 
@@ -92,7 +92,7 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector), *listed("", "v1", "pods"),
                *workloads, *domains,
                *listed("policy", "v1", "poddisruptionbudgets"),
-               *stamped(listed("", "v1", "resourcequotas"), "v1", "ResourceQuota")]
+               *stamped(listed("", "v1", PLURALS["ResourceQuota"]), "v1", "ResourceQuota")]
     dra_objects: list[dict[str, Any]] = []
     if dra_version:
         dra_objects = [*stamped(listed("resource.k8s.io", dra_version, "resourceslices", False),

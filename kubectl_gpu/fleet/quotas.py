@@ -15,7 +15,7 @@ from kubectl_gpu.core import QuotaPlan, QuotaTarget, TranslateOptions, plan_quot
 from kubectl_gpu.core.facts import QUOTA_ENTRIES_ANNOTATION
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.lists import list_objects
-from kubectl_gpu.k8s.paths import collection_path
+from kubectl_gpu.k8s.paths import PLURALS, collection_path
 
 from .cluster_io import object_path, send
 
@@ -24,7 +24,7 @@ APPLY = "application/apply-patch+yaml"
 
 def list_quotas(api: Client, namespace: str | None) -> list[dict[str, Any]]:
     """The ResourceQuotas of ``namespace`` (None: every namespace)."""
-    quotas = list_objects(api, collection_path("", "v1", "resourcequotas", namespace))
+    quotas = list_objects(api, collection_path("", "v1", PLURALS["ResourceQuota"], namespace))
     for quota in quotas:
         quota.setdefault("apiVersion", "v1")
         quota.setdefault("kind", "ResourceQuota")
@@ -37,7 +37,7 @@ def plan_quotas(quotas: list[Mapping[str, Any]], options: TranslateOptions, targ
 
 
 def _path(namespace: str, name: str) -> str:
-    return object_path("v1", "resourcequotas", namespace, name)
+    return object_path("v1", PLURALS["ResourceQuota"], namespace, name)
 
 
 def _query(manager: str, dry_run: bool) -> list[tuple[str, str]]:

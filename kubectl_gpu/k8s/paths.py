@@ -10,6 +10,7 @@ from urllib.parse import quote
 PLURALS = {
     "Pod": "pods",
     "Namespace": "namespaces",
+    "ResourceQuota": "resourcequotas",
     "Node": "nodes",
     "Deployment": "deployments",
     "StatefulSet": "statefulsets",
