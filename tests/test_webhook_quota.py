@@ -26,8 +26,7 @@ def quota(hard: dict) -> dict:
 @pytest.fixture
 def capped(k8s_double):
     k8s_double.seed(quota({"requests.nvidia.com/gpu": "4"}))
-    yield k8s_double
-    k8s_double.delete("resourcequotas", "gpus", "default")
+    return k8s_double
 
 
 def test_a_quota_without_the_dra_entry_is_named_with_what_to_add():
@@ -72,11 +71,8 @@ def test_ignore_reads_no_quota(start_webhook, capped):
 
 def test_a_quota_that_already_counts_dra_devices_gets_no_warning(start_webhook, k8s_double):
     k8s_double.seed(quota({"requests.nvidia.com/gpu": "4", DEVICES: "4"}))
-    try:
-        response = start_webhook().review("/mutate", admission_review(gpu_pod()))
-        assert not any("ResourceQuota" in w for w in response.get("warnings", []))
-    finally:
-        k8s_double.delete("resourcequotas", "gpus", "default")
+    response = start_webhook().review("/mutate", admission_review(gpu_pod()))
+    assert not any("ResourceQuota" in w for w in response.get("warnings", []))
 
 
 @pytest.mark.parametrize("value,expected", [("deny", "deny"), ("ignore", "ignore")])

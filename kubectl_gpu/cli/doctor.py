@@ -30,6 +30,7 @@ def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
     - templates and claims created by kubectl-gpu that nothing uses any more
     - which resource.k8s.io versions the cluster serves
     - GPUs their DRA driver tainted as unhealthy (KEP-5055 device taints)
+    - ResourceQuotas that cap legacy GPUs but not the DRA devices the namespace's claims hold
 
     Namespaced objects are read from all namespaces unless -n is given; -l narrows the nodes.
     """

@@ -81,6 +81,7 @@ class QuotaEntry:
     key: str  # e.g. gpu.nvidia.com.deviceclass.resource.k8s.io/devices
     value: str
     carries: tuple[str, ...]  # the legacy entries whose cap it carries
+    device_class: str = ""  # whose claims it counts
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
     label = f"ResourceQuota {namespace + '/' if namespace else ''}{name}"
     notes: list[Note] = []
     sums: dict[str, Fraction] = {}
+    classes: dict[str, str] = {}
     carried: dict[str, list[str]] = {}
     uncapped: list[str] = []
     caps_gpus = False
@@ -189,6 +191,7 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
                               f"{label}: with --sharing {options.sharing.value}, the one claim a workload's pods share "
                               f"is charged once to {devices_entry(device_class)}, not once per pod", resource=resource))
         entry = devices_entry(device_class)
+        classes[entry] = device_class
         sums[entry] = sums.get(entry, Fraction(0)) + amount
         carried.setdefault(entry, []).append(key)
     entries = []
@@ -199,7 +202,7 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
                                              f"devices of {legacy}"))
             continue
         value = format_plain(amount)
-        entries.append(QuotaEntry(entry, value, tuple(carried[entry])))
+        entries.append(QuotaEntry(entry, value, tuple(carried[entry]), classes[entry]))
         notes.append(Note(Severity.INFO, f"{label}: added {entry}: {value} (the DRA devices of {legacy}; "
                                          "the legacy entries stay for pods not yet migrated)"))
     return QuotaPlan(namespace, name, tuple(entries), tuple(notes), caps_gpus, tuple(uncapped))

@@ -14,7 +14,7 @@ from kubectl_gpu.collector import collector_paused
 from kubectl_gpu.inspect.doctor import DoctorInputs
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names
-from kubectl_gpu.k8s import (ApiError, Client, DRA_GROUP, NotFound, collection_path, get_object, list_objects,
+from kubectl_gpu.k8s import (PLURALS, ApiError, Client, DRA_GROUP, NotFound, collection_path, get_object, list_objects,
                              object_path, preferred_dra_version, served_versions)
 
 Objects = list[dict[str, Any]]
@@ -425,6 +425,7 @@ def fetch_doctor_inputs(api: Client, namespace: str | None = None,
         "endpointslices": guarded("endpointslices", group("discovery.k8s.io", "v1", "endpointslices",
                                                           namespaced=False)),
         "workloads": guarded("workloads", workloads),
+        "resourcequotas": guarded("resourcequotas", core(PLURALS["ResourceQuota"])),
         "mutatingwebhookconfigurations": guarded("mutatingwebhookconfigurations", group(
             "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations", namespaced=False)),
         "validatingwebhookconfigurations": guarded("validatingwebhookconfigurations", group(
@@ -449,6 +450,7 @@ def fetch_doctor_inputs(api: Client, namespace: str | None = None,
         resource_claim_templates=objects("resourceclaimtemplates"),
         pods=objects("pods"),
         workloads=objects("workloads"),
+        resource_quotas=objects("resourcequotas"),
         mutating_webhooks=objects("mutatingwebhookconfigurations"),
         validating_webhooks=objects("validatingwebhookconfigurations"),
         services=objects("services"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubectl_gpu.inspect.devices import current_devices
 from kubectl_gpu.inspect.doctor import api_versions, device_taints, double_counted_nodes, extended_resources, \
-    selectors, unused, webhooks
+    quotas, selectors, unused, webhooks
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult, DoctorReport
 from kubectl_gpu.inspect.findings import Finding, Severity
@@ -18,10 +18,11 @@ NEEDS: dict[str, tuple[str, ...]] = {
     unused.NAME: ("resourceclaimtemplates", "resourceclaims", "pods", "workloads"),
     api_versions.NAME: ("discovery",),
     device_taints.NAME: ("resourceslices",),
+    quotas.NAME: ("resourcequotas", "resourceclaims", "deviceclasses"),
 }
 TITLES = {double_counted_nodes.NAME: double_counted_nodes.TITLE, extended_resources.NAME: extended_resources.TITLE,
           webhooks.NAME: webhooks.TITLE, selectors.NAME: selectors.TITLE, unused.NAME: unused.TITLE,
-          api_versions.NAME: api_versions.TITLE, device_taints.NAME: device_taints.TITLE}
+          api_versions.NAME: api_versions.TITLE, device_taints.NAME: device_taints.TITLE, quotas.NAME: quotas.TITLE}
 
 
 def run_doctor(inputs: DoctorInputs) -> DoctorReport:
@@ -34,6 +35,7 @@ def run_doctor(inputs: DoctorInputs) -> DoctorReport:
         selectors.NAME: lambda: selectors.check_selectors(inputs, devices),
         unused.NAME: lambda: unused.check_unused(inputs),
         device_taints.NAME: lambda: device_taints.check_device_taints(inputs),
+        quotas.NAME: lambda: quotas.check_quotas(inputs),
     }
     results = []
     for name, run in runners.items():

@@ -22,6 +22,7 @@ class DoctorInputs:
     # Deployments, StatefulSets, DaemonSets, ReplicaSets, Jobs, CronJobs: templates they use count
     # as used even with zero replicas.
     workloads: Objects = ()
+    resource_quotas: Objects = ()
     mutating_webhooks: Objects = ()
     validating_webhooks: Objects = ()
     services: Objects = ()
