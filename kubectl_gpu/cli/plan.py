@@ -51,13 +51,17 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
 
     Quotas: the ResourceQuota entries each wave's namespaces need so their GPU
     caps count DRA devices; a wave after which a cap no entry can carry would
-    be gone is refused unless --allow-uncapped.
+    be gone is refused unless --allow-uncapped. Kueue: for ClusterQueues that
+    cover nvidia.com/gpu or MIG resources, the deviceClassMappings of Kueue's
+    Configuration and the ClusterQueues as they should become (-o yaml).
 
     Namespaced objects come from all namespaces unless -n is given; -l narrows
     the nodes (a node pool); -o name lists the workloads.
     """
     from kubectl_gpu.cluster.quota import quota_target
     from kubectl_gpu.fleet import snapshot_from_objects
+    from kubectl_gpu.fleet.kueue import plan_kueue
+    from kubectl_gpu.fleet.plan_display import render_kueue
     from kubectl_gpu.fleet.quota_waves import add_quota_changes
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.plan_display import render_plan
@@ -89,7 +93,9 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
     except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it
         fail(f"cannot plan: {exc}", exits.USAGE)
     add_quota_changes(plan, snapshot.quotas, translate, quota_target(snapshot.profile), allow_uncapped)
-    emit(options, {**plan.to_dict(), "cluster": fitted}, lambda: _text(render_plan(plan)),
+    kueue = plan_kueue(snapshot.cluster_queues, translate)
+    document = {**plan.to_dict(), "cluster": fitted, **({"kueue": kueue.to_dict()} if kueue.notes else {})}
+    emit(options, document, lambda: _text(render_plan(plan) + render_kueue(kueue)),
          names=lambda: [w.ref.rsplit("/", 1)[0].split("/")[0].lower() + "/" + w.name for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
 

@@ -7,7 +7,7 @@ its objects hold a pod template (the same shape test ``migrate`` uses).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from kubectl_gpu.k8s.paths import PLURALS, collection_path
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests.locate import find_pod_sites
 
+from .kueue import KUEUE_GROUP
 from .snapshot import Snapshot, snapshot_from_objects, without_profile
 
 BUILTIN_WORKLOADS = (("apps", "v1", "deployments"), ("apps", "v1", "statefulsets"), ("apps", "v1", "daemonsets"),
@@ -92,7 +93,8 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector), *listed("", "v1", "pods"),
                *workloads, *domains,
                *listed("policy", "v1", "poddisruptionbudgets"),
-               *stamped(listed("", "v1", PLURALS["ResourceQuota"]), "v1", "ResourceQuota")]
+               *stamped(listed("", "v1", PLURALS["ResourceQuota"]), "v1", "ResourceQuota"),
+               *_cluster_queues(listed)]
     dra_objects: list[dict[str, Any]] = []
     if dra_version:
         dra_objects = [*stamped(listed("resource.k8s.io", dra_version, "resourceslices", False),
@@ -112,6 +114,15 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     except ProfileError as err:  # a ResourceSlice the scheduler could not use either
         return without_profile(snapshot, err)
     return replace(snapshot, profile=profile)
+
+
+def _cluster_queues(listed: Callable[..., list[dict[str, Any]]]) -> list[Mapping[str, Any]]:
+    """Kueue's ClusterQueues, at the newest version served (none where Kueue is not installed)."""
+    for version in ("v1beta2", "v1beta1"):
+        found = listed(KUEUE_GROUP, version, "clusterqueues", False)
+        if found:
+            return stamped(found, f"{KUEUE_GROUP}/{version}", "ClusterQueue")
+    return []
 
 
 def object_path(api_version: str, plural: str, namespace: str, name: str, subresource: str = "") -> str:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .capacity import _text
+from .kueue import KueuePlan
 from .migration_plan import MigrationPlan, Wave
 from .workloads import STATUSES
 
@@ -75,3 +76,14 @@ def _wave(wave: Wave) -> list[str]:
         free_after = ", ".join(f"{k}={_text(v)}" for k, v in sorted(wave.legacy_free_after.items())) or "nothing"
         lines.append(f"  legacy:  {wave.legacy_nodes_left} node(s) left, free after the wave: {free_after}")
     return lines
+
+
+def render_kueue(kueue: KueuePlan) -> str:
+    """What Kueue needs (its deviceClassMappings and changed ClusterQueues are in -o yaml)."""
+    if not kueue.notes:
+        return ""
+    lines = ["", "KUEUE"]
+    lines += [f"  {note}" for note in kueue.notes]
+    for mapping in kueue.mappings:
+        lines.append(f"  deviceClassMappings: {mapping['name']} <- {', '.join(mapping['deviceClassNames'])}")
+    return "\n".join(lines) + "\n"

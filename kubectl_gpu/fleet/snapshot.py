@@ -9,6 +9,7 @@ from kubectl_gpu.cluster import ClusterProfile, ProfileError, build_profile
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.explain.inputs import flatten
+from kubectl_gpu.fleet.kueue import KUEUE_GROUP
 from kubectl_gpu.manifests.locate import find_pod_sites
 
 Obj = Mapping[str, Any]
@@ -30,6 +31,7 @@ class Snapshot:
     resource_claims: tuple[Obj, ...] = ()  # allocated ones hold their devices (status.allocation)
     compute_domains: tuple[Obj, ...] = ()  # NVIDIA ComputeDomains: each makes an IMEX channel claim template
     quotas: tuple[Obj, ...] = ()  # ResourceQuotas: their GPU caps must follow the workloads (fleet/quota_waves.py)
+    cluster_queues: tuple[Obj, ...] = ()  # Kueue ClusterQueues: their GPU quota must count claims (fleet/kueue.py)
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
@@ -131,7 +133,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
     """Sort a pile of objects (several files, `kind: List`, `kubectl get -o yaml` output)."""
     buckets: dict[str, list[Obj]] = {k: [] for k in ("nodes", "pods", "workloads", "pdbs", "resource_slices",
                                                        "device_classes", "claim_templates", "resource_claims",
-                                                       "compute_domains", "quotas")}
+                                                       "compute_domains", "quotas", "cluster_queues")}
     ignored: list[str] = []
     rejected: list[str] = []
     for obj in _each_once(flatten(objects)):
@@ -162,6 +164,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
             buckets["compute_domains"].append(obj)
         elif kind == "ResourceQuota" and obj.get("apiVersion") == "v1":
             buckets["quotas"].append(obj)
+        elif kind == "ClusterQueue" and group == KUEUE_GROUP:
+            buckets["cluster_queues"].append(obj)
         elif kind in TEMPLATE_KINDS.get(group, ()) or (kind not in NOT_WORKLOADS and find_pod_sites(obj)):
             buckets["workloads"].append(obj)
         else:
