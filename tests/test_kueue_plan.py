@@ -65,3 +65,67 @@ def test_plan_shows_kueue_changes_and_writes_them_in_yaml(tmp_path):
     assert [m["name"] for m in document["kueue"]["configuration"]["resources"]["deviceClassMappings"]] == [
         "nvidia.com/gpu", "mig.nvidia.com/devices"]
     assert [q["metadata"]["name"] for q in document["kueue"]["clusterQueues"]] == ["inference"]
+
+
+QUEUES_FILE = """\
+# the inference team's share
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: inference
+spec:
+  namespaceSelector: {}
+  resourceGroups:
+  - coveredResources: ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"]
+    flavors:
+    - name: a100-mig
+      resources:
+      - name: nvidia.com/mig-1g.10gb
+        nominalQuota: 14  # seven per GPU
+      - name: nvidia.com/mig-3g.40gb
+        nominalQuota: 4
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: research
+spec:
+  resourceGroups:
+  - coveredResources: ["cpu", "nvidia.com/gpu"]
+    flavors:
+    - name: a100
+      resources:
+      - name: cpu
+        nominalQuota: 64
+      - name: nvidia.com/gpu
+        nominalQuota: 8
+"""
+
+
+def test_migrate_kueue_rewrites_cluster_queues_and_writes_kueues_configuration(tmp_path):
+    path = tmp_path / "queues.yaml"
+    path.write_text(QUEUES_FILE)
+    result = CliRunner().invoke(main, ["migrate", "--kueue", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "nominalQuota: 14  # seven per GPU" in result.stdout
+    inference, research, configuration = list(yaml.safe_load_all(result.stdout))
+    assert inference["spec"]["resourceGroups"][0]["coveredResources"][-1] == "mig.nvidia.com/devices"
+    assert inference["spec"]["resourceGroups"][0]["flavors"][0]["resources"][-1] == {
+        "name": "mig.nvidia.com/devices", "nominalQuota": "18"}
+    assert research == yaml.safe_load(QUEUES_FILE.split("---\n")[1])
+    assert configuration["kind"] == "Configuration"
+    assert configuration["resources"]["deviceClassMappings"] == [
+        {"name": "mig.nvidia.com/devices", "deviceClassNames": ["mig.nvidia.com"]},
+        {"name": "nvidia.com/gpu", "deviceClassNames": ["gpu.nvidia.com"]}]
+    assert "kueue: Kueue v0.18 or newer counts claims" in result.stderr
+    again = tmp_path / "again.yaml"
+    again.write_text("---\n".join(result.stdout.split("---\n")[:2]))
+    second = CliRunner().invoke(main, ["migrate", "--kueue", "--in-place", str(again)])
+    assert second.exit_code == 0 and "ResourceQuota(s) given DRA caps" not in second.stderr
+
+
+def test_without_kueue_cluster_queues_are_left_alone(tmp_path):
+    path = tmp_path / "queues.yaml"
+    path.write_text(QUEUES_FILE)
+    result = CliRunner().invoke(main, ["migrate", str(path)])
+    assert result.stdout == QUEUES_FILE

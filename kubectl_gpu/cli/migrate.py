@@ -16,6 +16,7 @@ from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translato
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.cluster.quota import quota_target
+from kubectl_gpu.core import kueue_configuration, kueue_notes, merged_mappings
 from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history
 from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, known_claims,
                               legacy_requests, mig_profile_of, translate_pod_template)
@@ -133,6 +134,10 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
                    "default in 1.34-1.35, on from 1.36; with a cluster profile whose gate is off they are "
                    "rewritten). Written before the manifests on stdout, or to device-classes.yaml under "
                    "--output-dir.")
+@click.option("--kueue", is_flag=True,
+              help="Also carry Kueue's GPU quota: ClusterQueues in the inputs get the MIG device count their "
+                   "quotas need, and the deviceClassMappings Kueue's Configuration needs are written after the "
+                   "manifests on stdout, or to kueue-configuration.yaml under --output-dir.")
 @click.option("--gpu-memory", callback=_gpu_memory, metavar="QUANTITY",
               help="Memory of one GPU in the node pool (e.g. 80Gi): lets fractions become memory shares.")
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
@@ -155,6 +160,7 @@ def command(
     feature_gates: str | None,
     integer_gpus: str,
     device_classes: bool,
+    kueue: bool,
     gpu_memory: str | None,
     aliyun_memory_unit: str,
     namespace: str | None,
@@ -199,6 +205,7 @@ def command(
         known_claims=cluster_claims,
         quota_target=quota_target(profile),
         mig_stays_legacy=leave_mig,
+        kueue=kueue,
     )
     try:
         sources = collect_sources(inputs, sys.stdin)
@@ -239,6 +246,8 @@ def command(
     result = MigrationResult(tuple(files))
     rendered = [f.rendered for f in result.files]
     classes = _device_classes(mig_requests, profile) if device_classes else []
+    mappings = merged_mappings([c for f in result.files for c in f.plan.quotas if c.mappings]) if kueue else ()
+    kueue_config = kueue_configuration(mappings)
 
     writes = WriteReport()
     if not check:
@@ -258,12 +267,18 @@ def command(
             if classes:
                 jobs.append((output_dir / "device-classes.yaml", yaml_output.dump_all(classes), None,
                              "utf-8"))
+            if kueue_config is not None:
+                jobs.append((output_dir / "kueue-configuration.yaml", yaml_output.dump(kueue_config), None, "utf-8"))
             writes = write_files(jobs)
         elif in_place:
             writes = write_files([(file.source.path, file.text, file.source.path, file.source.encoding)
                                   for file in rendered if file.changed and file.source.path is not None])
         elif to_stdout and not streaming:
             _stdout_write(join_stream(rendered))
+        if kueue_config is not None and to_stdout:
+            # After the manifests: Kueue's own configuration, to merge into its manager's (not to apply).
+            _stdout_write(json.dumps(kueue_config, indent=2) + "\n" if output_format == "json"
+                          else "---\n" + yaml_output.dump(kueue_config))
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if profile is not None:
@@ -273,6 +288,10 @@ def command(
     if device_classes:
         console.print(_device_classes_report(classes, mig_requests, profile), markup=False)
     print_report(result, console)
+    for line in kueue_notes(mappings):
+        console.print(f"kueue: {line}", markup=False)
+    if kueue_config is not None and not to_stdout and output_dir is None:
+        console.print("kueue: merge into Kueue's Configuration:\n" + yaml_output.dump(kueue_config), markup=False)
     if writes.failed:
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)

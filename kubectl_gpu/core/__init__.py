@@ -29,6 +29,9 @@ _HOMES: dict[str, tuple[str, str]] = {
     "QUANTITY_FORMAT_ERROR": ("quantity", "FORMAT_ERROR"),
     **{name: ("quantity", name) for name in (
         "QuantityError", "format_bytes", "format_plain", "parse_kubernetes_quantity", "parse_quantity")},
+    **{name: ("kueue", name) for name in (
+        "KUEUE_GROUP", "QueueChange", "is_cluster_queue", "kueue_configuration", "kueue_notes", "merged_mappings",
+        "queue_change")},
     **{name: ("quota", name) for name in (
         "QuotaEntry", "QuotaPlan", "QuotaTarget", "devices_entry", "is_resource_quota", "plan_quota")},
     "translate_pod_template": ("translate", "translate_pod_template"),
@@ -45,4 +48,6 @@ __all__ = [
     "QUANTITY_FORMAT_ERROR", "format_bytes", "format_plain", "mig_profile_of", "parse_kubernetes_quantity",
     "translate_pod_template", "unescape_pointer",
     "QuotaEntry", "QuotaPlan", "QuotaTarget", "devices_entry", "is_resource_quota", "plan_quota",
+    "KUEUE_GROUP", "QueueChange", "is_cluster_queue", "kueue_configuration", "kueue_notes", "merged_mappings",
+    "queue_change",
 ]

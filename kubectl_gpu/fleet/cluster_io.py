@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from kubectl_gpu.cluster.profile import ProfileError, profile_from_discovery, read_server_gates, stamped
+from kubectl_gpu.core import KUEUE_GROUP
 from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
@@ -20,7 +21,6 @@ from kubectl_gpu.k8s.paths import PLURALS, collection_path
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests.locate import find_pod_sites
 
-from .kueue import KUEUE_GROUP
 from .snapshot import Snapshot, snapshot_from_objects, without_profile
 
 BUILTIN_WORKLOADS = (("apps", "v1", "deployments"), ("apps", "v1", "statefulsets"), ("apps", "v1", "daemonsets"),

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, QuotaTarget, Severity, TranslateOptions,
-                              is_resource_quota, known_claims, mig_profile_of, plan_quota, translate_pod_template)
+                              is_cluster_queue, is_resource_quota, known_claims, mig_profile_of, plan_quota,
+                              queue_change, translate_pod_template)
 from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
@@ -49,6 +50,8 @@ class MigrateOptions:
     # requests stay in the pods (--device-classes on a cluster serving extended resources).
     quota_target: QuotaTarget = QuotaTarget()
     mig_stays_legacy: bool = False
+    # migrate --kueue: Kueue ClusterQueues get the MIG device count their quotas need (fleet/kueue.py).
+    kueue: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,12 +72,15 @@ class TemplatePlan:
 
 @dataclass(frozen=True)
 class QuotaChange:
-    """A ResourceQuota whose GPU caps follow the migration (kubectl_gpu.core.quota)."""
+    """A ResourceQuota (kubectl_gpu.core.quota) or a Kueue ClusterQueue (kubectl_gpu.fleet.kueue) whose
+    GPU caps follow the migration."""
 
     obj: ObjectRef
     operations: tuple[dict[str, Any], ...]  # paths relative to the document tree
     notes: tuple[Note, ...]
     added: tuple[str, ...]  # "key: value" of each entry added
+    # Kueue's deviceClassMappings the ClusterQueue relies on (none for a ResourceQuota).
+    mappings: tuple[dict[str, Any], ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -203,8 +209,8 @@ class Planner:
         options, translate = self.options, self.translate
         for ref, obj in iter_objects(index, document.tree):
             plan.objects.append(ref)
-            if ref.kind == "ResourceQuota":
-                quota = _plan_quota(ref, obj, options)
+            if ref.kind == "ResourceQuota" or (ref.kind == "ClusterQueue" and options.kueue):
+                quota = _plan_quota(ref, obj, options) if ref.kind == "ResourceQuota" else _plan_queue(ref, obj, options)
                 if quota is not None:
                     plan.quotas.append(quota)
                 continue
@@ -266,6 +272,22 @@ def _plan_quota(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions)
     if operations and is_live(plain):
         operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
     return QuotaChange(ref, tuple(operations), quota.notes, tuple(f"{e.key}: {e.value}" for e in quota.entries))
+
+
+def _plan_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions) -> QuotaChange | None:
+    """What a Kueue ClusterQueue needs so that its GPU quota counts claims."""
+    plain = to_plain(obj)
+    if not is_cluster_queue(plain):
+        return None
+    change = queue_change(plain, options.translate)
+    if not change.notes:
+        return None
+    operations = [{**op, "path": ref.pointer + op["path"]} for op in change.operations]
+    if operations and is_live(plain):
+        operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
+    added = tuple(f"{op['value']['name']}: {op['value']['nominalQuota']}" for op in change.operations
+                  if isinstance(op["value"], Mapping))
+    return QuotaChange(ref, tuple(operations), change.notes, added, change.mappings)
 
 
 def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:
