@@ -21,6 +21,7 @@ from .hints import annotation_only_notes, hami_selectors
 from .model import IntegerGpuMode, Note, PodTranslation, Severity, TranslateOptions
 from .node_constraints import NodeConstraints, translate_node_constraints
 from .json_patch import escape
+from .schedulers import fit_to_scheduler
 from .selfcheck import selector_errors
 
 _DNS_LABEL = re.compile(r"[^a-z0-9-]+")
@@ -35,6 +36,8 @@ def translate_pod_template(template: Mapping[str, Any],
         return PodTranslation((), (), ())
     annotations = metadata.get("annotations")
     annotations = annotations if isinstance(annotations, Mapping) else {}
+    # A scheduler that accounts DRA devices itself gets only the claim shapes it can (schedulers.py).
+    options, scheduler_notes = fit_to_scheduler(spec, options)
 
     notes: list[Note] = []
     containers: list[tuple[ContainerDemands, Mapping[str, Any]]] = []
@@ -48,6 +51,7 @@ def translate_pod_template(template: Mapping[str, Any],
     if not containers:
         notes.extend(annotation_only_notes(annotations))
         return PodTranslation((), (), tuple(notes))
+    notes.extend(scheduler_notes)
     unchanged = PodTranslation((), (), (), tuple(legacy), tuple(legacy))
     for demands, _ in containers:
         notes.extend(demands.notes)
