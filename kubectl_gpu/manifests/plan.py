@@ -54,10 +54,9 @@ class MigrateOptions:
     kueue: bool = False
 
 
-@dataclass(frozen=True)
-class TemplatePlan:
-    obj: ObjectRef
-    site: PodSite
+class _Rewrite:
+    """A planned rewrite of part of a document: its operations and notes (set by the dataclasses below)."""
+
     operations: tuple[dict[str, Any], ...]  # paths relative to the document tree
     notes: tuple[Note, ...]
 
@@ -71,24 +70,24 @@ class TemplatePlan:
 
 
 @dataclass(frozen=True)
-class QuotaChange:
-    """A ResourceQuota (kubectl_gpu.core.quota) or a Kueue ClusterQueue (kubectl_gpu.fleet.kueue) whose
+class TemplatePlan(_Rewrite):
+    obj: ObjectRef
+    site: PodSite
+    operations: tuple[dict[str, Any], ...]
+    notes: tuple[Note, ...]
+
+
+@dataclass(frozen=True)
+class QuotaChange(_Rewrite):
+    """A ResourceQuota (kubectl_gpu.core.quota) or a Kueue ClusterQueue (kubectl_gpu.core.kueue) whose
     GPU caps follow the migration."""
 
     obj: ObjectRef
-    operations: tuple[dict[str, Any], ...]  # paths relative to the document tree
+    operations: tuple[dict[str, Any], ...]
     notes: tuple[Note, ...]
     added: tuple[str, ...]  # "key: value" of each entry added
     # Kueue's deviceClassMappings the ClusterQueue relies on (none for a ResourceQuota).
     mappings: tuple[dict[str, Any], ...] = ()
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.operations)
-
-    @property
-    def failed(self) -> bool:
-        return any(n.severity is Severity.ERROR for n in self.notes)
 
 
 @dataclass(frozen=True)
