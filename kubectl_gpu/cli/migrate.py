@@ -15,12 +15,12 @@ from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
-from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history
+from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
 from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, known_claims,
                               legacy_requests, mig_profile_of, translate_pod_template)
 from kubectl_gpu.core.constants import MIG
-from kubectl_gpu.core.facts import DRA_VERSIONS
-from kubectl_gpu.core import QuantityError, parse_quantity
+from kubectl_gpu.dra.facts import DRA_VERSIONS
+from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.k8s.kubeconfig import connect
 from kubectl_gpu.k8s.lists import list_objects

@@ -7,7 +7,7 @@ publish (ResourceSlices) under which DeviceClasses.  migrate, the webhook and ex
 same profile, from the live cluster or from files (``kubectl get resourceslices,deviceclasses
 -o yaml``).
 
-A profile's gates start from upstream's defaults for its Kubernetes version (kubectl_gpu.cel.gates).
+A profile's gates start from upstream's defaults for its Kubernetes version (kubectl_gpu.dra.gates).
 Read live, kube-apiserver's own ``/metrics`` replaces them where it is allowed (RBAC: ``get`` on the
 nonResourceURL ``/metrics``): component-base records every gate as the gauge
 ``kubernetes_feature_enabled{name="...",stage="..."} 1|0`` (staging/src/k8s.io/component-base/metrics/
@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
-from kubectl_gpu.cel.device import current_slices
-from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
+from kubectl_gpu.dra.devices import Device, devices_from_slice, is_resource_slice
+from kubectl_gpu.dra.devices import current_slices
+from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
 from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
 
 if TYPE_CHECKING:

@@ -20,14 +20,15 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from kubectl_gpu.cel import Device, InvalidResourceSlice, devices_from_slice
-from kubectl_gpu.cel.device import current_slices
-from kubectl_gpu.core import QuantityError, family_of, parse_quantity
-from kubectl_gpu.core.facts import GFD_COUNT_LABEL as GFD_COUNT
-from kubectl_gpu.core.facts import GFD_FAMILY_LABEL as GFD_FAMILY
-from kubectl_gpu.core.facts import GFD_MEMORY_LABEL as GFD_MEMORY
-from kubectl_gpu.core.facts import GFD_PRODUCT_LABEL as GFD_PRODUCT
-from kubectl_gpu.core.facts import NVIDIA_DRIVER, architecture_of_gfd_family
+from kubectl_gpu.dra.devices import Device, devices_from_slice, InvalidResourceSlice
+from kubectl_gpu.dra.devices import current_slices
+from kubectl_gpu.core import family_of
+from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
+from kubectl_gpu.dra.facts import GFD_COUNT_LABEL as GFD_COUNT
+from kubectl_gpu.dra.facts import GFD_FAMILY_LABEL as GFD_FAMILY
+from kubectl_gpu.dra.facts import GFD_MEMORY_LABEL as GFD_MEMORY
+from kubectl_gpu.dra.facts import GFD_PRODUCT_LABEL as GFD_PRODUCT
+from kubectl_gpu.dra.facts import NVIDIA_DRIVER, architecture_of_gfd_family
 from kubectl_gpu.explain.engine import explain_claim
 from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim, parse_device_class
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node

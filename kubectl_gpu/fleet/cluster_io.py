@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from kubectl_gpu.cluster.profile import ProfileError, profile_from_discovery, read_server_gates, stamped
-from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
+from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects

@@ -7,7 +7,7 @@ from typing import Any
 
 from kubectl_gpu.cluster import ClusterProfile, ProfileError, build_profile
 from kubectl_gpu.core.constants import DRA_GROUP
-from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
+from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.explain.inputs import flatten
 from kubectl_gpu.manifests.locate import find_pod_sites
 

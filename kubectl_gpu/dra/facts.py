@@ -10,7 +10,7 @@ Upstream references (kubernetes-sigs/dra-driver-nvidia-gpu, formerly NVIDIA/k8s-
                                          device names (ToCanonicalName)
   site/content/docs/reference/resourceslice-attributes.md   the same, documented
   deployments/helm/.../deviceclass-*.yaml   the DeviceClasses
-  api/nvidia.com/resource/v1beta1/         the opaque config API (see core/driver_config.py)
+  api/nvidia.com/resource/v1beta1/         the opaque config API (see dra/driver_config.py)
 NVIDIA/k8s-device-plugin:
   internal/rm/rm.go, internal/resource/nvml-mig-device.go   MIG resource names ("+" -> ".")
   internal/lm/resource.go                GFD labels (sanitise() drops "+", getArchFamily())
@@ -382,7 +382,7 @@ def device_plugin_mig_resource(profile: str) -> str:
     return "nvidia.com/mig-" + profile.replace("+", ".")
 
 
-# --- Opaque configuration (the API; shapes and validator live in core/driver_config.py) ---------
+# --- Opaque configuration (the API; shapes and validator live in dra/driver_config.py) ---------
 
 GPU_CONFIG, MIG_DEVICE_CONFIG, VFIO_DEVICE_CONFIG = "GpuConfig", "MigDeviceConfig", "VfioDeviceConfig"
 GPU_DRIVER_CONFIG_KINDS = (GPU_CONFIG, MIG_DEVICE_CONFIG, VFIO_DEVICE_CONFIG)
