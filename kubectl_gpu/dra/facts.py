@@ -53,6 +53,10 @@ DRA_API_VERSIONS = (
 )
 DRA_VERSIONS = tuple(v.name for v in DRA_API_VERSIONS if v.written)
 DRA_VERSION_SINCE = {v.name: (1, v.since_minor) for v in DRA_API_VERSIONS if v.written}
+# The apiVersion of what kubectl-gpu writes without a cluster to fit ("resource.k8s.io/v1").
+NEWEST_DRA_API_VERSION = f"{DRA_GROUP}/{DRA_VERSIONS[0]}"
+# Versions no supported release serves, which a claim may still be written in: the alphas.
+RETIRED_DRA_VERSIONS = ("v1alpha1", "v1alpha2", *(v.name for v in DRA_API_VERSIONS if not v.written))
 FLAT_REQUEST_VERSIONS = tuple(v.name for v in DRA_API_VERSIONS if v.written and v.flat_requests)
 # Every version whose claims explain reads, by shape.
 READ_WRAPPED_VERSIONS = frozenset(v.name for v in DRA_API_VERSIONS if not v.flat_requests)
