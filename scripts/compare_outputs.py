@@ -84,6 +84,8 @@ async def reviews():
                 f"status {response.status}\n".encode() + body + b"\n" + decoded.encode())
     finally:
         await client.close()
+        await server.admission.templates.close()
+        await api.close()
         double.stop()
 
 asyncio.run(reviews())
@@ -180,6 +182,11 @@ def main() -> int:
         kinds = {k: sum(name.startswith(k) for name in outputs) for k in ("explain", "migrate", "review")}
         print(f"{len(outputs)} outputs compared ({kinds['explain']} explain, {kinds['migrate']} migrate, "
               f"{kinds['review']} webhook reviews) between {args.revision} and the working tree")
+        after = work / "after"
+        succeeded = sum((after / n).read_text(encoding="utf-8").startswith("exit 0") for n in outputs
+                        if not n.startswith("review"))
+        patched = sum(b'"patch"' in (after / n).read_bytes() for n in outputs if n.startswith("review"))
+        print(f"(of which {succeeded} CLI runs exited 0, {patched} reviews answered with a patch)")
         if changed:
             print(f"{len(changed)} differ:")
             for name in changed:

@@ -1,8 +1,8 @@
 """The layers docs/design.md states are checked, not only stated: import contracts in
-.importlinter (import-linter, as kopf pins its `_kits`/`_core`/`_cogs` layers) say that the
-translation core and the CEL environment do no I/O and import no face, that the packages form
-one-way layers (no explain <-> inspect cycle), and that the webhook uses only the core, CEL and
-the client of kubectl_gpu."""
+.importlinter (import-linter, as kopf pins its `_kits`/`_core`/`_cogs` layers) say that DRA's
+floor, the CEL environment and the translation core do no I/O and import no face, that the
+packages form one-way layers (no explain <-> inspect cycle, no core <-> CEL one), and that the
+webhook uses none of the CLI's packages."""
 
 from __future__ import annotations
 
