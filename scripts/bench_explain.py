@@ -41,7 +41,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kubectl_gpu.cel import CELPY, FAST, compile_selector, devices_from_slice  # noqa: E402
+from kubectl_gpu.cel import CELPY, FAST, compile_selector
+from kubectl_gpu.dra.devices import devices_from_slice  # noqa: E402
 from kubectl_gpu.explain import explain_objects  # noqa: E402
 from kubectl_gpu.explain.loading import load_documents  # noqa: E402
 from kubectl_gpu.explain.render import to_dict  # noqa: E402

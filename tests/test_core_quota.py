@@ -9,7 +9,7 @@ import jsonpatch
 import kubernetes_validate
 import pytest
 
-from kubectl_gpu.cel.gates import EXTENDED_RESOURCE
+from kubectl_gpu.dra.gates import EXTENDED_RESOURCE
 from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.cluster.profile import build_profile
 from kubectl_gpu.cluster.quota import quota_target

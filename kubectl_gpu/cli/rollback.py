@@ -33,7 +33,7 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
             do_apply: bool, timeout: float) -> None:
     """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...)."""
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
-    from kubectl_gpu.core.facts import QUOTA_ENTRIES_ANNOTATION
+    from kubectl_gpu.dra.facts import QUOTA_ENTRIES_ANNOTATION
     from kubectl_gpu.fleet.quotas import list_quotas, rollback_quota
     from kubectl_gpu.fleet.apply import RollbackError
     from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, StepFailed, Target, rollback_workload, wait_ready

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubectl_gpu.cel.gates import EXTENDED_RESOURCE
+from kubectl_gpu.dra.gates import EXTENDED_RESOURCE
 from kubectl_gpu.cluster.profile import ClusterProfile
 from kubectl_gpu.core import QuotaTarget
 

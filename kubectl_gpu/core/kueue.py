@@ -28,7 +28,7 @@ from typing import Any
 
 from .families import family_of, mig_profile_of
 from .model import Note, Severity, TranslateOptions
-from .quantity import QuantityError, format_plain, parse_quantity
+from kubectl_gpu.dra.quantity import QuantityError, format_plain, parse_quantity
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 CONFIGURATION_API_VERSION = "config.kueue.x-k8s.io/v1beta2"

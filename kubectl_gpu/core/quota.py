@@ -35,7 +35,7 @@ from . import constants as c
 from .families import MIG_PREFIX, family_of, mig_profile_of
 from .json_patch import escape
 from .model import IntegerGpuMode, Note, Severity, Sharing, TranslateOptions
-from .quantity import QuantityError, format_plain, parse_quantity
+from kubectl_gpu.dra.quantity import QuantityError, format_plain, parse_quantity
 
 REQUESTS_PREFIX = "requests."  # corev1.DefaultResourceRequestsPrefix
 LIMITS_PREFIX = "limits."

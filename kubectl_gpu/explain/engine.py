@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
-from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Device, Gates, Quantity, compile_selector
-from kubectl_gpu.core.facts import removed_attribute_advice
+from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Gates, compile_selector
+from kubectl_gpu.dra.devices import Device
+from kubectl_gpu.dra.values import Quantity
+from kubectl_gpu.dra.facts import removed_attribute_advice
 
 from .allocations import Allocations, Holder
 from .model import (
@@ -146,7 +148,7 @@ def explain_claim(
     maps device ids to the claims holding them; the claim's own allocation is ignored.
     ``class_passes`` (start with ``{}``) lets several claims over the SAME devices share each
     class's selector evaluation.  ``gates`` are the cluster's enabled DRA feature gates (see
-    :func:`kubectl_gpu.cel.default_gates`; None: that function's default release)."""
+    :func:`kubectl_gpu.dra.gates.default_gates`; None: that function's default release)."""
     passes: ClassPasses = {} if class_passes is None else class_passes
     own = {claim.ref}
     taken = {

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from kubectl_gpu.cel import Device, Gates, devices_from_slice, is_resource_slice
-from kubectl_gpu.cel.device import current_slices
+from kubectl_gpu.cel import Gates
+from kubectl_gpu.dra.devices import Device, devices_from_slice, is_resource_slice
+from kubectl_gpu.dra.devices import current_slices
 from kubectl_gpu.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
@@ -81,7 +82,7 @@ def explain_objects(
     slice_devices: Sequence[Device] | None = None,
 ) -> Explanation:
     """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
-    :data:`kubectl_gpu.cel.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
+    :data:`kubectl_gpu.dra.gates.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
     (InvalidResourceSlice / InvalidClaim), since every answer would depend on them.
 
     ``devices`` are devices beside those of ``slices``; ``slice_devices`` are the devices of the

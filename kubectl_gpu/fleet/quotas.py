@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubectl_gpu.core import QuotaPlan, QuotaTarget, TranslateOptions, plan_quota
-from kubectl_gpu.core.facts import QUOTA_ENTRIES_ANNOTATION
+from kubectl_gpu.dra.facts import QUOTA_ENTRIES_ANNOTATION
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.lists import list_objects
 from kubectl_gpu.k8s.paths import PLURALS, collection_path

@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Iterable, Mapping, Union
 
-from kubectl_gpu.core.constants import DRA_GROUP
+from .facts import DRA_GROUP
 
 from .values import InvalidValue, Quantity, Semver
 
