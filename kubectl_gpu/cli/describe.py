@@ -254,13 +254,28 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
                 except (NotFound, NothingToExplain):
                     explanation = None  # the claim rows already say what is missing
                 report = pod_report(pod, dra_objects.claims, devices, explanation)
+            if report.needs_legacy_step():
+                report = _with_legacy_step(report, pod, dra_objects.nodes, list_pods(connection.api, None, None))
             emit(options, report.to_dict(), lambda: tables.pod(report, wide), lambda: [f"pod/{name}"])
             return
         pods = list_pods(connection.api, None if options.all_namespaces else namespace, options.selector)
         reports = [r for r in pod_reports(pods, dra_objects.claims, devices) if r.claims or r.legacy_requests]
+        if any(r.needs_legacy_step() for r in reports):
+            everyone = pods if options.all_namespaces else list_pods(connection.api, None, None)
+            by_ref = {f"{p['metadata'].get('namespace')}/{p['metadata'].get('name')}": p for p in pods}
+            reports = [_with_legacy_step(r, by_ref[r.ref], dra_objects.nodes, everyone) if r.needs_legacy_step()
+                       else r for r in reports]
         emit_reports(options, reports, tables.pod, "No pods using GPUs found.", "pod", tables.pod_list)
 
     fail_on_errors(run)
+
+
+def _with_legacy_step(report: Any, pod: Any, nodes: Any, pods: Any) -> Any:
+    import dataclasses
+
+    from kubectl_gpu.inspect.pending import legacy_pending_step
+
+    return dataclasses.replace(report, next_step=legacy_pending_step(pod, nodes, pods))
 
 
 @command.command("claim", epilog=exits.TABLE)
