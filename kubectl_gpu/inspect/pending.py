@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
-from kubectl_gpu.core import QuantityError, parse_kubernetes_quantity
+from kubectl_gpu.dra.quantity import QuantityError, parse_kubernetes_quantity
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel, is_dra_node
 from kubectl_gpu.inspect.legacy import legacy_pod
 
