@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.cli.describe import dra_node_label_option, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, fail,
                                           fitted_translate_options, translate_options)

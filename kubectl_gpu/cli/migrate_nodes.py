@@ -8,7 +8,7 @@ import sys
 import time
 import click
 
-from kubectl_gpu.cli.describe import dra_node_label_option, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, fail
 

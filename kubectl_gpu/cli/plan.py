@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, ProfileChoices, fail, fitted_translate_options,
                                           read_files, translate_options)
