@@ -327,7 +327,6 @@ class Admission:
             return allow()
         selectors = self.config.dra_node_selectors
         findings: dict[str, list[str]] = {}
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
         try:
             if selectors:
                 node_labels: dict[str, dict[str, str]] = {}

@@ -34,7 +34,6 @@ from kubectl_gpu.manifests.report import print_report, print_write_failures
 
 EXIT_OK = exits.OK
 EXIT_CHANGES = exits.FINDINGS  # --check/--diff: something would change (kubectl diff exits 1 too)
-EXIT_USAGE = exits.USAGE
 EXIT_NOT_MIGRATED = exits.NOT_MIGRATED  # some input could not be migrated; the rest was still written
 
 EPILOG = """\b
