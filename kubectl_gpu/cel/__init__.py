@@ -25,12 +25,11 @@ from kubectl_gpu.lazy_exports import homes_of, lazy_exports
 # is DRA's own vocabulary and lives in kubectl_gpu.dra.
 _HOMES = {
     "errors": ("CelCompileError", "CelRuntimeError"),
-    "selector": ("CELPY", "FAST", "CompiledSelector", "Gates", "compile_selector", "environment_for"),
+    "selector": ("FAST", "CompiledSelector", "Gates", "compile_selector", "environment_for"),
 }
 __getattr__ = lazy_exports(__name__, globals(), homes_of(_HOMES))
 
 __all__ = [
-    "CELPY",
     "FAST",
     "CelCompileError",
     "CelRuntimeError",
