@@ -34,7 +34,7 @@ def gpu_memory_quantity(_ctx: click.Context, _param: click.Parameter, value: str
     """--gpu-memory's check (migrate and the fleet commands): a memory quantity above zero."""
     if value is None:
         return None
-    from kubectl_gpu.core import QuantityError, parse_quantity  # loaded only when the option is given
+    from kubectl_gpu.dra.quantity import QuantityError, parse_quantity  # loaded only when the option is given
 
     try:
         if parse_quantity(value) <= 0:
