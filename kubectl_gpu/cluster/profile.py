@@ -82,10 +82,6 @@ class ClusterProfile:
             found.extend(devices_from_slice(slice_obj))
         return tuple(found)
 
-    @property
-    def class_names(self) -> tuple[str, ...]:
-        return tuple(sorted(str((c.get("metadata") or {}).get("name", "")) for c in self.device_classes))
-
     def mig_profiles(self) -> tuple[str, ...]:
         """The MIG profiles NVIDIA's driver publishes here (its `profile` attribute)."""
         found = {d.attribute("profile") for d in self.devices
