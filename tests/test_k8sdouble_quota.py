@@ -177,6 +177,8 @@ def test_a_claim_made_from_a_template_is_charged_and_its_pod_waits_when_refused(
     assert claims[0]["metadata"]["name"].startswith("first-gpu-")
     assert double.get("pods", "first", "team")["status"]["resourceClaimStatuses"] == [
         {"name": "gpu", "resourceClaimName": claims[0]["metadata"]["name"]}]
+    # No node publishes devices here: the pod stays Pending and its claim unallocated.
+    assert "status" not in claims[0] or not claims[0]["status"].get("allocation")
     second = double.get("pods", "second", "team")
     assert second["status"]["phase"] == "Pending" and "nodeName" not in second["spec"]
     refusal = [e for e in double.list("events", "team") if e["reason"] == "FailedResourceClaimCreation"]
@@ -185,3 +187,24 @@ def test_a_claim_made_from_a_template_is_charged_and_its_pod_waits_when_refused(
         in refusal[0]["message"]
     core.delete_namespaced_pod("first", "team")
     assert [c["metadata"]["ownerReferences"][0]["name"] for c in double.list("resourceclaims", "team")] == ["second"]
+
+
+def test_binding_a_pod_allocates_its_claim_on_the_node_it_runs_on():
+    with K8sDouble(controllers=True, random_seed=3) as api:
+        api.seed({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "dra-1"},
+                  "status": {"allocatable": {"cpu": "8"}}},
+                 {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "dra-1-gpus"},
+                  "spec": {"driver": "gpu.nvidia.com", "nodeName": "dra-1",
+                           "pool": {"name": "dra-1", "generation": 1, "resourceSliceCount": 1},
+                           "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}},
+                 {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                  "metadata": {"name": "one-gpu", "namespace": "default"},
+                  "spec": {"spec": {"devices": {"requests": [exactly("gpu")]}}}})
+        for name in ("a", "b"):
+            client.CoreV1Api(api.api_client()).create_namespaced_pod("default", {
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+                "spec": {"containers": [{"name": "main", "image": "cuda"}],
+                         "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]}})
+        allocated = sorted((c["status"]["reservedFor"][0]["name"], c["status"]["allocation"]["devices"]["results"][0]["device"])
+                           for c in api.list("resourceclaims"))
+        assert allocated == [("a", "gpu-0"), ("b", "gpu-1")]

@@ -417,8 +417,39 @@ class WorkloadControllers:
             kind = self.kind("pods")
             self.store.update(kind, clone(bound), force=True)
             self.store.update(kind, bound, subresource="status", force=True)
+            self._allocate(bound, node)
             changed = True
         return changed
+
+    def _allocate(self, pod: dict, node: dict) -> None:
+        """What the scheduler writes into a bound pod's claims: ``status.allocation`` (devices of the
+        node's ResourceSlices no other claim holds; the first alternative of a firstAvailable list)
+        and ``reservedFor`` the pod."""
+        claims_kind = self.kind("resourceclaims")
+        namespace = _meta(pod).get("namespace", "")
+        held = {(r.get("pool"), r.get("device")) for c in self.objects("resourceclaims")
+                for r in (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or ()}
+        free = [(s["spec"]["driver"], s["spec"]["pool"]["name"], d["name"]) for s in self.objects("resourceslices")
+                if (s.get("spec") or {}).get("nodeName") == _meta(node)["name"] for d in s["spec"].get("devices") or ()
+                if (s["spec"]["pool"]["name"], d["name"]) not in held]
+        for status in (pod.get("status") or {}).get("resourceClaimStatuses") or ():
+            entry = self.store.get(claims_kind, namespace, status.get("resourceClaimName") or "")
+            if entry is None or (entry.obj.get("status") or {}).get("allocation"):
+                continue
+            results = []
+            for request in ((entry.obj.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                name, shape = request.get("name"), request.get("exactly")
+                if shape is None and request.get("firstAvailable"):
+                    shape = request["firstAvailable"][0]
+                    name = f"{name}/{shape.get('name')}"
+                for _ in range(int((shape or {}).get("count") or 1)):
+                    if free:
+                        driver, pool, device = free.pop(0)
+                        results.append({"request": name, "driver": driver, "pool": pool, "device": device})
+            claim = clone(entry.obj)
+            claim["status"] = {"allocation": {"devices": {"results": results}},
+                               "reservedFor": [{"resource": "pods", "name": _meta(pod)["name"], "uid": _meta(pod)["uid"]}]}
+            self.store.update(claims_kind, claim, subresource="status", force=True)
 
     def _devices_wanted(self, pod: dict) -> int | None:
         namespace = _meta(pod).get("namespace", "")
