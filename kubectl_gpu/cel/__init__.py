@@ -22,7 +22,8 @@ from kubectl_gpu.lazy_exports import homes_of, lazy_exports
 # ResourceSlices (device.py: describe, doctor) needs neither the compiler nor cel-python, lark and
 # pendulum under it (about 0.16 s of every describe's start-up).
 _HOMES = {
-    "device": ("Device", "InvalidResourceSlice", "devices_from_slice", "is_resource_slice", "make_device"),
+    "device": ("Device", "InvalidResourceSlice", "PlacementFacts", "SliceFacts", "Taint", "devices_from_slice",
+               "is_resource_slice", "make_device", "read_slice"),
     "errors": ("CelCompileError", "CelRuntimeError"),
     "gates": ("DEFAULT_MINOR", "DRA_GATES", "SUPPORTED_MINORS", "default_gates", "kubernetes_minor"),
     "selector": ("CELPY", "FAST", "CompiledSelector", "Gates", "compile_selector", "environment_for"),
@@ -42,6 +43,9 @@ __all__ = [
     "SUPPORTED_MINORS",
     "Device",
     "InvalidResourceSlice",
+    "PlacementFacts",
+    "SliceFacts",
+    "Taint",
     "InvalidValue",
     "Quantity",
     "Semver",
@@ -52,4 +56,5 @@ __all__ = [
     "devices_from_slice",
     "is_resource_slice",
     "make_device",
+    "read_slice",
 ]
