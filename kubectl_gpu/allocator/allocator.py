@@ -103,3 +103,34 @@ def _with_rules(facts: SliceFacts, rules: Sequence[TaintRule]) -> SliceFacts:
             changed = True
         devices.append(device)
     return dataclasses.replace(facts, devices=tuple(devices)) if changed else facts
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """A pod's claims tried on nodes, as the scheduler's filter tries them: every node's outcome,
+    and the node chosen (the first, in the order given, where everything was allocated).  An
+    error on any node that is not confined to that node (a CEL runtime error, an invalid claim)
+    keeps the pod pending everywhere: ``error`` says which."""
+
+    outcomes: tuple[Outcome, ...]
+
+    @property
+    def error(self) -> Outcome | None:
+        return next((o for o in self.outcomes if o.kind == ERROR and not o.node_only), None)
+
+    @property
+    def chosen(self) -> Outcome | None:
+        if self.error is not None:
+            return None
+        return next((o for o in self.outcomes if o.allocated), None)
+
+
+def place(allocator: Allocator, claims: Sequence[Claim], nodes: Sequence[Node]) -> Placement:
+    """Try ``claims`` (one pod's) on each node; stops at the first error that is the pod's, not the node's."""
+    outcomes = []
+    for node in nodes:
+        outcome = allocator.allocate(claims, node)
+        outcomes.append(outcome)
+        if outcome.kind == ERROR and not outcome.node_only:
+            break
+    return Placement(tuple(outcomes))
