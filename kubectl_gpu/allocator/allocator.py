@@ -50,7 +50,8 @@ class Allocator:
                 self.shared.append(facts)
         self._compiled: dict[str, Any] = {}
         self._verdicts: dict[str, dict[int, Verdict]] = {}
-        self._counters: dict[str, Any] = {}  # pool id -> counters left after the allocated devices
+        # Per AllocatedState (compared by identity): pool id -> counters left after its devices.
+        self._counters: list[tuple[AllocatedState, dict[str, Any]]] = []
 
     def node_names(self) -> list[str]:
         """The nodes some slice names, by name."""
@@ -59,18 +60,30 @@ class Allocator:
     def devices(self) -> list[Device]:
         return [d for s in self.slices for d in s.devices]
 
-    def allocate(self, claims: Sequence[Claim], node: Node) -> Outcome:
-        """Allocate every claim of ``claims`` (one pod's) on ``node``, as the scheduler's filter does."""
+    def allocate(self, claims: Sequence[Claim], node: Node, allocated: AllocatedState | None = None) -> Outcome:
+        """Allocate every claim of ``claims`` (one pod's) on ``node``, as the scheduler's filter does;
+        ``allocated`` replaces what the cluster holds (explaining a claim that holds devices itself)."""
+        state = self.allocated if allocated is None else allocated
         node_slices = self.on_node.get(node.name, []) + self.shared
         pools = gather(node_slices, node, self.features, self.slices)
         if isinstance(pools, str):
             return Outcome(ERROR, node.name, error=pools)
-        return Allocation(claims, node, pools, self.classes, self.allocated, self.features, self.evaluate,
-                          self.budget, self._counters).run()
+        counters = next((cache for known, cache in self._counters if known is state), None)
+        if counters is None:
+            counters = {}
+            self._counters.append((state, counters))
+        return Allocation(claims, node, pools, self.classes, state, self.features, self.evaluate,
+                          self.budget, counters).run()
 
     def prime(self, expression: str, devices: Sequence[Device]) -> None:
         """Evaluate a selector on many devices at once (the search then finds each verdict)."""
         self.evaluate(expression, devices)
+
+    def remember(self, expression: str, devices: Sequence[Device], verdicts: Sequence[Verdict]) -> None:
+        """Keep verdicts evaluated elsewhere (True, False or the CEL runtime error's message)."""
+        known = self._verdicts.setdefault(expression, {})
+        for device, verdict in zip(devices, verdicts):
+            known[id(device)] = verdict
 
     def evaluate(self, expression: str, devices: Sequence[Device]) -> list[Verdict]:
         compiled = self._compiled.get(expression)

@@ -15,6 +15,8 @@ class Node:
 
     name: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    # Labels not known (explain without Node objects): every node selector is taken to match.
+    unknown_labels: bool = False
 
 
 class InvalidNodeSelector(ValueError):
@@ -33,6 +35,8 @@ def node_matches(node: Node | None, node_name: str | None, all_nodes: bool, sele
 
 
 def selector_matches(selector: Mapping[str, Any], node: Node | None) -> bool:
+    if node is not None and node.unknown_labels:
+        return True
     terms = selector.get("nodeSelectorTerms") or []
     if not isinstance(terms, list):
         raise InvalidNodeSelector("nodeSelectorTerms must be a list")

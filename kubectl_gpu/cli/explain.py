@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import click
 
-from kubectl_gpu.cel import Device, InvalidResourceSlice
+from kubectl_gpu.cel import InvalidResourceSlice, SliceFacts
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.collector import with_collector_paused
@@ -205,7 +205,7 @@ def _live_devices(options: ClusterOptions) -> Any:
 
 
 def _profile(slices: list[Any], classes: list[Any], kubernetes_version: str | None,
-             feature_gates: str | None) -> tuple[frozenset[str] | None, Sequence[Device]]:
+             feature_gates: str | None) -> tuple[frozenset[str] | None, Sequence[SliceFacts]]:
     """The DRA feature gates of the cluster these objects describe (kubectl_gpu.cluster), so a new
     claim compiles as that API server would compile it (None, the CEL default, when nothing says),
     and the devices of the slices, which the profile reads to prove gates and explain reuses."""
@@ -219,7 +219,7 @@ def _profile(slices: list[Any], classes: list[Any], kubernetes_version: str | No
     except ProfileError as err:
         raise click.UsageError(str(err)) from err
     gates = profile.feature_gates if profile.kubernetes_minor is not None or overrides else None
-    return gates, profile.devices
+    return gates, profile.slice_facts
 
 
 @with_collector_paused  # reading and building 8,000 devices makes millions of acyclic objects
@@ -245,7 +245,7 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
         if not slices:
             raise InputError("no ResourceSlices to explain against: the cluster publishes none; pass --slices FILE "
                              "(kubectl get resourceslices -o yaml), put them in the -f file, or use --local")
-    gates, slice_devices = _profile(slices, classes, kubernetes_version, feature_gates)
+    gates, slice_facts = _profile(slices, classes, kubernetes_version, feature_gates)
     try:
         explanation = explain_objects(
             claims=main.claims,
@@ -254,8 +254,8 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
             allocated_claims=allocated_claims,
             avoid_nodes=avoid,
             gates=gates,
-            slice_devices=slice_devices,
+            slice_facts=slice_facts,
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
-    return explanation, (main, extra, allocated, slices, classes, slice_devices)
+    return explanation, (main, extra, allocated, slices, classes, slice_facts)

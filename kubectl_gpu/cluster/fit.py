@@ -21,7 +21,9 @@ from kubectl_gpu.cel.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
 from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
 from kubectl_gpu.core.facts import device_plugin_mig_resource, gpu_device_class_names
+from kubectl_gpu.allocator import Allocator
 from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
+from kubectl_gpu.explain.judge import Cluster, build_allocator
 from kubectl_gpu.explain.model import ClaimResult
 
 from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
@@ -222,8 +224,17 @@ def _class_specs(profile: ClusterProfile) -> dict[str, DeviceClassSpec]:
 
 def explain_against(claim: ClaimObject, profile: ClusterProfile, namespace: str = "default") -> ClaimResult:
     spec = parse_claim(claim.manifest(namespace))
-    # A new claim compiles under the cluster's gates, as the API server compiles it.
-    return explain_claim(spec, profile.devices, _class_specs(profile), gates=profile.feature_gates)
+    # A new claim compiles under the cluster's gates, as the API server compiles it; the
+    # allocator judges it against the profile's slices (counter sets and pools included).
+    return explain_claim(spec, profile.devices, _class_specs(profile), gates=profile.feature_gates,
+                         judge=_judge(profile, tuple(a.device_class for r in spec.requests for a in r.alternatives)))
+
+
+@functools.lru_cache(maxsize=8)
+def _judge(profile: ClusterProfile, class_names: tuple[str, ...]) -> tuple[Allocator, Cluster]:
+    """One allocator per profile (and the classes a claim names): its selector verdicts are kept."""
+    cluster = Cluster(profile.slice_facts, profile.feature_gates)
+    return build_allocator(cluster, _class_specs(profile), class_names, None, ()), cluster
 
 
 def unsatisfiable(claims: Sequence[ClaimObject], profile: ClusterProfile) -> dict[str, str]:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kubectl_gpu.cel import Device, devices_from_slice, is_resource_slice
+from kubectl_gpu.cel import Device, SliceFacts, is_resource_slice, read_slice
 from kubectl_gpu.cel.device import current_slices
 from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
 from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
@@ -77,12 +77,14 @@ class ClusterProfile:
         return name in self.feature_gates
 
     @functools.cached_property
+    def slice_facts(self) -> tuple[SliceFacts, ...]:
+        """The newest generation of each pool's slices, read for the allocator."""
+        return tuple(read_slice(slice_obj) for slice_obj in current_slices(self.resource_slices))
+
+    @functools.cached_property
     def devices(self) -> tuple[Device, ...]:
         """Every device of the newest generation of each pool (what the scheduler considers)."""
-        found: list[Device] = []
-        for slice_obj in current_slices(self.resource_slices):
-            found.extend(devices_from_slice(slice_obj))
-        return tuple(found)
+        return tuple(device for facts in self.slice_facts for device in facts.devices)
 
     @property
     def class_names(self) -> tuple[str, ...]:

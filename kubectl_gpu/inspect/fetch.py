@@ -314,7 +314,7 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: Gates
                            classes=dra_objects.classes, allocated_claims=others,
                            avoid_nodes=dra_objects.double_counted_nodes(),
                            gates=profile.feature_gates if profile is not None else None,
-                           slice_devices=profile.devices if profile is not None else None)
+                           slice_facts=profile.slice_facts if profile is not None else None)
 
 
 def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: GatesFor | None = None) -> Any:
