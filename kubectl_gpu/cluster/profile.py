@@ -163,7 +163,8 @@ def build_profile(
     elif server_gates is not None and server_gates.note:
         how[0] += f" ({server_gates.note})"
     try:
-        devices = ClusterProfile(source, minor, served, gates, "", tuple(classes), tuple(slices)).devices
+        first = ClusterProfile(source, minor, served, gates, "", tuple(classes), tuple(slices))
+        facts, devices = first.slice_facts, first.devices
     except ValueError as err:  # InvalidResourceSlice
         raise ProfileError(f"{source}: {err}") from err
     proven = any(d.allow_multiple_allocations for d in devices)
@@ -174,8 +175,9 @@ def build_profile(
         gates = apply_overrides(gates, gate_overrides)
         how.append("--feature-gates: " + ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(gate_overrides.items())))
     profile = ClusterProfile(source, minor, served, frozenset(gates), "; ".join(how), tuple(classes), tuple(slices))
-    # The same slices give the same devices: hand them to the profile's cached_property (which
-    # keeps its value in the instance's __dict__) rather than build 8,000 devices a second time.
+    # The same slices give the same devices: hand them to the profile's cached_properties (which
+    # keep their values in the instance's __dict__) rather than build 8,000 devices a second time.
+    vars(profile)["slice_facts"] = facts
     vars(profile)["devices"] = devices
     return profile
 
