@@ -558,11 +558,13 @@ def _claim_verdict(claim: ClaimSpec, requests: tuple[RequestResult, ...], alloca
                    allocations: Allocations | None) -> _Verdict:
     """The structured allocator decides; explain's per-request findings word the reasons."""
     blocked = [r for r in requests if not r.allocatable]
-    fatal = next((r for r in blocked if any(a.fatal_error or a.class_source == "missing" or a.in_class == 0 and
-                                            a.selectors and any(s.compile_error for s in a.selectors)
-                                            for a in r.alternatives)), None)
-    if fatal is not None:
-        return _Verdict(False, None, f"cannot be allocated: request {fatal.name}: {fatal.verdict}", requests)
+    # A missing class or a selector that does not compile: explain's wording says what to fix
+    # (the API server or the scheduler refuses before any search).  A CEL runtime error is the
+    # search's to meet: a device in use is skipped before its selectors run.
+    refused = next((r for r in blocked if all(a.class_source == "missing" or any(s.compile_error for s in a.selectors)
+                                              for a in r.alternatives)), None)
+    if refused is not None:
+        return _Verdict(False, None, f"cannot be allocated: request {refused.name}: {refused.verdict}", requests)
     state = allocated_state(allocations, (claim.ref,)) if claim.allocated or allocations else None
     target = allocator_claim(claim)
     # A node's search can end in an error only where a selector fails on a device: then every
@@ -577,8 +579,8 @@ def _claim_verdict(claim: ClaimSpec, requests: tuple[RequestResult, ...], alloca
         steps += outcome.steps
         if outcome.kind == ALLOCATOR_ERROR:
             if not outcome.node_only:
-                first = blocked[0] if blocked else None
-                reason = f"request {first.name}: {first.verdict}" if first else outcome.error
+                failing = next((r for r in blocked if any(a.fatal_error for a in r.alternatives)), None)
+                reason = f"request {failing.name}: {failing.verdict}" if failing else outcome.error
                 return _Verdict(False, None, f"cannot be allocated: {reason}", requests, steps=steps)
             failed_on_node = failed_on_node or outcome
         elif outcome.kind == BUDGET_EXHAUSTED:
@@ -620,7 +622,14 @@ def _with_choices(requests: tuple[RequestResult, ...], chosen: Mapping[str, str]
     for request in requests:
         pick = chosen.get(request.name)
         full = f"{request.name}/{pick}" if pick else None
-        if full is None or request.chosen == full:
+        if full is None:
+            if not request.allocatable:  # a selector failed only on devices the search never reached
+                request = dataclasses.replace(request, allocatable=True, chosen=request.alternatives[0].name, verdict=(
+                    "can be allocated: the devices a selector fails on are in use, and the scheduler skips them "
+                    "before evaluating selectors"))
+            updated.append(request)
+            continue
+        if request.chosen == full:
             updated.append(request)
             continue
         alternative = next(a for a in request.alternatives if a.name == full)
