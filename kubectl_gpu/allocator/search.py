@@ -349,9 +349,11 @@ class Allocation:
     # -- allocateDevice -------------------------------------------------------------------------
 
     def _capacity_fits(self, request: SubRequest, device: Device) -> bool:
-        fits = cap.fits(device, request.capacity, self.allocated.capacity.get(device.id),
-                        self.allocating_capacity.get(device.id))
-        return bool(fits)
+        allocated = self.allocated.capacity.get(device.id)
+        allocating = self.allocating_capacity.get(device.id)
+        if not request.capacity and not device.request_policies and not allocated and not allocating:
+            return True  # each capacity consumed whole, once: it fits itself
+        return bool(cap.fits(device, request.capacity, allocated, allocating))
 
     def _in_use(self, device_id: str) -> bool:
         return device_id in self.allocated.devices or bool(self.allocating.get(device_id))
@@ -440,11 +442,13 @@ class Allocation:
 
     # -- counters ---------------------------------------------------------------------------------
 
-    def _available(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
-        """The pool's counters less what the devices allocated already consume (computed once)."""
-        available = self.available_counters.get(pool.id)
-        if available is None:
-            available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+    def _available(self, pool: Pool) -> tuple[dict[str, dict[str, Fraction]], bool]:
+        """The pool's counters less what the devices allocated already consume, and whether one
+        of them is overdrawn (computed once per pool).  Whole amounts are ints: the search adds
+        and compares them at every step."""
+        known = self.available_counters.get(pool.id)
+        if known is None:
+            available = {name: {c: _number(v) for c, v in counters.items()} for name, counters in pool.counter_sets.items()}
             for slices in (pool.slices, pool.other_slices):
                 for facts in slices:
                     for device in facts.devices:
@@ -454,31 +458,38 @@ class Allocation:
                             remaining = available.get(set_name, {})
                             for counter, amount in counters.items():
                                 if counter in remaining:
-                                    remaining[counter] -= amount
-            self.available_counters[pool.id] = available
-        return available
+                                    remaining[counter] -= _number(amount)
+            overdrawn = any(v < 0 for counters in available.values() for v in counters.values())
+            known = self.available_counters[pool.id] = (available, overdrawn)
+        return known
 
     def _take_counters(self, pool: Pool, device: Device) -> bool:
-        available = self._available(pool)
+        """checkAvailableCounters: the device's consumption added, and every counter of the pool
+        still within what is available.  Only the sets this device draws on changed; a counter
+        set already overdrawn (by allocated devices) refuses every device, as upstream's check of
+        all the pool's counters does."""
+        available, overdrawn = self._available(pool)
+        if overdrawn:
+            return False
         consumed = self.consumed_counters.setdefault(pool.id, {})
+        fits = True
         for set_name, counters in device.placement.consumes_counters:
             taken = consumed.setdefault(set_name, {})
+            limits = available.get(set_name, {})
             for counter, amount in counters.items():
-                taken[counter] = taken.get(counter, 0) + amount
-        for set_name, counters in available.items():
-            taken = consumed.get(set_name, {})
-            for counter, amount in counters.items():
-                if amount < taken.get(counter, 0):
-                    self._return_counters(pool, device)
-                    return False
-        return True
+                total = taken[counter] = taken.get(counter, 0) + _number(amount)
+                if counter in limits and limits[counter] < total:
+                    fits = False
+        if not fits:
+            self._return_counters(pool, device)
+        return fits
 
     def _return_counters(self, pool: Pool, device: Device) -> None:
         consumed = self.consumed_counters.get(pool.id, {})
         for set_name, counters in device.placement.consumes_counters:
             taken = consumed.setdefault(set_name, {})
             for counter, amount in counters.items():
-                taken[counter] = taken.get(counter, 0) - amount
+                taken[counter] = taken.get(counter, 0) - _number(amount)
 
     # -- the result -------------------------------------------------------------------------------
 
@@ -527,6 +538,11 @@ class Allocation:
         if fields:
             term["matchFields"] = fields
         return {"nodeSelectorTerms": [term]}
+
+
+def _number(value: Fraction) -> Fraction | int:
+    """A whole amount as an int (quantities are mostly whole bytes): ints add and compare fast."""
+    return value.numerator if value.denominator == 1 else value
 
 
 def _same_requirement(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
