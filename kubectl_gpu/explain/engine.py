@@ -188,7 +188,6 @@ def explain_claim(
         requests=verdict.requests,
         allocation=verdict.allocation,
         undecided=verdict.undecided,
-        search_steps=verdict.steps,
     )
 
 
@@ -551,7 +550,6 @@ class _Verdict:
     requests: tuple[RequestResult, ...]
     allocation: tuple[AllocatedDevice, ...] = ()
     undecided: bool = False
-    steps: int = 0
 
 
 def _claim_verdict(claim: ClaimSpec, requests: tuple[RequestResult, ...], allocator: Allocator, cluster: Cluster,
@@ -570,18 +568,16 @@ def _claim_verdict(claim: ClaimSpec, requests: tuple[RequestResult, ...], alloca
     # A node's search can end in an error only where a selector fails on a device: then every
     # node is tried (the scheduler's filter runs on all of them); otherwise the first fit is the answer.
     every_node = any(s.errors for r in requests for a in r.alternatives for s in a.selectors)
-    steps = 0
     failed_on_node: Outcome | None = None
     undecided: Outcome | None = None
     chosen: Outcome | None = None
     for node in candidate_nodes(allocator, cluster, AVOID_NODES.get()):
         outcome = allocator.allocate([target], node, state)
-        steps += outcome.steps
         if outcome.kind == ALLOCATOR_ERROR:
             if not outcome.node_only:
                 failing = next((r for r in blocked if any(a.fatal_error for a in r.alternatives)), None)
                 reason = f"request {failing.name}: {failing.verdict}" if failing else outcome.error
-                return _Verdict(False, None, f"cannot be allocated: {reason}", requests, steps=steps)
+                return _Verdict(False, None, f"cannot be allocated: {reason}", requests)
             failed_on_node = failed_on_node or outcome
         elif outcome.kind == BUDGET_EXHAUSTED:
             undecided = undecided or outcome
@@ -594,17 +590,16 @@ def _claim_verdict(claim: ClaimSpec, requests: tuple[RequestResult, ...], alloca
         devices = tuple(AllocatedDevice(d.request, d.driver, d.pool, d.device) for d in allocation.devices)
         node = chosen.node
         where = f" on node {node}" if node != SHARED_NODE else ""
-        return _Verdict(True, node, f"can be allocated{where}", _with_choices(requests, allocation.chosen),
-                        devices, steps=steps)
+        return _Verdict(True, node, f"can be allocated{where}", _with_choices(requests, allocation.chosen), devices)
     if undecided is not None:
         return _Verdict(False, None, (
             f"cannot be decided: on node {undecided.node} {undecided.error}; no other node fits"), requests,
-            undecided=True, steps=steps)
+            undecided=True)
     if blocked:
         first = blocked[0]
-        return _Verdict(False, None, f"cannot be allocated: request {first.name}: {first.verdict}", requests, steps=steps)
+        return _Verdict(False, None, f"cannot be allocated: request {first.name}: {first.verdict}", requests)
     if failed_on_node is not None:
-        return _Verdict(False, None, f"cannot be allocated: {failed_on_node.error}", requests, steps=steps)
+        return _Verdict(False, None, f"cannot be allocated: {failed_on_node.error}", requests)
     detail = ""
     if claim.constraints:
         detail = " with " + ", ".join(
@@ -613,7 +608,7 @@ def _claim_verdict(claim: ClaimSpec, requests: tuple[RequestResult, ...], alloca
     return _Verdict(False, None, (
         "cannot be allocated: every request fits alone, but no node has enough distinct free devices "
         f"for all of them together{detail} (the scheduler's allocator tried every combination, with device "
-        "taints, shared counters and devices in use)"), requests, steps=steps)
+        "taints, shared counters and devices in use)"), requests)
 
 
 def _with_choices(requests: tuple[RequestResult, ...], chosen: Mapping[str, str]) -> tuple[RequestResult, ...]:

@@ -149,7 +149,6 @@ class ClaimResult:
     requests: tuple[RequestResult, ...]
     allocation: tuple[AllocatedDevice, ...] = ()  # the devices the scheduler's allocator picks, when allocatable
     undecided: bool = False  # the allocator's search stopped at its step budget before an answer
-    search_steps: int = 0  # the allocator's search steps, over every node tried
 
 
 @dataclass(frozen=True)
