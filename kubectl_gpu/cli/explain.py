@@ -87,6 +87,20 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     how many are free, and CEL runtime errors as the scheduler reports them (a missing attribute
     aborts scheduling; it is not a non-match).  Without a DeviceClass for gpu.nvidia.com or
     mig.nvidia.com the NVIDIA driver's definitions are used, and the output says so.
+
+    \b
+    Whether a claim can be allocated, on which node and with which devices (pool/device per
+    request, the firstAvailable alternative chosen) is decided by Kubernetes' structured
+    allocator (k8s.io/dynamic-resource-allocation structured at commit 3d03671), as the
+    scheduler runs it, with the cluster's DRA feature gates:
+      always           counts, allocationMode All, matchAttribute, distinctAttribute,
+                       pools (generations, resourceSliceCount), 32 devices per claim
+      1.34+            admin access, prioritized lists (firstAvailable)
+      1.36+            partitionable devices (shared counters: DynamicMIG), device taints
+                       and tolerations, consumable capacity, binding conditions
+      1.37+            DeviceTaintRules
+      gate only        list-type attributes (DRAListTypeAttributes)
+    A search that exceeds its step budget says "cannot be decided", never "cannot be allocated".
     """
     options = ClusterOptions(**values)
     output = options.output

@@ -109,6 +109,9 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
     style = "bold green" if claim.allocatable else "bold red"
     console.print(text(f"{claim.kind} {_ref(claim.namespace, claim.name)} ({claim.api_version})", style="bold"))
     console.print(text(f"  {claim.verdict}", style=style))
+    if claim.allocation:
+        chosen = ", ".join(f"{d.request}: {d.pool}/{d.device}" for d in claim.allocation)
+        console.print(text(f"  devices the scheduler would allocate: {chosen}"))
     for note in claim.notes:
         console.print(text(f"  note: {note}"))
     table = KubeTable("REQUEST", "CLASS", "NEEDS", "IN CLASS", "MATCH", "FREE", "BEST NODE", "RESULT", wide=wide)
