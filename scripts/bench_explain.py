@@ -49,7 +49,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kubectl_gpu.cel import CELPY, FAST, compile_selector, devices_from_slice  # noqa: E402
+from kubectl_gpu.cel import CELPY, FAST, compile_selector
+from kubectl_gpu.dra.devices import devices_from_slice  # noqa: E402
 from kubectl_gpu.explain import explain_objects  # noqa: E402
 from kubectl_gpu.explain.loading import load_documents  # noqa: E402
 from kubectl_gpu.explain.render import to_dict  # noqa: E402
@@ -162,10 +163,10 @@ def build_mig_slices() -> tuple[list[dict], list[dict]]:
 
 def search_steps(slices: list[dict], holders: list[dict]) -> int:
     """The allocator's steps (upstream's allocateOne calls) over the nodes explain tries, in its order."""
-    from kubectl_gpu.cel import read_slice
+    from kubectl_gpu.dra.devices import read_slice
     from kubectl_gpu.explain import allocations_from_claims, parse_claim
     from kubectl_gpu.explain.judge import Cluster, allocator_claim, build_allocator, candidate_nodes
-    from kubectl_gpu.cel.gates import normalize_gates
+    from kubectl_gpu.dra.gates import normalize_gates
 
     cluster = Cluster([read_slice(s) for s in slices], normalize_gates(None))
     allocator = build_allocator(cluster, {}, ["gpu.nvidia.com", "mig.nvidia.com"], allocations_from_claims(holders), ())
@@ -189,7 +190,7 @@ MIG_CLAIM = {
 
 
 def bench_dynamic_mig() -> None:
-    from kubectl_gpu.cel import read_slice
+    from kubectl_gpu.dra.devices import read_slice
 
     slices, holders = build_mig_slices()
     devices = sum(len(s["spec"].get("devices", ())) for s in slices)

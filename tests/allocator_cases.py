@@ -16,7 +16,8 @@ from kubectl_gpu.allocator import (
     SubRequest,
     Toleration,
 )
-from kubectl_gpu.cel import Quantity, read_slice
+from kubectl_gpu.dra.devices import read_slice
+from kubectl_gpu.dra.values import Quantity
 
 # Upstream's Features fields -> ours.
 FEATURE_NAMES = {

@@ -36,7 +36,8 @@ from kubectl_gpu.allocator import (
     SubRequest,
     Toleration,
 )
-from kubectl_gpu.cel import compile_selector, read_slice
+from kubectl_gpu.cel import compile_selector
+from kubectl_gpu.dra.devices import read_slice
 
 DRIVER = "gpu.example.com"
 SELECTORS = [

@@ -25,7 +25,7 @@ from kubectl_gpu.allocator import (
     SubRequest,
     place,
 )
-from kubectl_gpu.cel import read_slice
+from kubectl_gpu.dra.devices import read_slice
 
 BROKEN = 'device.attributes["some-driver"].healthy'
 CLAIM = "default/my-pod-my-resource"

@@ -21,7 +21,7 @@ import pytest
 
 from tests.allocator_cases import allocated_state, claim, device_class, features, node, quantity_value, slices
 from kubectl_gpu.allocator import ALLOCATED, ERROR, UPSTREAM_COMMIT, Allocator, DeviceResult
-from kubectl_gpu.cel import InvalidResourceSlice
+from kubectl_gpu.dra.devices import InvalidResourceSlice
 
 DATA = json.loads((Path(__file__).parent / "data" / "allocator" / "upstream_cases.json").read_text())
 CASES = {case["name"]: case for case in DATA["cases"]}

@@ -1,8 +1,8 @@
 """The layers docs/design.md states are checked, not only stated: import contracts in
-.importlinter (import-linter, as kopf pins its `_kits`/`_core`/`_cogs` layers) say that the
-translation core and the CEL environment do no I/O and import no face, that the packages form
-one-way layers (no explain <-> inspect cycle), and that the webhook uses only the core, CEL and
-the client of kubectl_gpu."""
+.importlinter (import-linter, as kopf pins its `_kits`/`_core`/`_cogs` layers) say that DRA's
+floor, the CEL environment and the translation core do no I/O and import no face, that the
+packages form one-way layers (no explain <-> inspect cycle, no core <-> CEL one), and that the
+webhook uses none of the CLI's packages."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_no_module_name_is_shared_by_three_modules():
     assert {name: paths for name, paths in holders.items() if len(paths) >= 3} == {}
 
 
-CORE_FACE = ("__init__", "constants", "facts", "driver_config")
+CORE_FACE = ("__init__", "constants")
 
 
 def test_the_core_face_contract_names_every_internal_module_and_every_package_outside_the_core():
@@ -72,3 +72,15 @@ def test_the_core_face_contract_names_every_internal_module_and_every_package_ou
     outside = {f"kubectl_gpu.{p.stem}" for p in (ROOT / "kubectl_gpu").iterdir()
                if p.name not in ("core", "__init__.py", "__pycache__") and (p.suffix == ".py" or p.is_dir())}
     assert set(contract["source_modules"].split()) == outside | {"webhook"}
+
+
+def test_the_layers_run_one_way_down_to_dras_floor():
+    """No ":" in the layers contract: no two packages import each other (the core once imported
+    CEL and CEL the core's quantities); the core stands on CEL, CEL on what DRA is (kubectl_gpu.dra),
+    and that floor is pure (its own contract)."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / ".importlinter")
+    layers = [line.strip() for line in config["importlinter:contract:layers"]["layers"].splitlines() if line.strip()]
+    assert not any(":" in layer for layer in layers), layers
+    assert layers.index("kubectl_gpu.core") < layers.index("kubectl_gpu.cel") < layers.index("kubectl_gpu.dra")
+    assert "kubectl_gpu.dra" in config["importlinter:contract:pure-dra"]["source_modules"].split()

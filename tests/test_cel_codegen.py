@@ -11,7 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gpu.cel import CELPY, CelCompileError, compile_selector, make_device
+from kubectl_gpu.cel import CELPY, CelCompileError, compile_selector
+from kubectl_gpu.dra.devices import make_device
 from kubectl_gpu.cel import codegen
 from kubectl_gpu.cel.checker import NEWEST
 from kubectl_gpu.cel.cost import MAX_COST

@@ -15,8 +15,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gpu.cel import CELPY, FAST, CelCompileError, CelRuntimeError, compile_selector, make_device
-from kubectl_gpu.cel.values import Semver
+from kubectl_gpu.cel import CELPY, FAST, CelCompileError, CelRuntimeError, compile_selector
+from kubectl_gpu.dra.devices import make_device
+from kubectl_gpu.dra.values import Semver
 
 DOMAIN = "gpu.nvidia.com"
 GATES = frozenset({"DRAListTypeAttributes", "DRAConsumableCapacity"})

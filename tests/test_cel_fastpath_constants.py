@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu.cel import CELPY, FAST, CelRuntimeError, compile_selector, lib, make_device
-from kubectl_gpu.cel.values import Semver
+from kubectl_gpu.cel import CELPY, FAST, CelRuntimeError, compile_selector, lib
+from kubectl_gpu.dra.devices import make_device
+from kubectl_gpu.dra.values import Semver
 
 DEVICES = [make_device("gpu.nvidia.com", f"gpu-{i}", attributes={"type": "gpu", "driverVersion": Semver.parse(v)},
                        capacity={"memory": m})

@@ -9,7 +9,9 @@ DRAListTypeAttributes alpha 1.36).
 
 import pytest
 
-from kubectl_gpu.cel import CelCompileError, compile_selector, default_gates, kubernetes_minor, make_device
+from kubectl_gpu.cel import CelCompileError, compile_selector
+from kubectl_gpu.dra.devices import make_device
+from kubectl_gpu.dra.gates import default_gates, kubernetes_minor
 
 MULTI = "device.allowMultipleAllocations"
 

@@ -19,17 +19,10 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu.cel import (
-    CELPY,
-    FAST,
-    CelCompileError,
-    CelRuntimeError,
-    compile_selector,
-    default_gates,
-    devices_from_slice,
-    make_device,
-)
-from kubectl_gpu.cel.values import Semver
+from kubectl_gpu.cel import CELPY, FAST, CelCompileError, CelRuntimeError, compile_selector
+from kubectl_gpu.dra.devices import devices_from_slice, make_device
+from kubectl_gpu.dra.gates import default_gates
+from kubectl_gpu.dra.values import Semver
 
 ENGINES = [FAST, CELPY]
 DRIVER = "dra.example.com"

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from kubectl_gpu.cel import CelCompileError, compile_selector, make_device
+from kubectl_gpu.cel import CelCompileError, compile_selector
+from kubectl_gpu.dra.devices import make_device
 from kubectl_gpu.cel import parser as cel_parser
 from kubectl_gpu.cel import selector as cel_selector
 from kubectl_gpu.cel.parser_hook import set_parsed_store

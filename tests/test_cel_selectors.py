@@ -3,17 +3,9 @@ are absorbed commutatively, compile errors carry positions.  Both engines must a
 
 import pytest
 
-from kubectl_gpu.cel import (
-    CELPY,
-    FAST,
-    CelCompileError,
-    CelRuntimeError,
-    InvalidResourceSlice,
-    Semver,
-    compile_selector,
-    devices_from_slice,
-    make_device,
-)
+from kubectl_gpu.cel import CELPY, FAST, CelCompileError, CelRuntimeError, compile_selector
+from kubectl_gpu.dra.devices import devices_from_slice, InvalidResourceSlice, make_device
+from kubectl_gpu.dra.values import Semver
 
 ENGINES = [FAST, CELPY]
 

@@ -30,9 +30,9 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gpu.cel import InvalidResourceSlice, PlacementFacts, devices_from_slice
-from kubectl_gpu.cel import device as device_module
-from kubectl_gpu.cel.values import Quantity, Semver
+from kubectl_gpu.dra.devices import InvalidResourceSlice, PlacementFacts, devices_from_slice
+from kubectl_gpu.dra import devices as device_module
+from kubectl_gpu.dra.values import Quantity, Semver
 
 DATA = Path(__file__).parent / "data" / "slices"
 SETTINGS = settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -261,7 +261,7 @@ def test_the_cleanup_job_needs_nothing_beyond_its_role(k8s_double, tmp_path):
 
 
 def _memory_limit_bytes(quantity: str) -> int:
-    from kubectl_gpu.core import parse_quantity
+    from kubectl_gpu.dra.quantity import parse_quantity
 
     return int(parse_quantity(quantity))
 

@@ -11,6 +11,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
+from kubectl_gpu.dra.facts import DRA_VERSIONS
+from kubectl_gpu.k8s.paths import WORKLOAD_RESOURCES as WORKLOAD_RESOURCES_TABLE
 from tests.k8sdouble import K8sDouble
 from tests.test_chart_support import (
     CHART,
@@ -32,7 +34,7 @@ pytestmark = needs_helm
 ALL_SETS = (None, *VALUE_SETS)
 MUTATING = "MutatingWebhookConfiguration"
 VALIDATING = "ValidatingWebhookConfiguration"
-WORKLOAD_RESOURCES = {"deployments", "statefulsets", "daemonsets", "replicasets", "jobs", "cronjobs"}
+WORKLOAD_RESOURCES = {resource.plural for resource in WORKLOAD_RESOURCES_TABLE}
 
 
 def _all_entries(docs):
@@ -58,7 +60,7 @@ def test_default_registration():
     assert _resources(validating["dra-objects.kubectl-gpu.io"]) == {"resourceclaims", "resourceclaimtemplates"}
     (dra_rule,) = validating["dra-objects.kubectl-gpu.io"]["rules"]
     assert dra_rule["apiGroups"] == ["resource.k8s.io"]
-    assert set(dra_rule["apiVersions"]) == {"v1", "v1beta2", "v1beta1"}  # 1.32 serves only v1beta1
+    assert set(dra_rule["apiVersions"]) == set(DRA_VERSIONS)  # 1.32 serves only v1beta1
     # Pods are rewritten once, at CREATE; Jobs too (their template is immutable); other workloads
     # on every change of their template.
     assert mutating["pods.kubectl-gpu.io"]["rules"][0]["operations"] == ["CREATE"]

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from kubectl_gpu.cel.gates import default_gates
+from kubectl_gpu.dra.gates import default_gates
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.cluster import ProfileError, build_profile, parse_feature_gates, load_profile_files, read_live_profile
 from kubectl_gpu.explain import explain_objects

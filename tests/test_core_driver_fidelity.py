@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu.cel import compile_selector, make_device
+from kubectl_gpu.cel import compile_selector
+from kubectl_gpu.dra.devices import make_device
 from kubectl_gpu.core import Severity, Sharing, TranslateOptions, translate_pod_template
-from kubectl_gpu.core.driver_config import validate_nvidia_parameters
+from kubectl_gpu.dra.driver_config import validate_nvidia_parameters
 
 NVIDIA = "gpu.nvidia.com"
 

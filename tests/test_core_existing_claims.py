@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.core import (IntegerGpuMode, KnownClaim, Severity, TranslateOptions, claim_spec_requests_gpus,
                               gpus_asked_twice, known_claims, translate_pod_template)
-from kubectl_gpu.core.facts import allocates_gpus, selects_nvidia_gpus
+from kubectl_gpu.dra.facts import allocates_gpus, selects_nvidia_gpus
 from tests.corpus import corpus_file, requires_corpus
 
 DATA = Path(__file__).parent / "data" / "manifests"

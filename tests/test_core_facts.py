@@ -1,5 +1,5 @@
 """The one table of DRA and NVIDIA driver facts agrees with the driver's own output and with the
-names every face uses (kubectl_gpu/core/facts.py; ../shared/STYLE.md items 1-3)."""
+names every face uses (kubectl_gpu/dra/facts.py; ../shared/STYLE.md items 1-3)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_gpu.core import ApiVersion, facts
+from kubectl_gpu.core import ApiVersion
+from kubectl_gpu.dra import facts
 from kubectl_gpu.core.families import mig_profile_of
 
 DRIVER = Path(__file__).resolve().parent / "data" / "driver"

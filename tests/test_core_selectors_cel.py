@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu.cel import compile_selector, devices_from_slice
+from kubectl_gpu.cel import compile_selector
+from kubectl_gpu.dra.devices import devices_from_slice
 from kubectl_gpu.core import TranslateOptions, translate_pod_template
 
 SLICE = {

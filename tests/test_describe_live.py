@@ -294,7 +294,7 @@ def test_kinds_take_kubectls_names(gpu_cluster):
 
 
 def test_describe_reads_the_clusters_devices_without_loading_the_cel_compiler(gpu_cluster):
-    """describe reads ResourceSlices through the one slice parser (kubectl_gpu/cel/device.py) but
+    """describe reads ResourceSlices through the one slice parser (kubectl_gpu/dra/devices.py) but
     compiles no selector: cel-python, lark and pendulum (about 0.16 s of start-up) stay unloaded."""
     import subprocess
     import sys

@@ -8,7 +8,7 @@ import yaml
 
 from kubectl_gpu.inspect.claims import claim_report
 from kubectl_gpu.inspect.cluster import cluster_report
-from kubectl_gpu.cel import devices_from_slice
+from kubectl_gpu.dra.devices import devices_from_slice
 from kubectl_gpu.inspect.devices import current_devices, devices_of_slice
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import ALLOCATED, NOT_CREATED, pod_report

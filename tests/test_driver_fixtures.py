@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from kubectl_gpu.core import ApiVersion, Sharing, TranslateOptions
-from kubectl_gpu.core.facts import SUPPORTED_KUBERNETES_MINORS, DRA_VERSION_SINCE
+from kubectl_gpu.dra.facts import SUPPORTED_KUBERNETES_MINORS, DRA_VERSION_SINCE
 from kubectl_gpu.explain.inputs import explain_objects
 from kubectl_gpu.manifests import MigrateOptions, Source, migrate_sources
 from tests.corpus import MISSING, corpus_dir

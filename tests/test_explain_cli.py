@@ -104,13 +104,13 @@ def test_offline_explain_loads_the_fact_tables_not_the_translation(tmp_path):
     demand, claims, node constraints, and its data model: a tenth of its start-up) is loaded by the
     core's face only when a command translates."""
     probe = ("import atexit, sys, runpy; sys.argv = ['kubectl-gpu', 'explain', '-f', sys.argv[1], '--slices', sys.argv[2]]\n"
-             "atexit.register(lambda: print(' '.join(sorted(m for m in sys.modules if m.startswith('kubectl_gpu.core')))))\n"
+             "atexit.register(lambda: print(' '.join(sorted(m for m in sys.modules if m.startswith(('kubectl_gpu.core', 'kubectl_gpu.dra'))))))\n"
              "runpy.run_module('kubectl_gpu.cli.main', run_name='__main__')\n")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "NO_COLOR": "1"}
     result = subprocess.run([sys.executable, "-c", probe, TEST1, H100], capture_output=True, text=True, env=env,
                             timeout=120)
     loaded = result.stdout.strip().splitlines()[-1].split()
-    assert "kubectl_gpu.core.facts" in loaded, result.stdout + result.stderr
+    assert "kubectl_gpu.dra.facts" in loaded, result.stdout + result.stderr
     assert not {"kubectl_gpu.core.translate", "kubectl_gpu.core.demand", "kubectl_gpu.core.claims",
                 "kubectl_gpu.core.model"} & set(loaded), loaded
 

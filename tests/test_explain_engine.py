@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubectl_gpu.cel import devices_from_slice
+from kubectl_gpu.dra.devices import devices_from_slice
 from kubectl_gpu.explain import ClaimError, ClaimResult, explain_objects, sort_objects
 from kubectl_gpu.explain.render import to_dict
 from tests.corpus import claim_fixture, corpus_file, corpus_files, requires_corpus

@@ -1,4 +1,4 @@
-"""The records explain builds per device (kubectl_gpu.cel.Device, kubectl_gpu.explain.DeviceResult)
+"""The records explain builds per device (kubectl_gpu.dra.devices.Device, kubectl_gpu.explain.DeviceResult)
 have hand-written __init__s (one dict per instance instead of one object.__setattr__ per field);
 they must stay what the dataclass declares: the same parameters in field order with the same
 defaults, a fresh dict for each default map, and frozen."""
@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from kubectl_gpu.cel import Device
+from kubectl_gpu.dra.devices import Device
 from kubectl_gpu.explain import DeviceResult
 
 

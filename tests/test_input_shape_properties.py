@@ -89,7 +89,7 @@ def test_explain_answers_or_names_the_field_for_any_claim(data) -> None:
 @SETTINGS
 @given(st.data())
 def test_a_resource_slice_of_any_shape_is_read_or_refused_by_name(data) -> None:
-    from kubectl_gpu.cel import InvalidResourceSlice, devices_from_slice
+    from kubectl_gpu.dra.devices import devices_from_slice, InvalidResourceSlice
 
     resource_slice = data.draw(changed(SLICES[0]))
     try:

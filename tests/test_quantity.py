@@ -3,7 +3,7 @@
 The vectors are apimachinery's own (k8s.io/apimachinery/pkg/api/resource/quantity_test.go:
 TestQuantityParse, TestParseQuantityString, TestQuantityParseEmit, TestInterpretExponentInt32Bounds);
 ``decQuantity(i, e)`` there is the value i * 10^e. The same parser serves the manifests
-(``parse_quantity``) and CEL's ``quantity()`` (``cel.Quantity.parse``).
+(``parse_quantity``) and CEL's ``quantity()`` (``kubectl_gpu.dra.values.Quantity.parse``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from fractions import Fraction
 
 import pytest
 
-from kubectl_gpu.cel import InvalidValue, Quantity
-from kubectl_gpu.core.quantity import QuantityError, parse_kubernetes_quantity, parse_quantity
+from kubectl_gpu.dra.values import InvalidValue, Quantity
+from kubectl_gpu.dra.quantity import QuantityError, parse_kubernetes_quantity, parse_quantity
 
 MAX_ALLOWED = 2**63 - 1
 

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 
-from kubectl_gpu.k8s import WORKLOAD_RESOURCES, ApiError, Client, Resource
+from kubectl_gpu.k8s import POD, WORKLOAD_RESOURCES, ApiError, Client, Resource
 
 from .mutation import POD_TEMPLATE_PATHS
 from .templates import UNUSED_SINCE_ANNOTATION
@@ -131,7 +131,7 @@ def plan_cleanup(
 
 def _namespace_references(api: Client, namespace: str | None) -> set[ObjectKey]:
     found: set[ObjectKey] = set()
-    for resource in (Resource("v1", "Pod"), *WORKLOAD_RESOURCES):
+    for resource in (POD, *WORKLOAD_RESOURCES):
         try:
             items = api.list(resource, namespace)
         except ApiError as exc:

@@ -18,9 +18,9 @@ from kubectl_gpu.cel import CelCompileError, compile_selector
 from kubectl_gpu.core.constants import DRA_GROUP as RESOURCE_GROUP
 from kubectl_gpu.core.constants import (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, NVIDIA_ATTRIBUTE_DOMAIN,
                                          REMOVED_NVIDIA_ATTRIBUTES)
-from kubectl_gpu.core import facts
-from kubectl_gpu.core.facts import DRA_VERSIONS, FLAT_REQUEST_VERSIONS
-from kubectl_gpu.core.driver_config import (
+from kubectl_gpu.dra import facts
+from kubectl_gpu.dra.facts import DRA_VERSIONS, FLAT_REQUEST_VERSIONS, RETIRED_DRA_VERSIONS
+from kubectl_gpu.dra.driver_config import (
     GPU_CONFIG,
     MIG_DEVICE_CONFIG,
     MPS,
@@ -37,7 +37,7 @@ __all__ = ["FieldError", "ValidationResult", "validate_dra_object", "MAX_WARNING
 FLAT_VERSIONS = FLAT_REQUEST_VERSIONS
 NESTED_VERSIONS = tuple(v for v in DRA_VERSIONS if v not in FLAT_VERSIONS)
 SUPPORTED_VERSIONS = NESTED_VERSIONS + FLAT_VERSIONS
-RETIRED_VERSIONS = ("v1alpha1", "v1alpha2", "v1alpha3")
+RETIRED_VERSIONS = RETIRED_DRA_VERSIONS
 KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 # Device fields of one request; v1 keeps them under ``exactly``, v1beta1 on the request.

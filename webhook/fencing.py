@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu.core import LegacyRequest, escape_pointer, family_of, legacy_requests
 from kubectl_gpu.core.constants import TPU
-from kubectl_gpu.core.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
+from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
 
 __all__ = [
     "DraNodeSelector",

@@ -8,6 +8,8 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
+from kubectl_gpu.k8s.paths import POD, WORKLOAD_RESOURCES
+
 # Admission latency budget is milliseconds; the API server's timeout is 10 s by default.
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 # Label sets whose series are looked up once and kept (bounded all the same; past it, lookups go
@@ -18,8 +20,7 @@ _MAX_REMEMBERED_SERIES = 4096
 # Label values come from closed sets, never from request text: a lone surrogate or a million
 # made-up kinds must not break /metrics (the text format is UTF-8) or grow it without bound.
 KIND_LABELS = frozenset({
-    "Pod", "ReplicationController", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob",
-    "Node", "ResourceClaim", "ResourceClaimTemplate",
+    POD.kind, *(resource.kind for resource in WORKLOAD_RESOURCES), "Node", "ResourceClaim", "ResourceClaimTemplate",
 })
 OPERATION_LABELS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 OTHER = "other"

@@ -16,6 +16,7 @@ from kubectl_gpu.core import (ClaimObject, IntegerGpuMode, LegacyRequest, PodTra
                               claims_beside_legacy_gpus,
                               is_plain_integer_gpu, legacy_requests, prefix_patch, translate_pod_template)
 from kubectl_gpu.core.constants import TPU
+from kubectl_gpu.k8s.paths import POD, WORKLOADS
 
 from . import fencing, patched_copy
 from .config import WebhookConfig
@@ -25,14 +26,8 @@ Translate = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 
 # (API group, kind) -> path of the pod template inside the object.
 POD_TEMPLATE_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("", "Pod"): (),
-    ("", "ReplicationController"): ("spec", "template"),
-    ("apps", "Deployment"): ("spec", "template"),
-    ("apps", "StatefulSet"): ("spec", "template"),
-    ("apps", "DaemonSet"): ("spec", "template"),
-    ("apps", "ReplicaSet"): ("spec", "template"),
-    ("batch", "Job"): ("spec", "template"),
-    ("batch", "CronJob"): ("spec", "jobTemplate", "spec", "template"),
+    (POD.group, POD.kind): (),
+    **{(w.resource.group, w.resource.kind): w.template for w in WORKLOADS},
 }
 # ... and that path as the JSON pointer its patches go under.
 POD_TEMPLATE_PREFIXES: dict[tuple[str, str], str] = {

@@ -6,7 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Iterable, Mapping, Sequence
 
-from kubectl_gpu.cel import CelCompileError, Device, SliceFacts, Taint, compile_selector
+from kubectl_gpu.cel import CelCompileError, compile_selector
+from kubectl_gpu.dra.devices import Device, SliceFacts, Taint
 
 from .features import Features
 from .requests import ERROR, AllocatedState, Claim, DeviceClass, Outcome

@@ -12,7 +12,8 @@ from fractions import Fraction
 from math import ceil
 from typing import Any, Mapping
 
-from kubectl_gpu.cel import Device, Quantity
+from kubectl_gpu.dra.devices import Device
+from kubectl_gpu.dra.values import Quantity
 
 Consumed = dict[str, Fraction]  # qualified capacity name ("driver/name" for the driver's own) -> amount
 

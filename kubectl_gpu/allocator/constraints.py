@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubectl_gpu.cel import Device, Semver
+from kubectl_gpu.dra.devices import Device
+from kubectl_gpu.dra.values import Semver
 
 from .requests import Constraint
 

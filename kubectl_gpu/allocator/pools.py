@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Mapping, Sequence
 
-from kubectl_gpu.cel import SliceFacts
+from kubectl_gpu.dra.devices import SliceFacts
 
 from .features import Features
 from .node_selection import InvalidNodeSelector, Node, node_matches

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
 
-from kubectl_gpu.cel import Taint
+from kubectl_gpu.dra.devices import Taint
 
 EXACT_COUNT = "ExactCount"
 ALL = "All"

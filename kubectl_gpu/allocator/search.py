@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-from kubectl_gpu.cel import Device, SliceFacts
+from kubectl_gpu.dra.devices import Device, SliceFacts
 
 from . import capacity as cap
 from .constraints import ConstraintState

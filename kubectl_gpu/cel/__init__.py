@@ -1,6 +1,7 @@
 """Kubernetes' DRA CEL environment: compile device selectors once, evaluate them on many devices.
 
-    from kubectl_gpu.cel import compile_selector, devices_from_slice
+    from kubectl_gpu.cel import compile_selector
+    from kubectl_gpu.dra.devices import devices_from_slice
     selector = compile_selector('device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100"')
     selector.matches(device)  # bool, or CelRuntimeError ("no such key: productName")
 
@@ -12,22 +13,19 @@ allocation (never a silent non-match), ``&&``/``||`` absorb errors commutatively
 Feature gates shape the environment (``device.allowMultipleAllocations`` needs
 DRAConsumableCapacity, list attributes and ``includes()`` need DRAListTypeAttributes):
 
-    compile_selector(expression, gates=default_gates("1.35"))        # a new object on 1.35
+    compile_selector(expression, gates=default_gates("1.35"))        # kubectl_gpu.dra.gates        # a new object on 1.35
     compile_selector(expression, gates=profile_gates, stored=True)    # as the scheduler compiles it
 """
 
 from kubectl_gpu.lazy_exports import homes_of, lazy_exports
 
-# Where each public name lives.  A module is loaded when one of its names is first used: reading
-# ResourceSlices (device.py: describe, doctor) needs neither the compiler nor cel-python, lark and
-# pendulum under it (about 0.16 s of every describe's start-up).
+# Where each public name lives.  A module is loaded when one of its names is first used: the
+# compiler needs cel-python, lark and pendulum only for the reference engine.  What the CEL
+# environment evaluates on (devices read from ResourceSlices, quantities, versions, feature gates)
+# is DRA's own vocabulary and lives in kubectl_gpu.dra.
 _HOMES = {
-    "device": ("Device", "InvalidResourceSlice", "PlacementFacts", "SliceFacts", "Taint", "devices_from_slice",
-               "is_resource_slice", "make_device", "read_slice"),
     "errors": ("CelCompileError", "CelRuntimeError"),
-    "gates": ("DEFAULT_MINOR", "DRA_GATES", "SUPPORTED_MINORS", "default_gates", "kubernetes_minor"),
     "selector": ("CELPY", "FAST", "CompiledSelector", "Gates", "compile_selector", "environment_for"),
-    "values": ("InvalidValue", "Quantity", "Semver"),
 }
 __getattr__ = lazy_exports(__name__, globals(), homes_of(_HOMES))
 
@@ -37,24 +35,7 @@ __all__ = [
     "CelCompileError",
     "CelRuntimeError",
     "CompiledSelector",
-    "DEFAULT_MINOR",
-    "DRA_GATES",
     "Gates",
-    "SUPPORTED_MINORS",
-    "Device",
-    "InvalidResourceSlice",
-    "PlacementFacts",
-    "SliceFacts",
-    "Taint",
-    "InvalidValue",
-    "Quantity",
-    "Semver",
     "compile_selector",
-    "default_gates",
     "environment_for",
-    "kubernetes_minor",
-    "devices_from_slice",
-    "is_resource_slice",
-    "make_device",
-    "read_slice",
 ]

@@ -22,7 +22,7 @@ from celpy.evaluation import CELEvalError, Evaluator
 from . import comprehension, lib
 from .checker import NEWEST, Environment
 from .cost import ACTUAL_COST_EXCEEDED, MAX_COST, iteration_charge
-from .device import Device
+from kubectl_gpu.dra.devices import Device
 from .errors import EvalError
 from .fastpath import CostLimitExceeded
 from .parser import to_ast

@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from . import lib
 from .checker import Environment
-from .device import Device
+from kubectl_gpu.dra.devices import Device
 from .errors import CelRuntimeError, EvalError
 from .fastpath import (
     _EMPTY,
@@ -50,7 +50,7 @@ from .fastpath import (
     select_value,
 )
 from .syntax import Bind, Call, Ident, Index, ListLit, Lit, Macro, Node, Select
-from .values import Quantity, Semver
+from kubectl_gpu.dra.values import Quantity, Semver
 
 # Nested ``&&``/``||``/``?:`` written as nested blocks before a deeper one is left to its closure:
 # CPython allows 20 nested blocks (each ``&&`` is a try) and 100 levels of indentation.

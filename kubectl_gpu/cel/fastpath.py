@@ -43,10 +43,10 @@ from typing import Any, Callable
 from . import comprehension, lib
 from .checker import NEWEST, Environment
 from .cost import ACTUAL_COST_EXCEEDED, MAX_COST, iteration_charge
-from .device import Device
+from kubectl_gpu.dra.devices import Device
 from .errors import EvalError
 from .syntax import Bind, Call, Ident, Index, ListLit, Lit, Macro, MapLit, Node, Select
-from .values import Quantity, Semver
+from kubectl_gpu.dra.values import Quantity, Semver
 
 _MISSING = object()
 _EMPTY: dict = {}

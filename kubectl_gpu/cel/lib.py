@@ -21,7 +21,7 @@ import re as _stdlib_re
 
 from .cost import ATTRIBUTE_VALUES_PER_DEVICE
 from .errors import EvalError
-from .values import INT64_MAX, INT64_MIN, InvalidValue, Quantity, Semver
+from kubectl_gpu.dra.values import INT64_MAX, INT64_MIN, InvalidValue, Quantity, Semver
 
 # Exposed to callers that want the names, e.g. to list what is supported in help output.
 NUMERIC = frozenset({"int", "uint", "double"})

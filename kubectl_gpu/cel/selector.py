@@ -9,8 +9,8 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from .checker import NEWEST, Environment, check
 from .codegen import NESTED_TOO_DEEPLY, generate, not_bool
 from .cost import MAX_COST, MAX_LENGTH, TOO_COMPLEX, estimate
-from .gates import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, normalize_gates
-from .device import Device
+from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, normalize_gates
+from kubectl_gpu.dra.devices import Device
 from .errors import CelCompileError, CelRuntimeError
 from .fastpath import Unsupported, compile_fast
 from .parser_hook import parsed_store

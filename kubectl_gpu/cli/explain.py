@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 import click
 
-from kubectl_gpu.cel import InvalidResourceSlice, SliceFacts
+from kubectl_gpu.dra.devices import InvalidResourceSlice, SliceFacts
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.collector import with_collector_paused

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+from kubectl_gpu.dra.facts import DRA_VERSIONS
 
 from kubectl_gpu.cli import exits
 
@@ -23,7 +24,7 @@ def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
     from kubectl_gpu.cli.migrate import _gpu_memory
 
     decorators = [
-        click.option("--api-version", type=click.Choice(["v1", "v1beta2", "v1beta1"]), default=None,
+        click.option("--api-version", type=click.Choice(DRA_VERSIONS), default=None,
                      help="resource.k8s.io version of the claim templates (default: the newest the cluster "
                           "serves; v1 for files without DRA objects)."),
         click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.AUTO.value,

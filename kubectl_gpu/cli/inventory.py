@@ -10,7 +10,7 @@ from rich.text import Text
 
 from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cli.console import console, progress
-from kubectl_gpu.core.facts import ATTR, CAP
+from kubectl_gpu.dra.facts import ATTR, CAP
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inventory import (

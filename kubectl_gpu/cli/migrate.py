@@ -15,12 +15,12 @@ from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
-from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history
+from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
 from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, known_claims,
                               legacy_requests, mig_profile_of, translate_pod_template)
 from kubectl_gpu.core.constants import MIG
-from kubectl_gpu.core.facts import DRA_VERSIONS
-from kubectl_gpu.core import QuantityError, parse_quantity
+from kubectl_gpu.dra.facts import DRA_VERSIONS, versions_served_text
+from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.k8s.kubeconfig import connect
 from kubectl_gpu.k8s.lists import list_objects
@@ -97,7 +97,7 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
 @click.option("-o", "--output", "output_format", type=click.Choice(["yaml", "json"]),
               help="Output format (default: the format of each input file).")
 @click.option("--api-version", type=click.Choice(list(DRA_VERSIONS)), default=None,
-              help="resource.k8s.io version: v1 (Kubernetes 1.34+), v1beta2 (1.33), v1beta1 (1.32). "
+              help=f"resource.k8s.io version: {versions_served_text()}. "
                    "Default: the newest the cluster profile serves, else v1.")
 @click.option("--sharing", type=click.Choice([s.value for s in Sharing]), default=Sharing.AUTO.value,
               show_default=True,

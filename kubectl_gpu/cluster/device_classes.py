@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kubectl_gpu.core import constants as c
-from kubectl_gpu.core.facts import device_plugin_mig_resource
+from kubectl_gpu.dra.facts import device_plugin_mig_resource
 from kubectl_gpu.core import mig_profile_of
 
 MANAGED = {c.MANAGED_BY_LABEL: c.MANAGED_BY_VALUE}

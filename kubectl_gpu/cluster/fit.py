@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kubectl_gpu.cel import Device
-from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
-from kubectl_gpu.cel.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
+from kubectl_gpu.dra.devices import Device
+from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
+from kubectl_gpu.dra.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
 from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
-from kubectl_gpu.core.facts import device_plugin_mig_resource, gpu_device_class_names
 from kubectl_gpu.allocator import Allocator
+from kubectl_gpu.dra.facts import DRA_VERSIONS, device_plugin_mig_resource, gpu_device_class_names
 from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
 from kubectl_gpu.explain.judge import Cluster, build_allocator
 from kubectl_gpu.explain.model import ClaimResult
@@ -57,7 +57,7 @@ def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
     if profile is not None:
         served = profile.api_version
         if served is None:
-            notes.append(f"the cluster serves no {c.DRA_GROUP} version kubectl-gpu writes (v1, v1beta2, v1beta1): "
+            notes.append(f"the cluster serves no {c.DRA_GROUP} version kubectl-gpu writes ({', '.join(DRA_VERSIONS)}): "
                          "DRA is not enabled there; claims are written as " + options.api_version.value)
         elif not api_version_given:
             options = replace(options, api_version=served)
@@ -194,7 +194,7 @@ def _default_takes_part(device: Device) -> bool:
         default = policy.get("default")
         if total is None or default is None:
             continue
-        from kubectl_gpu.cel import Quantity
+        from kubectl_gpu.dra.values import Quantity
 
         try:
             if Quantity.read(default).value < total.value:

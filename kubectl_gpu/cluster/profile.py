@@ -7,7 +7,7 @@ publish (ResourceSlices) under which DeviceClasses.  migrate, the webhook and ex
 same profile, from the live cluster or from files (``kubectl get resourceslices,deviceclasses
 -o yaml``).
 
-A profile's gates start from upstream's defaults for its Kubernetes version (kubectl_gpu.cel.gates).
+A profile's gates start from upstream's defaults for its Kubernetes version (kubectl_gpu.dra.gates).
 Read live, kube-apiserver's own ``/metrics`` replaces them where it is allowed (RBAC: ``get`` on the
 nonResourceURL ``/metrics``): component-base records every gate as the gauge
 ``kubernetes_feature_enabled{name="...",stage="..."} 1|0`` (staging/src/k8s.io/component-base/metrics/
@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kubectl_gpu.cel import Device, SliceFacts, is_resource_slice, read_slice
-from kubectl_gpu.cel.device import current_slices
-from kubectl_gpu.cel.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
+from kubectl_gpu.dra.devices import Device, SliceFacts, current_slices, is_resource_slice, read_slice
+from kubectl_gpu.dra.facts import DRA_VERSION_SINCE, DRA_VERSIONS
+from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
 from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
 
 if TYPE_CHECKING:
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
     # its enums and dataclasses: 24M instructions), which explain with a profile read from files never needs.
     from kubectl_gpu.core import ApiVersion
 
-# resource.k8s.io versions kubectl-gpu writes, newest first, and the Kubernetes minor that
-# introduced each (v1beta1 1.32, v1beta2 1.33, v1 GA in 1.34).
-DRA_VERSIONS: tuple[tuple[str, int], ...] = (("v1", 34), ("v1beta2", 33), ("v1beta1", 32))
 
 
 class ProfileError(ValueError):
@@ -68,7 +65,7 @@ class ClusterProfile:
         """The newest resource.k8s.io version the cluster serves and kubectl-gpu writes."""
         from kubectl_gpu.core import ApiVersion  # on first use: see the imports at the top
 
-        for version, _ in DRA_VERSIONS:
+        for version in DRA_VERSIONS:
             if version in self.served_versions:
                 return ApiVersion.parse(version)
         return None
@@ -140,13 +137,13 @@ def build_profile(
             continue
         seen_versions.add(version)
     if served_versions is None:
-        served = tuple(v for v, _ in DRA_VERSIONS if v in seen_versions)
+        served = tuple(v for v in DRA_VERSIONS if v in seen_versions)
     else:
-        served = tuple(v for v, _ in DRA_VERSIONS if v in served_versions)
+        served = tuple(v for v in DRA_VERSIONS if v in served_versions)
     minor = kubernetes_minor
     assumed_minor = minor is None
     if minor is None and served:
-        minor = dict(DRA_VERSIONS)[served[0]]
+        minor = DRA_VERSION_SINCE[served[0]][1]
     if minor is None or minor < SUPPORTED_MINORS[0]:
         gates: frozenset[str] = frozenset()
         how = ["no supported Kubernetes version: every DRA gate off"]
@@ -299,7 +296,7 @@ def dra_list_paths(group: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(collection path, apiVersion, kind) of the DeviceClasses and ResourceSlices to list, at the
     newest served version kubectl-gpu reads; [] when the group is not served."""
     served = _served(group)
-    newest = next((v for v, _ in DRA_VERSIONS if v in served), None)
+    newest = next((v for v in DRA_VERSIONS if v in served), None)
     if newest is None:
         return []
     return [(f"/apis/{DRA_GROUP}/{newest}/{plural}", f"{DRA_GROUP}/{newest}", kind)

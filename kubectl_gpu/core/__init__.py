@@ -1,15 +1,16 @@
 """The pure translation core: legacy GPU requests -> DRA claims + a JSON patch. No I/O.
 
 This module is the core's public face: every package outside the core (the webhook, the CLI and
-its packages, CEL) imports from here and from the fact tables `constants`, `facts` and
-`driver_config`, never from the other modules, which are the core's own business (.importlinter
-checks it; tests/test_architecture.py runs the check and keeps the list of internals complete).
+its packages) imports from here and from `constants`, never from the other modules, which are the
+core's own business (.importlinter checks it; tests/test_architecture.py runs the check and keeps
+the list of internals complete).  What DRA and the driver are (facts, quantities, the driver's
+config) is not the core's: it lives in kubectl_gpu.dra, which callers import directly.
 """
 
 from kubectl_gpu.lazy_exports import lazy_exports
 
 # Where each public name lives (name in this face -> module, name there).  A module is loaded when
-# one of its names is first used: `explain -f --slices` needs the fact tables and quantities, not
+# one of its names is first used: `explain -f --slices` needs the fact tables, not
 # the translation (translate, demand, claims, node constraints: about a tenth of its start-up).
 _HOMES: dict[str, tuple[str, str]] = {
     **{name: ("existing_claims", name) for name in (
@@ -26,9 +27,6 @@ _HOMES: dict[str, tuple[str, str]] = {
     **{name: ("model", name) for name in (
         "ApiVersion", "ClaimObject", "IntegerGpuMode", "Note", "PodTranslation", "Severity", "Sharing",
         "TranslateOptions")},
-    "QUANTITY_FORMAT_ERROR": ("quantity", "FORMAT_ERROR"),
-    **{name: ("quantity", name) for name in (
-        "QuantityError", "format_bytes", "format_plain", "parse_kubernetes_quantity", "parse_quantity")},
     "translate_pod_template": ("translate", "translate_pod_template"),
 }
 
@@ -38,8 +36,7 @@ __getattr__ = lazy_exports(__name__, globals(), _HOMES)
 __all__ = [
     "ApiVersion", "BesideLegacy", "ClaimObject", "ClaimRef", "KnownClaim", "claim_spec_requests_gpus",
     "claims_beside_legacy_gpus", "gpus_asked_twice", "known_claims", "ContainerRef", "IntegerGpuMode", "LegacyRequest", "Note", "PatchError",
-    "PodTranslation", "QuantityError", "Severity", "Sharing", "TranslateOptions", "escape_pointer", "family_of",
-    "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "parse_quantity", "prefix_patch", "split_pointer",
-    "QUANTITY_FORMAT_ERROR", "format_bytes", "format_plain", "mig_profile_of", "parse_kubernetes_quantity",
-    "translate_pod_template", "unescape_pointer",
+    "PodTranslation", "Severity", "Sharing", "TranslateOptions", "escape_pointer", "family_of",
+    "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "prefix_patch", "split_pointer",
+    "mig_profile_of", "translate_pod_template", "unescape_pointer",
 ]

@@ -16,12 +16,12 @@ from fractions import Fraction
 from typing import Any
 
 from . import constants as c
-from .facts import attr, guarded_attr, literal
-from .driver_config import MPS, TIME_SLICING, gpu_sharing_config
+from kubectl_gpu.dra.facts import attr, guarded_attr, literal
+from kubectl_gpu.dra.driver_config import MPS, TIME_SLICING, gpu_sharing_config
 from .demand import Demand
 from .model import ApiVersion, ClaimObject, Note, Severity, Sharing, TranslateOptions
 from .node_constraints import MEMORY_TOLERANCE_PERCENT
-from .quantity import QuantityError, format_bytes, parse_quantity
+from kubectl_gpu.dra.quantity import QuantityError, format_bytes, parse_quantity
 
 _NAME_PREFIX = "kgpu-"
 _MAX_NAME = 63

@@ -3,7 +3,7 @@ table of them; the legacy family names are the core's own vocabulary."""
 
 from __future__ import annotations
 
-from .facts import (DRA_GROUP, GPU_DEVICE_CLASS, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIG_DEVICE_CLASS,
+from kubectl_gpu.dra.facts import (DRA_GROUP, GPU_DEVICE_CLASS, MANAGED_BY_LABEL, MANAGED_BY_VALUE, MIG_DEVICE_CLASS,
                     NVIDIA_ATTRIBUTE_DOMAIN, NVIDIA_CONFIG_API_VERSION, NVIDIA_DRIVER, OPT_OUT_LABEL,
                     ORIGINAL_RESOURCES_ANNOTATION, REMOVED_NVIDIA_ATTRIBUTES, SUMMARY_ANNOTATION,
                     TPU_DEVICE_CLASS)

@@ -17,7 +17,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import facts
+from kubectl_gpu.dra import facts
 from .constants import TPU
 from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_containers, read_container
 from .model import IntegerGpuMode, Note, Severity, TranslateOptions

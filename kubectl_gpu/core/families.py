@@ -14,9 +14,9 @@ from fractions import Fraction
 from typing import Any
 
 from . import constants as c
-from .facts import driver_mig_profile
+from kubectl_gpu.dra.facts import driver_mig_profile
 from .model import Note, Severity
-from .quantity import QuantityError, parse_quantity
+from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
 
 TIME_SLICED_GPU = "nvidia.com/gpu.shared"
 # Every legacy resource name with a fixed spelling (MIG names are a prefix, MIG_PREFIX), by family.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .facts import attr, guarded_attr, literal
+from kubectl_gpu.dra.facts import attr, guarded_attr, literal
 from .model import Note, Severity
 
 # Scheduler-specific annotations that ask for a GPU with no resource request at all.

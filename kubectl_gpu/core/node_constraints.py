@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .facts import GFD_FAMILY_LABEL, GFD_MEMORY_LABEL, GFD_PRODUCT_LABEL
-from .facts import architecture_of_gfd_family, attr, cap, driver_mig_profile, guarded_attr
-from .facts import guarded_cap, literal
+from kubectl_gpu.dra.facts import GFD_FAMILY_LABEL, GFD_MEMORY_LABEL, GFD_PRODUCT_LABEL
+from kubectl_gpu.dra.facts import architecture_of_gfd_family, attr, cap, driver_mig_profile, guarded_attr
+from kubectl_gpu.dra.facts import guarded_cap, literal
 from .model import Note, Severity
 from .json_patch import escape
 

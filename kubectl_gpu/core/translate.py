@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
+
 from . import constants as c
 from .claims import PlannedClaim, plan_claim
 from .existing_claims import gpus_asked_twice, unseen_claim_notes
@@ -112,8 +114,6 @@ def translate_pod_template(template: Mapping[str, Any],
 
 
 def _left_for_dra_note(demand: Demand, container: str) -> Note:
-    from kubectl_gpu.cel.gates import EXTENDED_RESOURCE, default_history  # the CEL package loads on first use
-
     return Note(Severity.INFO, f"{demand.legacy_text} left as it is: a DeviceClass with extendedResourceName "
                                f"{demand.requests[0].name} serves it from DRA devices (KEP-5004); the API server and "
                                f"scheduler need the {EXTENDED_RESOURCE} gate ({default_history(EXTENDED_RESOURCE)}), "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.cel import InvalidValue, Quantity
+from kubectl_gpu.dra.values import InvalidValue, Quantity
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,11 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
 from kubectl_gpu.allocator import BUDGET_EXHAUSTED, ERROR as ALLOCATOR_ERROR, Allocator, Outcome
-from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Device, Gates, Quantity, compile_selector
-from kubectl_gpu.cel.gates import normalize_gates
-from kubectl_gpu.core.facts import removed_attribute_advice
+from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Gates, compile_selector
+from kubectl_gpu.dra.devices import Device
+from kubectl_gpu.dra.facts import removed_attribute_advice
+from kubectl_gpu.dra.gates import normalize_gates
+from kubectl_gpu.dra.values import Quantity
 
 from .allocations import Allocations, Holder
 from .judge import ANY_NODE, Cluster, allocated_state, allocator_claim, build_allocator, candidate_nodes, facts_from_devices
@@ -156,7 +158,7 @@ def explain_claim(
     maps device ids to the claims holding them; the claim's own allocation is ignored.
     ``class_passes`` (start with ``{}``) lets several claims over the SAME devices share each
     class's selector evaluation.  ``gates`` are the cluster's enabled DRA feature gates (see
-    :func:`kubectl_gpu.cel.default_gates`; None: that function's default release).  ``judge`` is
+    :func:`kubectl_gpu.dra.gates.default_gates`; None: that function's default release).  ``judge`` is
     the structured allocator over the cluster's slices (see explain_objects); without it one is
     built over ``devices`` alone (no counter sets, every pool complete)."""
     passes: ClassPasses = {} if class_passes is None else class_passes

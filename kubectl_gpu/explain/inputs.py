@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from kubectl_gpu.allocator import Node
-from kubectl_gpu.cel import Device, Gates, SliceFacts, is_resource_slice, read_slice
-from kubectl_gpu.cel.device import current_slices
-from kubectl_gpu.cel.gates import normalize_gates
+from kubectl_gpu.cel import Gates
+from kubectl_gpu.dra.devices import Device, SliceFacts, current_slices, is_resource_slice, read_slice
+from kubectl_gpu.dra.gates import normalize_gates
 from kubectl_gpu.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
@@ -86,7 +86,7 @@ def explain_objects(
     nodes: Sequence[Node] | None = None,
 ) -> Explanation:
     """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
-    :data:`kubectl_gpu.cel.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
+    :data:`kubectl_gpu.dra.gates.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
     (InvalidResourceSlice / InvalidClaim), since every answer would depend on them.
 
     ``devices`` are devices beside those of ``slices``; ``slice_facts`` are the current generation

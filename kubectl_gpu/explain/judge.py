@@ -21,7 +21,7 @@ from kubectl_gpu.allocator import (
     TaintRule,
     Toleration,
 )
-from kubectl_gpu.cel import Device, SliceFacts
+from kubectl_gpu.dra.devices import Device, SliceFacts
 
 from .allocations import Allocations
 from .specs import ClaimSpec, DeviceClassSpec, SubrequestSpec, builtin_device_class

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kubectl_gpu.core.constants import DRA_GROUP
-from kubectl_gpu.cel import InvalidValue, Quantity
-from kubectl_gpu.core import facts
+from kubectl_gpu.dra.values import InvalidValue, Quantity
+from kubectl_gpu.dra import facts
 
-WRAPPED_VERSIONS = {"v1", "v1beta2"}
-FLAT_VERSIONS = {"v1beta1", "v1alpha3"}
+WRAPPED_VERSIONS = facts.READ_WRAPPED_VERSIONS
+FLAT_VERSIONS = facts.READ_FLAT_VERSIONS
 CLAIM_KINDS = {"ResourceClaim", "ResourceClaimTemplate"}
 
 # The NVIDIA DRA driver's own DeviceClasses (its chart installs all three with GPUs enabled), used

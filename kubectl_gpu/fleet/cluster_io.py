@@ -12,18 +12,17 @@ from dataclasses import replace
 from typing import Any
 
 from kubectl_gpu.cluster.profile import ProfileError, profile_from_discovery, read_server_gates, stamped
-from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
+from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, DRA_VERSIONS
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects
-from kubectl_gpu.k8s.paths import collection_path
+from kubectl_gpu.k8s.paths import WORKLOAD_RESOURCES, collection_path
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.manifests.locate import find_pod_sites
 
 from .snapshot import Snapshot, snapshot_from_objects, without_profile
 
-BUILTIN_WORKLOADS = (("apps", "v1", "deployments"), ("apps", "v1", "statefulsets"), ("apps", "v1", "daemonsets"),
-                     ("apps", "v1", "replicasets"), ("batch", "v1", "jobs"), ("batch", "v1", "cronjobs"))
+BUILTIN_WORKLOADS = tuple((r.group, r.version, r.plural) for r in WORKLOAD_RESOURCES)
 # Built-in groups whose objects hold no pod template of their own: not listed for custom resources.
 BUILTIN_GROUPS = frozenset({
     "apps", "batch", "resource.k8s.io", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "networking.k8s.io",
@@ -78,7 +77,7 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
             raise
 
     dra_group = _dra_group(api)
-    dra_version = next((v for v in ("v1", "v1beta2", "v1beta1") if v in _served(dra_group)), None)
+    dra_version = next((v for v in DRA_VERSIONS if v in _served(dra_group)), None)
     workloads: list[dict[str, Any]] = []
     domains: list[dict[str, Any]] = []
     plurals: dict[tuple[str, str], str] = {}

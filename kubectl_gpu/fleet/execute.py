@@ -13,16 +13,14 @@ from typing import Any
 
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
-from kubectl_gpu.k8s.paths import collection_path
+from kubectl_gpu.k8s.paths import POD, WORKLOAD_RESOURCES, collection_path
 
 from .apply import describe_change, diff, migration_steps, rollback_config
 from .cluster_io import object_path, send, status_causes
 
 APPLY = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
-BUILTIN_PLURALS = {("apps/v1", "Deployment"): "deployments", ("apps/v1", "StatefulSet"): "statefulsets",
-                   ("apps/v1", "DaemonSet"): "daemonsets", ("apps/v1", "ReplicaSet"): "replicasets",
-                   ("batch/v1", "Job"): "jobs", ("batch/v1", "CronJob"): "cronjobs", ("v1", "Pod"): "pods"}
+BUILTIN_PLURALS = {(r.api_version, r.kind): r.plural for r in (*WORKLOAD_RESOURCES, POD)}
 
 
 class StepFailed(Exception):

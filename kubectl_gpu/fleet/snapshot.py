@@ -7,15 +7,18 @@ from typing import Any
 
 from kubectl_gpu.cluster import ClusterProfile, ProfileError, build_profile
 from kubectl_gpu.core.constants import DRA_GROUP
-from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND
+from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.explain.inputs import flatten
+from kubectl_gpu.k8s.paths import WORKLOAD_RESOURCES
 from kubectl_gpu.manifests.locate import find_pod_sites
 
 Obj = Mapping[str, Any]
 # Objects that hold pod templates but are never the thing to migrate.
 NOT_WORKLOADS = frozenset({"Pod", "PodTemplate", "ControllerRevision"})
 # Built-in kinds that always hold a pod template (no need to search them for one).
-TEMPLATE_KINDS = {"apps": ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"), "batch": ("Job", "CronJob")}
+TEMPLATE_KINDS: dict[str, tuple[str, ...]] = {}
+for _resource in WORKLOAD_RESOURCES:
+    TEMPLATE_KINDS[_resource.group] = (*TEMPLATE_KINDS.get(_resource.group, ()), _resource.kind)
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,8 @@ SHAPES: dict[str, tuple[tuple[tuple[str, ...], type | tuple[type, ...]], ...]] =
                             (("spec", "maxUnavailable"), (int, str)), (("status", "disruptionsAllowed"), int),
                             (("status", "currentHealthy"), int), (("status", "desiredHealthy"), int)),
     "Deployment": ((("spec", "replicas"), int),), "StatefulSet": ((("spec", "replicas"), int),),
-    "ReplicaSet": ((("spec", "replicas"), int),), "Job": ((("spec", "parallelism"), int),),
+    "ReplicaSet": ((("spec", "replicas"), int),), "ReplicationController": ((("spec", "replicas"), int),),
+    "Job": ((("spec", "parallelism"), int),),
 }
 
 

@@ -23,6 +23,7 @@ from kubectl_gpu.core import (KnownClaim, Severity, Sharing, TranslateOptions, k
                                translate_pod_template)
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
 from kubectl_gpu.core import prefix_patch
+from kubectl_gpu.k8s.paths import WORKLOADS
 from kubectl_gpu.manifests.locate import PodSite, find_pod_sites, is_pod_spec
 from kubectl_gpu.core import split_pointer
 from kubectl_gpu.manifests.tree_patch import PatchError, apply_patch, resolve
@@ -234,8 +235,7 @@ class Translations:
 
 
 # Where built-in workloads keep their one pod template: no need to search the whole object.
-TEMPLATE_POINTERS = {("apps", k): "/spec/template" for k in ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")}
-TEMPLATE_POINTERS.update({("batch", "Job"): "/spec/template", ("batch", "CronJob"): "/spec/jobTemplate/spec/template"})
+TEMPLATE_POINTERS = {(w.resource.group, w.resource.kind): w.template_pointer for w in WORKLOADS}
 
 
 def _sites(obj: Obj, kind: str) -> list[PodSite]:

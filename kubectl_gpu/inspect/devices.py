@@ -1,6 +1,6 @@
 """Devices as ResourceSlices publish them, for describe and doctor to show.
 
-The slices are read by the one ResourceSlice parser (``kubectl_gpu.cel.device.devices_from_slice``:
+The slices are read by the one ResourceSlice parser (``kubectl_gpu.dra.devices.devices_from_slice``:
 v1, v1beta2, v1beta1 and v1alpha3's ``basic:``, per-device node names, capacities as quantities);
 a ``SliceDevice`` is a view of one parsed ``Device`` with names qualified
 ("gpu.nvidia.com/productName"): an unqualified name belongs to the driver's own domain, which is
@@ -14,9 +14,9 @@ from functools import cached_property
 from operator import attrgetter
 from typing import Any, Iterable, Mapping, NamedTuple
 
-from kubectl_gpu.cel.device import Device, InvalidResourceSlice, current_slices, devices_from_slice
-from kubectl_gpu.cel.values import Semver
-from kubectl_gpu.core.facts import ATTR, CAP, GPU_TYPE, MIG_TYPE
+from kubectl_gpu.dra.devices import Device, InvalidResourceSlice, current_slices, devices_from_slice
+from kubectl_gpu.dra.values import Semver
+from kubectl_gpu.dra.facts import ATTR, CAP, GPU_TYPE, MIG_TYPE
 
 # NVIDIA and the example driver both call their GPU memory capacity "memory".
 MEMORY_CAPACITY = CAP.memory

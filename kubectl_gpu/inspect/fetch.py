@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from kubectl_gpu.collector import collector_paused
+from kubectl_gpu.dra.facts import DRA_VERSIONS
 from kubectl_gpu.inspect.doctor import DoctorInputs
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names
@@ -38,7 +39,7 @@ class DraApi:
         if self.version is None:
             raise ApiError(404, f"/apis/{DRA_GROUP}",
                            "the cluster serves no resource.k8s.io version this tool reads "
-                           "(v1, v1beta2, v1beta1); DRA is not enabled on this cluster")
+                           f"({', '.join(DRA_VERSIONS)}); DRA is not enabled on this cluster")
         return collection_path(DRA_GROUP, self.version, plural, namespace)
 
 

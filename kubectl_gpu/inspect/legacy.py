@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from kubectl_gpu.core import constants
 from kubectl_gpu.core import family_of, legacy_requests
-from kubectl_gpu.core import QuantityError, format_plain, parse_quantity
+from kubectl_gpu.dra.quantity import format_plain, parse_quantity, QuantityError
 
 TERMINATED_PHASES = ("Succeeded", "Failed")
 # TPUs are accelerators too, but no NVIDIA DRA driver offers them, so they cannot be double counted

@@ -9,7 +9,7 @@ from fractions import Fraction
 from functools import cached_property
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.core import QuantityError, format_bytes, format_plain, parse_quantity
+from kubectl_gpu.dra.quantity import format_bytes, format_plain, parse_quantity, QuantityError
 from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
 from kubectl_gpu.inspect.double_counting import double_counting_finding
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, matching_label

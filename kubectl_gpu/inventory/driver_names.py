@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 
-from kubectl_gpu.core import facts
+from kubectl_gpu.dra import facts
 
 # NVML_BRAND_* -> go-nvlib GetBrandAsString.  Values NVML defines but go-nvlib does not
 # (e.g. 18 NVIDIA_VGAMEDEV) make the driver fail to enumerate the GPU.

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Mapping
 
-from kubectl_gpu.core.facts import ATTR, CAP, MEMORY_SLICE_CAPACITY_PREFIX
+from kubectl_gpu.dra.facts import ATTR, CAP, MEMORY_SLICE_CAPACITY_PREFIX
 from kubectl_gpu.inventory import driver_names
 from kubectl_gpu.inventory.driver_names import NamingError
 from kubectl_gpu.inventory.readings import DeviceFailure, GpuReading, MigReading, NodeReadings

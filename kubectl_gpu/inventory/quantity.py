@@ -8,7 +8,7 @@ values below 1024 fall back to decimal SI (``98``, ``1k``).
 
 from __future__ import annotations
 
-from kubectl_gpu.core import format_bytes
+from kubectl_gpu.dra.quantity import format_bytes
 
 _DECIMAL_SUFFIXES = {0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kubectl_gpu.core.facts import ATTR, CAP
+from kubectl_gpu.dra.facts import ATTR, CAP
 from kubectl_gpu.inventory.published_devices import InventoryPlan
 from kubectl_gpu.inventory.quantity import binary_si
 

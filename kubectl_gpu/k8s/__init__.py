@@ -24,7 +24,7 @@ _HOMES = {
     "watch": ("Informer",),
     "rest": ("get_json", "get_object"),
     "discovery": ("DRA_GROUP", "DRA_VERSIONS", "served_versions", "preferred_dra_version"),
-    "paths": ("PLURALS", "WORKLOAD_RESOURCES", "Resource", "collection_path", "object_path"),
+    "paths": ("PLURALS", "POD", "WORKLOADS", "WORKLOAD_RESOURCES", "Resource", "Workload", "collection_path", "object_path"),
 }
 __getattr__ = lazy_exports(__name__, globals(), homes_of(_HOMES))
 
@@ -47,7 +47,10 @@ __all__ = [
     "Resource",
     "Unavailable",
     "Unreachable",
+    "POD",
+    "WORKLOADS",
     "WORKLOAD_RESOURCES",
+    "Workload",
     "collection_path",
     "connect",
     "get_json",

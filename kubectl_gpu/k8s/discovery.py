@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubectl_gpu.core.facts import DRA_GROUP, DRA_VERSIONS
+from kubectl_gpu.dra.facts import DRA_GROUP, DRA_VERSIONS
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.rest import get_json

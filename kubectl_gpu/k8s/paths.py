@@ -65,12 +65,29 @@ class Resource:
         return collection_path(self.group, self.version, self.plural, namespace)
 
 
-WORKLOAD_RESOURCES = (
-    Resource("apps/v1", "Deployment"),
-    Resource("apps/v1", "StatefulSet"),
-    Resource("apps/v1", "DaemonSet"),
-    Resource("apps/v1", "ReplicaSet"),
-    Resource("batch/v1", "Job"),
-    Resource("batch/v1", "CronJob"),
-    Resource("v1", "ReplicationController"),
+@dataclass(frozen=True)
+class Workload:
+    """A built-in kind that runs pods from a pod template, and where the template sits."""
+
+    resource: Resource
+    template: tuple[str, ...] = ("spec", "template")
+
+    @property
+    def template_pointer(self) -> str:
+        return "".join(f"/{part}" for part in self.template)
+
+
+# The one table of built-in workloads: fleet lists and patches them, the webhook rewrites their
+# templates (and labels its metrics by them), the clean-up scans them for claim references, and
+# the chart routes them to /mutate (tests/test_workload_kinds_table.py holds them all to it).
+WORKLOADS = (
+    Workload(Resource("apps/v1", "Deployment")),
+    Workload(Resource("apps/v1", "StatefulSet")),
+    Workload(Resource("apps/v1", "DaemonSet")),
+    Workload(Resource("apps/v1", "ReplicaSet")),
+    Workload(Resource("batch/v1", "Job")),
+    Workload(Resource("batch/v1", "CronJob"), ("spec", "jobTemplate", "spec", "template")),
+    Workload(Resource("v1", "ReplicationController")),
 )
+WORKLOAD_RESOURCES = tuple(workload.resource for workload in WORKLOADS)
+POD = Resource("v1", "Pod")

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubectl_gpu.core import constants
 from kubectl_gpu.core import family_of
-from kubectl_gpu.core import QuantityError, parse_quantity
+from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
 
 from .tree_patch import join_pointer
 

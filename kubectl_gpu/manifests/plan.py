@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, Severity, TranslateOptions, known_claims,
                               translate_pod_template)
-from kubectl_gpu.core.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
+from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
 from .read_back import is_live, live_pod_warning, server_set_pointers

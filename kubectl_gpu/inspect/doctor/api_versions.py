@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubectl_gpu.core.facts import DRA_VERSIONS
+from kubectl_gpu.dra.facts import DRA_VERSIONS
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult
 from kubectl_gpu.inspect.findings import Finding, Severity

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER
-from kubectl_gpu.core.facts import removed_attribute_advice
+from kubectl_gpu.dra.facts import removed_attribute_advice
 from kubectl_gpu.inspect.claims_model import Request, claim_requests, read_claim
 from kubectl_gpu.inspect.devices import SliceDevice
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar, Iterable, Mapping, Union
 
-from kubectl_gpu.core.constants import DRA_GROUP
+from .facts import DRA_GROUP
 
 from .values import InvalidValue, Quantity, Semver
 

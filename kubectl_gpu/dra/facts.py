@@ -10,7 +10,7 @@ Upstream references (kubernetes-sigs/dra-driver-nvidia-gpu, formerly NVIDIA/k8s-
                                          device names (ToCanonicalName)
   site/content/docs/reference/resourceslice-attributes.md   the same, documented
   deployments/helm/.../deviceclass-*.yaml   the DeviceClasses
-  api/nvidia.com/resource/v1beta1/         the opaque config API (see core/driver_config.py)
+  api/nvidia.com/resource/v1beta1/         the opaque config API (see dra/driver_config.py)
 NVIDIA/k8s-device-plugin:
   internal/rm/rm.go, internal/resource/nvml-mig-device.go   MIG resource names ("+" -> ".")
   internal/lm/resource.go                GFD labels (sanitise() drops "+", getArchFamily())
@@ -31,12 +31,48 @@ DRA_GROUP = "resource.k8s.io"
 # default: beta API versions are off unless enabled (KEP-3136, since 1.24), so a 1.32 or 1.33
 # cluster serves its DRA version only where DRA was switched on (kube-apiserver
 # --runtime-config=resource.k8s.io/v1beta1=true, and v1beta2 on 1.33), as DRA needs anyway.
-DRA_VERSIONS = ("v1", "v1beta2", "v1beta1")
-DRA_VERSION_SINCE = {"v1": (1, 34), "v1beta2": (1, 33), "v1beta1": (1, 32)}
-# v1beta1 puts a request's fields flat on the request (no `exactly:`) and wraps device fields in `basic:`.
-FLAT_REQUEST_VERSIONS = ("v1beta1",)
-# The Kubernetes minors kubectl-gpu supports (and validates emitted objects against).
-SUPPORTED_KUBERNETES_MINORS = (32, 33, 34, 35, 36, 37)
+# v1beta1 (and v1alpha3 before it) put a request's fields flat on the request (no `exactly:`) and
+# wrap device fields in `basic:`.  v1alpha3 (1.31) is read, by explain, never written: its minor
+# is older than any kubectl-gpu supports.
+
+
+@dataclass(frozen=True)
+class DraApiVersion:
+    name: str  # "v1"
+    since_minor: int  # the Kubernetes minor that first serves it
+    flat_requests: bool  # the v1beta1 shape of a request
+    written: bool = True  # kubectl-gpu writes it (and a cluster profile may be read at it)
+
+
+# The one table of resource.k8s.io versions, newest first; every other spelling derives from it.
+DRA_API_VERSIONS = (
+    DraApiVersion("v1", 34, flat_requests=False),
+    DraApiVersion("v1beta2", 33, flat_requests=False),
+    DraApiVersion("v1beta1", 32, flat_requests=True),
+    DraApiVersion("v1alpha3", 31, flat_requests=True, written=False),
+)
+DRA_VERSIONS = tuple(v.name for v in DRA_API_VERSIONS if v.written)
+DRA_VERSION_SINCE = {v.name: (1, v.since_minor) for v in DRA_API_VERSIONS if v.written}
+# The apiVersion of what kubectl-gpu writes without a cluster to fit ("resource.k8s.io/v1").
+NEWEST_DRA_API_VERSION = f"{DRA_GROUP}/{DRA_VERSIONS[0]}"
+# Versions no supported release serves, which a claim may still be written in: the alphas.
+RETIRED_DRA_VERSIONS = ("v1alpha1", "v1alpha2", *(v.name for v in DRA_API_VERSIONS if not v.written))
+FLAT_REQUEST_VERSIONS = tuple(v.name for v in DRA_API_VERSIONS if v.written and v.flat_requests)
+# Every version whose claims explain reads, by shape.
+READ_WRAPPED_VERSIONS = frozenset(v.name for v in DRA_API_VERSIONS if not v.flat_requests)
+READ_FLAT_VERSIONS = frozenset(v.name for v in DRA_API_VERSIONS if v.flat_requests)
+# The newest Kubernetes release kubectl-gpu knows (its feature gates: dra/gates.py).  The releases
+# it supports (and validates emitted objects against) run from the first serving a version it writes.
+NEWEST_KUBERNETES_MINOR = 37
+SUPPORTED_KUBERNETES_MINORS = range(min(v.since_minor for v in DRA_API_VERSIONS if v.written),
+                                    NEWEST_KUBERNETES_MINOR + 1)
+
+
+def versions_served_text() -> str:
+    """The written versions and their releases, for help: "v1 (Kubernetes 1.34+), v1beta2 (1.33), ..."."""
+    newest, *older = DRA_VERSIONS
+    return ", ".join([f"{newest} (Kubernetes 1.{DRA_VERSION_SINCE[newest][1]}+)",
+                      *(f"{v} (1.{DRA_VERSION_SINCE[v][1]})" for v in older)])
 
 
 def dra_version_for(minor: int) -> str:
@@ -382,7 +418,7 @@ def device_plugin_mig_resource(profile: str) -> str:
     return "nvidia.com/mig-" + profile.replace("+", ".")
 
 
-# --- Opaque configuration (the API; shapes and validator live in core/driver_config.py) ---------
+# --- Opaque configuration (the API; shapes and validator live in dra/driver_config.py) ---------
 
 GPU_CONFIG, MIG_DEVICE_CONFIG, VFIO_DEVICE_CONFIG = "GpuConfig", "MigDeviceConfig", "VfioDeviceConfig"
 GPU_DRIVER_CONFIG_KINDS = (GPU_CONFIG, MIG_DEVICE_CONFIG, VFIO_DEVICE_CONFIG)

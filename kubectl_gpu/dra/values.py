@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kubectl_gpu.core import QUANTITY_FORMAT_ERROR as FORMAT_ERROR
-from kubectl_gpu.core import QuantityError, format_bytes, parse_kubernetes_quantity
+from .quantity import FORMAT_ERROR, QuantityError, format_bytes, parse_kubernetes_quantity
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -35,7 +34,7 @@ class Quantity:
 
     @classmethod
     def parse(cls, text: str) -> "Quantity":
-        """CEL's ``quantity(text)``: resource.ParseQuantity (core/quantity.py), its errors word for word."""
+        """CEL's ``quantity(text)``: resource.ParseQuantity (dra/quantity.py), its errors word for word."""
         if not isinstance(text, str):
             raise InvalidValue(FORMAT_ERROR)
         try:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import Collection
 
+from .facts import SUPPORTED_KUBERNETES_MINORS
+
 CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
 EXTENDED_RESOURCE = "DRAExtendedResource"  # KEP-5004: DeviceClass.spec.extendedResourceName
@@ -47,7 +49,7 @@ _VERSIONED_DEFAULTS: dict[str, tuple[tuple[int, bool], ...]] = {
 }
 
 DRA_GATES = frozenset(_VERSIONED_DEFAULTS)
-SUPPORTED_MINORS = range(32, 38)  # Kubernetes 1.32 ... 1.37
+SUPPORTED_MINORS = SUPPORTED_KUBERNETES_MINORS  # Kubernetes 1.32 ... 1.37 (dra/facts.py)
 # Without a cluster profile: the newest supported release, whose API (resource.k8s.io/v1) is the
 # one migrate writes by default.
 DEFAULT_MINOR = SUPPORTED_MINORS[-1]

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""Show that a change left what users see byte for byte the same: explain's, migrate's and the
+webhook's answers in a git revision and in the working tree, on the same inputs.
+
+    python3 scripts/compare_outputs.py REVISION        # e.g. main, 07cacc4
+
+The inputs are built once, by the working tree: the benchmarks' inputs (scripts/bench_explain.py's
+slices and claim, scripts/bench_migrate.py's manifest stream, scripts/bench_webhook.py's pod
+reviews) and tests/data with examples/.  The revision is checked out in a temporary git worktree;
+each side then runs the same probe, which uses only what both have (the CLI's `main`, the webhook
+server's application, the tests' API double), with its own code first on sys.path and its own
+empty cache.  Exit status 0: every output identical; 1: the differing outputs are listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Run in each tree (its code first on sys.path): every answer written to OUT, one file each.
+PROBE = r'''
+import asyncio, base64, json, os, sys
+from pathlib import Path
+
+tree, inputs, out = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+sys.path.insert(0, str(tree))
+os.chdir(tree)
+
+import kubectl_gpu
+assert Path(kubectl_gpu.__file__).resolve().is_relative_to(tree.resolve()), kubectl_gpu.__file__
+from click.testing import CliRunner
+from kubectl_gpu.cli.main import main
+
+runner = CliRunner()
+
+
+def cli(name, *args):
+    result = runner.invoke(main, list(args), catch_exceptions=True)
+    error = "" if result.exception is None or isinstance(result.exception, SystemExit) else repr(result.exception)
+    (out / name).write_text(f"exit {result.exit_code}{error}\n{result.output}", encoding="utf-8")
+
+
+manifest = json.loads((inputs / "manifest.json").read_text())
+for i, (claims, slices) in enumerate(manifest["explain"]):
+    cli(f"explain-{i}.txt", "explain", "-f", claims, "--slices", slices)
+    cli(f"explain-{i}.json", "explain", "-f", claims, "--slices", slices, "-o", "json")
+for i, path in enumerate(manifest["migrate"]):
+    cli(f"migrate-{i}.yaml", "migrate", path)
+    cli(f"migrate-{i}-v1beta1.yaml", "migrate", path, "--api-version", "v1beta1")
+
+
+async def reviews():
+    from aiohttp.test_utils import TestClient, TestServer
+    from tests.k8sdouble import K8sDouble
+    from kubectl_gpu.k8s import AsyncClient
+    from webhook.config import load_config
+    from webhook.server import Timings, WebhookServer
+
+    double = K8sDouble().start()
+    for namespace in manifest["namespaces"]:
+        double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    config = load_config(None, {}, {"cert_file": str(inputs / "unused.crt"), "key_file": str(inputs / "unused.key")})
+    api = AsyncClient(double.api_client().configuration, config.api_timeout_seconds)
+    server = WebhookServer(config, api, Timings(label_ttl=3600))
+    client = TestClient(TestServer(server.app()))
+    await client.start_server()
+    try:
+        for i, (endpoint, path) in enumerate(manifest["reviews"]):
+            response = await client.post(f"/{endpoint}", data=Path(path).read_bytes(),
+                                         headers={"Content-Type": "application/json"})
+            body = await response.read()
+            answer = json.loads(body) if response.status == 200 else None
+            patch = (answer or {}).get("response", {}).get("patch")
+            decoded = base64.b64decode(patch).decode() if patch else ""
+            (out / f"review-{i}-{endpoint}.txt").write_bytes(
+                f"status {response.status}\n".encode() + body + b"\n" + decoded.encode())
+    finally:
+        await client.close()
+        await server.admission.templates.close()
+        await api.close()
+        double.stop()
+
+asyncio.run(reviews())
+'''
+
+
+def admission_review(obj: dict, uid: str, operation: str = "CREATE") -> dict:
+    """The AdmissionReview the API server sends for ``obj`` (as tests/conftest.py builds it)."""
+    group, _, version = str(obj.get("apiVersion", "v1")).rpartition("/")
+    kind = obj.get("kind", "Pod")
+    plural = kind.lower() + ("es" if kind.endswith("s") else "s")
+    namespace = (obj.get("metadata") or {}).get("namespace") or "default"
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": uid, "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": plural},
+        "requestKind": {"group": group, "version": version, "kind": kind},
+        "name": (obj.get("metadata") or {}).get("name", ""), "namespace": namespace, "operation": operation,
+        "userInfo": {"username": "compare"}, "object": obj, "oldObject": None, "dryRun": False}}
+
+
+def build_inputs(inputs: Path) -> None:
+    """Every input file and the manifest naming them, built by the working tree."""
+    import yaml
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT))
+    import bench_explain
+    import bench_migrate
+    import bench_webhook
+
+    data = ROOT / "tests" / "data"
+    slices = sorted(str(p) for p in (data / "slices").glob("*.yaml"))
+    claims = sorted(str(p) for p in (data / "manifests" / "claims").glob("*.yaml"))
+    (inputs / "bench-slices.yaml").write_text(yaml.safe_dump_all(bench_explain.build_slices()))
+    (inputs / "bench-claim.yaml").write_text(yaml.safe_dump(bench_explain.CLAIM))
+    explain = [(c, s) for c in claims for s in slices] + [(str(inputs / "bench-claim.yaml"), str(inputs / "bench-slices.yaml"))]
+
+    (inputs / "bench-stream.yaml").write_text(bench_migrate.build_stream(300, 0.5))
+    manifests = sorted(str(p) for p in (*(ROOT / "examples").glob("*.yaml"), *(data / "manifests").glob("*.yaml")))
+    migrate = [*manifests, str(inputs / "bench-stream.yaml")]
+
+    reviews: list[tuple[str, str]] = []
+    namespaces = {"bench"}
+    for i in range(16):
+        for distinct in (False, True):
+            path = inputs / f"bench-review-{i}-{distinct}.json"
+            path.write_bytes(bench_webhook.gpu_pod_review(i, distinct))
+            reviews.append(("mutate", str(path)))
+    documents = [doc for name in manifests for doc in yaml.safe_load_all(Path(name).read_text()) if isinstance(doc, dict)]
+    documents += [doc for name in claims for doc in yaml.safe_load_all(Path(name).read_text()) if isinstance(doc, dict)]
+    for i, doc in enumerate(documents):
+        namespaces.add((doc.get("metadata") or {}).get("namespace") or "default")
+        path = inputs / f"object-review-{i}.json"
+        path.write_text(json.dumps(admission_review(doc, f"00000000-0000-4000-9000-{i:012d}")))
+        endpoint = "validate" if doc.get("kind") in ("ResourceClaim", "ResourceClaimTemplate") else "mutate"
+        reviews.append((endpoint, str(path)))
+    namespaces.discard("default")  # the API double has it
+    (inputs / "manifest.json").write_text(json.dumps(
+        {"explain": explain, "migrate": migrate, "reviews": reviews, "namespaces": sorted(namespaces)}))
+
+
+def run_probe(tree: Path, inputs: Path, out: Path, probe: Path) -> None:
+    out.mkdir()
+    env = {**os.environ, "XDG_CACHE_HOME": str(out.parent / f"{out.name}-cache"), "NO_COLOR": "1", "COLUMNS": "120"}
+    env.pop("PYTHONPATH", None)
+    subprocess.run([sys.executable, str(probe), str(tree), str(inputs), str(out)], check=True, env=env, cwd=tree)
+
+
+def differing(left: Path, right: Path) -> list[str]:
+    names = sorted({p.name for p in left.iterdir()} | {p.name for p in right.iterdir()})
+    return [n for n in names if not ((left / n).exists() and (right / n).exists()
+                                     and filecmp.cmp(left / n, right / n, shallow=False))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("revision", help="the git revision to compare the working tree with")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="compare-outputs-") as temp:
+        work = Path(temp)
+        inputs, probe, old_tree = work / "inputs", work / "probe.py", work / "revision"
+        inputs.mkdir()
+        probe.write_text(PROBE)
+        build_inputs(inputs)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(old_tree), args.revision],
+                       check=True)
+        try:
+            run_probe(old_tree, inputs, work / "before", probe)
+            run_probe(ROOT, inputs, work / "after", probe)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old_tree)], check=True)
+        outputs = sorted(p.name for p in (work / "after").iterdir())
+        changed = differing(work / "before", work / "after")
+        kinds = {k: sum(name.startswith(k) for name in outputs) for k in ("explain", "migrate", "review")}
+        print(f"{len(outputs)} outputs compared ({kinds['explain']} explain, {kinds['migrate']} migrate, "
+              f"{kinds['review']} webhook reviews) between {args.revision} and the working tree")
+        after = work / "after"
+        succeeded = sum((after / n).read_text(encoding="utf-8").startswith("exit 0") for n in outputs
+                        if not n.startswith("review"))
+        patched = sum(b'"patch"' in (after / n).read_bytes() for n in outputs if n.startswith("review"))
+        print(f"(of which {succeeded} CLI runs exited 0, {patched} reviews answered with a patch)")
+        if changed:
+            print(f"{len(changed)} differ:")
+            for name in changed:
+                print(f"  {name}")
+                subprocess.run(["diff", "-u", str(work / "before" / name), str(work / "after" / name)])
+            return 1
+        print("all byte-identical")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
