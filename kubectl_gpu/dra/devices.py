@@ -281,12 +281,7 @@ def _placement(body: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> P
         if not isinstance(effect, str):
             raise InvalidResourceSlice(f"{where}.taints[{i}].effect must be one of {', '.join(_TAINT_EFFECTS)}")
         taints.append(Taint(taint["key"], str(taint.get("value") or ""), effect))
-    consumes = []
-    for i, entry in enumerate(_list_field(body.get("consumesCounters"), f"{where}.consumesCounters")):
-        at = f"{where}.consumesCounters[{i}]"
-        if not _is_mapping(entry) or not isinstance(entry.get("counterSet"), str) or not entry.get("counterSet"):
-            raise InvalidResourceSlice(f"{at}: every entry needs a counterSet name")
-        consumes.append((entry["counterSet"], _counters(entry.get("counters"), f"{at}.counters")))
+    consumes = _named_counters(body.get("consumesCounters"), "counterSet", f"{where}.consumesCounters")
     conditions = _list_field(body.get("bindingConditions"), f"{where}.bindingConditions")
     failures = _list_field(body.get("bindingFailureConditions"), f"{where}.bindingFailureConditions")
     selector = body.get("nodeSelector") or raw.get("nodeSelector")
@@ -294,7 +289,7 @@ def _placement(body: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> P
         raise InvalidResourceSlice(f"{where}.nodeSelector must be a NodeSelector (nodeSelectorTerms)")
     return PlacementFacts(
         taints=tuple(taints),
-        consumes_counters=tuple(consumes),
+        consumes_counters=consumes,
         binding_conditions=tuple(str(c) for c in conditions),
         binding_failure_conditions=tuple(str(c) for c in failures),
         binds_to_node=bool(body.get("bindsToNode")),
@@ -309,6 +304,18 @@ def _list_field(value: Any, where: str) -> list:
     if not isinstance(value, list):
         raise InvalidResourceSlice(f"{where} must be a list")
     return value
+
+
+def _named_counters(raw: Any, name_key: str, where: str) -> tuple[tuple[str, dict[str, Fraction]], ...]:
+    """A slice's sharedCounters (``name``) or a device's consumesCounters (``counterSet``): each
+    entry's name and its counters."""
+    named = []
+    for i, entry in enumerate(_list_field(raw, where)):
+        at = f"{where}[{i}]"
+        if not _is_mapping(entry) or not isinstance(entry.get(name_key), str) or not entry.get(name_key):
+            raise InvalidResourceSlice(f"{at}: every entry needs a {name_key}")
+        named.append((entry[name_key], _counters(entry.get("counters"), f"{at}.counters")))
+    return tuple(named)
 
 
 def _counters(raw: Any, where: str) -> dict[str, Fraction]:
@@ -358,12 +365,7 @@ def read_slice(slice_obj: Mapping[str, Any]) -> SliceFacts:
         count = int(pool.get("resourceSliceCount") or 1)
     except (TypeError, ValueError):
         raise InvalidResourceSlice(f"ResourceSlice {name}: spec.pool.generation and resourceSliceCount must be integers") from None
-    shared = []
-    for i, counter_set in enumerate(_list_field(spec.get("sharedCounters"), f"ResourceSlice {name}: spec.sharedCounters")):
-        where = f"ResourceSlice {name}: spec.sharedCounters[{i}]"
-        if not _is_mapping(counter_set) or not isinstance(counter_set.get("name"), str) or not counter_set.get("name"):
-            raise InvalidResourceSlice(f"{where}: every counter set needs a name")
-        shared.append((counter_set["name"], _counters(counter_set.get("counters"), f"{where}.counters")))
+    shared = _named_counters(spec.get("sharedCounters"), "name", f"ResourceSlice {name}: spec.sharedCounters")
     selector = spec.get("nodeSelector")
     return SliceFacts(
         name=name,
@@ -375,7 +377,7 @@ def read_slice(slice_obj: Mapping[str, Any]) -> SliceFacts:
         all_nodes=bool(spec.get("allNodes")),
         node_selector=selector if _is_mapping(selector) else None,
         per_device_node_selection=bool(spec.get("perDeviceNodeSelection")),
-        shared_counters=tuple(shared),
+        shared_counters=shared,
         devices=tuple(devices),
     )
 
