@@ -170,3 +170,44 @@ def test_match_attribute_on_a_list_attribute_answers_instead_of_crashing(tmp_pat
     # With list-type attributes the two devices share "nvlink": allocatable.
     assert run.exit_code == OK, run.output
     assert run.exit_code not in (FINDINGS, INTERNAL_ERROR)
+
+
+def test_a_pods_claims_are_allocated_together_on_one_node() -> None:
+    # upstream: Allocate takes all of a pod's claims for one node (small-and-large-backtrack-claims)
+    claims = [claim("first"), claim("second")]
+    one_gpu = [gpu_slice("node-1", gpus=1)]
+    apart = explain_objects(claims=claims, slices=one_gpu, gates=ALL_ON).items
+    assert all(item.allocatable for item in apart)  # each alone takes the one GPU
+    together = explain_objects(claims=claims, slices=one_gpu, gates=ALL_ON, one_pod=True).items
+    assert not any(item.allocatable for item in together)
+    assert "together with the pod's other claims" in together[0].verdict
+    two_gpus = explain_objects(claims=claims, slices=[gpu_slice("node-1", gpus=2)], gates=ALL_ON, one_pod=True).items
+    assert all(item.allocatable and item.node == "node-1" for item in two_gpus)
+    assert {d.device for item in two_gpus for d in item.allocation} == {"gpu-0", "gpu-1"}
+
+
+def test_explain_on_one_node_with_its_labels_from_a_node_object(tmp_path) -> None:
+    import json
+
+    import yaml
+
+    labelled = gpu_slice("rack-a", gpus=1)
+    del labelled["spec"]["nodeName"]
+    labelled["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "rack", "operator": "In", "values": ["a"]}]}]}
+    nodes = [{"apiVersion": "v1", "kind": "Node", "metadata": {"name": n, "labels": {"rack": r}}}
+             for n, r in (("node-a", "a"), ("node-b", "b"))]
+    (tmp_path / "claim.yaml").write_text(yaml.safe_dump(claim("c")))
+    (tmp_path / "slices.yaml").write_text(yaml.safe_dump_all([labelled, *nodes]))
+
+    def on(node: str) -> Any:
+        run = CliRunner().invoke(main, ["explain", "-f", str(tmp_path / "claim.yaml"), "--slices",
+                                        str(tmp_path / "slices.yaml"), "--node", node, "-o", "json"])
+        (item,) = json.loads(run.output)["items"]
+        return run.exit_code, item
+
+    code, item = on("node-a")
+    assert code == OK and item["node"] == "node-a"
+    assert item["allocation"] == [{"request": "gpu", "driver": NVIDIA, "pool": "rack-a", "device": "gpu-0"}]
+    code, item = on("node-b")  # its labels do not match the slice's node selector
+    assert code == FINDINGS and not item["allocatable"]

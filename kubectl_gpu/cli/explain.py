@@ -20,7 +20,7 @@ from kubectl_gpu.dra.devices import InvalidResourceSlice, SliceFacts
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.collector import with_collector_paused
-from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
+from kubectl_gpu.explain import InvalidClaim, allocator_nodes, explain_objects, sort_objects
 from kubectl_gpu.explain.loading import UnreadableInput, load_documents
 from kubectl_gpu.explain.render import render_table, to_dict
 from kubectl_gpu.input_error import InputError
@@ -78,9 +78,12 @@ def _local_slices() -> list[dict[str, Any]]:
                    "DRAConsumableCapacity on).")
 @click.option("--feature-gates", metavar="NAME=BOOL,...",
               help="DRA feature gates that differ from the cluster's (e.g. DRAConsumableCapacity=true).")
+@click.option("--node", "node", metavar="NAME",
+              help="Allocate on this node only (its labels from a Node object among the files, for slices "
+                   "selecting nodes by label; without one every node selector is taken to match).")
 def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
             allocation_files: tuple[str, ...], local: bool, kubernetes_version: str | None,
-            feature_gates: str | None, **values: Any) -> None:
+            feature_gates: str | None, node: str | None = None, **values: Any) -> None:
     """Explain how each device request of a claim meets the devices in ResourceSlices.
 
     For every request: devices in the DeviceClass, how many each selector matches and rejects,
@@ -109,12 +112,12 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
         raise click.UsageError("explain prints explanations, not objects: use -o table, wide, json or yaml")
     try:
         if pod:
-            explanation = _explain_live(pod, options, kubernetes_version, feature_gates)
+            explanation = _explain_live(pod, options, kubernetes_version, feature_gates, node)
         elif files:
             explanation, read = _explain_files(files, slice_files, class_files, allocation_files, local, options,
-                                               kubernetes_version, feature_gates)
+                                               kubernetes_version, feature_gates, node)
         elif options.all_namespaces or options.selector:
-            explanation = _explain_live(None, options, kubernetes_version, feature_gates)
+            explanation = _explain_live(None, options, kubernetes_version, feature_gates, node)
         else:
             raise InputError("pass a POD or claim/NAME (live cluster), -A or -l SELECTOR (every pod with DRA "
                              "claims), or -f FILE (claims or templates)")
@@ -143,7 +146,7 @@ POD_TYPES = ("pod", "pods", "po")
 
 
 def _explain_live(target: str | None, options: ClusterOptions, kubernetes_version: str | None = None,
-                  feature_gates: str | None = None) -> Any:
+                  feature_gates: str | None = None, node: str | None = None) -> Any:
     """`explain POD`, `explain claim/NAME` (kubectl's TYPE/NAME), or with no target every pod with
     DRA claims (-A, -l): claims (or templates) against the cluster's slices, classes and
     allocations, fetched through kubectl_gpu.inspect.fetch, compiled under the cluster's gates."""
@@ -162,10 +165,10 @@ def _explain_live(target: str | None, options: ClusterOptions, kubernetes_versio
         gates = _live_gates(connection.api, kubernetes_version, feature_gates)
         if name is None:
             return explain_pods_live(connection.api, None if options.all_namespaces else namespace, options.selector,
-                                     gates)
+                                     gates, node)
         if kind == "claim":
-            return explain_claim_live(connection.api, namespace, name, gates)
-        return explain_pod_live(connection.api, namespace, name, gates)
+            return explain_claim_live(connection.api, namespace, name, gates, node)
+        return explain_pod_live(connection.api, namespace, name, gates, node)
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
     except exits.cluster_errors() as err:
@@ -239,7 +242,8 @@ def _profile(slices: list[Any], classes: list[Any], kubernetes_version: str | No
 @with_collector_paused  # reading and building 8,000 devices makes millions of acyclic objects
 def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
                    allocation_files: tuple[str, ...], local: bool, options: ClusterOptions,
-                   kubernetes_version: str | None = None, feature_gates: str | None = None) -> tuple[Any, Any]:
+                   kubernetes_version: str | None = None, feature_gates: str | None = None,
+                   node: str | None = None) -> tuple[Any, Any]:
     """The explanation, and what was read and built for it (the caller keeps it until the end)."""
     main = sort_objects(doc for path in files for doc in _load(path))
     extra = sort_objects(doc for path in (*slice_files, *class_files) for doc in _load(path))
@@ -269,6 +273,7 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
             avoid_nodes=avoid,
             gates=gates,
             slice_facts=slice_facts,
+            nodes=allocator_nodes([*main.nodes, *extra.nodes, *allocated.nodes], node),
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None

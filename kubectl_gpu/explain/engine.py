@@ -613,6 +613,40 @@ def _claim_verdict(claim: ClaimSpec, requests: tuple[RequestResult, ...], alloca
         "taints, shared counters and devices in use)"), requests)
 
 
+def explain_together(results: Sequence[ClaimResult], specs: Sequence[ClaimSpec], allocator: Allocator, cluster: Cluster,
+                     allocations: Allocations | None) -> list[ClaimResult]:
+    """One pod's claims allocated together, on one node, as the scheduler allocates them: each
+    result then says where, and with which devices, or that the claims fit only apart."""
+    claims = [allocator_claim(spec) for spec in specs]
+    state = allocated_state(allocations, [spec.ref for spec in specs])
+    chosen: Outcome | None = None
+    for node in candidate_nodes(allocator, cluster, AVOID_NODES.get()):
+        outcome = allocator.allocate(claims, node, state)
+        if outcome.kind == ALLOCATOR_ERROR and not outcome.node_only:
+            break
+        if outcome.allocated:
+            chosen = outcome
+            break
+    updated = []
+    for index, result in enumerate(results):
+        if chosen is not None:
+            allocation = chosen.allocations[index]
+            where = f" on node {chosen.node}" if chosen.node != SHARED_NODE else ""
+            updated.append(dataclasses.replace(
+                result, allocatable=True, node=chosen.node,
+                verdict=f"can be allocated{where}, together with the pod's other claims",
+                requests=_with_choices(result.requests, allocation.chosen),
+                allocation=tuple(AllocatedDevice(d.request, d.driver, d.pool, d.device) for d in allocation.devices)))
+        elif result.allocatable:
+            updated.append(dataclasses.replace(
+                result, allocatable=False, node=None, allocation=(),
+                verdict=("cannot be allocated together with the pod's other claims: it fits alone, but no node "
+                         "has devices for all of the pod's claims at once")))
+        else:
+            updated.append(result)
+    return updated
+
+
 def _with_choices(requests: tuple[RequestResult, ...], chosen: Mapping[str, str]) -> tuple[RequestResult, ...]:
     """The firstAvailable alternatives the allocator chose, where explain's first fit alone differs."""
     updated = []

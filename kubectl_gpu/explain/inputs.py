@@ -13,7 +13,7 @@ from kubectl_gpu.dra.gates import normalize_gates
 from kubectl_gpu.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
-from .engine import AVOID_NODES, ClassPasses, explain_claim
+from .engine import AVOID_NODES, ClassPasses, explain_claim, explain_together
 from .judge import Cluster, build_allocator, facts_from_devices
 from .model import ClaimError, ClaimResult
 from .specs import ClaimSpec, DeviceClassSpec, InvalidClaim, is_claim, is_device_class, parse_claim, parse_device_class
@@ -26,6 +26,7 @@ class ExplainInputs:
     claims: list[Mapping[str, Any]] = field(default_factory=list)
     slices: list[Mapping[str, Any]] = field(default_factory=list)
     classes: list[Mapping[str, Any]] = field(default_factory=list)
+    nodes: list[Mapping[str, Any]] = field(default_factory=list)  # core/v1 Nodes (names, labels)
     ignored: list[str] = field(default_factory=list)  # "Kind/name" of objects explain does not use
 
 
@@ -56,6 +57,20 @@ def flatten(objects: Iterable[Any]) -> list[Mapping[str, Any]]:
     return flat
 
 
+def allocator_nodes(objects: Sequence[Mapping[str, Any]], only: str | None = None) -> list[Node] | None:
+    """Node objects as the allocator sees them (name, labels); ``only`` keeps that node (known
+    from the objects, else with unknown labels).  None: no Node given, the slices' nodes count."""
+    nodes = []
+    for obj in objects:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
+        nodes.append(Node(str(meta.get("name") or ""), {str(k): str(v) for k, v in labels.items()}))
+    if only is not None:
+        known = [n for n in nodes if n.name == only]
+        return known or [Node(only, unknown_labels=True)]
+    return nodes or None
+
+
 def sort_objects(objects: Iterable[Any]) -> ExplainInputs:
     inputs = ExplainInputs()
     for obj in flatten(objects):
@@ -65,6 +80,8 @@ def sort_objects(objects: Iterable[Any]) -> ExplainInputs:
             inputs.slices.append(obj)
         elif is_device_class(obj):
             inputs.classes.append(obj)
+        elif obj.get("kind") == "Node" and obj.get("apiVersion") == "v1":
+            inputs.nodes.append(obj)
         else:
             metadata = obj.get("metadata")
             name = metadata.get("name", "") if isinstance(metadata, Mapping) else ""
@@ -84,6 +101,7 @@ def explain_objects(
     slice_devices: Sequence[Device] | None = None,
     slice_facts: Sequence[SliceFacts] | None = None,
     nodes: Sequence[Node] | None = None,
+    one_pod: bool = False,
 ) -> Explanation:
     """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
     :data:`kubectl_gpu.dra.gates.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
@@ -93,7 +111,8 @@ def explain_objects(
     of ``slices`` read already (a ClusterProfile's ``slice_facts``): building 8,000 devices twice
     was a quarter of `explain -f --slices`; ``slice_devices`` the same as bare devices, for callers
     without the slices.  ``nodes`` are the cluster's nodes (names and labels, for node selectors);
-    None: the nodes the slices name."""
+    None: the nodes the slices name.  ``one_pod``: the claims are one pod's, allocated together on
+    one node (the scheduler's way), not each alone."""
     claims, slices, classes, allocated_claims = (flatten(x) for x in (claims, slices, classes, allocated_claims))
     if slice_facts is None:
         # The scheduler ignores older pool generations; the allocator sees the rest as published.
@@ -122,6 +141,9 @@ def explain_objects(
         items = [spec if isinstance(spec, ClaimError) else
                  explain_claim(spec, all_devices, class_specs, allocations, class_passes, gates, (allocator, cluster))
                  for spec in specs]
+        explained = [(i, spec) for i, spec in enumerate(specs) if not isinstance(spec, ClaimError)]
+        if one_pod and len(explained) > 1 and len(explained) == len(specs):
+            items = explain_together(items, [spec for _, spec in explained], allocator, cluster, allocations)
     finally:
         AVOID_NODES.reset(token)
     return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))
