@@ -11,12 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gpu.cel import CELPY, CelCompileError, compile_selector
+from kubectl_gpu.cel import CelCompileError, compile_selector
 from kubectl_gpu.dra.devices import make_device
 from kubectl_gpu.cel import codegen
 from kubectl_gpu.cel.checker import NEWEST
 from kubectl_gpu.cel.cost import MAX_COST
 from kubectl_gpu.cel.quick_parser import parse_quick
+from tests.cel_reference import CELPY
+from tests.cel_reference import compile_selector as compile_on
 from tests.test_cel_differential import DOMAIN, GATES, devices, expressions, outcome, verdict
 
 EVERYDAY = [
@@ -70,7 +72,7 @@ def test_nesting_past_the_generated_limit_still_answers_as_cel_python(expression
     generated = _generated(expression)
     assert generated is not None and "(d, None)" in generated.source  # the deepest part is a closure
     fast = compile_selector(expression, stored=True)
-    reference = compile_selector(expression, CELPY, stored=True)
+    reference = compile_on(expression, CELPY, stored=True)
     expected = [outcome(reference, d) for d in DEVICES]
     assert [outcome(fast, d) for d in DEVICES] == expected
     assert [verdict(v) for v in fast.verdicts(DEVICES)] == expected
@@ -92,7 +94,7 @@ def test_any_nesting_limit_gives_cel_python_answers(expression, device_list, nes
     """The same selectors with the limit at 0, 1, 2: every &&, || and ?: below it is its closure,
     called from generated code."""
     try:
-        reference = compile_selector(expression, CELPY, gates=GATES, stored=True)
+        reference = compile_on(expression, CELPY, gates=GATES, stored=True)
     except CelCompileError:
         return  # the checker's, shared by both engines
     ast = parse_quick(expression)
@@ -124,7 +126,7 @@ COLLIDING = make_device(DOMAIN, "gpu-9", attributes={
 ])
 def test_generated_names_and_literals_never_meet_the_selector(expression):
     fast = compile_selector(expression, stored=True)
-    reference = compile_selector(expression, CELPY, stored=True)
+    reference = compile_on(expression, CELPY, stored=True)
     assert _generated(expression) is not None
     expected = [outcome(reference, d) for d in [COLLIDING, *DEVICES]]
     assert expected[0] is True

@@ -15,9 +15,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gpu.cel import CELPY, FAST, CelCompileError, CelRuntimeError, compile_selector
+from kubectl_gpu.cel import CelCompileError, CelRuntimeError
 from kubectl_gpu.dra.devices import make_device
 from kubectl_gpu.dra.values import Semver
+from tests.cel_reference import CELPY, FAST, compile_selector
 
 DOMAIN = "gpu.nvidia.com"
 GATES = frozenset({"DRAListTypeAttributes", "DRAConsumableCapacity"})

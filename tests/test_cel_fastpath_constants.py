@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu.cel import CELPY, FAST, CelRuntimeError, compile_selector, lib
+from kubectl_gpu.cel import CelRuntimeError, lib
 from kubectl_gpu.dra.devices import make_device
 from kubectl_gpu.dra.values import Semver
+from tests.cel_reference import CELPY, FAST, compile_selector
 
 DEVICES = [make_device("gpu.nvidia.com", f"gpu-{i}", attributes={"type": "gpu", "driverVersion": Semver.parse(v)},
                        capacity={"memory": m})

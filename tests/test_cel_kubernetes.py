@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu.cel import CELPY, FAST, CelCompileError, CelRuntimeError, compile_selector
+from kubectl_gpu.cel import CelCompileError, CelRuntimeError
 from kubectl_gpu.dra.devices import devices_from_slice, make_device
 from kubectl_gpu.dra.gates import default_gates
 from kubectl_gpu.dra.values import Semver
-
-ENGINES = [FAST, CELPY]
+from tests.cel_reference import ENGINES, FAST, compile_selector
 DRIVER = "dra.example.com"
 LIST_GATES = frozenset({"DRAListTypeAttributes"})
 

@@ -4,11 +4,10 @@ from fractions import Fraction
 
 import pytest
 
-from kubectl_gpu.cel import CELPY, FAST, CelRuntimeError, compile_selector
+from kubectl_gpu.cel import CelRuntimeError
 from kubectl_gpu.dra.devices import make_device
 from kubectl_gpu.dra.values import InvalidValue, Quantity, Semver
-
-ENGINES = [FAST, CELPY]
+from tests.cel_reference import ENGINES, compile_selector
 DEVICE = make_device("gpu.nvidia.com", "gpu-0", attributes={"type": "gpu"}, capacity={"memory": "80Gi"})
 
 

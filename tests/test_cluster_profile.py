@@ -123,7 +123,8 @@ def test_profile_files_give_the_served_version_and_prove_consumable_capacity_on(
     # 1.34's default has the gate off, but the API server drops allowMultipleAllocations while it is
     # off, so a slice carrying it proves it on.
     assert profile.gate("DRAConsumableCapacity")
-    assert profile.class_names == ("gpu.nvidia.com",) and len(profile.devices) == 2
+    assert [c["metadata"]["name"] for c in profile.device_classes] == ["gpu.nvidia.com"]
+    assert len(profile.devices) == 2
 
 
 def test_a_profile_of_nothing_usable_is_a_usage_error_saying_what_to_pass(tmp_path) -> None:

@@ -136,15 +136,19 @@ def test_webhook_not_installed_is_information_not_failure():
 
 
 def test_suggested_helm_commands_name_the_chart_as_users_install_it():
-    """Not a path inside this repository: a user reading doctor's output has no checkout."""
+    """Not a path inside this repository (a user reading doctor's output has no checkout), and only
+    an address something publishes: the chart archive of this release (tests/test_release.py
+    checks that scripts/release builds it)."""
+    from importlib.metadata import version
+
+    chart = (f"https://github.com/kubectl-gpu/kubectl-gpu/releases/download/v{version('kubectl-gpu')}/"
+             f"kubectl-gpu-webhook-{version('kubectl-gpu')}.tgz")
     (finding,) = _doctor().findings
-    assert ("helm install kubectl-gpu oci://ghcr.io/kubectl-gpu/charts/kubectl-gpu-webhook --namespace "
-            "kubectl-gpu --create-namespace") in finding.fix
+    assert f"helm install kubectl-gpu {chart} --namespace kubectl-gpu --create-namespace" in finding.fix
     no_ca = _healthy_webhook() | {"mutating_webhooks": [
         b.webhook_configuration("MutatingWebhookConfiguration", ca_bundle="")]}
     (ca,) = [f for f in _doctor(**no_ca).findings if f.code == "webhook-ca-bundle-empty"]
-    assert ca.fix.endswith("helm upgrade --install kubectl-gpu oci://ghcr.io/kubectl-gpu/charts/"
-                           "kubectl-gpu-webhook --namespace kubectl-gpu --reuse-values")
+    assert ca.fix.endswith(f"helm upgrade --install kubectl-gpu {chart} --namespace kubectl-gpu --reuse-values")
     assert " charts/" not in finding.fix + ca.fix
 
 

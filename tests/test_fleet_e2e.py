@@ -221,7 +221,7 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
         node["status"]["allocatable"]["nvidia.com/gpu"] = node["status"]["capacity"]["nvidia.com/gpu"] = "4"
         send(cluster.api, "PUT", f"/api/v1/nodes/{name}/status", node)
     # The node-pinned DaemonSet first, while its node has room, then everything else.
-    cluster.kubectl_gpu("rollback", "daemonset/probe", "--apply", "--timeout", "5")
+    cluster.kubectl_gpu("rollback", "daemonset/probe", "-n", "ml", "--apply", "--timeout", "5")
     cluster.kubectl_gpu("rollback", "--apply", "--timeout", "5")
     cluster.operator_reconciles()
     assert cluster.stranded() == []

@@ -70,3 +70,27 @@ def test_the_archive_runs_installed_the_way_krew_installs_it(release, tmp_path):
     assert "kind: ResourceClaimTemplate" in migrated.stdout
     completed = subprocess.run(["kubectl_complete-gpu", "des"], env=env, capture_output=True, text=True, timeout=120)
     assert completed.stdout.splitlines()[-1] == ":4" and completed.stdout.startswith("describe\t")
+
+
+def test_the_chart_doctor_suggests_is_published_with_the_release(release):
+    """doctor and describe tell a person to `helm install kubectl-gpu <CHART_REFERENCE>`: that
+    archive must be among the files the release publishes, at the same address as the plugin's
+    archives, and helm must read it as the chart."""
+    from kubectl_gpu.inspect.doctor.webhooks import CHART_REFERENCE
+
+    out, _ = release
+    base, _, name = CHART_REFERENCE.rpartition("/")
+    chart = out / name
+    assert chart.is_file(), f"{name} is not built by scripts/release"
+    digest = hashlib.sha256(chart.read_bytes()).hexdigest()
+    assert (out / f"{name}.sha256").read_text() == f"{digest}  {name}\n"
+    committed = yaml.safe_load((REPO / "krew" / "gpu.yaml").read_text())
+    assert all(p["uri"].rpartition("/")[0] == base for p in committed["spec"]["platforms"])
+    with tarfile.open(chart) as tar:
+        names = set(tar.getnames())
+    assert "kubectl-gpu-webhook/Chart.yaml" in names and "kubectl-gpu-webhook/values.schema.json" in names
+    assert not any(n.endswith(".helmignore") for n in names)
+    helm = REPO / ".tools" / "bin" / "helm"
+    if helm.exists():
+        shown = subprocess.run([str(helm), "show", "chart", str(chart)], capture_output=True, text=True, check=True)
+        assert "name: kubectl-gpu-webhook" in shown.stdout

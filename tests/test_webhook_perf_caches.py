@@ -18,10 +18,10 @@ from tests.conftest import admission_review, captured_logs, eventually, patch_of
 from tests.corpus import SHARED_CORPUS, corpus_files
 from webhook import logs
 from kubectl_gpu.k8s import ApiError, AsyncClient, Resource
+from webhook.caches import ReviewParser
 from webhook.labelcache import LabelCache
 from webhook.review import (
     ALLOWED,
-    ReviewParser,
     Verdict,
     decode_json,
     deny,

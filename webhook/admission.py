@@ -7,9 +7,8 @@ which things are checked.  HTTP, logs and metrics are the server's business.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
 from kubectl_gpu.core import KnownClaim, claims_beside_legacy_gpus, gpus_asked_twice, known_claims
@@ -17,6 +16,7 @@ from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.k8s import ApiError, Resource
 
 from . import fencing
+from .caches import Caches, RequestAnswers
 from .cluster_profile import ProfileCache
 from .config import WebhookConfig
 from .dra_validation import validate_dra_object
@@ -31,59 +31,15 @@ from .mutation import (
     device_plugin_view,
     find_site,
     opted_out,
-    plan,
     site_opted_out,
 )
-from .review import AdmissionRequest, Verdict, allow, deny, encode_json
+from .review import AdmissionRequest, Verdict, allow, deny
 from .templates import TemplateConflict, TemplateStore, TemplateUnavailable
 
 DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 # Pod -> ReplicaSet -> Deployment, Pod -> Job -> CronJob: two workloads at most above a pod.
 MAX_OWNER_DEPTH = 2
 RETRY_HINT = "the Kubernetes API did not answer in time; the request was not admitted, retry it"
-
-
-# Larger templates are planned every time: the cache's memory stays bounded (1024 x 64 KiB).
-MAX_CACHED_TEMPLATE_BYTES = 64 * 1024
-
-
-class PlanCache:
-    """Recent mutation plans by pod template content.
-
-    The pods of one ReplicaSet or Job arrive with identical templates (same generateName, same
-    owner), so a rollout of N replicas translates once.  Plans are pure functions of the template
-    and the (fixed) configuration, so a cached one is exactly what planning again would give.
-    """
-
-    def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self._plans: OrderedDict[tuple[str, str, str | None, bool, bytes, str], MutationPlan] = OrderedDict()
-
-    def get_or_plan(
-        self, site: TemplateSite, config: WebhookConfig, skip_translation: bool, cacheable: bool = True,
-        revision: str = "",
-    ) -> MutationPlan:
-        """``cacheable=False`` for a template parsed leniently (NaN...), whose encoding may equal
-        another template's.  ``revision``: the cluster profile ``config`` was fitted to (plans for
-        different clusters never mix)."""
-        if not cacheable:
-            return plan(site, config, skip_translation=skip_translation)
-        try:
-            encoded = encode_json(site.template)
-        except (TypeError, ValueError):
-            return plan(site, config, skip_translation=skip_translation)
-        if len(encoded) > MAX_CACHED_TEMPLATE_BYTES:
-            return plan(site, config, skip_translation=skip_translation)
-        key = (site.kind, site.prefix, site.sharing_group, skip_translation, encoded, revision)
-        cached = self._plans.get(key)
-        if cached is not None:
-            self._plans.move_to_end(key)
-            return cached
-        result = plan(site, config, skip_translation=skip_translation)
-        self._plans[key] = result
-        if len(self._plans) > self.size:
-            self._plans.popitem(last=False)
-        return result
 
 
 @dataclass
@@ -95,10 +51,8 @@ class Admission:
     metrics: Metrics
     # kind -> labels and owners of the workloads that own pods (opt-out on a Deployment).
     owners: dict[str, LabelCache] = field(default_factory=dict)
-    plans: PlanCache = field(default_factory=PlanCache)
     profiles: ProfileCache | None = None  # the cluster's profile (version, gates, devices); None: not used
-    _fitted: dict[str, tuple[WebhookConfig, tuple[str, ...]]] = field(default_factory=dict)
-    _unsatisfiable: OrderedDict[tuple[str, str], str | None] = field(default_factory=OrderedDict)
+    caches: Caches = field(default_factory=Caches)  # what one review keeps for the next (caches.py)
 
     def excluded(self, request: AdmissionRequest) -> bool:
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
@@ -110,18 +64,18 @@ class Admission:
         if request.kind == "Node" and request.sub_resource == "status":
             return self._guard_node_status(request)
         # A controller's pods share one parse (ReviewParser), and with it what their content decides.
-        key = ("reading", id(self))
-        reading: _Reading | None = request.derived.get(key)
+        answers: RequestAnswers[_Reading] = self.caches.answers(request)
+        reading = answers.reading
         if reading is None:
-            reading = request.derived[key] = self._read(request)
+            reading = answers.reading = self._read(request, answers)
         if reading.answer is not None:
             return reading.answer
         site, namespace, skip = reading.site, reading.namespace, reading.skip
-        assert site is not None
-        mutation = self._plan(request, site, skip)
+        assert site is not None and reading.plan is not None
+        mutation = reading.plan
         if mutation.claims and self.profiles is not None and self.config.needs_cluster_profile:
             # Something will be rewritten: fit it to the cluster (served version, sharing, devices).
-            fitted = await self._fit_to_cluster(request, site, skip)
+            fitted = await self._fit_to_cluster(request, answers, site, skip)
             if isinstance(fitted, Verdict):
                 return fitted
             mutation = fitted
@@ -134,7 +88,7 @@ class Admission:
                 return deny(f"kubectl-gpu: cannot read the labels of namespace {namespace} or of the pod's "
                             f"owner ({exc.status or exc.reason}): {RETRY_HINT}", 503)
             if opted:
-                mutation = self._plan(request, site, True)
+                mutation = self._plan(request, answers, site, True)
         if mutation.errors:
             return self._refuse(request, site, mutation)
         if mutation.claims and mutation.maybe_same_gpus_twice:
@@ -167,7 +121,7 @@ class Admission:
         # A lenient body's patch is encoded by the standard library, as its response is.
         return Verdict(allowed=True, patch=mutation.patch, warnings=mutation.warnings)
 
-    def _read(self, request: AdmissionRequest) -> "_Reading":
+    def _read(self, request: AdmissionRequest, answers: RequestAnswers[Any]) -> "_Reading":
         """What the request's content alone decides (with this configuration): where its pod
         template is, and the whole answer when no cluster state can change it."""
         site = find_site(request)
@@ -177,13 +131,13 @@ class Admission:
         if left_alone is not None:
             return _Reading(site, left_alone)
         skip = site_opted_out(site, self.config)
-        mutation = self._plan(request, site, skip)
+        mutation = self._plan(request, answers, site, skip)
         if not mutation.patch and not mutation.claims and not mutation.errors:
             # Nothing to change; notes (an accelerator with no DRA driver...) are still worth telling.
             return _Reading(site, allow(audit_warnings(mutation) if self.config.audit else mutation.warnings))
         namespace = request.namespace or _metadata(request.obj).get("namespace") or ""
         owner = self._controller(_metadata(request.obj)) if site.kind == "Pod" else None
-        return _Reading(site, None, namespace, skip, owner)
+        return _Reading(site, None, namespace, skip, owner, mutation)
 
     def _left_alone(self, request: AdmissionRequest, site: TemplateSite) -> Verdict | None:
         """The answer for an object this webhook must not rewrite, or None to go on.
@@ -259,16 +213,19 @@ class Admission:
             found = self._controller(metadata)
         return False
 
-    def _plan(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
-              config: WebhookConfig | None = None, revision: str = "") -> MutationPlan:
-        # A plan is a pure function of the template and this configuration (fitted to one profile).
-        return _derived(request, ("plan", id(self), skip, bool(revision)), revision,
-                        lambda: self.plans.get_or_plan(site, config or self.config, skip, request.strict_json, revision))
+    def _plan(self, request: AdmissionRequest, answers: RequestAnswers[Any], site: TemplateSite,
+              skip: bool) -> MutationPlan:
+        """The plan with this Admission's own configuration (not fitted to a profile)."""
+        kept = answers.plans.get(skip)
+        if kept is None:
+            kept = answers.plans[skip] = self.caches.plans.get_or_plan(site, self.config, skip, request.strict_json)
+        return kept
 
     def _plan_site(self, site: TemplateSite, skip: bool) -> MutationPlan:
-        return self.plans.get_or_plan(site, self.config, skip, False)
+        return self.caches.plans.get_or_plan(site, self.config, skip, False)
 
-    async def _fit_to_cluster(self, request: AdmissionRequest, site: TemplateSite, skip: bool) -> MutationPlan | Verdict:
+    async def _fit_to_cluster(self, request: AdmissionRequest, answers: RequestAnswers[Any], site: TemplateSite,
+                              skip: bool) -> MutationPlan | Verdict:
         assert self.profiles is not None
         try:
             profile = await self.profiles.get()
@@ -276,16 +233,15 @@ class Admission:
             if self.config.api_version_auto:
                 return deny(f"kubectl-gpu: cannot read which {DRA_GROUP} versions the API server serves ({exc}): "
                             f"{RETRY_HINT}", 503)
-            return self._plan(request, site, skip)
+            return self._plan(request, answers, site, skip)
         # The fitted answer is a pure function of the plan and the profile's content (its revision):
         # a controller's next pod gets the same object, so its verdict and encoded response too.
-        return _derived(request, ("fitted", id(self), skip), profile.revision,
-                        lambda: self._fit(request, site, skip, profile))
+        return answers.fitted_for(skip, profile.revision, lambda: self._fit(request, site, skip, profile))
 
     def _fit(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
                 profile: ClusterProfile) -> MutationPlan | Verdict:
         config, _notes = self._config_for(profile)
-        mutation = self._plan(request, site, skip, config, profile.revision)
+        mutation = self.caches.plans.get_or_plan(site, config, skip, request.strict_json, profile.revision)
         warnings: list[str] = []
         if mutation.claims and self.config.unsatisfiable_claims != "ignore":
             problems = self._check(mutation, profile)
@@ -300,25 +256,18 @@ class Admission:
         return replace(mutation, warnings=mutation.warnings + tuple(warnings))
 
     def _config_for(self, profile: ClusterProfile) -> tuple[WebhookConfig, tuple[str, ...]]:
-        cached = self._fitted.get(profile.revision)
-        if cached is None:
+        def fit(profile: ClusterProfile) -> tuple[WebhookConfig, tuple[str, ...]]:
             fitted = fit_options(self.config.translate_options, profile,
                                  api_version_given=not self.config.api_version_auto)
-            cached = (replace(self.config, translate_options=fitted.options), fitted.notes)
-            self._fitted.clear()  # one cluster at a time: only the newest profile is planned with
-            self._fitted[profile.revision] = cached
-        return cached
+            return replace(self.config, translate_options=fitted.options), fitted.notes
+
+        return self.caches.fitted.get(profile, fit)
 
     def _check(self, mutation: MutationPlan, profile: ClusterProfile) -> list[tuple[str, str, str]]:
-        # Claim names are derived from their content, so (profile, name) identifies the answer.
         problems = []
         for claim in mutation.claims:
-            key = (profile.revision, claim.name)
-            if key not in self._unsatisfiable:
-                self._unsatisfiable[key] = unsatisfiable([claim], profile).get(claim.name)
-                if len(self._unsatisfiable) > 4096:
-                    self._unsatisfiable.popitem(last=False)
-            reason = self._unsatisfiable[key]
+            reason = self.caches.unsatisfiable.get(
+                profile.revision, claim.name, lambda: unsatisfiable([claim], profile).get(claim.name))
             if reason:
                 problems.append((claim.kind, claim.name, reason))
         return problems
@@ -378,7 +327,6 @@ class Admission:
             return allow()
         selectors = self.config.dra_node_selectors
         findings: dict[str, list[str]] = {}
-        spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
         try:
             if selectors:
                 node_labels: dict[str, dict[str, str]] = {}
@@ -444,18 +392,7 @@ class _Reading:
     namespace: str = ""
     skip: bool = False  # the object or its pod template opts itself out
     owner: tuple[LabelCache, str] | None = None  # a pod's controller, whose labels may opt it out
-
-
-def _derived(request: AdmissionRequest, key: tuple[Any, ...], revision: str, make: Callable[[], Any]) -> Any:
-    """``make()``, kept with the request for one profile revision (``request.derived`` is shared by
-    the reused parses of one controller's pods).  Only the newest revision is kept per key: a body
-    reused for days while drivers republish their slices does not pile up old answers."""
-    kept = request.derived.get(key)
-    if kept is not None and kept[0] == revision:
-        return kept[1]
-    value = make()
-    request.derived[key] = (revision, value)
-    return value
+    plan: MutationPlan | None = None  # with the Admission's own configuration, when there is no answer yet
 
 
 def _metadata(obj: dict[str, Any] | None) -> dict[str, Any]:

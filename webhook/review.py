@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -86,8 +85,8 @@ class AdmissionRequest:
     # False when the body needed the standard library's leniency (NaN...): such an object may
     # encode like a different one, so nothing keyed by its encoding may be reused for it.
     strict_json: bool = True
-    # What admission derives from the request's content alone (its pod template, its plan),
-    # kept with it: a reused parse (ReviewParser) shares it, so a controller's pods derive once.
+    # What admission derives from the request's content alone, under the caches of the Admission
+    # that derived it (webhook/caches.py, RequestAnswers): a reused parse shares it.
     derived: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def with_uid(self, uid: str) -> "AdmissionRequest":
@@ -167,64 +166,6 @@ def parse_review(body: bytes) -> AdmissionRequest:
         dry_run=request.get("dryRun") is True,
         strict_json=strict,
     )
-
-
-# How the API server (Go, fields in declaration order, compact) starts every AdmissionReview.
-_API_SERVER_PREFIX = b'{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","request":{"uid":"'
-_UID_BYTES = b"0123456789abcdefABCDEF-"
-_PROBE_UID = "kubectl-gpu-probe-0000"
-
-
-class ReviewParser:
-    """parse_review() for a stream of reviews, reusing the parse of a body seen before.
-
-    The pods of one controller reach admission as the same bytes except ``request.uid`` (their
-    names are generated after admission), so a rollout of N replicas parses one body.  A body is
-    reused only when it starts the way the API server writes reviews and its uid is a plain
-    UUID, and only after a second parse, with another uid in its place, proved that those bytes
-    are the uid the request is read with (no duplicate key overrides it): then a body equal but
-    for those bytes is exactly the same request with another uid.  Parsed objects are shared, so
-    nothing may modify a request's objects (admission never does; it patches copies).  A body is
-    kept from its second sighting on, so one-off bodies cost no second parse.
-    """
-
-    def __init__(self, size: int = 256, max_body: int = 64 * 1024) -> None:
-        self.size = size
-        self.max_body = max_body
-        self._requests: OrderedDict[bytes, AdmissionRequest] = OrderedDict()
-        self._seen: OrderedDict[int, None] = OrderedDict()  # hashes of bodies parsed once
-
-    def parse(self, body: bytes) -> AdmissionRequest:
-        if len(body) > self.max_body or not body.startswith(_API_SERVER_PREFIX):
-            return parse_review(body)
-        start = len(_API_SERVER_PREFIX)
-        end = body.find(b'"', start)
-        uid = body[start:end]
-        if end <= start or uid.translate(None, _UID_BYTES):
-            return parse_review(body)
-        key = body[:start] + body[end:]
-        known = self._requests.get(key)
-        if known is not None:
-            self._requests.move_to_end(key)
-            return known.with_uid(uid.decode("ascii"))
-        request = parse_review(body)
-        if self._first_sighting(hash(key)):
-            return request
-        if request.uid == uid.decode("ascii") and request.strict_json:
-            probe = parse_review(body[:start] + _PROBE_UID.encode() + body[end:])
-            if probe.uid == _PROBE_UID and probe.strict_json:
-                self._requests[key] = request
-                if len(self._requests) > self.size:
-                    self._requests.popitem(last=False)
-        return request
-
-    def _first_sighting(self, digest: int) -> bool:
-        if digest in self._seen:
-            return False
-        self._seen[digest] = None
-        if len(self._seen) > 4 * self.size:
-            self._seen.popitem(last=False)
-        return True
 
 
 def _text(value: Any) -> str:

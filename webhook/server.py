@@ -22,6 +22,7 @@ from kubectl_gpu.k8s import WORKLOAD_RESOURCES, AsyncClient, Resource
 
 from . import logs
 from .admission import Admission
+from .caches import ReviewParser
 from .cluster_profile import ProfileCache
 from .config import WebhookConfig
 from .labelcache import LabelCache
@@ -32,7 +33,6 @@ from .review import (
     BadReview,
     Verdict,
     deny,
-    ReviewParser,
     encode_response,
 )
 from .templates import TemplateStore

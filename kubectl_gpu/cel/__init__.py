@@ -20,17 +20,17 @@ DRAConsumableCapacity, list attributes and ``includes()`` need DRAListTypeAttrib
 from kubectl_gpu.lazy_exports import homes_of, lazy_exports
 
 # Where each public name lives.  A module is loaded when one of its names is first used: the
-# compiler needs cel-python, lark and pendulum only for the reference engine.  What the CEL
+# compiler loads cel-python, lark and pendulum only for a selector the quick parser leaves to
+# cel-python's grammar, or a uint value.  What the CEL
 # environment evaluates on (devices read from ResourceSlices, quantities, versions, feature gates)
 # is DRA's own vocabulary and lives in kubectl_gpu.dra.
 _HOMES = {
     "errors": ("CelCompileError", "CelRuntimeError"),
-    "selector": ("CELPY", "FAST", "CompiledSelector", "Gates", "compile_selector", "environment_for"),
+    "selector": ("FAST", "CompiledSelector", "Gates", "compile_selector", "environment_for"),
 }
 __getattr__ = lazy_exports(__name__, globals(), homes_of(_HOMES))
 
 __all__ = [
-    "CELPY",
     "FAST",
     "CelCompileError",
     "CelRuntimeError",

@@ -35,10 +35,10 @@ from .checker import Environment
 from kubectl_gpu.dra.devices import Device
 from .errors import CelRuntimeError, EvalError
 from .fastpath import (
-    _EMPTY,
-    _MISSING,
+    EMPTY,
+    MISSING,
+    ClosureCompiler,
     CostLimitExceeded,
-    _Compiler,
     bool_operand_error,
     fold,
     index_value,
@@ -141,13 +141,13 @@ def _has_variables(node: Node) -> bool:
 
 
 class _Writer:
-    """Writes the statements computing each node into a fresh local, mirroring fastpath._Compiler."""
+    """Writes the statements computing each node into a fresh local, mirroring fastpath.ClosureCompiler."""
 
     def __init__(self, environment: Environment, cost_limit: int) -> None:
         self.environment = environment
-        self.closures = _Compiler(environment, cost_limit)
+        self.closures = ClosureCompiler(environment, cost_limit)
         self.names: dict[str, Any] = {
-            "_EMPTY": _EMPTY, "_MISSING": _MISSING, "_EvalError": EvalError, "_CelRuntimeError": CelRuntimeError,
+            "_EMPTY": EMPTY, "_MISSING": MISSING, "_EvalError": EvalError, "_CelRuntimeError": CelRuntimeError,
             "_CostLimitExceeded": CostLimitExceeded, "_NESTED_TOO_DEEPLY": NESTED_TOO_DEEPLY, "_not_bool": not_bool,
             "_equals": lib.equals, "_compare": lib.compare, "_no_overload": lib.no_overload,
             "_bool_operand_error": bool_operand_error, "_plain": plain, "_index_value": index_value,

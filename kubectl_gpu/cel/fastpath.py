@@ -4,9 +4,9 @@ Every expression the DRA environment admits compiles here: literals, ``device.*`
 selection/indexing, comparisons, ``in``, ``&&``/``||``/``!``/``?:`` with CEL's commutative error
 semantics, arithmetic, conversions, list/map literals, ``has()``, the macros (``all``, ``exists``,
 ``exists_one``, ``map``, ``filter``) with cel-go's comprehension semantics, ``cel.bind`` and every
-function of :mod:`kubectl_gpu.cel.lib`.  cel-python (:mod:`celpy_path`) stays as the reference
-engine: tests and a differential property test evaluate the same expressions on both and require
-equal results.
+function of :mod:`kubectl_gpu.cel.lib`.  cel-python's interpreter is the tests' reference engine
+(tests/cel_reference.py): tests and a differential property test evaluate the same expressions
+on both and require equal results.
 
 Why closures and not cel-python or a compiled CEL engine (measured on this machine, 2 shared
 cores; ``scripts/bench_explain.py`` prints the current figures next to a floor):
@@ -48,12 +48,15 @@ from .errors import EvalError
 from .syntax import Bind, Call, Ident, Index, ListLit, Lit, Macro, MapLit, Node, Select
 from kubectl_gpu.dra.values import Quantity, Semver
 
-_MISSING = object()
-_EMPTY: dict = {}
+# Shared with the generated functions (codegen), which call these closures for what they do not
+# write themselves: a missing map entry, and the empty domain map a missing domain reads as.
+MISSING = object()
+EMPTY: dict = {}
 
 
 class Unsupported(Exception):
-    """This expression shape is left to cel-python (none is, today; kept for the engine seam)."""
+    """A shape the checker admitted but no closure compiles: a defect (the checker's tables and the
+    closures disagree), never the user's error; tests/test_cel_selectors.py keeps them together."""
 
 
 class CostLimitExceeded(EvalError):
@@ -92,7 +95,7 @@ def plain(value: Any) -> Any:
 
 
 def compile_fast(node: Node, environment: Environment = NEWEST, cost_limit: int = MAX_COST) -> Callable[[Device], Any]:
-    compiler = _Compiler(environment, cost_limit)
+    compiler = ClosureCompiler(environment, cost_limit)
     root = compiler.compile(node, {})
     slots = compiler.slots
     if not slots:
@@ -100,7 +103,7 @@ def compile_fast(node: Node, environment: Environment = NEWEST, cost_limit: int 
     return lambda d: root(d, Frame(slots))
 
 
-class _Compiler:
+class ClosureCompiler:
     def __init__(self, environment: Environment, cost_limit: int) -> None:
         self.environment = environment
         self.cost_limit = cost_limit
@@ -158,8 +161,8 @@ class _Compiler:
             if field in {"attributes", "capacity"} and isinstance(key, Lit) and key.type == "string":
                 domain = key.value
                 if field == "attributes":
-                    return lambda d: d.attributes.get(domain, _EMPTY)
-                return lambda d: d.capacity.get(domain, _EMPTY)
+                    return lambda d: d.attributes.get(domain, EMPTY)
+                return lambda d: d.capacity.get(domain, EMPTY)
         return None
 
     def select(self, node: Select, scope: dict[str, int]) -> Compiled:
@@ -182,8 +185,8 @@ class _Compiler:
             # on every device: both look-ups in one closure instead of calling the domain's.
 
             def attribute(d: Device, f: Any) -> Any:
-                value = maps(d).get(key, _EMPTY).get(field, _MISSING)
-                if value is _MISSING:
+                value = maps(d).get(key, EMPTY).get(field, MISSING)
+                if value is MISSING:
                     raise EvalError(message)
                 return value
 
@@ -395,7 +398,7 @@ def index_value(container: Any, k: Any) -> Any:
     if isinstance(container, DomainMap):
         if lib.type_name(k) != "string":
             raise lib.no_overload("_[_]", container.domains, k)
-        return container.domains.get(k, _EMPTY)
+        return container.domains.get(k, EMPTY)
     return lib.index(container, k)
 
 
@@ -408,7 +411,7 @@ def member(value: Any, holder: Any) -> bool:
 
 def select_value(value: Any, field: str) -> Any:
     if isinstance(value, DomainMap):
-        return value.domains.get(field, _EMPTY)
+        return value.domains.get(field, EMPTY)
     if isinstance(value, dict):
         return lib.index(value, field)
     raise EvalError(f"type '{lib.type_name(value)}' does not support field selection")

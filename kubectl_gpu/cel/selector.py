@@ -12,19 +12,18 @@ from .cost import MAX_COST, MAX_LENGTH, TOO_COMPLEX, estimate
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY, LIST_TYPE_ATTRIBUTES, normalize_gates
 from kubectl_gpu.dra.devices import Device
 from .errors import CelCompileError, CelRuntimeError
-from .fastpath import Unsupported, compile_fast
+from .fastpath import compile_fast
 from .parser_hook import parsed_store
 from .quick_parser import parse_quick
 from .syntax import Node, from_json, to_json
 
-FAST = "fast"
-CELPY = "cel-python"
+FAST = "fast"  # the one engine (explain -o json names it per selector)
 
 
 @dataclass(frozen=True, eq=False)
 class CompiledSelector:
     expression: str
-    engine: str  # FAST or CELPY
+    engine: str  # FAST (the tests' reference engine, tests/cel_reference.py, names itself)
     _evaluate: Callable[[Device], Any]
     # cel-go's worst-case cost estimate (CompilationResult.MaxCost), 2**64-1 when unbounded
     max_cost: int = 0
@@ -80,26 +79,21 @@ def environment_for(gates: Gates = None, *, stored: bool = False) -> Environment
 
 
 def compile_selector(
-    expression: str, engine: str | None = None, *, gates: Gates = None, stored: bool = False,
-    cost_limit: int = MAX_COST,
+    expression: str, *, gates: Gates = None, stored: bool = False, cost_limit: int = MAX_COST,
 ) -> CompiledSelector:
     """Compile a DRA CEL selector as the API server would with ``gates`` enabled (see
-    :func:`environment_for` for ``gates`` and ``stored``).  ``engine`` forces FAST or CELPY
-    (tests, benchmarks); by default the fast path is used when it supports the expression.
-    ``cost_limit`` is the run-time limit (Kubernetes' Options.CostLimit; default
+    :func:`environment_for` for ``gates`` and ``stored``).  ``cost_limit`` is the run-time limit (Kubernetes' Options.CostLimit; default
     CELSelectorExpressionMaxCost); the compile-time check always uses Kubernetes' limit."""
     if not isinstance(expression, str) or not expression.strip():
         raise CelCompileError("the expression is empty", None, expression if isinstance(expression, str) else "")
     try:
-        return _compile(expression, engine, environment_for(gates, stored=stored), stored, cost_limit)
+        return _compile(expression, environment_for(gates, stored=stored), stored, cost_limit)
     except RecursionError:
         raise CelCompileError("expression is nested too deeply", None, expression) from None
 
 
 @lru_cache(maxsize=1024)
-def _compile(
-    expression: str, engine: str | None, environment: Environment, stored: bool, cost_limit: int
-) -> CompiledSelector:
+def _compile(expression: str, environment: Environment, stored: bool, cost_limit: int) -> CompiledSelector:
     if not stored and len(expression.encode()) > MAX_LENGTH:
         # validateCELSelector: field.TooLong, and the expression is not compiled at all.
         raise CelCompileError(f"Too long: may not be more than {MAX_LENGTH} bytes", None, expression, prefix="")
@@ -110,21 +104,14 @@ def _compile(
     if not stored and cost > MAX_COST:
         # validateCELSelector rejects a new selector whose worst case exceeds the runtime limit.
         raise CelCompileError(TOO_COMPLEX, None, expression, prefix="")
-    if engine in (None, FAST):
-        try:
-            # One generated function per selector where it can be (codegen), else the closures.
-            generated = generate(ast, environment, cost_limit)
-            if generated is not None:
-                return CompiledSelector(expression, FAST, generated.matches, cost, generated.every)
-            return CompiledSelector(expression, FAST, compile_fast(ast, environment, cost_limit), cost)
-        except Unsupported:
-            if engine == FAST:
-                raise
-    from .celpy_path import CelpyProgram  # the reference engine: cel-python, loaded when asked for
-    from .parser import parse
-
-    program = CelpyProgram(parse(expression), expression, environment, cost_limit)
-    return CompiledSelector(expression, CELPY, program.evaluate, cost)
+    # Everything the checker admits compiles here: its identifiers (device, macro and cel.bind
+    # variables), device fields and functions are exactly those the closures implement
+    # (tests/test_cel_selectors.py holds the two tables together), so there is no other engine.
+    # One generated function per selector where it can be (codegen), else the closures.
+    generated = generate(ast, environment, cost_limit)
+    if generated is not None:
+        return CompiledSelector(expression, FAST, generated.matches, cost, generated.every)
+    return CompiledSelector(expression, FAST, compile_fast(ast, environment, cost_limit), cost)
 
 
 def _ast(expression: str) -> Node:

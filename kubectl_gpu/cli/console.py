@@ -47,10 +47,6 @@ def text_console(stream: TextIO | None = None) -> Console | PlainConsole:
     return console(stream) if colour_allowed(stream) else PlainConsole(stream)
 
 
-def stderr_console() -> Console:
-    return console(sys.stderr)
-
-
 def progress(message: str, stream: TextIO | None = None) -> ContextManager[object]:
     """A spinner with `message` on stderr while a long step runs (listing a large cluster), only
     when stderr is a terminal (not TERM=dumb); nothing otherwise."""

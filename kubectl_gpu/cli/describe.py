@@ -3,57 +3,21 @@ pod is Pending.  Exit codes: kubectl_gpu/cli/exits.py."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 import click
 
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
+from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_labels
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 CLAIM_KIND = "resourceclaim.resource.k8s.io"  # as kubectl -o name spells it
-DRA_NODE_LABEL_HELP = ("Label marking nodes that run the DRA driver instead of the device plugin "
-                       "(KEY=VALUE, repeatable; default ack.node.gpu.schedule=disabled).")
-
-
-def dra_node_label_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--dra-node-label", "dra_node_labels", multiple=True, metavar="KEY=VALUE",
-                        help=DRA_NODE_LABEL_HELP)(func)
 
 
 def tree_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--tree", is_flag=True, default=False,
                         help="Show node -> GPU (MIG devices inside their GPU) -> pod, one line each.")(func)
-
-
-def parse_dra_labels(values: tuple[str, ...], parent: tuple | None = None) -> tuple:
-    from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
-
-    if not values:
-        return parent or DEFAULT_DRA_NODE_LABELS
-    try:
-        return tuple(NodeLabel.parse(v) for v in values)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--dra-node-label") from exc
-
-
-def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], Any],
-         names: Callable[[], list[str]] | None = None) -> None:
-    """Print `payload` as JSON/YAML for scripts, KIND/NAME lines for -o name, or tables for people."""
-    if options.output == "name":
-        if names is None:
-            raise click.UsageError("-o name needs objects to name: use it with describe node|pod|claim")
-        for name in names():
-            click.echo(name)
-    elif options.output == "json":
-        click.echo(json.dumps(payload, indent=2))
-    elif options.output == "yaml":
-        from kubectl_gpu.cli import yaml_output
-        click.echo(yaml_output.dump(payload), nl=False)
-    else:
-        from kubectl_gpu.cli.console import console
-        console().print(table())
 
 
 def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -254,13 +218,28 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
                 except (NotFound, NothingToExplain):
                     explanation = None  # the claim rows already say what is missing
                 report = pod_report(pod, dra_objects.claims, devices, explanation)
+            if report.needs_legacy_step():
+                report = _with_legacy_step(report, pod, dra_objects.nodes, list_pods(connection.api, None, None))
             emit(options, report.to_dict(), lambda: tables.pod(report, wide), lambda: [f"pod/{name}"])
             return
         pods = list_pods(connection.api, None if options.all_namespaces else namespace, options.selector)
         reports = [r for r in pod_reports(pods, dra_objects.claims, devices) if r.claims or r.legacy_requests]
+        if any(r.needs_legacy_step() for r in reports):
+            everyone = pods if options.all_namespaces else list_pods(connection.api, None, None)
+            by_ref = {f"{p['metadata'].get('namespace')}/{p['metadata'].get('name')}": p for p in pods}
+            reports = [_with_legacy_step(r, by_ref[r.ref], dra_objects.nodes, everyone) if r.needs_legacy_step()
+                       else r for r in reports]
         emit_reports(options, reports, tables.pod, "No pods using GPUs found.", "pod", tables.pod_list)
 
     fail_on_errors(run)
+
+
+def _with_legacy_step(report: Any, pod: Any, nodes: Any, pods: Any) -> Any:
+    import dataclasses
+
+    from kubectl_gpu.inspect.pending import legacy_pending_step
+
+    return dataclasses.replace(report, next_step=legacy_pending_step(pod, nodes, pods))
 
 
 @command.command("claim", epilog=exits.TABLE)

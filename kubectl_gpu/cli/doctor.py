@@ -12,7 +12,7 @@ import click
 
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.console import progress
-from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_labels
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 

@@ -12,6 +12,7 @@ from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptio
 from kubectl_gpu.dra.facts import DRA_VERSIONS
 
 from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.options import gpu_memory_quantity
 
 EXIT_REFUSED = exits.FINDINGS  # the answer is no: a wave or node switch is refused, nothing changed
 EXIT_STOPPED = exits.NOT_MIGRATED  # a write or rollout failed: what came before stays applied
@@ -21,8 +22,6 @@ FIELD_MANAGER = "kubectl-gpu"  # server-side apply field manager of every fleet 
 
 def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The translation choices of `kubectl gpu migrate`, with the same defaults."""
-    from kubectl_gpu.cli.migrate import _gpu_memory
-
     decorators = [
         click.option("--api-version", type=click.Choice(DRA_VERSIONS), default=None,
                      help="resource.k8s.io version of the claim templates (default: the newest the cluster "
@@ -35,7 +34,7 @@ def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--integer-gpus", type=click.Choice([m.value for m in IntegerGpuMode]),
                      default=IntegerGpuMode.REWRITE.value, show_default=True,
                      help="Plain nvidia.com/gpu: N: rewrite, or leave to a KEP-5004 DeviceClass."),
-        click.option("--gpu-memory", callback=_gpu_memory, metavar="QUANTITY",
+        click.option("--gpu-memory", callback=gpu_memory_quantity, metavar="QUANTITY",
                      help="Memory of one GPU (e.g. 80Gi): lets fractions become memory shares (default: the "
                           "size every published GPU has)."),
         click.option("--kubernetes-version", metavar="1.MINOR",

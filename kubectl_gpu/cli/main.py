@@ -32,7 +32,8 @@ SUBCOMMANDS: dict[str, str] = {
     "inventory": "Show this node's GPUs as the NVIDIA DRA driver will publish them.",
     "completion": "Print the shell completion script (bash, zsh, fish).",
     "plan": "Plan the move of a live cluster to DRA: workloads, and node waves with capacity checks.",
-    "rollback": "Restore workloads migrated with --from-cluster --apply to their original GPU requests.",
+    "rollback": "Restore workloads migrated with --from-cluster --apply, or nodes a wave switched.",
+    "version": "Print the version of kubectl-gpu.",
 }
 
 
@@ -71,6 +72,8 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in SUBCOMMANDS:
             return None
+        if name == "version":
+            return _version_command
         module = importlib.import_module(f"kubectl_gpu.cli.{name}")
         if "kubectl_gpu.cel" in sys.modules:  # the command may compile CEL: keep what parsing makes
             from kubectl_gpu.cel.parser_hook import set_up_before_reference_parsing
@@ -103,6 +106,12 @@ class LazyGroup(click.Group):
             exits.internal_error(error)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
+        if args and not args[0].startswith("-") and args[0] not in SUBCOMMANDS:
+            import difflib
+
+            close = difflib.get_close_matches(args[0], list(SUBCOMMANDS), n=1, cutoff=0.6)
+            hint = f"\n\nDid you mean this?\n\t{close[0]}" if close else ""
+            ctx.fail(f'unknown command "{args[0]}" for "{PLUGIN_NAME}"{hint}')
         # `migrate nodes` and `migrate --from-cluster` act on a live cluster: their own commands
         # (kubectl_gpu/cli/migrate_nodes.py, migrate_cluster.py), not migrate's file inputs.
         if args and args[0] == "migrate":
@@ -123,6 +132,14 @@ class LazyGroup(click.Group):
 @click.version_option(package_name="kubectl-gpu")
 def main() -> None:
     """Move GPU workloads from device plugins to Kubernetes DRA, safely."""
+
+
+@click.command("version", epilog=exits.TABLE, context_settings={"help_option_names": ["-h", "--help"]})
+def _version_command() -> None:
+    """Print the version of kubectl-gpu (as `kubectl gpu --version`)."""
+    from importlib.metadata import version
+
+    click.echo(f"kubectl-gpu {version('kubectl-gpu')}")
 
 
 def run() -> None:

@@ -20,12 +20,12 @@ from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, T
                               legacy_requests, mig_profile_of, translate_pod_template)
 from kubectl_gpu.core.constants import MIG
 from kubectl_gpu.dra.facts import DRA_VERSIONS, versions_served_text
-from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.k8s.kubeconfig import connect
 from kubectl_gpu.k8s.lists import list_objects
 from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.cli.console import migrate_progress
+from kubectl_gpu.cli.options import gpu_memory_quantity
 from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    is_stream, migrate_files, unified_diff)
 from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
@@ -34,7 +34,6 @@ from kubectl_gpu.manifests.report import print_report, print_write_failures
 
 EXIT_OK = exits.OK
 EXIT_CHANGES = exits.FINDINGS  # --check/--diff: something would change (kubectl diff exits 1 too)
-EXIT_USAGE = exits.USAGE
 EXIT_NOT_MIGRATED = exits.NOT_MIGRATED  # some input could not be migrated; the rest was still written
 
 EPILOG = """\b
@@ -70,17 +69,6 @@ Live clusters (see their --help):
   kubectl gpu migrate --from-cluster [--apply]   rewrite live workloads (server-side apply)
   kubectl gpu migrate nodes [NODE...] [--apply]  switch a wave of GPU nodes to DRA
 """
-
-
-def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        if parse_quantity(value) <= 0:
-            raise QuantityError("must be more than zero")
-    except QuantityError as err:
-        raise click.BadParameter(f"{value!r} is not a memory quantity like 80Gi ({err})") from err
-    return value
 
 
 @click.command(name="migrate", epilog=exits.epilog(EPILOG), context_settings={"help_option_names": ["-h", "--help"]})
@@ -132,7 +120,7 @@ def _gpu_memory(_ctx: click.Context, _param: click.Parameter, value: str | None)
                    "default in 1.34-1.35, on from 1.36; with a cluster profile whose gate is off they are "
                    "rewritten). Written before the manifests on stdout, or to device-classes.yaml under "
                    "--output-dir.")
-@click.option("--gpu-memory", callback=_gpu_memory, metavar="QUANTITY",
+@click.option("--gpu-memory", callback=gpu_memory_quantity, metavar="QUANTITY",
               help="Memory of one GPU in the node pool (e.g. 80Gi): lets fractions become memory shares.")
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
               help="Unit of aliyun.com/gpu-mem (the gpushare plugin's --memory-unit).")

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.cli.describe import dra_node_label_option, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, fail,
                                           fitted_translate_options, translate_options)
@@ -36,6 +36,7 @@ Examples:
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
 @click.option("-n", "--namespace", default=None, help="Only this namespace (default: all).")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace (the default today).")
 @click.option("-l", "--selector", default=None, help="Only workloads with these labels (KEY=VALUE[,KEY=VALUE]).")
 @click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
 @click.option("--dry-run", type=click.Choice(["server"]), default=None,
@@ -47,7 +48,7 @@ Examples:
 @dra_node_label_option
 @translate_options
 def command(from_cluster: bool, kubeconfig: str | None, context: str | None, namespace: str | None,
-            selector: str | None, do_apply: bool, dry_run: str | None, output_dir: Path | None, timeout: float,
+            all_namespaces: bool, selector: str | None, do_apply: bool, dry_run: str | None, output_dir: Path | None, timeout: float,
             dra_node_labels: tuple[str, ...], **translate: Any) -> None:
     """Rewrite the live workloads the plan can move now, with server-side apply (field manager
     kubectl-gpu): claim templates first, then each workload, one namespace at a time, waiting
@@ -57,7 +58,10 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.workloads import MIGRATE, RECREATE
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.cli.console import progress
 
+    if all_namespaces and namespace:
+        raise click.UsageError("use either -n NAMESPACE or -A, not both")
     if do_apply and dry_run:
         raise click.UsageError("use either --apply or --dry-run=server, not both")
     if do_apply and output_dir:
@@ -66,8 +70,9 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     choices = ProfileChoices.parse(translate.get("kubernetes_version"), translate.get("feature_gates"))
     try:
         connection = connect(kubeconfig, context)
-        snapshot = fetch_snapshot(connection.api, namespace, source=f"cluster {connection.server}",
-                                  gate_overrides=choices.gate_overrides)
+        with progress(f"reading the cluster at {connection.server}"):
+            snapshot = fetch_snapshot(connection.api, namespace, source=f"cluster {connection.server}",
+                                      gate_overrides=choices.gate_overrides)
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     except ValueError as exc:  # an invalid ResourceSlice: every answer depends on it
@@ -117,7 +122,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
                 targets.append(target)
             if not simulate:
                 for target in targets:
-                    click.echo(f"  {target.ref}: {wait_ready(connection.api, target, timeout)}")
+                    click.echo(f"  {target.ref}: {wait_ready(connection.api, target, timeout, progress=_say)}")
     except StepFailed as exc:
         fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:
@@ -127,6 +132,10 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     elif simulate:
         click.echo("server dry run: nothing was written; run with --apply to migrate")
     sys.exit(0)
+
+
+def _say(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def _ref(obj: Any) -> str:

@@ -8,17 +8,23 @@ import sys
 import time
 import click
 
-from kubectl_gpu.cli.describe import dra_node_label_option, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, fail
 
 EPILOG = exits.epilog("""\b
-Steps, for each node: cordon; label it as a DRA node (--dra-node-label,
-default ack.node.gpu.schedule=disabled: the kubectl-gpu webhook then keeps
+Steps, for each node: cordon (and record on the node, in the
+kubectl-gpu.io/node-wave annotation, what the wave changes); evict every pod
+holding device-plugin GPUs through the eviction API, so PodDisruptionBudgets
+are respected (a refused eviction is retried until --timeout as the budget
+recovers, and stderr says which pod and why, as kubectl drain does); then
+label it as a DRA node (--dra-node-label, default
+ack.node.gpu.schedule=disabled: the kubectl-gpu webhook then keeps
 device-plugin pods off it, and the device plugin can be excluded by the same
-label); evict every pod holding device-plugin GPUs through the eviction API,
-so PodDisruptionBudgets are respected (a refused eviction is retried until
---timeout as the budget recovers). The checks of `kubectl gpu plan` run first:
+label). A wave that stops (evictions still refused at --timeout, a write
+refused) puts its nodes back as they were (uncordoned unless they were
+cordoned before, no label) and says so; `kubectl gpu rollback node/NAME`
+undoes a wave that went through. The checks of `kubectl gpu plan` run first:
 a node whose legacy pods cannot move to the device-plugin nodes left (or whose
 budgets allow no disruption, or which runs a bare GPU pod) is never touched.
 Then turn the device plugin off on these nodes, install the DRA driver, and
@@ -28,6 +34,7 @@ Then turn the device plugin off on these nodes, install the DRA driver, and
 Examples:
   kubectl gpu migrate nodes                    # the plan's next wave, server dry run
   kubectl gpu migrate nodes gpu-7 gpu-8 --apply
+  kubectl gpu rollback node/gpu-7 --apply      # undo a wave
 """)
 
 
@@ -46,18 +53,20 @@ Examples:
 def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, do_apply: bool,
             dry_run: str | None, wave_size: int | None, timeout: float, dra_node_labels: tuple[str, ...]) -> None:
     """Switch one wave of GPU nodes (the plan's next, or the NODEs given) to the DRA driver."""
-    from kubectl_gpu.fleet.execute import StepFailed, cordon_and_label, evict
+    from kubectl_gpu.fleet.execute import NodeBefore, StepFailed, cordon_and_record, label_dra_node, read_node
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import check_wave, next_wave_nodes, plan_migration
     from kubectl_gpu.fleet.workloads import pod_demand
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.cli.console import progress
 
     if do_apply and dry_run:
         raise click.UsageError("use either --apply or --dry-run=server, not both")
     labels = parse_dra_labels(dra_node_labels)
     try:
         connection = connect(kubeconfig, context)
-        snapshot = fetch_snapshot(connection.api, profile=False)  # cordons and evicts: fits no claim
+        with progress(f"reading the cluster at {connection.server}"):
+            snapshot = fetch_snapshot(connection.api, profile=False)  # cordons and evicts: fits no claim
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     chosen = list(nodes) or next_wave_nodes(plan_migration(snapshot, wave_size=wave_size, dra_labels=labels))
@@ -73,37 +82,75 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     evictees = [p for p in snapshot.pods if (p.get("spec") or {}).get("nodeName") in chosen and pod_demand(p)
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
                 and not any(o.get("kind") == "DaemonSet" for o in (p.get("metadata") or {}).get("ownerReferences") or ())]
+    wanted_labels = {label.key: label.value for label in labels}
+    started: dict[str, NodeBefore] = {}
     try:
         for node in chosen:
-            cordon_and_label(connection.api, node, {label.key: label.value for label in labels}, FIELD_MANAGER,
-                             simulate)
-            click.echo(f"node/{node}: {'would be ' if simulate else ''}cordoned and labelled "
+            started[node] = cordon_and_record(connection.api, read_node(connection.api, node), list(wanted_labels),
+                                              FIELD_MANAGER, simulate)
+            click.echo(f"node/{node}: {'would be ' if simulate else ''}cordoned")
+        _evict_all(connection.api, evictees, simulate, timeout)
+        for node in chosen:
+            label_dra_node(connection.api, node, wanted_labels, FIELD_MANAGER, simulate)
+            click.echo(f"node/{node}: {'would be ' if simulate else ''}labelled "
                        + ", ".join(str(label) for label in labels))
-        deadline = time.monotonic() + timeout
-        pending = list(evictees)
-        while pending:
-            waiting = []
-            for pod in pending:
-                meta = pod["metadata"]
-                ok, message = evict(connection.api, meta["namespace"], meta["name"], simulate)
-                if ok:
-                    click.echo(f"pod/{meta['namespace']}/{meta['name']}: {message}")
-                else:
-                    waiting.append((pod, message))
-            if not waiting:
-                break
-            if time.monotonic() >= deadline:
-                blocked = "; ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}: {m}" for p, m in waiting)
-                raise StepFailed(f"evictions still refused after {timeout:g}s ({blocked}); the nodes stay cordoned "
-                                 f"and labelled: wait for the budgets to recover and run it again")
-            pending = [p for p, _ in waiting]
-            time.sleep(2.0)
-    except StepFailed as exc:
+    except (StepFailed, ApiError) as exc:
+        if not simulate:
+            _undo(connection.api, started)
+        if isinstance(exc, ApiError):
+            exits.fail(exc)
         fail(str(exc), EXIT_STOPPED)
-    except ApiError as exc:
-        exits.fail(exc)
     if simulate:
         click.echo("server dry run: nothing was written; run with --apply to switch these nodes")
     else:
         click.echo(f"switched {len(chosen)} node(s): turn the device plugin off there, install the DRA driver, then "
                    f"`kubectl uncordon {' '.join(chosen)}` once their ResourceSlices are published")
+
+
+RETRY_SECONDS = 2.0  # between rounds of refused evictions (kubectl drain waits 5 s)
+
+
+def _evict_all(api, evictees: list, simulate: bool, timeout: float) -> None:
+    """Evict every pod, retrying those a budget refuses until ``timeout``; each attempt and each
+    refusal is said on stderr in `kubectl drain`'s words, so a long wait is never silent."""
+    from kubectl_gpu.fleet.execute import StepFailed, evict
+
+    deadline = time.monotonic() + timeout
+    pending = list(evictees)
+    while pending:
+        waiting = []
+        for pod in pending:
+            meta = pod["metadata"]
+            click.echo(f"evicting pod {meta['namespace']}/{meta['name']}", err=True)
+            ok, message = evict(api, meta["namespace"], meta["name"], simulate)
+            if ok:
+                click.echo(f"pod/{meta['namespace']}/{meta['name']}: {message}")
+            else:
+                waiting.append((pod, message))
+        if not waiting:
+            return
+        if time.monotonic() >= deadline:
+            blocked = "; ".join(f"{p['metadata']['namespace']}/{p['metadata']['name']}: {m}" for p, m in waiting)
+            raise StepFailed(f"evictions still refused after {timeout:g}s ({blocked})")
+        for pod, message in waiting:
+            meta = pod["metadata"]
+            click.echo(f'error when evicting pods/"{meta["name"]}" -n "{meta["namespace"]}" (will retry after '
+                       f"{RETRY_SECONDS:g}s): {message}", err=True)
+        pending = [p for p, _ in waiting]
+        time.sleep(RETRY_SECONDS)
+
+
+def _undo(api, started: dict) -> None:
+    """Put back the nodes a stopped wave touched; where the API refuses, print the commands."""
+    from kubectl_gpu.fleet.execute import StepFailed, undo_commands, undo_wave
+    from kubectl_gpu.k8s import ApiError
+
+    for node, before in started.items():
+        try:
+            changed = undo_wave(api, node, before, FIELD_MANAGER, False)
+        except (StepFailed, ApiError) as exc:
+            click.echo(f"node/{node}: could not be put back ({exc}); run:", err=True)
+            for command in undo_commands(node, before):
+                click.echo(f"  {command}", err=True)
+            continue
+        click.echo(f"node/{node}: {', '.join(changed) or 'unchanged'} (the wave stopped: the node is as it was)")

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.cli.describe import dra_node_label_option, emit, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, ProfileChoices, fail, fitted_translate_options,
                                           read_files, translate_options)
@@ -90,14 +90,16 @@ def _text(text: str) -> Any:
 
 
 def _live_snapshot(options: ClusterOptions, choices: ProfileChoices):
+    from kubectl_gpu.cli.console import progress
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.k8s import ApiError, KubeconfigError
 
     try:
         connection = options.connect()
         namespace = options.namespace if options.namespace and not options.all_namespaces else None
-        snapshot = fetch_snapshot(connection.api, namespace, node_selector=options.selector,
-                                  source=f"cluster {connection.server}", gate_overrides=choices.gate_overrides)
+        with progress(f"reading the cluster at {connection.server}"):
+            snapshot = fetch_snapshot(connection.api, namespace, node_selector=options.selector,
+                                      source=f"cluster {connection.server}", gate_overrides=choices.gate_overrides)
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     except ValueError as exc:  # an invalid ResourceSlice: every answer depends on it

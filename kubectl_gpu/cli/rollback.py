@@ -1,7 +1,9 @@
-"""`kubectl gpu rollback`: restore live workloads migrated by `migrate --from-cluster --apply`."""
+"""`kubectl gpu rollback`: restore live workloads migrated by `migrate --from-cluster --apply`,
+and nodes switched by `migrate nodes --apply`."""
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -14,65 +16,195 @@ Each workload's pod templates carry the kubectl-gpu.io/original-resources
 annotation that migrate recorded: the legacy GPU requests and node constraints
 come back exactly, and the claim references and the annotation (owned by
 kubectl-gpu alone) are removed, with one server-side apply per object. Claim
-templates are left in place (doctor lists unused ones). Without --apply it is a
-server dry run.
+templates are left in place (doctor lists unused ones). A node switched by
+`migrate nodes` carries the kubectl-gpu.io/node-wave annotation: node/NAME
+puts back what the wave changed (cordon, the DRA-node label). Without --apply
+it is a server dry run.
 
+\b
+KIND/NAME takes the names kubectl takes (deploy/web, deployment/web,
+deployments.apps/web, node/gpu-7), in the -n namespace or the context's.
+A named object that does not exist is the answer "no" (exit 1).
+
+\b
+Examples:
+  kubectl gpu rollback                          # every migrated workload, server dry run
+  kubectl gpu rollback deploy/infer -n serving --apply
+  kubectl gpu rollback node/gpu-7 --apply       # undo a node wave
 """)
+
+
+@dataclass(frozen=True)
+class Named:
+    """One KIND/NAME argument, resolved through discovery."""
+    resource: Any  # kubectl_gpu.k8s.discovery.ServedResource
+    name: str
 
 
 @click.command("rollback", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("refs", nargs=-1, metavar="[KIND/NAME]...")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
-@click.option("-n", "--namespace", default=None, help="Only this namespace (default: all).")
+@click.option("-n", "--namespace", default=None,
+              help="The namespace of KIND/NAME (default: the context's); without KIND/NAME, only this namespace "
+                   "(default: all).")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Without KIND/NAME: every namespace (the default today).")
 @click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
 @click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
               help="Seconds to wait for each rollout to become ready.")
 def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, namespace: str | None,
-            do_apply: bool, timeout: float) -> None:
-    """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...)."""
-    from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
+            all_namespaces: bool, do_apply: bool, timeout: float) -> None:
+    """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...),
+    and nodes to what they were before `migrate nodes` (node/NAME)."""
     from kubectl_gpu.fleet.apply import RollbackError
-    from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, StepFailed, Target, rollback_workload, wait_ready
-    from kubectl_gpu.fleet.cluster_io import fetch_snapshot
+    from kubectl_gpu.fleet.execute import StepFailed
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
-    from kubectl_gpu.manifests.locate import find_pod_sites
-    from kubectl_gpu.manifests.tree_patch import resolve
 
+    if all_namespaces and namespace:
+        raise click.UsageError("use either -n NAMESPACE or -A, not both")
+    if all_namespaces and refs:
+        raise click.UsageError("-A is for rolling back every migrated workload: KIND/NAME names one object; "
+                               "give its namespace with -n")
+    for ref in refs:
+        kind, sep, name = ref.partition("/")
+        if not sep or not kind or not name or "/" in name:
+            raise click.UsageError(f'"{ref}": rollback takes KIND/NAME, such as deployment/{ref.strip("/") or "web"} '
+                                   f"or node/gpu-7")
     try:
         connection = connect(kubeconfig, context)
-        snapshot = fetch_snapshot(connection.api, namespace, profile=False)  # restores the records: fits no claim
+        named = [_resolve(connection.api, ref) for ref in refs]
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
+    simulate = not do_apply
+    try:
+        if named:
+            missing = _roll_back_named(connection, named, namespace or connection.namespace, simulate, timeout)
+            if missing:
+                for line in missing:
+                    click.echo(f"error: {line}", err=True)
+                sys.exit(exits.FINDINGS)
+        else:
+            _roll_back_all(connection, None if all_namespaces else namespace, simulate, timeout)
+    except (StepFailed, RollbackError) as exc:
+        fail(str(exc), EXIT_STOPPED)
+    except ApiError as exc:
+        exits.fail(exc)
+    if simulate:
+        click.echo("server dry run: nothing was written; run with --apply to roll back")
 
-    def recorded(obj: Any) -> bool:
-        return any(ORIGINAL_RESOURCES_ANNOTATION in ((resolve(obj, s.pointer).get("metadata") or {})
-                                                     .get("annotations") or {}) for s in find_pod_sites(obj))
 
-    wanted = {r.lower() for r in refs}
+def _resolve(api: Any, ref: str) -> Named:
+    from kubectl_gpu.k8s.discovery import resolve_resource
+
+    kind, _, name = ref.partition("/")
+    resource = resolve_resource(api, kind)
+    if resource is None:
+        raise click.UsageError(f'the server doesn\'t have a resource type "{kind}"')
+    return Named(resource, name)
+
+
+def _roll_back_named(connection: Any, named: list[Named], namespace: str, simulate: bool,
+                     timeout: float) -> list[str]:
+    """Roll back each named object; returns the "not found" lines (the answer is no)."""
+    from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
+    from kubectl_gpu.fleet.cluster_io import object_path, send
+    from kubectl_gpu.fleet.execute import Target, rollback_workload, wait_ready
+    from kubectl_gpu.k8s import ApiError
+
+    missing = []
+    for item in named:
+        resource = item.resource
+        if resource.kind == "Node" and resource.group == "":
+            line = _roll_back_node(connection.api, item.name, simulate)
+            if line is None:
+                missing.append(f'nodes "{item.name}" not found')
+            continue
+        ns = namespace if resource.namespaced else ""
+        target = Target(resource.api_version, resource.kind, resource.plural, ns, item.name)
+        try:
+            obj = send(connection.api, "GET", object_path(resource.api_version, resource.plural, ns, item.name))
+        except ApiError as exc:
+            if not exc.not_found:
+                raise
+            missing.append(f'{resource.group_resource} "{item.name}" not found'
+                           + (f" in namespace {ns}" if ns else ""))
+            continue
+        owner = next((o for o in (obj.get("metadata") or {}).get("ownerReferences") or () if o.get("controller")),
+                     None)
+        if owner is not None:
+            missing.append(f"{target.ref} is managed by {owner.get('kind')}/{owner.get('name')}: roll back that "
+                           f"instead (its controller rolls the change down)")
+            continue
+        if not _recorded(obj, ORIGINAL_RESOURCES_ANNOTATION):
+            click.echo(f"{target.ref}: nothing to roll back (no {ORIGINAL_RESOURCES_ANNOTATION} annotation)")
+            continue
+        click.echo(f"{target.ref}: {rollback_workload(connection.api, target, FIELD_MANAGER, simulate)}")
+        if not simulate:
+            click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout, progress=_say)}")
+    return missing
+
+
+def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeout: float) -> None:
+    from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
+    from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, Target, rollback_workload, wait_ready
+    from kubectl_gpu.fleet.cluster_io import fetch_snapshot
+
+    from kubectl_gpu.cli.console import progress
+
+    with progress("reading the cluster's workloads"):
+        snapshot = fetch_snapshot(connection.api, namespace, profile=False)  # restores the records: fits no claim
     targets = []
     for obj in snapshot.workloads:
         meta = obj.get("metadata") or {}
         if any(o.get("controller") for o in meta.get("ownerReferences") or ()):
             continue  # its owner rolls back; the controller rolls the change down
-        key = f"{obj.get('kind')}/{meta.get('name')}".lower()
-        if wanted and key not in wanted:
-            continue
-        if not recorded(obj):
+        if not _recorded(obj, ORIGINAL_RESOURCES_ANNOTATION):
             continue
         plural = BUILTIN_PLURALS.get((obj["apiVersion"], obj["kind"])) or snapshot.plurals.get((obj["apiVersion"], obj["kind"]))
         targets.append(Target(obj["apiVersion"], obj["kind"], plural, meta.get("namespace", ""), meta["name"]))
     if not targets:
-        click.echo("nothing to roll back: no workload carries the " + ORIGINAL_RESOURCES_ANNOTATION + " annotation")
+        where = f" in namespace {namespace}" if namespace else ""
+        click.echo(f"nothing to roll back{where}: no workload carries the {ORIGINAL_RESOURCES_ANNOTATION} annotation")
         sys.exit(0)
+    for target in targets:
+        click.echo(f"{target.ref}: {rollback_workload(connection.api, target, FIELD_MANAGER, simulate)}")
+        if not simulate:
+            click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout, progress=_say)}")
+
+
+def _roll_back_node(api: Any, name: str, simulate: bool) -> str | None:
+    """Undo the node wave recorded on the node; None when there is no such node."""
+    from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
+    from kubectl_gpu.fleet.execute import NodeBefore, read_node, undo_wave
+    from kubectl_gpu.k8s import ApiError
+
     try:
-        for target in targets:
-            click.echo(f"{target.ref}: {rollback_workload(connection.api, target, FIELD_MANAGER, not do_apply)}")
-            if do_apply:
-                click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout)}")
-    except (StepFailed, RollbackError) as exc:
-        fail(str(exc), EXIT_STOPPED)
+        node = read_node(api, name)
     except ApiError as exc:
-        exits.fail(exc)
-    if not do_apply:
-        click.echo("server dry run: nothing was written; run with --apply to roll back")
+        if exc.not_found:
+            return None
+        raise
+    before = NodeBefore.recorded(node)
+    if before is None:
+        line = f"node/{name}: nothing to roll back (no {NODE_WAVE_ANNOTATION} annotation)"
+    else:
+        changed = undo_wave(api, name, before, FIELD_MANAGER, simulate)
+        done = ", ".join(changed) or "its record removed"
+        if simulate:
+            done = "would be " + done
+        line = (f"node/{name}: {done}; legacy GPU pods may be scheduled there again: turn the NVIDIA device plugin "
+                f"back on there (and the DRA driver off) before they are")
+    click.echo(line)
+    return line
+
+
+def _recorded(obj: Any, annotation: str) -> bool:
+    from kubectl_gpu.manifests.locate import find_pod_sites
+    from kubectl_gpu.manifests.tree_patch import resolve
+
+    return any(annotation in ((resolve(obj, s.pointer).get("metadata") or {}).get("annotations") or {})
+               for s in find_pod_sites(obj))
+
+
+def _say(line: str) -> None:
+    click.echo(line, err=True)

@@ -83,10 +83,6 @@ class ClusterProfile:
         """Every device of the newest generation of each pool (what the scheduler considers)."""
         return tuple(device for facts in self.slice_facts for device in facts.devices)
 
-    @property
-    def class_names(self) -> tuple[str, ...]:
-        return tuple(sorted(str((c.get("metadata") or {}).get("name", "")) for c in self.device_classes))
-
     def mig_profiles(self) -> tuple[str, ...]:
         """The MIG profiles NVIDIA's driver publishes here (its `profile` attribute)."""
         found = {d.attribute("profile") for d in self.devices

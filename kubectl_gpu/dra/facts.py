@@ -95,6 +95,10 @@ ORIGINAL_RESOURCES_ANNOTATION = "kubectl-gpu.io/original-resources"
 # On generated claim objects: a one-line description of what the claim asks for.
 SUMMARY_ANNOTATION = "kubectl-gpu.io/summary"
 OPT_OUT_LABEL = "kubectl-gpu.io/opt-out"
+# On a Node that `migrate nodes` switched: JSON of what the wave changed and what was there before
+# (`{"unschedulable": false, "labels": {"ack.node.gpu.schedule": null}}`), so that a failed wave
+# can be undone and `rollback node/NAME` restores exactly what the node had.
+NODE_WAVE_ANNOTATION = "kubectl-gpu.io/node-wave"
 # The default marker of a node whose GPUs are served by DRA (ACK's label: the GPU device plugin
 # stops advertising nvidia.com/gpu there); configurable in the webhook.
 DRA_NODE_LABEL_KEY = "ack.node.gpu.schedule"

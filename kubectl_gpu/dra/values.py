@@ -50,10 +50,6 @@ class Quantity:
         return cls.parse(value.strip() if isinstance(value, str) else str(value))
 
     @classmethod
-    def from_int(cls, number: int) -> "Quantity":
-        return cls(Fraction(number), str(number))
-
-    @classmethod
     def of(cls, value: Fraction) -> "Quantity":
         """A computed quantity (a sum, a rounded request), written as people read quantities."""
         return cls(value, _format(value))

@@ -138,15 +138,6 @@ def describe_change(before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
 
 # ------------------------------------------------------------------ ownership
 
-def _fields_tree(paths: Iterable[Path]) -> dict:
-    tree: dict = {}
-    for path in sorted(paths):
-        node = tree
-        for element in path:
-            node = node.setdefault(element, {})
-    return tree
-
-
 def _drop(tree: dict, path: Path) -> bool:
     """Remove ``path`` from a FieldsV1 tree, pruning parents it leaves empty; True if it was there."""
     trail = [tree]

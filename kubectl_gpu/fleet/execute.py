@@ -5,12 +5,14 @@ Every write goes through ``live.send`` with field manager kubectl-gpu; ``dry_run
 """
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 
+from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.paths import POD, WORKLOAD_RESOURCES, collection_path
@@ -188,8 +190,12 @@ def rollout_ready(obj: Mapping[str, Any]) -> tuple[bool, str]:
 
 
 def wait_ready(api: Client, target: Target, timeout: float,
-               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> str:
+               clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+               progress: Callable[[str], None] | None = None) -> str:
+    """Poll until the rollout is ready; ``progress`` hears each new state in `kubectl rollout
+    status`'s words (`Waiting for deployment "web" rollout to finish: 1 of 3 updated replicas...`)."""
     deadline = clock() + timeout
+    said = None
     while True:
         try:
             obj = send(api, "GET", target.path)
@@ -199,6 +205,9 @@ def wait_ready(api: Client, target: Target, timeout: float,
         ready, message = rollout_ready(obj)
         if ready:
             return message
+        if progress is not None and message != said:
+            progress(f'Waiting for {target.kind.lower()} "{target.name}" rollout to finish: {message}...')
+            said = message
         if clock() >= deadline:
             raise StepFailed(f"{target.ref} did not become ready within {timeout:g}s: {message}; stopped here "
                              f"(kubectl gpu rollback can restore it)")
@@ -207,14 +216,99 @@ def wait_ready(api: Client, target: Target, timeout: float,
 
 # ------------------------------------------------------------------------ nodes
 
-def cordon_and_label(api: Client, node: str, labels: Mapping[str, str], manager: str,
-                     dry_run: bool) -> None:
-    patch = {"spec": {"unschedulable": True}, "metadata": {"labels": dict(labels)}}
+@dataclass(frozen=True)
+class NodeBefore:
+    """What a node wave changes on a node, as it was before the wave (the node-wave record):
+    whether it was cordoned, and the value of each label the wave sets (None: absent)."""
+    unschedulable: bool
+    labels: Mapping[str, str | None]
+
+    def to_json(self) -> str:
+        return json.dumps({"unschedulable": self.unschedulable, "labels": dict(self.labels)}, sort_keys=True)
+
+    @classmethod
+    def from_node(cls, node: Mapping[str, Any], label_keys: Sequence[str]) -> "NodeBefore":
+        """The node's own record when an earlier wave left one (its "before" is the truth), else
+        the node as it is now."""
+        meta = node.get("metadata") or {}
+        recorded = cls.recorded(node)
+        if recorded is not None:
+            return recorded
+        labels = meta.get("labels") or {}
+        return cls(bool((node.get("spec") or {}).get("unschedulable")), {k: labels.get(k) for k in label_keys})
+
+    @classmethod
+    def recorded(cls, node: Mapping[str, Any]) -> "NodeBefore | None":
+        text = ((node.get("metadata") or {}).get("annotations") or {}).get(NODE_WAVE_ANNOTATION)
+        if not text:
+            return None
+        try:
+            data = json.loads(text)
+            labels = data["labels"]
+            if not isinstance(data["unschedulable"], bool) or not isinstance(labels, dict) or not all(
+                    isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in labels.items()):
+                raise ValueError
+        except (ValueError, KeyError, TypeError):
+            name = (node.get("metadata") or {}).get("name")
+            raise StepFailed(f"node/{name}: its {NODE_WAVE_ANNOTATION} annotation is not what kubectl-gpu writes "
+                             f"({text!r}); fix or remove it (kubectl annotate node {name} "
+                             f"{NODE_WAVE_ANNOTATION}-)") from None
+        return cls(data["unschedulable"], labels)
+
+
+def _patch_node(api: Client, node: str, patch: Mapping[str, Any], manager: str, dry_run: bool) -> None:
     try:
         send(api, "PATCH", f"/api/v1/nodes/{node}", patch, content_type="application/merge-patch+json",
              query=_query(manager, dry_run))
     except ApiError as error:
         raise StepFailed(_explain(error, f"node/{node}")) from error
+
+
+def read_node(api: Client, node: str) -> dict[str, Any]:
+    """The node; ApiError (NotFound) when there is none."""
+    return send(api, "GET", f"/api/v1/nodes/{node}")
+
+
+def cordon_and_record(api: Client, node: Mapping[str, Any], label_keys: Sequence[str], manager: str,
+                      dry_run: bool) -> NodeBefore:
+    """The wave's first write: cordon the node and keep, on the node itself, what the wave will
+    change, so that a failed wave can be undone and `rollback node/NAME` knows what to restore."""
+    before = NodeBefore.from_node(node, label_keys)
+    name = node["metadata"]["name"]
+    _patch_node(api, name, {"spec": {"unschedulable": True},
+                            "metadata": {"annotations": {NODE_WAVE_ANNOTATION: before.to_json()}}}, manager, dry_run)
+    return before
+
+
+def label_dra_node(api: Client, node: str, labels: Mapping[str, str], manager: str, dry_run: bool) -> None:
+    """The wave's last write, once the node's legacy GPU pods are gone: mark it as a DRA node."""
+    _patch_node(api, node, {"metadata": {"labels": dict(labels)}}, manager, dry_run)
+
+
+def undo_wave(api: Client, node: str, before: NodeBefore, manager: str, dry_run: bool) -> list[str]:
+    """Put back what a wave changed (cordon, labels) and drop the record; returns what changed."""
+    live = read_node(api, node)
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    changed = []
+    if bool((live.get("spec") or {}).get("unschedulable")) != before.unschedulable:
+        changed.append("uncordoned" if not before.unschedulable else "cordoned again")
+    for key, value in sorted(before.labels.items()):
+        if labels.get(key) != value:
+            changed.append(f"label {key} removed" if value is None else f"label {key}={value} restored")
+    _patch_node(api, node, {"spec": {"unschedulable": before.unschedulable or None},
+                            "metadata": {"labels": dict(before.labels),
+                                         "annotations": {NODE_WAVE_ANNOTATION: None}}}, manager, dry_run)
+    return changed
+
+
+def undo_commands(node: str, before: NodeBefore) -> list[str]:
+    """The kubectl commands that undo a wave by hand, when the API refused undo_wave's write."""
+    commands = [] if before.unschedulable else [f"kubectl uncordon {node}"]
+    for key, value in sorted(before.labels.items()):
+        commands.append(f"kubectl label node {node} {key}-" if value is None
+                        else f"kubectl label node {node} --overwrite {key}={value}")
+    commands.append(f"kubectl annotate node {node} {NODE_WAVE_ANNOTATION}-")
+    return commands
 
 
 def evict(api: Client, namespace: str, name: str, dry_run: bool) -> tuple[bool, str]:

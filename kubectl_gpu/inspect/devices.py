@@ -146,17 +146,6 @@ def current_devices(resource_slices: Iterable[Mapping[str, Any]]) -> list[SliceD
     return [device for s in current_slices(resource_slices) for device in devices_of_slice(s)]
 
 
-def published_attribute_names(devices: Iterable[SliceDevice]) -> dict[str, int]:
-    """Qualified attribute and capacity names -> how many devices publish each."""
-    counts: dict[str, int] = {}
-    for device in devices:
-        for name in device.attributes:
-            counts[name] = counts.get(name, 0) + 1
-        for name in device.capacity:
-            counts[name] = counts.get(name, 0) + 1
-    return counts
-
-
 def _plain(value: Any) -> Any:
     if value.__class__ is Semver:
         return str(value)

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DRA_NODE_LABEL_KEY, DRA_NODE_LABEL_VALUE, DraNodeMarker
-
-DEFAULT_DRA_NODE_LABEL = f"{DRA_NODE_LABEL_KEY}={DRA_NODE_LABEL_VALUE}"
-
+from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
 
 # The same marker type as the webhook's (KEY=VALUE, or KEY for any value).
 NodeLabel = DraNodeMarker

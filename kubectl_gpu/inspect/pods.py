@@ -74,6 +74,7 @@ class PodReport:
     claims: tuple[PodClaimRow, ...]
     original_resources: Any  # the conversion annotation, decoded; None when absent
     explanation: Any = None  # the explain engine's report for a pending pod, when computed
+    next_step: str | None = None  # for a Pending pod waiting on device-plugin GPUs: what to do
 
     @property
     def ref(self) -> str:
@@ -87,19 +88,10 @@ class PodReport:
     def unallocated_claims(self) -> tuple[PodClaimRow, ...]:
         return tuple(c for c in self.claims if c.state != ALLOCATED)
 
-    @property
-    def next_step(self) -> str | None:
-        """For a Pending pod waiting on device-plugin GPUs (no DRA claim to explain): what to do."""
-        if not self.pending or not self.legacy_requests or self.claims or self.served_by_dra:
-            return None
-        from kubectl_gpu.inspect.doctor.webhooks import CHART_REFERENCE, RELEASE_NAMESPACE
-
-        resources = ", ".join(dict.fromkeys(r.resource for r in self.legacy_requests))
-        return (f"no node has {resources} free for it: nodes moved to the DRA driver no longer offer "
-                "device-plugin GPUs. See which nodes still do with: kubectl gpu describe. Convert the "
-                "workload's manifest with: kubectl gpu migrate FILE, or let the admission webhook convert "
-                f"new pods: helm install kubectl-gpu {CHART_REFERENCE} --namespace {RELEASE_NAMESPACE} "
-                "--create-namespace")
+    def needs_legacy_step(self) -> bool:
+        """A Pending pod waiting on device-plugin GPUs (no DRA claim to explain): its next step
+        comes from the scheduler's reason and the nodes (kubectl_gpu.inspect.pending)."""
+        return self.pending and bool(self.legacy_requests) and not self.claims and not self.served_by_dra
 
     def to_dict(self) -> dict[str, Any]:
         explanation = explanation_dict(self.explanation)

@@ -1,6 +1,9 @@
-"""Which versions of an API group the cluster serves (GET /apis/GROUP)."""
+"""Discovery: which versions of an API group the cluster serves (GET /apis/GROUP), and which
+resource a person names by `deploy`, `deployment` or `deployments.apps` (as kubectl resolves TYPE)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from kubectl_gpu.dra.facts import DRA_GROUP, DRA_VERSIONS
 from kubectl_gpu.k8s.client import Client
@@ -32,3 +35,65 @@ def preferred_dra_version(served: tuple[str, ...]) -> str | None:
         if version in served:
             return version
     return None
+
+
+@dataclass(frozen=True)
+class ServedResource:
+    """One resource the API server serves, as discovery lists it."""
+    group: str
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def group_resource(self) -> str:
+        """How the API server names the resource in its errors: `deployments.apps`, `nodes`."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def resolve_resource(api: Client, word: str) -> ServedResource | None:
+    """The resource a person means by `word`, as kubectl resolves the TYPE of `TYPE/NAME`: its
+    plural, singular, a short name or its kind, in any case, optionally qualified by its group
+    (`deployments.apps`, `deploy`, `Deployment`); the core group first, then the groups in the
+    order the server lists them (their priority). None when nothing served is called that."""
+    name, _, group = word.strip().lower().partition(".")
+    for resource in _served_resources(api, group or None):
+        if name in (resource.plural, resource.singular, resource.kind.lower(), *resource.short_names):
+            return resource
+    return None
+
+
+def _served_resources(api: Client, group: str | None) -> list[ServedResource]:
+    sources: list[tuple[str, str]] = []
+    if group in (None, "", "core"):
+        sources.append(("", "v1"))
+    if group != "core":
+        for entry in get_json(api, "/apis").get("groups") or ():
+            preferred = (entry.get("preferredVersion") or {}).get("version")
+            if preferred and (group is None or entry.get("name") == group):
+                sources.append((entry["name"], preferred))
+    found = []
+    for name, version in sources:
+        path = f"/apis/{name}/{version}" if name else "/api/v1"
+        try:
+            listed = get_json(api, path).get("resources") or ()
+        except ApiError as exc:
+            if exc.not_found or exc.forbidden:
+                continue
+            raise
+        for entry in listed:
+            plural = entry.get("name") or ""
+            if "/" in plural or not entry.get("kind"):
+                continue  # a subresource
+            found.append(ServedResource(name, version, plural, (entry.get("singularName") or
+                                                                entry["kind"]).lower(),
+                                        entry["kind"], bool(entry.get("namespaced")),
+                                        tuple(s.lower() for s in entry.get("shortNames") or ())))
+    return found

@@ -18,9 +18,24 @@ NAME = "webhook"
 TITLE = "kubectl-gpu admission webhook configuration and service"
 WEBHOOK_NAME_SUFFIX = "kubectl-gpu.io"
 CHART_NAME = "kubectl-gpu-webhook"
-# The chart as a user installs it (an OCI reference next to the image, ghcr.io/kubectl-gpu), never
-# a path inside this repository: suggested commands must work where they are read.
-CHART_REFERENCE = f"oci://ghcr.io/kubectl-gpu/charts/{CHART_NAME}"
+# Where every release's files are published (krew/gpu.yaml's archives live there too).
+RELEASES_URL = "https://github.com/kubectl-gpu/kubectl-gpu/releases/download"
+
+
+def _chart_reference() -> str:
+    """The chart archive scripts/release publishes with this plugin's release, which `helm install`
+    takes as a URL: a suggested command must work where it is read, so never a path inside this
+    repository nor a registry nobody pushes to."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("kubectl-gpu")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return f"{RELEASES_URL}/v<VERSION>/{CHART_NAME}-<VERSION>.tgz"
+    return f"{RELEASES_URL}/v{release}/{CHART_NAME}-{release}.tgz"
+
+
+CHART_REFERENCE = _chart_reference()
 RELEASE_NAMESPACE = "kubectl-gpu"
 CERT_MANAGER_ANNOTATION = "cert-manager.io/inject-ca-from"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"

@@ -1,11 +1,15 @@
-"""The reference path: cel-python's interpreter with Kubernetes' DRA environment bound in.
+"""The reference engine the tests hold the product's CEL to: cel-python's interpreter with
+Kubernetes' DRA environment bound in.
 
 cel-python provides the language; this module overrides what cel-python does differently from
 cel-go as Kubernetes runs it: heterogeneous equality, commutative ``&&``/``||`` returning the left
 error, "no such key: X" messages, arithmetic and conversions (the shared :mod:`lib`), the macros
 (cel-go's comprehension steps from :mod:`comprehension`: a string is not a list of characters),
 ``has()`` on the DRA attribute maps, ``cel.bind`` and the run-time cost limit.  See
-:mod:`fastpath` for why it is not the default path.
+kubectl_gpu/cel/fastpath.py for why the product does not evaluate with it.
+
+``compile_selector(expression, CELPY, ...)`` compiles as the product does (the same checks,
+errors and cost) and evaluates with this engine; any other engine is the product's own.
 """
 
 from __future__ import annotations
@@ -19,14 +23,19 @@ import celpy.celtypes as ct
 import lark
 from celpy.evaluation import CELEvalError, Evaluator
 
-from . import comprehension, lib
-from .checker import NEWEST, Environment
-from .cost import ACTUAL_COST_EXCEEDED, MAX_COST, iteration_charge
+from kubectl_gpu.cel import comprehension, lib
+from kubectl_gpu.cel import compile_selector as compile_product
+from kubectl_gpu.cel.checker import NEWEST, Environment
+from kubectl_gpu.cel.cost import ACTUAL_COST_EXCEEDED, MAX_COST, iteration_charge
+from kubectl_gpu.cel.errors import EvalError
+from kubectl_gpu.cel.fastpath import CostLimitExceeded
+from kubectl_gpu.cel.parser import parse, to_ast
+from kubectl_gpu.cel.selector import FAST, CompiledSelector, Gates, environment_for
+from kubectl_gpu.cel.syntax import MACROS, Macro
 from kubectl_gpu.dra.devices import Device
-from .errors import EvalError
-from .fastpath import CostLimitExceeded
-from .parser import to_ast
-from .syntax import MACROS, Macro
+
+CELPY = "cel-python"
+ENGINES = [FAST, CELPY]
 
 
 class _DomainMap(ct.MapType):
@@ -322,3 +331,14 @@ class CelpyProgram:
         if isinstance(value, ct.BoolType):
             return bool(value)
         return value
+
+
+def compile_selector(expression: str, engine: str | None = None, *, gates: Gates = None, stored: bool = False,
+                     cost_limit: int = MAX_COST) -> CompiledSelector:
+    """The product's compile_selector; with ``engine=CELPY`` the same compile (its errors, its cost
+    estimate), evaluated by cel-python instead."""
+    compiled = compile_product(expression, gates=gates, stored=stored, cost_limit=cost_limit)
+    if engine != CELPY:
+        return compiled
+    program = CelpyProgram(parse(expression), expression, environment_for(gates, stored=stored), cost_limit)
+    return CompiledSelector(expression, CELPY, program.evaluate, compiled.max_cost)

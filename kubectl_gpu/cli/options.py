@@ -1,0 +1,62 @@
+"""Options and output that several commands share (as pip's cmdoptions.py): --dra-node-label, --gpu-memory,
+and printing a result in the form -o asks for."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+import click
+
+from kubectl_gpu.k8s.options import ClusterOptions
+
+DRA_NODE_LABEL_HELP = ("Label marking nodes that run the DRA driver instead of the device plugin "
+                       "(KEY=VALUE, repeatable; default ack.node.gpu.schedule=disabled).")
+
+
+def dra_node_label_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--dra-node-label", "dra_node_labels", multiple=True, metavar="KEY=VALUE",
+                        help=DRA_NODE_LABEL_HELP)(func)
+
+
+def parse_dra_labels(values: tuple[str, ...], parent: tuple | None = None) -> tuple:
+    from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
+
+    if not values:
+        return parent or DEFAULT_DRA_NODE_LABELS
+    try:
+        return tuple(NodeLabel.parse(v) for v in values)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--dra-node-label") from exc
+
+
+def gpu_memory_quantity(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """--gpu-memory's check (migrate and the fleet commands): a memory quantity above zero."""
+    if value is None:
+        return None
+    from kubectl_gpu.dra.quantity import QuantityError, parse_quantity  # loaded only when the option is given
+
+    try:
+        if parse_quantity(value) <= 0:
+            raise QuantityError("must be more than zero")
+    except QuantityError as err:
+        raise click.BadParameter(f"{value!r} is not a memory quantity like 80Gi ({err})") from err
+    return value
+
+
+def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], Any],
+         names: Callable[[], list[str]] | None = None) -> None:
+    """Print `payload` as JSON/YAML for scripts, KIND/NAME lines for -o name, or tables for people."""
+    if options.output == "name":
+        if names is None:
+            raise click.UsageError("-o name needs objects to name: use it with describe node|pod|claim")
+        for name in names():
+            click.echo(name)
+    elif options.output == "json":
+        click.echo(json.dumps(payload, indent=2))
+    elif options.output == "yaml":
+        from kubectl_gpu.cli import yaml_output
+        click.echo(yaml_output.dump(payload), nl=False)
+    else:
+        from kubectl_gpu.cli.console import console
+        console().print(table())

@@ -1,0 +1,177 @@
+"""Fleet operations that must never leave a cluster half-done or silent (issue 29, first part).
+
+Driven through the real CLI against the API double's mixed cluster (tests/fleet_cluster.py):
+`rollback` takes the names kubectl takes, a named object that does not exist is the answer "no"
+(exit 1), a node wave whose evictions are refused leaves its nodes as they were, `rollback
+node/NAME` undoes a wave, and long waits say on stderr what they wait for, in the words
+`kubectl drain` and `kubectl rollout status` use.
+"""
+from __future__ import annotations
+
+import json
+
+from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
+from kubectl_gpu.fleet.cluster_io import send
+from tests.test_fleet_e2e import cluster  # noqa: F401  (the fixture)
+
+DRA_LABEL = "ack.node.gpu.schedule"
+
+
+def legacy_limit(cluster, kind_plural: str, name: str, namespace: str) -> str | None:
+    obj = cluster.double.get(kind_plural, name, namespace)
+    limits = obj["spec"]["template"]["spec"]["containers"][0].get("resources", {}).get("limits", {})
+    return limits.get("nvidia.com/gpu")
+
+
+# ----------------------------------------------------------------- rollback's names
+
+def test_rollback_takes_kubectls_short_names(cluster):
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5")
+    assert legacy_limit(cluster, "deployments", "infer", "serving") is None
+    output = cluster.kubectl_gpu("rollback", "deploy/infer", "-n", "serving", "--apply", "--timeout", "5")
+    assert "Deployment/serving/infer: rolled back" in output
+    assert legacy_limit(cluster, "deployments", "infer", "serving") == "1"
+    # The singular and the plural, any case, and KIND.GROUP name it too; only that object moves.
+    for ref in ("deployment/web", "Deployments/web", "deployments.apps/web"):
+        cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5")
+        output = cluster.kubectl_gpu("rollback", ref, "-n", "serving")
+        assert output.splitlines()[0] == "Deployment/serving/web: would roll back (server dry run)", ref
+
+
+def test_rollback_of_an_object_that_does_not_exist_is_the_answer_no(cluster):
+    result = cluster.kubectl_gpu("rollback", "deployment/nosuch", "-n", "serving", expect=1)
+    assert 'deployments.apps "nosuch" not found in namespace serving' in result
+
+
+def test_rollback_of_a_bare_name_or_an_unknown_kind_is_a_usage_error(cluster):
+    output = cluster.kubectl_gpu("rollback", "infer", "-n", "serving", expect=2)
+    assert "KIND/NAME" in output and "deployment/infer" in output
+    output = cluster.kubectl_gpu("rollback", "deploymnet/infer", "-n", "serving", expect=2)
+    assert 'the server doesn\'t have a resource type "deploymnet"' in output
+
+
+def test_rollback_of_a_named_object_with_nothing_recorded_says_which(cluster):
+    output = cluster.kubectl_gpu("rollback", "deploy/infer", "-n", "serving")
+    assert "Deployment/serving/infer: nothing to roll back" in output
+
+
+# ----------------------------------------------------------------- node waves
+
+def _switchable_node(cluster) -> str:
+    """The node of a PyTorchJob worker (the double's scheduler puts both on one legacy node): its
+    workers fit on the other legacy nodes, so its wave passes plan's checks."""
+    return next(p["spec"]["nodeName"] for p in cluster.pods() if p["metadata"]["name"].startswith("bert-worker-"))
+
+
+def test_a_wave_whose_evictions_are_refused_leaves_its_node_as_it_was(cluster):
+    """The budget changed between the plan's check and the eviction (eviction.go answers 429): the
+    wave stops; the node must not stay cordoned and marked as a DRA node while the device plugin
+    still advertises its GPUs and the legacy pod still runs (doctor would see double counting)."""
+    node = _switchable_node(cluster)
+    before = cluster.double.get("nodes", node, namespace="")
+    cluster.double.fail("create", "pods/eviction", status=429, times=None, reason="TooManyRequests",
+                        message="Cannot evict pod as it would violate the pod's disruption budget.")
+    output = cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "0", expect=3)
+    after = cluster.double.get("nodes", node, namespace="")
+    assert not after["spec"].get("unschedulable")
+    assert DRA_LABEL not in after["metadata"].get("labels", {})
+    assert NODE_WAVE_ANNOTATION not in after["metadata"].get("annotations", {})
+    assert after["metadata"]["labels"] == before["metadata"]["labels"]
+    assert f"node/{node}: uncordoned" in output
+    assert any(p["spec"].get("nodeName") == node for p in cluster.pods())  # the legacy pod still runs
+    assert cluster.double_counting() == []
+
+
+def test_a_node_cordoned_before_the_wave_stays_cordoned_when_the_wave_is_undone(cluster):
+    node = _switchable_node(cluster)
+    send(cluster.api, "PATCH", f"/api/v1/nodes/{node}", {"spec": {"unschedulable": True}},
+         content_type="application/merge-patch+json")
+    cluster.double.fail("create", "pods/eviction", status=429, times=None, reason="TooManyRequests",
+                        message="Cannot evict pod as it would violate the pod's disruption budget.")
+    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "0", expect=3)
+    assert cluster.double.get("nodes", node, namespace="")["spec"]["unschedulable"] is True
+
+
+def test_a_node_is_labelled_only_after_its_evictions_succeeded(cluster):
+    node = _switchable_node(cluster)
+    cluster.double.reset_requests()
+    output = cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5")
+    assert "switched 1 node(s)" in output
+    order = [r.resource_path for r in cluster.double.requests if r.verb in ("patch", "create")
+             and r.resource_path in ("nodes", "pods/eviction")]
+    assert order[0] == "nodes" and order[-1] == "nodes" and "pods/eviction" in order  # cordon ... label
+    labels = cluster.double.get("nodes", node, namespace="")["metadata"]["labels"]
+    assert labels[DRA_LABEL] == "disabled"
+
+
+def test_rollback_node_undoes_a_wave(cluster):
+    node = _switchable_node(cluster)
+    before = cluster.double.get("nodes", node, namespace="")
+    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5")
+    dry = cluster.kubectl_gpu("rollback", f"node/{node}")
+    assert f"node/{node}: would be uncordoned" in dry and "server dry run" in dry
+    assert cluster.double.get("nodes", node, namespace="")["spec"]["unschedulable"] is True
+    output = cluster.kubectl_gpu("rollback", f"no/{node}", "--apply")
+    after = cluster.double.get("nodes", node, namespace="")
+    assert f"node/{node}: uncordoned" in output
+    assert not after["spec"].get("unschedulable")
+    assert after["metadata"]["labels"] == before["metadata"]["labels"]
+    assert NODE_WAVE_ANNOTATION not in after["metadata"].get("annotations", {})
+    assert "device plugin" in output  # what the operator must turn back on
+
+
+def test_rollback_node_restores_a_label_value_the_wave_replaced(cluster):
+    node = _switchable_node(cluster)
+    send(cluster.api, "PATCH", f"/api/v1/nodes/{node}", {"metadata": {"labels": {DRA_LABEL: "enabled"}}},
+         content_type="application/merge-patch+json")
+    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5")
+    assert cluster.double.get("nodes", node, namespace="")["metadata"]["labels"][DRA_LABEL] == "disabled"
+    cluster.kubectl_gpu("rollback", f"node/{node}", "--apply")
+    assert cluster.double.get("nodes", node, namespace="")["metadata"]["labels"][DRA_LABEL] == "enabled"
+
+
+def test_rollback_node_of_a_node_no_wave_touched_or_no_node(cluster):
+    untouched = next(n for n in ("legacy-3", "legacy-4") if n != _switchable_node(cluster))
+    output = cluster.kubectl_gpu("rollback", f"node/{untouched}", "--apply")
+    assert f"node/{untouched}: nothing to roll back" in output
+    output = cluster.kubectl_gpu("rollback", "node/nosuch", expect=1)
+    assert 'nodes "nosuch" not found' in output
+
+
+# ----------------------------------------------------------------- long waits speak
+
+def test_refused_evictions_are_reported_as_kubectl_drain_reports_them(cluster):
+    node = _switchable_node(cluster)
+    worker = next(p["metadata"]["name"] for p in cluster.pods() if p["spec"].get("nodeName") == node)
+    cluster.double.fail("create", "pods/eviction", status=429, times=1, reason="TooManyRequests",
+                        message="Cannot evict pod as it would violate the pod's disruption budget.")
+    result = cluster.runner.invoke(__import__("kubectl_gpu.cli.main", fromlist=["main"]).main,
+                                   ["migrate", "nodes", node, "--apply", "--timeout", "30"],
+                                   env=cluster.double.kubectl_env(), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert f"evicting pod ml/{worker}" in result.stderr
+    assert (f'error when evicting pods/"{worker}" -n "ml" (will retry after 2s): Cannot evict pod as it would '
+            f"violate the pod's disruption budget.") in result.stderr
+
+
+def test_a_rollout_wait_says_what_it_waits_for(cluster):
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+
+    cluster.double.stall("deployments", "infer", "serving")
+    result = CliRunner().invoke(main, ["migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "2"],
+                                env=cluster.double.kubectl_env(), catch_exceptions=False)
+    assert result.exit_code == 3
+    assert 'Waiting for deployment "infer" rollout to finish:' in result.stderr
+
+
+def _unused(cluster):
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+
+    result = CliRunner().invoke(main, ["plan", "-o", "json"], env=cluster.double.kubectl_env(),
+                                catch_exceptions=False)
+    json.loads(result.stdout)
+    assert "reading the cluster" in result.stderr
