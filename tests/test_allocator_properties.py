@@ -6,10 +6,11 @@ and devices finds none whenever it says "not allocatable".
 Upstream's search is kept as it is, including where it is more cautious than the exhaustive search
 (structured/internal/experimental/allocator_experimental.go at the commit in
 kubectl_gpu.allocator): counters taken for a device that a taint then refuses are not given back
-within that search, nor are those of a device allocated with a share, and distinctAttribute keeps
-one value per request.  The generator stays clear of those corners (taints only on devices without
-counters, shared devices without counters, distinctAttribute only over one-device requests), which
-upstream's own table covers.
+within that search, nor those of a device a claim constraint then refuses, nor those of a device
+allocated with a share, and distinctAttribute keeps one value per request.  The generator stays
+clear of those corners (taints only on devices without counters, shared devices without counters,
+constraints only where no device draws on counters, distinctAttribute only over one-device
+requests), which upstream's own table covers.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def clusters(draw: Any) -> dict[str, Any]:
             else:
                 requests.append(Request(name, first_available=tuple(alternatives)))
         constraints = []
-        kind = draw(st.sampled_from(["none", "match", "distinct"]))
+        counters_drawn = any("consumesCounters" in d for d in devices)
+        kind = "none" if counters_drawn else draw(st.sampled_from(["none", "match", "distinct"]))
         if kind == "match":
             constraints.append(Constraint((), f"{DRIVER}/{draw(st.sampled_from(['model', 'numa']))}"))
         elif kind == "distinct":

@@ -157,8 +157,8 @@ def parse_claim(obj: Mapping[str, Any]) -> ClaimSpec:
     constraints = []
     for index, raw in enumerate(_list(devices.get("constraints"), f"{label}: spec.devices.constraints")):
         where = f"{label}: spec.devices.constraints[{index}]"
-        attribute = _map(raw, where).get("matchAttribute")
-        distinct = raw.get("distinctAttribute")
+        raw = _map(raw, where)
+        attribute, distinct = raw.get("matchAttribute"), raw.get("distinctAttribute")
         if attribute or distinct:
             wanted = tuple(_list(raw.get("requests"), f"{where}.requests"))
             if not all(isinstance(r, str) for r in wanted):
