@@ -125,12 +125,12 @@ def test_a_gpu_without_memory_information_has_no_memory_capacity() -> None:
 
 
 def test_a_gpu_the_driver_cannot_name_is_a_failure_not_a_made_up_device() -> None:
-    plan = plan_inventory(_one_gpu(architecture=13))
+    plan = plan_inventory(_one_gpu(architecture=14))
 
     assert plan.devices == ()
     [failure] = plan.failures
     assert failure.where == "GPU index 0"
-    assert "NVML architecture 13 has no name in the NVIDIA DRA driver" in failure.message
+    assert "NVML architecture 14 has no name in the NVIDIA DRA driver" in failure.message
 
 
 def _one_gpu(**changes: object) -> NodeReadings:

@@ -19,6 +19,7 @@ from kubectl_gpu.dra.devices import Device
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
+from kubectl_gpu.core import facts
 from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
 from kubectl_gpu.dra.facts import DRA_VERSIONS, device_plugin_mig_resource, gpu_device_class_names
 from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
@@ -29,15 +30,15 @@ from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 MIG_RESOURCE_PREFIX = device_plugin_mig_resource("")  # nvidia.com/mig-
 
-# What NVIDIA's driver needs for each sharing mode (kubernetes-sigs/dra-driver-nvidia-gpu, main:
+# What NVIDIA's driver needs for each sharing mode (kubernetes-sigs/dra-driver-nvidia-gpu v0.5.0:
 # pkg/featuregates/featuregates.go, cmd/gpu-kubelet-plugin/consumable_shares.go).
 DRIVER_REQUIREMENTS: dict[Sharing, str] = {
     Sharing.CONSUMABLE: (
-        "NVIDIA DRA driver built from main after v0.4.x with its ConsumableShares feature gate and "
-        "--consumable-shares set, plus Kubernetes' DRAConsumableCapacity gate; memory is accounted by the "
-        "scheduler, not enforced on the GPU; MPS is refused while consumable shares or DynamicMIG are on"),
-    Sharing.TIMESLICING: "NVIDIA DRA driver with its TimeSlicingSettings feature gate",
-    Sharing.MPS: "NVIDIA DRA driver with its MPSSupport feature gate (refused while ConsumableShares or DynamicMIG is on)",
+        f"{facts.driver_gate_requirement(facts.CONSUMABLE_SHARES)} and --consumable-shares set, plus Kubernetes' "
+        f"{DRA_CONSUMABLE_CAPACITY} gate; memory is accounted by the scheduler, not enforced on the GPU; "
+        "MPS is refused while consumable shares are on"),
+    Sharing.TIMESLICING: facts.driver_gate_requirement("TimeSlicingSettings"),
+    Sharing.MPS: f"{facts.driver_gate_requirement(facts.MPS_SUPPORT)}; refused while consumable shares are on",
 }
 
 
