@@ -54,7 +54,8 @@ def test_local_resource_slices_uses_the_hostname_without_a_node_name(
     [document] = local_resource_slices()
 
     assert document["spec"]["nodeName"] == "worker-3"
-    assert document["metadata"]["name"] == "worker-3-gpu.nvidia.com"
+    # resourceslicecontroller.go: "<index>-<driver>-<node>-", the API server appends a random suffix.
+    assert document["metadata"]["generateName"] == "00000-gpu.nvidia.com-worker-3-"
 
 
 def test_local_resource_slices_raises_a_one_line_error_without_nvidia_library(

@@ -42,14 +42,14 @@ class _DeviceReadError(Exception):
         self.uuid = uuid
 
 
-def read_node(sysfs: Sysfs | Path = Path("/sys")) -> NodeReadings:
+def read_node(sysfs: Sysfs | Path = Path("/sys"), nvml: Any = None) -> NodeReadings:
     """Everything NVML says about this node's GPUs, with the facts the driver reads from sysfs
-    (``sysfs``: a root directory, or a recording's).
+    (``sysfs``: a root directory, or a recording's; ``nvml``: pynvml, or a recording's face of it).
 
     Raises :class:`InventoryUnavailable` when no device can be listed at all (no NVIDIA
     library, driver not loaded, no permission, no GPU).
     """
-    nvml = _import_pynvml()
+    nvml = nvml or _import_pynvml()
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as error:
@@ -266,24 +266,28 @@ def _gpu_instance_profiles(nvml: ModuleType, handle: Any, uuid: str) -> dict[int
             jpeg_engines=int(info.jpegCount),
             ofa_engines=int(info.ofaCount),
             memory_mib=int(info.memorySizeMB),
+            instance_count=int(info.instanceCount),
             placements=_possible_placements(nvml, handle, info, uuid),
         )
     return profiles
 
 
 def _possible_placements(nvml: ModuleType, handle: Any, info: Any, uuid: str) -> tuple[Placement, ...]:
-    """nvmlDeviceGetGpuInstancePossiblePlacements_v2 for the profile's id (one call, room for
-    instanceCount placements, as go-nvml's GetGpuInstancePossiblePlacements); NotSupported and
-    InvalidArgument give none, as the driver skips such a profile."""
-    room = max(int(getattr(info, "instanceCount", 0)), 1)
-    placements = (nvml.c_nvmlGpuInstancePlacement_t * room)()
-    count = ctypes.c_uint(room)
+    """go-nvml GetGpuInstancePossiblePlacements: nvmlDeviceGetGpuInstancePossiblePlacements_v2 for the
+    profile's id, first for the count (no array), then for the placements.  NotSupported and
+    InvalidArgument give none, as the driver then skips the profile."""
+    count = ctypes.c_uint(0)
+    name = "nvmlDeviceGetGpuInstancePossiblePlacements"
     try:
+        nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, int(info.id), None, ctypes.byref(count))
+        if count.value == 0:
+            return ()
+        placements = (nvml.c_nvmlGpuInstancePlacement_t * count.value)()
         nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, int(info.id), placements, ctypes.byref(count))
     except (nvml.NVMLError_NotSupported, nvml.NVMLError_InvalidArgument):
         return ()
     except nvml.NVMLError as error:
-        raise _DeviceReadError(f"nvmlDeviceGetGpuInstancePossiblePlacements failed: {error}", uuid) from None
+        raise _DeviceReadError(f"{name} failed: {error}", uuid) from None
     return tuple(Placement(int(p.start), int(p.size)) for p in placements[: count.value])
 
 

@@ -34,6 +34,7 @@ class GpuInstanceProfile:
     jpeg_engines: int
     ofa_engines: int
     memory_mib: int  # info.memorySizeMB; nvml.h documents the unit as MiB
+    instance_count: int = 0  # info.instanceCount: how many such instances fit at once
     # Where a GPU instance of this profile may sit; empty when NVML gave none (NotSupported),
     # and then the driver's DynamicMIG skips the profile (nvlib.go inspectMigProfilesAndPlacements).
     placements: tuple[Placement, ...] = ()

@@ -160,6 +160,14 @@ class RecordedNvml:
             raise RecordingError(f"the NVML recording {path}: {problem} (see docs/inventory.md for the format)")
         return cls(node)
 
+    def module(self) -> SimpleNamespace:
+        """pynvml as the reader sees it, with the recording's functions: for one read, leaving the
+        process's pynvml alone."""
+        module = SimpleNamespace(**{name: getattr(pynvml, name) for name in dir(pynvml) if not name.startswith("__")})
+        for name in FUNCTIONS:
+            setattr(module, name, getattr(self, name))
+        return module
+
     def install(self, setattr_: Any = setattr) -> "RecordedNvml":
         """Serve pynvml's functions from the recording (`setattr_`: e.g. pytest's
         monkeypatch.setattr, to undo it after a test)."""
@@ -283,10 +291,11 @@ class RecordedNvml:
             raise _error("NotSupported" if info is not None else "InvalidArgument")
         recorded = info["placements"]
         room = count._obj  # the c_uint behind ctypes.byref(count)
-        if len(recorded) > room.value:
-            raise _error("InsufficientSize")
-        for i, placement in enumerate(recorded):
-            placements[i].start, placements[i].size = placement["start"], placement["size"]
+        if placements is not None:  # None: the call that asks for the count
+            if len(recorded) > room.value:
+                raise _error("InsufficientSize")
+            for i, placement in enumerate(recorded):
+                placements[i].start, placements[i].size = placement["start"], placement["size"]
         room.value = len(recorded)
         return pynvml.NVML_SUCCESS
 
