@@ -31,7 +31,7 @@ from kubectl_gpu.dra.facts import GFD_PRODUCT_LABEL as GFD_PRODUCT
 from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION, NVIDIA_DRIVER, architecture_of_gfd_family
 from kubectl_gpu.explain.engine import explain_claim
 from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim, parse_device_class
-from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node
+from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node, publishing_nodes
 
 
 def _quantity(text: Any) -> Fraction:
@@ -69,9 +69,12 @@ def _text(value: Fraction) -> str:
 
 def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
               dra_labels: Sequence[NodeLabel]) -> list[GpuNode]:
-    """Every node with GPUs from either side, sorted by name."""
+    """Every node with GPUs from either side, sorted by name.  A DRA node is one a DRA label marks
+    or one the NVIDIA driver publishes a ResourceSlice for (GPU Operator installs set no label)."""
+    slices = list(slices)
+    driver_nodes = publishing_nodes(slices)
     published: dict[str, list[Device]] = {}
-    for slice_obj in current_slices(list(slices)):
+    for slice_obj in current_slices(slices):
         try:
             devices = devices_from_slice(slice_obj)
         except (InvalidResourceSlice, AttributeError, TypeError, ValueError):
@@ -86,7 +89,7 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
         labels = meta.get("labels") or {}
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         legacy = {k: _quantity(v) for k, v in allocatable.items() if family_of(k) and _quantity(v) > 0}
-        dra = is_dra_node(labels, dra_labels)
+        dra = is_dra_node(labels, dra_labels) or name in driver_nodes
         devices = tuple(published.get(name, ()))
         if not (legacy or dra or devices or GFD_PRODUCT in labels):
             continue
