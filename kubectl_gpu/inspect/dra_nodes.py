@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.dra.devices import current_slices
+from kubectl_gpu.dra.devices import nodes_of_driver
 from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
 
 
@@ -26,12 +26,6 @@ def matching_label(labels: Mapping[str, str], selectors: Iterable[NodeLabel]) ->
     return next((s for s in selectors if s.matches(labels)), None)
 
 
-def publishing_nodes(resource_slices: Iterable[Mapping[str, Any]], driver: str = NVIDIA_DRIVER) -> frozenset[str]:
-    """The nodes a current ResourceSlice of ``driver`` names (spec.nodeName): its kubelet plugin runs
-    there.  Slices of older pool generations are left out, as the scheduler leaves them."""
-    names = set()
-    for resource_slice in current_slices(list(resource_slices)):
-        spec = resource_slice.get("spec")
-        if isinstance(spec, Mapping) and spec.get("driver") == driver and isinstance(spec.get("nodeName"), str):
-            names.add(spec["nodeName"])
-    return frozenset(names)
+def publishing_nodes(resource_slices: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The nodes a current ResourceSlice of the NVIDIA driver names: its kubelet plugin runs there."""
+    return nodes_of_driver(resource_slices, NVIDIA_DRIVER)
