@@ -44,3 +44,34 @@ def test_plan_takes_an_unlabelled_node_publishing_gpu_slices_for_a_dra_node():
 
     [gpu_node] = plan.nodes
     assert gpu_node.dra and not gpu_node.predicted
+
+
+# --- plan predicts nodes not yet on DRA for the driver it will run ---------------------------------
+
+def test_plan_predicts_shareable_gpus_for_a_driver_with_consumable_shares():
+    from kubectl_gpu.inventory import DriverSettings
+    from tests.fleet_cluster import node
+
+    shares = DriverSettings.parse(gates="ConsumableShares=true", consumable_shares="memory")
+    [default] = plan_migration(snapshot_from_objects([node("legacy-1", gpus=2)])).nodes
+    [shared] = plan_migration(snapshot_from_objects([node("legacy-1", gpus=2)]), driver=shares).nodes
+
+    assert shared.predicted and all(d.allow_multiple_allocations for d in shared.devices)
+    assert not any(d.allow_multiple_allocations for d in default.devices)
+    # GFD's nvidia.com/gpu.memory 81920 (MiB), shared by memory: all of it by default, in whole MiB.
+    assert shared.devices[0].request_policies["memory"] == {
+        "default": "80Gi", "validRange": {"max": "80Gi", "min": "1Mi", "step": "1Mi"}}
+
+
+def test_plan_refuses_driver_gates_the_driver_refuses(tmp_path):
+    import yaml
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+    from tests.fleet_cluster import node
+
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump(node("legacy-1")))
+    result = CliRunner().invoke(main, ["plan", "-f", str(cluster), "--driver-gates", "DynamicMIG=true,MPSSupport=true"])
+
+    assert result.exit_code == 2 and "mutually exclusive" in result.output

@@ -20,18 +20,23 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from kubectl_gpu.dra.devices import Device, devices_from_slice, InvalidResourceSlice
+from kubectl_gpu.cel import Device, InvalidResourceSlice, devices_from_slice
 from kubectl_gpu.dra.devices import current_slices
-from kubectl_gpu.core import family_of
-from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
+from kubectl_gpu.core import QuantityError, family_of, parse_quantity
 from kubectl_gpu.dra.facts import GFD_COUNT_LABEL as GFD_COUNT
 from kubectl_gpu.dra.facts import GFD_FAMILY_LABEL as GFD_FAMILY
 from kubectl_gpu.dra.facts import GFD_MEMORY_LABEL as GFD_MEMORY
 from kubectl_gpu.dra.facts import GFD_PRODUCT_LABEL as GFD_PRODUCT
-from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION, NVIDIA_DRIVER, architecture_of_gfd_family
+from kubectl_gpu.dra.facts import NVIDIA_DRIVER, architecture_of_gfd_family
 from kubectl_gpu.explain.engine import explain_claim
 from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim, parse_device_class
+from kubectl_gpu.dra.facts import CAP
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node, publishing_nodes
+from kubectl_gpu.inventory import consumable_shares
+from kubectl_gpu.inventory.driver_settings import DriverSettings
+from kubectl_gpu.inventory.resource_slice import published_capacity
+
+MIB = 1024 * 1024
 
 
 def _quantity(text: Any) -> Fraction:
@@ -68,7 +73,7 @@ def _text(value: Fraction) -> str:
 
 
 def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
-              dra_labels: Sequence[NodeLabel]) -> list[GpuNode]:
+              dra_labels: Sequence[NodeLabel], driver: DriverSettings = DriverSettings()) -> list[GpuNode]:
     """Every node with GPUs from either side, sorted by name.  A DRA node is one a DRA label marks
     or one the NVIDIA driver publishes a ResourceSlice for (GPU Operator installs set no label)."""
     slices = list(slices)
@@ -95,16 +100,19 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
             continue
         predicted = False
         if not devices:
-            devices = predict_devices(name, labels, legacy)
+            devices = predict_devices(name, labels, legacy, driver)
             predicted = bool(devices)
         found.append(GpuNode(name, dra, bool((node.get("spec") or {}).get("unschedulable")), legacy, devices,
                              predicted, labels))
     return sorted(found, key=lambda n: n.name)
 
 
-def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, Fraction]) -> tuple[Device, ...]:
+def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, Fraction],
+                    driver: DriverSettings = DriverSettings()) -> tuple[Device, ...]:
     """The GPUs the NVIDIA DRA driver will publish on ``node``, from GFD labels (or the device
-    plugin's whole-GPU count when GFD is absent)."""
+    plugin's whole-GPU count when GFD is absent), as ``driver`` publishes them: with consumable
+    shares, shareable whole GPUs.  GFD labels do not say which MIG profiles a GPU has, so DynamicMIG's
+    partitions are not predicted: its full GPUs are."""
     count = int(_quantity(labels.get(GFD_COUNT, 0))) or int(legacy.get("nvidia.com/gpu", 0))
     if count <= 0:
         return ()
@@ -116,10 +124,13 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
     family = architecture_of_gfd_family(str(labels.get(GFD_FAMILY, "")))
     if family:
         attributes["architecture"] = {"string": family}
-    capacity = {}
-    if labels.get(GFD_MEMORY):
-        capacity["memory"] = {"value": f"{int(_quantity(labels[GFD_MEMORY]))}Mi"}
-    shape = _predicted_shape(json.dumps([attributes, capacity], sort_keys=True), count)
+    memory = {CAP.memory: int(_quantity(labels[GFD_MEMORY])) * MIB} if labels.get(GFD_MEMORY) else {}
+    shared = consumable_shares.apply(memory, driver.shares)
+    device: dict[str, Any] = {"attributes": attributes,
+                              "capacity": published_capacity(shared.capacity, shared.request_policies)}
+    if shared.allow_multiple_allocations:
+        device["allowMultipleAllocations"] = True
+    shape = _predicted_shape(json.dumps(device, sort_keys=True), count)
     # One node pool's nodes are alike: parse the slice once, then give each node its own copies.
     return tuple(replace(d, pool=node, node_name=node, slice_name=f"{node}-predicted",
                          node_scope=d.node_scope.replace(_SHAPE_NODE, node)) for d in shape)
@@ -130,13 +141,12 @@ _SHAPE_NODE = "predicted-node"
 
 @functools.lru_cache(maxsize=64)
 def _predicted_shape(key: str, count: int) -> tuple[Device, ...]:
-    attributes, capacity = json.loads(key)
-    slice_obj = {"apiVersion": NEWEST_DRA_API_VERSION, "kind": "ResourceSlice",
+    device = json.loads(key)
+    slice_obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                  "metadata": {"name": f"{_SHAPE_NODE}-predicted"},
                  "spec": {"driver": NVIDIA_DRIVER, "nodeName": _SHAPE_NODE,
                           "pool": {"name": _SHAPE_NODE, "generation": 0, "resourceSliceCount": 1},
-                          "devices": [{"name": f"gpu-{i}", "attributes": attributes, "capacity": capacity}
-                                      for i in range(count)]}}
+                          "devices": [{"name": f"gpu-{i}", **device} for i in range(count)]}}
     return tuple(devices_from_slice(slice_obj))
 
 

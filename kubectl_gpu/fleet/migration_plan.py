@@ -25,6 +25,7 @@ from typing import Any
 
 from kubectl_gpu.core import TranslateOptions
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
+from kubectl_gpu.inventory.driver_settings import DriverSettings
 
 from kubectl_gpu.explain import allocations_from_claims
 
@@ -180,10 +181,12 @@ def _selects(selector: Mapping[str, Any] | None, pod: Mapping[str, Any]) -> bool
 
 def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOptions(), *,
                    wave_size: int | None = None, dra_labels: Sequence[NodeLabel] = DEFAULT_DRA_NODE_LABELS,
-                   workloads: list[WorkloadPlan] | None = None) -> MigrationPlan:
+                   workloads: list[WorkloadPlan] | None = None,
+                   driver: DriverSettings = DriverSettings()) -> MigrationPlan:
+    """``driver``: the NVIDIA DRA driver the nodes not yet on DRA will run (their predicted devices)."""
     translate = Translations()
     plans = workloads if workloads is not None else plan_workloads(snapshot, options, translate)
-    nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels)
+    nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels, driver)
     claims = claims_by_name(plans)
     universe = [d for node in nodes for d in node.devices]
     pool = DraPool(snapshot.device_classes, universe,

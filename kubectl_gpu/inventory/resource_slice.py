@@ -14,15 +14,14 @@ reference, the Node's UID), the pool's ``generation`` 1 on first publication and
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER as DRIVER_NAME
-from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION
-from kubectl_gpu.inventory.consumable_shares import DECIMAL_SI_CAPACITIES
+from kubectl_gpu.inventory.consumable_shares import DECIMAL_SI_CAPACITIES, RequestPolicy
 from kubectl_gpu.inventory.device_model import CounterSet, InventoryPlan, PlannedSlice, PublishedDevice
 from kubectl_gpu.inventory.quantity import binary_si, decimal_si
 
-API_VERSION = NEWEST_DRA_API_VERSION
+API_VERSION = "resource.k8s.io/v1"
 # Lists the devices NVML could not describe, so a reader of the preview knows it is partial.
 UNREADABLE_DEVICES_ANNOTATION = "kubectl-gpu.io/unreadable-devices"
 _INDEX_MIN_DIGITS = 5  # resourceSliceIndexMinLength
@@ -89,7 +88,7 @@ def _device(device: PublishedDevice) -> dict[str, Any]:
                        for name, (kind, value) in device.attributes.items()},
     }
     if device.capacity:
-        published["capacity"] = {name: _capacity(device, name, amount) for name, amount in device.capacity.items()}
+        published["capacity"] = published_capacity(device.capacity, device.request_policies)
     if device.consumes_counters:
         published["consumesCounters"] = [_counter_set(c, "counterSet") for c in device.consumes_counters]
     if device.allow_multiple_allocations:
@@ -97,9 +96,13 @@ def _device(device: PublishedDevice) -> dict[str, Any]:
     return published
 
 
-def _capacity(device: PublishedDevice, name: str, amount: int) -> dict[str, Any]:
+def published_capacity(capacity: Mapping[str, int], policies: Mapping[str, RequestPolicy]) -> dict[str, Any]:
+    """A device's ``capacity`` as the driver writes it: quantities, with a requestPolicy where set."""
+    return {name: _capacity(name, amount, policies.get(name)) for name, amount in capacity.items()}
+
+
+def _capacity(name: str, amount: int, policy: RequestPolicy | None) -> dict[str, Any]:
     capacity: dict[str, Any] = {"value": _quantity(name, amount)}
-    policy = device.request_policies.get(name)
     if policy is not None:
         capacity["requestPolicy"] = {
             "default": _quantity(name, policy.default),
