@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_gpu.core import facts
+from kubectl_gpu.dra import facts
 from kubectl_gpu.inventory import driver_names
 
 

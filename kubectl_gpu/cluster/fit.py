@@ -19,7 +19,7 @@ from kubectl_gpu.dra.devices import Device
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
-from kubectl_gpu.core import facts
+from kubectl_gpu.dra import facts
 from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
 from kubectl_gpu.dra.facts import DRA_VERSIONS, device_plugin_mig_resource, gpu_device_class_names
 from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class

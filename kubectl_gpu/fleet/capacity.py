@@ -20,14 +20,15 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from kubectl_gpu.cel import Device, InvalidResourceSlice, devices_from_slice
+from kubectl_gpu.dra.devices import Device, devices_from_slice, InvalidResourceSlice
 from kubectl_gpu.dra.devices import current_slices
-from kubectl_gpu.core import QuantityError, family_of, parse_quantity
+from kubectl_gpu.core import family_of
+from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
 from kubectl_gpu.dra.facts import GFD_COUNT_LABEL as GFD_COUNT
 from kubectl_gpu.dra.facts import GFD_FAMILY_LABEL as GFD_FAMILY
 from kubectl_gpu.dra.facts import GFD_MEMORY_LABEL as GFD_MEMORY
 from kubectl_gpu.dra.facts import GFD_PRODUCT_LABEL as GFD_PRODUCT
-from kubectl_gpu.dra.facts import NVIDIA_DRIVER, architecture_of_gfd_family
+from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION, NVIDIA_DRIVER, architecture_of_gfd_family
 from kubectl_gpu.explain.engine import explain_claim
 from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim, parse_device_class
 from kubectl_gpu.dra.facts import CAP
@@ -142,7 +143,7 @@ _SHAPE_NODE = "predicted-node"
 @functools.lru_cache(maxsize=64)
 def _predicted_shape(key: str, count: int) -> tuple[Device, ...]:
     device = json.loads(key)
-    slice_obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+    slice_obj = {"apiVersion": NEWEST_DRA_API_VERSION, "kind": "ResourceSlice",
                  "metadata": {"name": f"{_SHAPE_NODE}-predicted"},
                  "spec": {"driver": NVIDIA_DRIVER, "nodeName": _SHAPE_NODE,
                           "pool": {"name": _SHAPE_NODE, "generation": 0, "resourceSliceCount": 1},

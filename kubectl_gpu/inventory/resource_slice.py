@@ -17,11 +17,12 @@ import json
 from typing import Any, Mapping
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER as DRIVER_NAME
+from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION
 from kubectl_gpu.inventory.consumable_shares import DECIMAL_SI_CAPACITIES, RequestPolicy
 from kubectl_gpu.inventory.device_model import CounterSet, InventoryPlan, PlannedSlice, PublishedDevice
 from kubectl_gpu.inventory.quantity import binary_si, decimal_si
 
-API_VERSION = "resource.k8s.io/v1"
+API_VERSION = NEWEST_DRA_API_VERSION
 # Lists the devices NVML could not describe, so a reader of the preview knows it is partial.
 UNREADABLE_DEVICES_ANNOTATION = "kubectl-gpu.io/unreadable-devices"
 _INDEX_MIN_DIGITS = 5  # resourceSliceIndexMinLength
