@@ -11,7 +11,7 @@ from rich.text import Text
 from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cli.console import console, progress
 from kubectl_gpu.cli.driver_options import driver_options, driver_settings
-from kubectl_gpu.dra.facts import ATTR, CAP
+from kubectl_gpu.dra.facts import ATTR, CAP, NEWEST_KUBERNETES_MINOR
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inventory import (
@@ -66,7 +66,7 @@ What inventory's exit codes mean (table below):
 @driver_options
 @click.option("--kubernetes-version", metavar="1.MINOR", default=None,
               help="The cluster's Kubernetes version: with DynamicMIG the driver puts counters in a slice of "
-                   "their own from 1.35 on  [default: 1.37]")
+                   f"their own from 1.35 on  [default: 1.{NEWEST_KUBERNETES_MINOR}]")
 @click.option("--node", "remote_node", metavar="NODE",
               help="Run the inventory on this cluster node instead, in a short-lived pod with the project's "
                    "image (deleted afterwards): for nodes nobody logs into.")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu.dra.devices import Device, devices_from_slice, is_resource_slice
 from kubectl_gpu.dra.devices import current_slices
-from kubectl_gpu.dra.facts import DRA_VERSION_SINCE, DRA_VERSIONS
+from kubectl_gpu.dra.facts import DRA_VERSION_SINCE, DRA_VERSIONS, served_dra_versions
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
 from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
 
@@ -139,6 +139,13 @@ def build_profile(
     assumed_minor = minor is None
     if minor is None and served:
         minor = DRA_VERSION_SINCE[served[0]][1]
+    removed = ()
+    if minor is not None and minor >= SUPPORTED_MINORS[0]:
+        # A release serves no version it removed (v1beta1 from 1.38), whatever the files were written in:
+        # claims for it are never written in one.
+        known_versions = served_dra_versions(min(minor, SUPPORTED_MINORS[-1]))
+        removed = tuple(v for v in served if v not in known_versions)
+        served = tuple(v for v in served if v in known_versions) or (known_versions[:1] if removed else ())
     if minor is None or minor < SUPPORTED_MINORS[0]:
         gates: frozenset[str] = frozenset()
         how = ["no supported Kubernetes version: every DRA gate off"]
@@ -147,6 +154,8 @@ def build_profile(
         known = min(minor, SUPPORTED_MINORS[-1])
         gates = default_gates(known)
         how = [f"defaults of Kubernetes 1.{known}" + (" (assumed from the served API version)" if assumed_minor else "")]
+    if removed:
+        how.append(f"{', '.join(removed)} not served by Kubernetes 1.{minor}")
     if server_gates is not None and server_gates.gates is not None:
         reported = {k: v for k, v in server_gates.gates.items() if k in DRA_GATES}
         gates = apply_overrides(gates, reported)

@@ -42,13 +42,19 @@ class DraApiVersion:
     since_minor: int  # the Kubernetes minor that first serves it
     flat_requests: bool  # the v1beta1 shape of a request
     written: bool = True  # kubectl-gpu writes it (and a cluster profile may be read at it)
+    until_minor: int | None = None  # the last Kubernetes minor that serves it; None: still served
+
+    def served_by(self, minor: int) -> bool:
+        return self.since_minor <= minor and (self.until_minor is None or minor <= self.until_minor)
 
 
 # The one table of resource.k8s.io versions, newest first; every other spelling derives from it.
+# v1beta1 is no longer served from Kubernetes 1.38 (the beta's removal, as issue 25 records it for
+# 1.38; no 1.38 source is in this project's snapshots): a 1.38 cluster is never written v1beta1.
 DRA_API_VERSIONS = (
     DraApiVersion("v1", 34, flat_requests=False),
     DraApiVersion("v1beta2", 33, flat_requests=False),
-    DraApiVersion("v1beta1", 32, flat_requests=True),
+    DraApiVersion("v1beta1", 32, flat_requests=True, until_minor=37),
     DraApiVersion("v1alpha3", 31, flat_requests=True, written=False),
 )
 DRA_VERSIONS = tuple(v.name for v in DRA_API_VERSIONS if v.written)
@@ -63,7 +69,7 @@ READ_WRAPPED_VERSIONS = frozenset(v.name for v in DRA_API_VERSIONS if not v.flat
 READ_FLAT_VERSIONS = frozenset(v.name for v in DRA_API_VERSIONS if v.flat_requests)
 # The newest Kubernetes release kubectl-gpu knows (its feature gates: dra/gates.py).  The releases
 # it supports (and validates emitted objects against) run from the first serving a version it writes.
-NEWEST_KUBERNETES_MINOR = 37
+NEWEST_KUBERNETES_MINOR = 38
 SUPPORTED_KUBERNETES_MINORS = range(min(v.since_minor for v in DRA_API_VERSIONS if v.written),
                                     NEWEST_KUBERNETES_MINOR + 1)
 
@@ -75,12 +81,16 @@ def versions_served_text() -> str:
                       *(f"{v} (1.{DRA_VERSION_SINCE[v][1]})" for v in older)])
 
 
+def served_dra_versions(minor: int) -> tuple[str, ...]:
+    """The written versions a 1.<minor> API server can serve, newest first (v1beta1 not from 1.38)."""
+    return tuple(v.name for v in DRA_API_VERSIONS if v.written and v.served_by(minor))
+
+
 def dra_version_for(minor: int) -> str:
     """The newest resource.k8s.io version a 1.<minor> API server serves where DRA is enabled (v1
     from 1.34 by default; on 1.32-1.33 the beta version DRA's --runtime-config switches on)."""
-    for version in DRA_VERSIONS:
-        if (1, minor) >= DRA_VERSION_SINCE[version]:
-            return version
+    for version in served_dra_versions(minor):
+        return version
     raise ValueError(f"Kubernetes 1.{minor} serves no resource.k8s.io version kubectl-gpu writes "
                      f"(DRA needs 1.{DRA_VERSION_SINCE['v1beta1'][1]}+)")
 

@@ -21,7 +21,6 @@ CONSUMABLE_SHARES_MODES = ("disabled", "memory", "unlimited")
 # pcieBusID in v25.12.0).
 OLDEST_PREDICTED_RELEASE = "v25.12.0"
 SPLIT_COUNTER_SLICES_SINCE_MINOR = 35
-NEWEST_KUBERNETES_MINOR = 37
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,7 @@ class DriverSettings:
     gates: Mapping[str, bool] = field(default_factory=lambda: MappingProxyType(
         facts.driver_gates_of(facts.NEWEST_DRIVER_RELEASE)))
     consumable_shares: str = "disabled"
-    kubernetes_minor: int = NEWEST_KUBERNETES_MINOR
+    kubernetes_minor: int = facts.NEWEST_KUBERNETES_MINOR
 
     @classmethod
     def parse(cls, release: str | None = None, gates: str | None = None,
@@ -51,7 +50,7 @@ class DriverSettings:
         if problems:
             raise ValueError("; ".join(problems))
         return cls(release, MappingProxyType(chosen), shares,
-                   NEWEST_KUBERNETES_MINOR if kubernetes_minor is None else kubernetes_minor)
+                   facts.NEWEST_KUBERNETES_MINOR if kubernetes_minor is None else kubernetes_minor)
 
     def enabled(self, gate: str) -> bool:
         return bool(self.gates.get(gate))
