@@ -34,10 +34,10 @@ from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim
 from kubectl_gpu.dra.facts import CAP
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node, publishing_nodes
 from kubectl_gpu.inventory import consumable_shares
+from kubectl_gpu.inventory.consumable_shares import MIB
 from kubectl_gpu.inventory.driver_settings import DriverSettings
 from kubectl_gpu.inventory.resource_slice import published_capacity
 
-MIB = 1024 * 1024
 
 
 def _quantity(text: Any) -> Fraction:

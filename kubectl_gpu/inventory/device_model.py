@@ -14,13 +14,12 @@ from typing import Mapping
 from kubectl_gpu.dra import facts
 from kubectl_gpu.dra.facts import ATTR, CAP
 from kubectl_gpu.inventory import consumable_shares, driver_names
-from kubectl_gpu.inventory.consumable_shares import RequestPolicy
+from kubectl_gpu.inventory.consumable_shares import MIB, RequestPolicy
 from kubectl_gpu.inventory.driver_settings import DriverSettings
 from kubectl_gpu.inventory.readings import DeviceFailure, GpuInstanceProfile, GpuReading, NodeReadings
 
 PCI_BUS_ID_ATTRIBUTE = ATTR.pciBusID
 PCIE_ROOT_ATTRIBUTE = ATTR.pcieRoot
-MIB = 1024 * 1024
 
 AttributeValue = tuple[str, "str | int | bool | tuple[int, ...]"]  # (kind: string|int|ints|bool|version, value)
 
