@@ -134,11 +134,25 @@ def test_an_a100_with_mig_off_is_no_dynamic_mig_gpu():
     node["gpus"][0]["migMode"] = [0, 0]
     node["gpus"][0].pop("migDevices")
 
-    [document] = slices(node)  # combined model: no GPU was announced the partitionable way
+    counters, document = slices(node)
 
+    # device_state.go IsMigCapable: the GPU can do MIG, so the driver splits its slices (1.35+), but
+    # nvlib.go isDynamicMIGCapable: an Ampere with MIG off is announced the static way, so there is
+    # no counter set and the first slice holds nothing.
+    assert "sharedCounters" not in counters["spec"] and not counters["spec"].get("devices")
     [full] = document["spec"]["devices"]
     assert full["name"] == "gpu-0" and "consumesCounters" not in full
     assert "sharedCounters" not in document["spec"]
+
+
+def test_gpus_that_cannot_do_mig_share_no_counters_and_one_slice_each():
+    node = load("h100-80gb-hbm3")
+    node["gpus"][0].pop("migMode")  # not MIG capable: nvmlDeviceGetMigMode is NotSupported
+
+    [document] = slices(node)
+
+    [full] = document["spec"]["devices"]
+    assert full["name"] == "gpu-0" and "consumesCounters" not in full
 
 
 def test_kubernetes_1_34_gets_counters_and_devices_of_a_gpu_in_one_slice():

@@ -49,7 +49,7 @@ def plan_inventory(readings: NodeReadings, settings: DriverSettings = DriverSett
             failures.append(DeviceFailure(f"GPU index {gpu.index}", str(error), gpu.uuid))
             continue
         groups.append(_static_devices(gpu, common, settings, failures, notes))
-    slices = _slices(groups, settings)
+    slices = _slices(groups, settings, any(gpu.mig_capable for gpu in readings.gpus))
     return InventoryPlan(
         nvml_driver_version=readings.driver_version,
         driver_version=_safe(driver_names.semver, readings.driver_version),
@@ -60,15 +60,16 @@ def plan_inventory(readings: NodeReadings, settings: DriverSettings = DriverSett
     )
 
 
-def _slices(groups: list[GpuDevices], settings: DriverSettings) -> tuple[PlannedSlice, ...]:
+def _slices(groups: list[GpuDevices], settings: DriverSettings, mig_capable: bool) -> tuple[PlannedSlice, ...]:
     """driver.go: without DynamicMIG one slice of every device (publishResources); with it one slice
     per GPU in PCI bus order (GenerateDriverResources), its counter set beside its devices before
     Kubernetes 1.35, else every counter set in a first slice of its own."""
     if not settings.enabled(facts.DYNAMIC_MIG):
         return (PlannedSlice(devices=tuple(d for g in groups for d in g.devices)),)
     ordered = sorted(groups, key=lambda g: g.bus_id)
-    # NewDriver: the split model only once some GPU is MIG capable (state.IsMigCapable).
-    split = (settings.kubernetes_minor >= SPLIT_COUNTER_SLICES_SINCE_MINOR and any(g.partitionable for g in ordered))
+    # NewDriver: the split model only once some GPU is MIG capable (device_state.go IsMigCapable), even
+    # if none is announced the partitionable way: its counter slice is then empty, as the driver's is.
+    split = settings.kubernetes_minor >= SPLIT_COUNTER_SLICES_SINCE_MINOR and mig_capable
     if not split:
         return tuple(PlannedSlice(g.devices, g.counter_sets) for g in ordered)
     counters = PlannedSlice(shared_counters=tuple(c for g in ordered for c in g.counter_sets))
