@@ -10,7 +10,7 @@ from rich.text import Text
 
 from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cli.console import console, progress
-from kubectl_gpu.cli.driver_options import driver_options, driver_settings
+from kubectl_gpu.cli.options import driver_options, driver_settings
 from kubectl_gpu.dra.facts import NEWEST_KUBERNETES_MINOR
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
 from kubectl_gpu.kubetable import KubeTable

@@ -6,9 +6,8 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, driver_options, driver_settings, emit, parse_dra_labels
 from kubectl_gpu.cli import exits
-from kubectl_gpu.cli.driver_options import driver_options, driver_settings
 from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, ProfileChoices, fail, fitted_translate_options,
                                           read_files, translate_options)
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
