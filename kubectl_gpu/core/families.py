@@ -40,6 +40,16 @@ LEGACY_RESOURCE_NAMES: dict[str, str] = {
     "volcano.sh/vgpu-number": c.VOLCANO,
     "volcano.sh/vgpu-memory": c.VOLCANO,
     "volcano.sh/vgpu-cores": c.VOLCANO,
+    # Volcano's older GPU share (volcano-sh/volcano pkg/scheduler/api/devices/nvidia/gpushare/type.go):
+    # MiB of one GPU, or whole idle GPUs.
+    "volcano.sh/gpu-memory": c.VOLCANO_GPUSHARE,
+    "volcano.sh/gpu-number": c.VOLCANO_GPUSHARE,
+    # Koordinator's device share (koordinator-sh/koordinator apis/extension/device_share.go).
+    "koordinator.sh/gpu": c.KOORDINATOR,
+    "koordinator.sh/gpu.shared": c.KOORDINATOR,
+    "koordinator.sh/gpu-core": c.KOORDINATOR,
+    "koordinator.sh/gpu-memory": c.KOORDINATOR,
+    "koordinator.sh/gpu-memory-ratio": c.KOORDINATOR,
     # The device plugin's time-slicing with `renameByDefault: true` advertises replicas under this name.
     TIME_SLICED_GPU: c.NVIDIA_GPU,
     "google.com/tpu": c.TPU,
@@ -54,6 +64,15 @@ UNTRANSLATED_ACCELERATORS: tuple[tuple[str, str], ...] = (
     ("huawei.com/Ascend", "Huawei Ascend has no DRA driver kubectl-gpu can target"),
     ("amd.com/gpu", "AMD's DRA driver (gpu.amd.com) exists, but kubectl-gpu does not translate to it yet"),
     ("gpu.intel.com/", "Intel's DRA driver (gpu.intel.com) exists, but kubectl-gpu does not translate to it yet"),
+    # The domains under which these vendors' device plugins advertise (iluvatar.ai/vgpu, metax-tech.com/gpu,
+    # mthreads.com/vgpu, cambricon.com/mlu, aws.amazon.com/neuron|neuroncore|neurondevice, habana.ai/gaudi):
+    # a prefix each, so a product's new name is named too.
+    ("iluvatar.ai/", "Iluvatar CoreX GPUs have no DRA driver kubectl-gpu can target"),
+    ("metax-tech.com/", "MetaX GPUs have no DRA driver kubectl-gpu can target"),
+    ("mthreads.com/", "Moore Threads GPUs have no DRA driver kubectl-gpu can target"),
+    ("cambricon.com/", "Cambricon MLUs have no DRA driver kubectl-gpu can target"),
+    ("aws.amazon.com/neuron", "AWS Neuron devices have no DRA driver kubectl-gpu can target"),
+    ("habana.ai/", "Intel Gaudi (Habana) accelerators have no DRA driver kubectl-gpu can target"),
 )
 # NVIDIA resource names that look like GPUs but that no family knows (a renamed device-plugin
 # resource, a new vGPU product): warned about rather than passed over.
