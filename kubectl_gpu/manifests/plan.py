@@ -26,6 +26,7 @@ from .read_back import is_live, live_pod_warning, server_set_pointers
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
+from .ray import KeptCount, keep_gpu_count, ray_groups
 from .tree_patch import PatchError, apply_patch, resolve
 
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
@@ -194,7 +195,28 @@ class Planner:
                         "please report this as a kubectl-gpu bug with the manifest"),)), ()
                 plan.templates.append(template_plan)
                 _place_claims(plan, ref, claims, options, self.present, self.emitted)
+            _keep_ray_gpu_counts(plan, ref, obj, first_template)
             _prepare_live_object(plan, ref, obj, first_template)
+
+
+def _keep_ray_gpu_counts(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any], first_template: int) -> None:
+    """A Ray group whose GPU limit became a claim gets the `num-gpus` KubeRay read from it (ray.py),
+    added to that group's template plan so it is written with it or not at all."""
+    by_pointer = {plan.templates[i].site.pointer: i for i in range(first_template, len(plan.templates))
+                  if plan.templates[i].changed}
+    for group in ray_groups(obj):
+        index = by_pointer.get(group.template_pointer)
+        if index is None:
+            continue
+        template = plan.templates[index]
+        relative = [{**op, "path": str(op["path"])[len(ref.pointer):]} for op in template.operations]
+        kept = keep_gpu_count(obj, group, relative)
+        if isinstance(kept, KeptCount):
+            operation = {**kept.operation, "path": ref.pointer + kept.operation["path"]}
+            plan.templates[index] = replace(template, operations=template.operations + (operation,))
+            plan.object_notes.append(ObjectNote(ref, Severity.INFO, kept.message))
+        elif kept is not None:
+            plan.object_notes.append(ObjectNote(ref, Severity.WARNING, kept))
 
 
 def _prepare_live_object(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any], first_template: int) -> None:
