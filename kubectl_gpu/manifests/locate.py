@@ -30,12 +30,28 @@ class PodSite:
     inline: bool
 
 
+# Places named up front in a finding seen in many; the rest follow after "and N more:".
+_PLACES_FIRST = 3
+
+
 @dataclass(frozen=True)
 class Unrewritable:
-    """A GPU spec migrate sees but must not rewrite; the message says what to do instead."""
+    """A GPU spec migrate sees but must not rewrite; the message says what to do instead.  A long
+    pipeline repeats the same spec: one finding per message, naming every place it was seen."""
 
     pointer: str
     message: str
+    others: tuple[str, ...] = ()  # further places with the same message, in document order
+
+    @property
+    def pointers(self) -> tuple[str, ...]:
+        return (self.pointer, *self.others)
+
+    @property
+    def where(self) -> str:
+        places = [p or "/" for p in self.pointers]
+        first, rest = places[:_PLACES_FIRST], places[_PLACES_FIRST:]
+        return ", ".join(first) + (f" and {len(rest)} more: {', '.join(rest)}" if rest else "")
 
 
 # Argo's containerSet holds containers but is no PodSpec: adding resourceClaims there breaks it.
@@ -95,10 +111,10 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
     """GPU specs outside the pod templates migrate rewrites: inside strings (embedded
     manifests, pipeline IR), container specs outside a PodSpec, obsolete count fields."""
     spec_prefixes = tuple(site.spec_pointer + "/" for site in sites)
-    findings: dict[str, Unrewritable] = {}  # one per message: a long pipeline repeats the same spec
+    places: dict[str, list[str]] = {}  # message -> where it was seen
 
     def add(pointer: str, message: str) -> None:
-        findings.setdefault(message, Unrewritable(pointer, message))
+        places.setdefault(message, []).append(pointer)
 
     serves_legacy_name = _is_device_class(obj)
     for path, key, value in _iter_nodes(obj, []):
@@ -123,9 +139,9 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
                 add(pointer, f"{', '.join(names)} in a container spec outside any pod template (e.g. an Argo "
                              "template's container, a KServe predictor framework): not rewritten; use a pod "
                              "template or the admission webhook")
-    findings_list = list(findings.values())
-    findings_list.extend(_obsolete_count_fields(obj))
-    return findings_list
+    findings = [Unrewritable(pointers[0], message, tuple(pointers[1:])) for message, pointers in places.items()]
+    findings.extend(_obsolete_count_fields(obj))
+    return findings
 
 
 def _is_device_class(obj: Any) -> bool:

@@ -258,7 +258,7 @@ def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:
 
 
 def _finding_text(finding: Unrewritable) -> str:
-    return f"{finding.pointer or '/'}: {finding.message}"
+    return f"{finding.where}: {finding.message}"
 
 
 def _plan_template(
