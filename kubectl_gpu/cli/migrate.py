@@ -35,6 +35,7 @@ from kubectl_gpu.manifests.report import print_report, print_write_failures
 EXIT_OK = exits.OK
 EXIT_CHANGES = exits.FINDINGS  # --check/--diff: something would change (kubectl diff exits 1 too)
 EXIT_NOT_MIGRATED = exits.NOT_MIGRATED  # some input could not be migrated; the rest was still written
+EXIT_LEGACY_LEFT = exits.LEGACY_LEFT  # --check/--diff: GPU requests left that migrate cannot rewrite
 
 EPILOG = """\b
 What migrate's exit codes mean (table below):
@@ -50,9 +51,11 @@ What migrate's exit codes mean (table below):
      still migrated and written, and the report on stderr says what to fix;
      or some file could not be written (the report lists which were and
      which were not; each file is replaced whole or not at all)
-GPU requests migrate finds but cannot reach (inside strings, containers
-outside a pod template) are warnings in the report: they leave the exit
-code as it is, --check and --diff included.
+  9  --check or --diff: GPU requests are left that migrate cannot rewrite
+     (inside strings, containers outside a pod template, an operator's GPU
+     count field): the report names each place and what to do there; it
+     wins over 1, so a CI gate fails until they are gone. Without --check
+     or --diff they are warnings and leave the exit code as it is.
 
 \b
 Examples:
@@ -373,6 +376,8 @@ def _live_claims(api: Any, profile: ClusterProfile, context_namespace: str | Non
 def _exit_code(result: MigrationResult, report_changes: bool) -> int:
     if result.not_migrated:
         return EXIT_NOT_MIGRATED
+    if report_changes and result.legacy_left:
+        return EXIT_LEGACY_LEFT
     if report_changes and result.changed:
         return EXIT_CHANGES
     return EXIT_OK

@@ -42,6 +42,9 @@ class Unrewritable:
     pointer: str
     message: str
     others: tuple[str, ...] = ()  # further places with the same message, in document order
+    # A GPU request left behind (the pods will still ask a device plugin), not a setting that merely
+    # names a legacy resource: `migrate --check` fails on these (exits.LEGACY_LEFT).
+    request_left: bool = True
 
     @property
     def pointers(self) -> tuple[str, ...]:
@@ -112,6 +115,7 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
     manifests, pipeline IR), container specs outside a PodSpec, obsolete count fields."""
     spec_prefixes = tuple(site.spec_pointer + "/" for site in sites)
     places: dict[str, list[str]] = {}  # message -> where it was seen
+    settings: set[str] = set()  # the messages about settings, not requests
 
     def add(pointer: str, message: str) -> None:
         places.setdefault(message, []).append(pointer)
@@ -130,16 +134,18 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
                 add(pointer, f"{', '.join(names)} requested inside a string value: embedded manifests and "
                              "pipeline specs are not rewritten; migrate them where they are generated")
             elif family_of(value) and key not in ("key", "operator") and "tolerations" not in path:
-                add(pointer, f"refers to the legacy resource {value.strip()} (a quota, accelerator type or "
-                             "setting): migrated pods no longer request it, so point it at the DRA device "
-                             "class instead")
+                message = (f"refers to the legacy resource {value.strip()} (a quota, accelerator type or "
+                           "setting): migrated pods no longer request it, so point it at the DRA device class instead")
+                add(pointer, message)
+                settings.add(message)
         elif key == "resources" and isinstance(value, Mapping) and not pointer.startswith(spec_prefixes):
             names = _legacy_resource_keys(value)
             if names:
                 add(pointer, f"{', '.join(names)} in a container spec outside any pod template (e.g. an Argo "
                              "template's container, a KServe predictor framework): not rewritten; use a pod "
                              "template or the admission webhook")
-    findings = [Unrewritable(pointers[0], message, tuple(pointers[1:])) for message, pointers in places.items()]
+    findings = [Unrewritable(pointers[0], message, tuple(pointers[1:]), request_left=message not in settings)
+                for message, pointers in places.items()]
     findings.extend(_obsolete_count_fields(obj))
     return findings
 

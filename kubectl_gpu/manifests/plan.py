@@ -82,6 +82,7 @@ class ObjectNote:
     obj: ObjectRef
     severity: Severity
     message: str
+    legacy_left: bool = False  # a GPU request migrate cannot rewrite stays in this object
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,11 @@ class FilePlan:
     def not_migrated(self) -> bool:
         """Something in this file could not be migrated (exit code 3)."""
         return any(i.severity is Severity.ERROR for i in self.issues) or any(t.failed for t in self.templates)
+
+    @property
+    def legacy_left(self) -> bool:
+        """GPU requests are left that migrate cannot rewrite (`--check` fails: exits.LEGACY_LEFT)."""
+        return any(n.legacy_left for n in self.object_notes)
 
 
 ObjectKey = tuple[str, str | None, str]
@@ -182,7 +188,8 @@ class Planner:
             plan.objects.append(ref)
             sites = find_pod_sites(obj)
             for finding in find_unrewritable(obj, sites):
-                plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding)))
+                plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding),
+                                                    legacy_left=finding.request_left))
             first_template = len(plan.templates)
             for site in sites:
                 try:
