@@ -74,6 +74,9 @@ UNTRANSLATED_ACCELERATORS: tuple[tuple[str, str], ...] = (
     ("aws.amazon.com/neuron", "AWS Neuron devices have no DRA driver kubectl-gpu can target"),
     ("habana.ai/", "Intel Gaudi (Habana) accelerators have no DRA driver kubectl-gpu can target"),
 )
+# A value some templating fills in before the manifest is applied: envsubst `$X`/`${X}` (kro's
+# `${schema.spec...}` too), Helm/Go and Argo `{{ ... }}`.
+_PLACEHOLDER = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*?\}\}")
 # NVIDIA resource names that look like GPUs but that no family knows (a renamed device-plugin
 # resource, a new vGPU product): warned about rather than passed over.
 _NVIDIA_GPU_LIKE = re.compile(r"^nvidia\.com/(?:.*gpu.*|mig.*|vcuda.*)$", re.IGNORECASE)
@@ -198,7 +201,7 @@ def read_container(ref: ContainerRef, container: Mapping[str, Any]) -> tuple[lis
                                   "the API server rejects that for extended resources, so the limit was used",
                                   ref.name, name))
         except QuantityError as err:
-            notes.append(Note(Severity.ERROR, f"{name}: {err}", ref.name, name))
+            notes.append(Note(Severity.ERROR, _unreadable(name, raw, err), ref.name, name))
             continue
         if not in_limits:
             notes.append(Note(Severity.WARNING,
@@ -221,6 +224,15 @@ def read_container(ref: ContainerRef, container: Mapping[str, Any]) -> tuple[lis
                               ref.name, name))
         found.append(LegacyRequest(ref, str(key), family, amount, str(raw)))
     return _absorb_counts(found), notes
+
+
+def _unreadable(name: str, raw: Any, err: QuantityError) -> str:
+    placeholder = _PLACEHOLDER.search(str(raw))
+    if placeholder is None:
+        return f"{name}: {err}"
+    return (f"{name}: {str(raw)!r} is a template placeholder ({placeholder.group(0)}), not an amount: render the "
+            "manifest first (helm template, envsubst, kustomize build, the operator's own rendering) and migrate "
+            "what it renders")
 
 
 def _absorb_counts(found: list[LegacyRequest]) -> list[LegacyRequest]:
