@@ -110,10 +110,11 @@ _RESOURCE_IN_TEXT = re.compile(
 )
 
 
-def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
-    """GPU specs outside the pod templates migrate rewrites: inside strings (embedded
-    manifests, pipeline IR), container specs outside a PodSpec, obsolete count fields."""
-    spec_prefixes = tuple(site.spec_pointer + "/" for site in sites)
+def find_unrewritable(obj: Any, sites: list[PodSite], rewritten_containers: tuple[str, ...] = ()) -> list[Unrewritable]:
+    """GPU specs outside the pod templates and the container specs (`rewritten_containers`, see
+    container_sites.py) migrate rewrites: inside strings (embedded manifests, pipeline IR), other
+    container specs outside a PodSpec, operators' GPU count fields."""
+    spec_prefixes = tuple(site.spec_pointer + "/" for site in sites) + tuple(p + "/" for p in rewritten_containers)
     places: dict[str, list[str]] = {}  # message -> where it was seen
     settings: set[str] = set()  # the messages about settings, not requests
 
@@ -141,13 +142,27 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
         elif key == "resources" and isinstance(value, Mapping) and not pointer.startswith(spec_prefixes):
             names = _legacy_resource_keys(value)
             if names:
-                add(pointer, f"{', '.join(names)} in a container spec outside any pod template (e.g. an Argo "
-                             "template's container, a KServe predictor framework): not rewritten; use a pod "
-                             "template or the admission webhook")
+                add(pointer, f"{', '.join(names)} {_outside_template_advice(obj)}")
     findings = [Unrewritable(pointers[0], message, tuple(pointers[1:]), request_left=message not in settings)
                 for message, pointers in places.items()]
-    findings.extend(_obsolete_count_fields(obj))
+    findings.extend(_count_fields(obj))
     return findings
+
+
+# NVIDIA's NIM operator (apps.nvidia.com): `resources` is put on the container the operator creates; its
+# API takes claims in `draResources` beside it (NVIDIA/k8s-nim-operator api/apps/v1alpha1/dra_types.go).
+_NIM_KINDS = frozenset({"NIMService", "NIMPipeline"})
+
+
+def _outside_template_advice(obj: Any) -> str:
+    kind = obj.get("kind") if isinstance(obj, Mapping) else None
+    if kind in _NIM_KINDS and str(obj.get("apiVersion", "")).startswith("apps.nvidia.com/"):
+        return ("in a NIM service's resources, which the NIM operator puts on the container it creates: not "
+                "rewritten; with a NIM operator whose API has draResources, remove the GPU limit and add "
+                "draResources beside it ([{resourceClaimTemplateName: <a ResourceClaimTemplate>}] or a claimSpec "
+                "with the devices); with an older operator, the admission webhook rewrites the pods it creates")
+    return ("in a container spec outside any pod template, in a custom resource migrate has no mapping for: "
+            "not rewritten; use a pod template, or the admission webhook for the pods its operator creates")
 
 
 def _is_device_class(obj: Any) -> bool:
@@ -199,9 +214,33 @@ def _is_zero(amount: Any) -> bool:
         return False
 
 
-def _obsolete_count_fields(obj: Any) -> list[Unrewritable]:
+# Operators' own GPU count fields, by kind: (pointer, what the operator does with it).  production-stack
+# VLLMRuntime (vllm-project/production-stack operator/api/v1alpha1/common.go ResourceRequirements.GPU, a
+# count string) for the vLLM container and for its sidecar.
+_COUNT_FIELDS = {
+    "VLLMRuntime": (("spec", "deploymentConfig", "resources", "gpu"),
+                    ("spec", "deploymentConfig", "sidecarConfig", "resources", "gpu")),
+}
+
+
+def _count_fields(obj: Any) -> list[Unrewritable]:
     if not isinstance(obj, Mapping):
         return []
+    found = []
+    for path in _COUNT_FIELDS.get(str(obj.get("kind")), ()):
+        node: Any = obj
+        for key in path:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if node is not None and not _is_zero(node):
+            found.append(Unrewritable(
+                join_pointer(path),
+                f"{obj.get('kind')} {'.'.join(path[1:])}: {node!r} is a GPU count the operator turns into an "
+                "nvidia.com/gpu limit on the pods it creates: not rewritten; the admission webhook rewrites those "
+                "pods (or deploy them from a pod template of your own and migrate that)"))
+    return found + _obsolete_count_fields(obj)
+
+
+def _obsolete_count_fields(obj: Any) -> list[Unrewritable]:
     spec = obj.get("spec")
     if (
         obj.get("kind") == "MPIJob"

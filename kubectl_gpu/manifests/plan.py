@@ -23,6 +23,7 @@ from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
 from .read_back import is_live, live_pod_warning, server_set_pointers
+from .container_sites import ContainerSite, find_container_sites, plan_container_site
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
@@ -187,7 +188,8 @@ class Planner:
         for ref, obj in iter_objects(index, document.tree):
             plan.objects.append(ref)
             sites = find_pod_sites(obj)
-            for finding in find_unrewritable(obj, sites):
+            container_sites = find_container_sites(obj)
+            for finding in find_unrewritable(obj, sites, tuple(c.container_pointer for c in container_sites)):
                 plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding),
                                                     legacy_left=finding.request_left))
             first_template = len(plan.templates)
@@ -200,6 +202,10 @@ class Planner:
                         Severity.ERROR,
                         f"could not plan this pod template ({type(err).__name__}: {err}); left unchanged: "
                         "please report this as a kubectl-gpu bug with the manifest"),)), ()
+                plan.templates.append(template_plan)
+                _place_claims(plan, ref, claims, options, self.present, self.emitted)
+            for container_site in container_sites:
+                template_plan, claims = _plan_container_site(ref, obj, container_site, options, translate)
                 plan.templates.append(template_plan)
                 _place_claims(plan, ref, claims, options, self.present, self.emitted)
             _keep_ray_gpu_counts(plan, ref, obj, first_template)
@@ -305,6 +311,24 @@ def _plan_template(
         notes.append(Note(Severity.INFO, "this pod spec has no pod metadata of its own, so the record of the "
                                          "original requests (annotation) was not added"))
     return TemplatePlan(ref, site, tuple(operations), tuple(notes)), translation.claims
+
+
+def _plan_container_site(ref: ObjectRef, obj: Mapping[str, Any], site: ContainerSite, options: MigrateOptions,
+                         translate: Translator) -> tuple[TemplatePlan, tuple[ClaimObject, ...]]:
+    """A container spec outside a pod template whose CRD keeps the pod's fields elsewhere
+    (container_sites.py), planned as a pod template: reported under the container's place."""
+    namespace = ref.namespace or options.namespace
+    known = options.known_claims.get(namespace, ()) + (options.known_claims.get(None, ()) if namespace else ())
+    translate_options = replace(options.translate, sharing_group=_sharing_group(ref), known_claims=known)
+    where = PodSite(site.container_pointer, site.container_pointer, inline=True)
+    try:
+        planned = plan_container_site(obj, site, lambda template: translate(template, translate_options))
+    except Exception as err:  # noqa: BLE001 - one odd container must not stop the run
+        return TemplatePlan(ref, where, (), (Note(
+            Severity.ERROR, f"could not plan this {site.crd} ({type(err).__name__}: {err}); left unchanged: "
+                            "please report this as a kubectl-gpu bug with the manifest"),)), ()
+    operations = tuple({**op, "path": ref.pointer + str(op["path"])} for op in planned.operations)
+    return TemplatePlan(ref, where, operations, planned.notes), planned.claims
 
 
 # The fields a rewrite reads or writes, with the JSON type Kubernetes requires of each: a
