@@ -15,11 +15,12 @@ from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
+from kubectl_gpu.cluster.shared_gpus import shared_pools
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
-from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, known_claims,
-                              legacy_requests, mig_profile_of, translate_pod_template)
+from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, is_plain_integer_gpu,
+                              known_claims, legacy_requests, mig_profile_of, translate_pod_template)
 from kubectl_gpu.core.constants import MIG
-from kubectl_gpu.dra.facts import DRA_VERSIONS, versions_served_text
+from kubectl_gpu.dra.facts import DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, versions_served_text
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.k8s.kubeconfig import connect
 from kubectl_gpu.k8s.lists import list_objects
@@ -191,6 +192,7 @@ def command(
         raise click.UsageError(str(err)) from err
     translate = checked_translator(profile) if profile is not None else translate_pod_template
     mig_requests: dict[str, int] = {}  # legacy MIG resource -> pod templates asking for it
+    whole_gpus: list[int] = [0]  # pod templates whose nvidia.com/gpu became whole GPUs
     # The classes --device-classes emits serve every MIG profile requested here, so those requests stay as
     # they are (KEP-5004), unless the cluster profile says the scheduler cannot serve them.
     leave_mig = device_classes and _extended_resources_served(profile)
@@ -204,6 +206,8 @@ def command(
         translation = translate(template, translate_options)
         for name in {r.name for r in translation.legacy if r.family == MIG and r.amount > 0}:
             mig_requests[name] = mig_requests.get(name, 0) + 1
+        if translation.patch and any(is_plain_integer_gpu(r) for r in translation.legacy):
+            whole_gpus[0] += 1
         return translation
 
     migrations = migrate_files(sources, options, Format(output_format) if output_format else None, recording)
@@ -260,11 +264,27 @@ def command(
         console.print(line, markup=False)
     if device_classes:
         console.print(_device_classes_report(classes, mig_requests, profile), markup=False)
+    for line in _shared_pool_warnings(profile, whole_gpus[0]):
+        console.print(line, markup=False)
     print_report(result, console)
     if writes.failed:
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)
     sys.exit(_exit_code(result, check or show_diff))
+
+
+def _shared_pool_warnings(profile: ClusterProfile | None, whole_gpu_templates: int) -> list[str]:
+    """Where nvidia.com/gpu: 1 may have been a slot of a shared GPU: the profile's shared pools by
+    name, or (without Nodes to read) the labels to look for."""
+    if profile is not None and profile.nodes:
+        return [f"warning: {pool.describe()}" for pool in shared_pools(profile.nodes)]
+    if not whole_gpu_templates:
+        return []
+    return [f"warning: {whole_gpu_templates} pod template(s) had nvidia.com/gpu read as whole GPUs; on nodes where "
+            "NVIDIA's device plugin shares each GPU (GFD labels "
+            f"{GFD_SHARING_STRATEGY_LABEL}=time-slicing|mps, {GFD_REPLICAS_LABEL} above 1) each was one slot of a "
+            f"GPU: check `kubectl get nodes -L {GFD_SHARING_STRATEGY_LABEL},{GFD_REPLICAS_LABEL}`, and give migrate "
+            "those Nodes (--cluster with `kubectl get nodes -o yaml`, or --from-cluster) to have such pools named"]
 
 
 def _stdout_write(text: str) -> None:

@@ -52,6 +52,9 @@ class ClusterProfile:
     gates_source: str  # how the gates were decided, for reports
     device_classes: tuple[Mapping[str, Any], ...] = ()
     resource_slices: tuple[Mapping[str, Any], ...] = ()
+    # Nodes, when the profile was given them: their GFD labels say where the device plugin shares GPUs
+    # (cluster/shared_gpus.py).  Not part of `revision`: no claim depends on them.
+    nodes: tuple[Mapping[str, Any], ...] = ()
 
     @functools.cached_property
     def revision(self) -> str:
@@ -118,9 +121,13 @@ def build_profile(
     most conservative)."""
     classes: list[Mapping[str, Any]] = []
     slices: list[Mapping[str, Any]] = []
+    nodes: list[Mapping[str, Any]] = []
     seen_versions: set[str] = set()
     for obj in _flatten(objects):
         api_version = str(obj.get("apiVersion", ""))
+        if api_version == "v1" and obj.get("kind") == "Node":
+            nodes.append(obj)
+            continue
         group, _, version = api_version.partition("/")
         if group != DRA_GROUP:
             continue
@@ -174,7 +181,8 @@ def build_profile(
     if gate_overrides:
         gates = apply_overrides(gates, gate_overrides)
         how.append("--feature-gates: " + ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(gate_overrides.items())))
-    profile = ClusterProfile(source, minor, served, frozenset(gates), "; ".join(how), tuple(classes), tuple(slices))
+    profile = ClusterProfile(source, minor, served, frozenset(gates), "; ".join(how), tuple(classes), tuple(slices),
+                             tuple(nodes))
     # The same slices give the same devices: hand them to the profile's cached_property (which
     # keeps its value in the instance's __dict__) rather than build 8,000 devices a second time.
     vars(profile)["devices"] = devices
@@ -290,8 +298,20 @@ def read_live_profile(fetch: Fetch, source: str, gate_overrides: Mapping[str, bo
     objects: list[Mapping[str, Any]] = []
     for path, api_version, kind in dra_list_paths(group):
         objects.extend(stamped(_list_all(fetch, path), api_version, kind))
+    objects.extend(_nodes(fetch))
     server_gates = read_server_gates(fetch_text) if fetch_text is not None else None
     return profile_from_discovery(source, version, group, objects, gate_overrides, server_gates)
+
+
+def _nodes(fetch: Fetch) -> list[Mapping[str, Any]]:
+    """The cluster's Nodes (for their GFD labels), or none where RBAC does not let this user list them:
+    they only add advice, so a refusal costs the advice, not the run."""
+    try:
+        return stamped(_list_all(fetch, "/api/v1/nodes"), "v1", "Node")
+    except Exception as exc:  # noqa: BLE001 - every client's ApiError says forbidden / not_found
+        if getattr(exc, "forbidden", False) or getattr(exc, "not_found", False):
+            return []
+        raise
 
 
 def dra_list_paths(group: Mapping[str, Any]) -> list[tuple[str, str, str]]:

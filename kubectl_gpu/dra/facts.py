@@ -385,7 +385,13 @@ HOPPER_ARCHITECTURE = 9  # NVML_DEVICE_ARCH_HOPPER: MIG mode toggles without a G
 GFD_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GFD_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB
 GFD_FAMILY_LABEL = "nvidia.com/gpu.family"
-GFD_COUNT_LABEL = "nvidia.com/gpu.count"
+GFD_COUNT_LABEL = "nvidia.com/gpu.count"  # physical GPUs, shared or not
+# The device plugin's sharing, as GFD labels it (baseLabeler, getProductName): replicas per GPU (1
+# unshared, 0 when the plugin has no sharing config), the strategy (`time-slicing` or `mps` only when
+# replicas > 1, else `none`), and `-SHARED` after the product when shared without renaming the resource.
+GFD_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+GFD_SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
+GFD_SHARED_PRODUCT_SUFFIX = "-SHARED"
 # GPU Feature Discovery's `nvidia.com/gpu.family` label (k8s-device-plugin internal/lm/resource.go
 # getArchFamily, from the compute capability) -> the driver's `architecture`.  GFD families the
 # driver has no name for (tesla, fermi, undefined) are absent: no selector can match them.

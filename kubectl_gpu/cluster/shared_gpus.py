@@ -1,0 +1,88 @@
+"""Node pools where NVIDIA's device plugin shares each GPU (time-slicing or MPS replicas), read from
+GPU Feature Discovery's labels: there `nvidia.com/gpu: 1` asked for one slot of a GPU, not a GPU.
+
+Migrated as whole GPUs, a pool of 2 GPUs x 8 replicas that ran 16 such pods runs 2, so migrate
+names each pool and what its pods need instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_gpu.core.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
+                                    GFD_SHARING_STRATEGY_LABEL)
+
+SHARED = "shared"  # only the product label says so: an older GFD, strategy and replicas unknown
+
+
+@dataclass(frozen=True)
+class GpuSharing:
+    strategy: str  # "time-slicing", "mps", or SHARED
+    replicas: int | None  # slots per GPU, when labelled
+
+    def describe(self) -> str:
+        if self.strategy == SHARED:
+            return f"shares its GPUs ({GFD_PRODUCT_LABEL} ends in {GFD_SHARED_PRODUCT_SUFFIX})"
+        return (f"shares its GPUs by {self.strategy} ({GFD_SHARING_STRATEGY_LABEL}={self.strategy}, "
+                f"{GFD_REPLICAS_LABEL}={self.replicas})")
+
+
+def device_plugin_sharing(labels: Mapping[str, Any]) -> GpuSharing | None:
+    """How the device plugin shares this node's GPUs, None when it does not."""
+    strategy = str(labels.get(GFD_SHARING_STRATEGY_LABEL, "")).strip()
+    replicas = _int(labels.get(GFD_REPLICAS_LABEL))
+    if strategy and strategy != "none" and (replicas is None or replicas > 1):
+        return GpuSharing(strategy, replicas)
+    if replicas is not None and replicas > 1:
+        return GpuSharing(strategy or SHARED, replicas)
+    if str(labels.get(GFD_PRODUCT_LABEL, "")).endswith(GFD_SHARED_PRODUCT_SUFFIX) and not strategy:
+        return GpuSharing(SHARED, None)
+    return None
+
+
+@dataclass(frozen=True)
+class SharedPool:
+    """Nodes alike (same product and sharing) whose device plugin shares each GPU."""
+
+    product: str
+    sharing: GpuSharing
+    nodes: tuple[str, ...]
+    gpus: int  # physical GPUs (GFD's count), over all its nodes
+
+    @property
+    def slots(self) -> int | None:
+        return self.gpus * self.sharing.replicas if self.sharing.replicas else None
+
+    def describe(self) -> str:
+        size = (f"{self.gpus} GPU(s) as {self.slots} slots" if self.slots is not None else f"{self.gpus} GPU(s)")
+        return (f"node pool {', '.join(self.nodes)} ({self.product or 'GPU'}) {self.sharing.describe()}: {size}; "
+                "a pod there asking nvidia.com/gpu: 1 asked for one slot, and migrated as a whole GPU the pool runs "
+                f"{self.gpus} such pod(s). Migrate the workloads bound for it with --sharing timeslicing (one "
+                "ResourceClaim per workload with the driver's TimeSlicing config: its pods share that claim's GPU, "
+                "so they run on its node) or, where the NVIDIA DRA driver publishes consumable `shares` capacity "
+                "(driver v0.5, DRAConsumableCapacity on), with a share of a GPU each")
+
+
+def shared_pools(nodes: Iterable[Mapping[str, Any]]) -> list[SharedPool]:
+    """The shared pools among ``nodes`` (Node objects), by product and sharing, in name order."""
+    pools: dict[tuple[str, GpuSharing], tuple[list[str], list[int]]] = {}
+    for node in nodes:
+        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+        sharing = device_plugin_sharing(labels)
+        if sharing is None:
+            continue
+        names, gpus = pools.setdefault((str(labels.get(GFD_PRODUCT_LABEL, "")), sharing), ([], []))
+        names.append(str(metadata.get("name")))
+        gpus.append(_int(labels.get(GFD_COUNT_LABEL)) or 0)
+    return [SharedPool(product, sharing, tuple(sorted(names)), sum(gpus))
+            for (product, sharing), (names, gpus) in sorted(pools.items(), key=lambda item: sorted(item[1][0]))]
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None

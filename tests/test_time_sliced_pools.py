@@ -1,0 +1,95 @@
+"""Node pools where NVIDIA's device plugin shares each GPU: there `nvidia.com/gpu: 1` is one slot.
+
+GPU Feature Discovery's labels (NVIDIA/k8s-device-plugin internal/lm/resource.go
+@ aaccdfd2dc80554d3b67474d027923ccde39cb50, baseLabeler/getProductName): `nvidia.com/gpu.replicas` is the
+replica count (1 unshared, 0 when sharing is not configured), `nvidia.com/gpu.sharing-strategy` is
+`time-slicing` or `mps` only when replicas > 1 (else `none`), `nvidia.com/gpu.count` stays the physical GPU
+count, and `nvidia.com/gpu.product` gains `-SHARED` when shared without renaming the resource.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+from kubectl_gpu.cluster.shared_gpus import device_plugin_sharing, shared_pools
+
+DATA = Path(__file__).parent / "data"
+
+
+def node(name, **labels):
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": {"nvidia.com/gpu": str(int(labels.get("nvidia.com/gpu.count", "0"))
+                                                              * max(1, int(labels.get("nvidia.com/gpu.replicas", "1"))))}}}
+
+
+SLICED = {"nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.count": "2", "nvidia.com/gpu.replicas": "8",
+          "nvidia.com/gpu.sharing-strategy": "time-slicing"}
+WHOLE = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
+         "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none"}
+
+
+@pytest.mark.parametrize("labels, expected", [
+    (SLICED, ("time-slicing", 8)),
+    ({**SLICED, "nvidia.com/gpu.sharing-strategy": "mps"}, ("mps", 8)),
+    (WHOLE, None),
+    ({"nvidia.com/gpu.replicas": "0", "nvidia.com/gpu.sharing-strategy": "none"}, None),  # sharing not configured
+    ({"nvidia.com/gpu.product": "Tesla-T4-SHARED"}, ("shared", None)),  # an older GFD: only the product says so
+    ({}, None),
+])
+def test_sharing_is_read_from_gfd_labels(labels, expected):
+    sharing = device_plugin_sharing(labels)
+    assert (None if sharing is None else (sharing.strategy, sharing.replicas)) == expected
+
+
+def test_nodes_alike_are_one_pool_with_its_gpus_and_slots():
+    nodes = [node("l4-a", **SLICED), node("l4-b", **SLICED), node("h100-a", **WHOLE)]
+    (pool,) = shared_pools(nodes)
+    assert pool.nodes == ("l4-a", "l4-b") and pool.gpus == 4 and pool.slots == 32
+    assert pool.sharing.strategy == "time-slicing"
+
+
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "infer", "namespace": "ml"},
+              "spec": {"replicas": 16, "selector": {"matchLabels": {"app": "infer"}},
+                       "template": {"metadata": {"labels": {"app": "infer"}}, "spec": {"containers": [
+                           {"name": "c", "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}}}
+
+
+def migrate(*args):
+    return CliRunner().invoke(main, ["migrate", *args, "-"], input=yaml.safe_dump(DEPLOYMENT))
+
+
+def test_without_a_profile_a_warning_names_the_labels_to_look_for():
+    result = migrate()
+    assert result.exit_code == 0
+    assert "nvidia.com/gpu.sharing-strategy" in result.stderr and "nvidia.com/gpu.replicas" in result.stderr
+
+
+def test_a_profile_with_a_time_sliced_pool_names_it_and_what_its_pods_need(tmp_path):
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump_all([node("l4-a", **SLICED), node("l4-b", **SLICED), node("h100-a", **WHOLE)]))
+    result = migrate("--cluster", str(nodes), "--cluster", str(DATA / "cluster" / "h100-unlimited-shares.yaml"))
+    assert result.exit_code == 0, result.output
+    assert "l4-a, l4-b" in result.stderr and "time-slicing" in result.stderr and "h100-a" not in result.stderr
+    assert "4 GPU(s) as 32 slots" in result.stderr
+    assert "--sharing timeslicing" in result.stderr and "shares" in result.stderr
+    assert "nvidia.com/gpu.replicas" not in result.stderr.split("l4-a")[0]  # no 'look for the label' hint: it was read
+
+
+def test_from_cluster_reads_the_nodes_and_names_the_time_sliced_pool():
+    from tests import builders as b
+    from tests.k8sdouble import K8sDouble
+
+    with K8sDouble() as api:
+        api.seed(b.node("l4-a", labels=SLICED, allocatable={"nvidia.com/gpu": "16"}),
+                 b.node("h100-a", labels=WHOLE, allocatable={"nvidia.com/gpu": "8"}),
+                 b.dra_node("dra-a"), *b.nvidia_device_classes(), b.gpu_slice("dra-a", 2))
+        result = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()}).invoke(
+            main, ["migrate", "--from-cluster", "-"], input=yaml.safe_dump(DEPLOYMENT))
+    assert result.exit_code == 0, result.output
+    assert "node pool l4-a (NVIDIA-L4-SHARED) shares its GPUs by time-slicing" in result.stderr
+    assert "2 GPU(s) as 16 slots" in result.stderr and "h100-a" not in result.stderr
