@@ -100,9 +100,10 @@ Live clusters (see their --help):
 @click.option("--cluster", "cluster_files", multiple=True, metavar="FILE|DIR",
               help="Cluster profile from files: the output of `kubectl get resourceslices,deviceclasses -o yaml` "
                    "(repeatable). Every claim is checked against these devices; one no device can satisfy is "
-                   "an error (exit 3).")
+                   "an error (exit 3). Nodes among them (`kubectl get nodes -o yaml`) name the node pools whose "
+                   "device plugin time-slices GPUs.")
 @click.option("--from-cluster", is_flag=True,
-              help="Read the cluster profile (version, DeviceClasses, ResourceSlices) from the current "
+              help="Read the cluster profile (version, DeviceClasses, ResourceSlices, Nodes) from the current "
                    "kubeconfig context, as --cluster does from files.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
               help="Kubeconfig for --from-cluster (default: $KUBECONFIG, ~/.kube/config).")
@@ -284,7 +285,8 @@ def _shared_pool_warnings(profile: ClusterProfile | None, whole_gpu_templates: i
             "NVIDIA's device plugin shares each GPU (GFD labels "
             f"{GFD_SHARING_STRATEGY_LABEL}=time-slicing|mps, {GFD_REPLICAS_LABEL} above 1) each was one slot of a "
             f"GPU: check `kubectl get nodes -L {GFD_SHARING_STRATEGY_LABEL},{GFD_REPLICAS_LABEL}`, and give migrate "
-            "those Nodes (--cluster with `kubectl get nodes -o yaml`, or --from-cluster) to have such pools named"]
+            "the Nodes (`kubectl get nodes -o yaml` as one more --cluster file, or --from-cluster) to have such "
+            "pools named"]
 
 
 def _stdout_write(text: str) -> None:

@@ -28,6 +28,7 @@ class PodSite:
     # A PodSpec with no pod metadata beside it (KServe's `template`/`worker`, a predictor's
     # inline spec): the core sees it with empty metadata, and annotation changes have no home.
     inline: bool
+    label: str = "pod template"  # what the report calls it (a container spec of a custom resource: its name)
 
 
 # Places named up front in a finding seen in many; the rest follow after "and N more:".

@@ -286,10 +286,7 @@ def _plan_template(
     misshapen = _misshapen_fields(template)
     if misshapen:
         return TemplatePlan(ref, site, (), (Note(Severity.ERROR, misshapen),)), ()
-    # An object that names no namespace goes where kubectl puts it: perhaps the pod's.
-    namespace = ref.namespace or options.namespace
-    known = options.known_claims.get(namespace, ()) + (options.known_claims.get(None, ()) if namespace else ())
-    translation = translate(template, replace(options.translate, sharing_group=_sharing_group(ref), known_claims=known))
+    translation = translate(template, _translate_options(ref, options))
     notes = list(translation.notes)
     if translation.errors or not translation.patch:
         return TemplatePlan(ref, site, (), tuple(notes)), () if translation.errors else translation.claims
@@ -317,10 +314,8 @@ def _plan_container_site(ref: ObjectRef, obj: Mapping[str, Any], site: Container
                          translate: Translator) -> tuple[TemplatePlan, tuple[ClaimObject, ...]]:
     """A container spec outside a pod template whose CRD keeps the pod's fields elsewhere
     (container_sites.py), planned as a pod template: reported under the container's place."""
-    namespace = ref.namespace or options.namespace
-    known = options.known_claims.get(namespace, ()) + (options.known_claims.get(None, ()) if namespace else ())
-    translate_options = replace(options.translate, sharing_group=_sharing_group(ref), known_claims=known)
-    where = PodSite(site.container_pointer, site.container_pointer, inline=True)
+    translate_options = _translate_options(ref, options)
+    where = PodSite(site.container_pointer, site.container_pointer, inline=True, label=site.crd)
     try:
         planned = plan_container_site(obj, site, lambda template: translate(template, translate_options))
     except Exception as err:  # noqa: BLE001 - one odd container must not stop the run
@@ -378,6 +373,14 @@ def _wrong_type(field_name: str, value: Any, expected: str) -> str:
     found = "a mapping" if isinstance(value, Mapping) else "a list" if isinstance(value, list) else "a scalar"
     return (f"{field_name} is {found}, but Kubernetes requires {expected} here (the API server would reject "
             "this object); left unchanged so nothing you wrote is overwritten: fix the field and run migrate again")
+
+
+def _translate_options(ref: ObjectRef, options: MigrateOptions) -> TranslateOptions:
+    """The core's options for one object's pods: its workload to share with, the claims it can see."""
+    # An object that names no namespace goes where kubectl puts it: perhaps the pod's.
+    namespace = ref.namespace or options.namespace
+    known = options.known_claims.get(namespace, ()) + (options.known_claims.get(None, ()) if namespace else ())
+    return replace(options.translate, sharing_group=_sharing_group(ref), known_claims=known)
 
 
 def _sharing_group(ref: ObjectRef) -> str | None:
