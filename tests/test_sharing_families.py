@@ -143,3 +143,26 @@ def test_migrate_check_fails_while_a_sharing_request_is_left(limits):
     migrated = CliRunner().invoke(main, ["migrate", "-"], input=pod)
     assert migrated.exit_code == 0 and "ResourceClaimTemplate" in migrated.stdout
     assert CliRunner().invoke(main, ["migrate", "--check", "-"], input=migrated.stdout).exit_code == 0
+
+
+@pytest.mark.parametrize("limits", [{"volcano.sh/gpu-number": "1"}, {"volcano.sh/gpu-memory": "4096"},
+                                    {"koordinator.sh/gpu-memory-ratio": "100", "koordinator.sh/gpu-core": "100"}])
+def test_the_webhook_rewrites_a_sharing_schedulers_pod_into_a_claim(webhook_on, limits):
+    from pathlib import Path
+
+    import jsonpatch
+    import yaml
+
+    from tests.conftest import admission_review, patch_of
+    from tests.k8sdouble import K8sDouble
+
+    node = Path(__file__).parent / "data" / "slices" / "nvidia-h100-node.yaml"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "cuda", "resources": {"limits": limits}}]}}
+    with K8sDouble() as double:
+        double.seed(*[d for d in yaml.safe_load_all(node.read_text()) if d])
+        response = webhook_on(double).review("/mutate", admission_review(pod))
+    assert response["allowed"] is True, response
+    patched = jsonpatch.apply_patch(pod, patch_of(response))
+    assert patched["spec"]["resourceClaims"]
+    assert not set(limits) & set(patched["spec"]["containers"][0]["resources"].get("limits") or {})
