@@ -78,6 +78,35 @@ def test_a_profile_with_a_time_sliced_pool_names_it_and_what_its_pods_need(tmp_p
     assert "4 GPU(s) as 32 slots" in result.stderr
     assert "--sharing timeslicing" in result.stderr and "shares" in result.stderr
     assert "nvidia.com/gpu.replicas" not in result.stderr.split("l4-a")[0]  # no 'look for the label' hint: it was read
+    # Only some GPU nodes share: which pool a pod lands in is unknown, so its GPUs stay whole.
+    (template,) = [d for d in yaml.safe_load_all(result.stdout) if d and d["kind"] == "ResourceClaimTemplate"]
+    assert "config" not in template["spec"]["spec"]["devices"]
+
+
+def test_gpu_slots_read_nvidia_gpu_as_a_slot_of_a_shared_gpu():
+    from kubectl_gpu.core import Sharing, TranslateOptions, translate_pod_template
+
+    template = DEPLOYMENT["spec"]["template"]
+    slots = translate_pod_template(template, TranslateOptions(gpu_slots=True, sharing=Sharing.TIMESLICING,
+                                                              sharing_group="Deployment/infer"))
+    (claim,) = slots.claims
+    assert claim.kind == "ResourceClaim"  # one claim the workload's pods share
+    (config,) = claim.claim_spec["devices"]["config"]
+    assert config["opaque"]["parameters"]["sharing"]["strategy"] == "TimeSlicing"
+    assert any("slot" in n.message for n in slots.notes)
+    whole = translate_pod_template(template, TranslateOptions(sharing=Sharing.TIMESLICING, sharing_group="Deployment/infer"))
+    assert [c.kind for c in whole.claims] == ["ResourceClaimTemplate"]
+
+
+def test_a_profile_whose_gpu_nodes_all_time_slice_reads_nvidia_gpu_as_slots(tmp_path):
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump_all([node("l4-a", **SLICED), node("l4-b", **SLICED)]))
+    result = migrate("--cluster", str(nodes), "--cluster", str(DATA / "cluster" / "h100-unlimited-shares.yaml"),
+                     "--sharing", "timeslicing")
+    assert result.exit_code == 0, result.output
+    assert "every GPU node in the profile shares its GPUs" in result.stderr
+    kinds = [d["kind"] for d in yaml.safe_load_all(result.stdout) if d]
+    assert kinds == ["ResourceClaim", "Deployment"]
 
 
 def test_from_cluster_reads_the_nodes_and_names_the_time_sliced_pool():
@@ -93,3 +122,36 @@ def test_from_cluster_reads_the_nodes_and_names_the_time_sliced_pool():
     assert result.exit_code == 0, result.output
     assert "node pool l4-a (NVIDIA-L4-SHARED) shares its GPUs by time-slicing" in result.stderr
     assert "2 GPU(s) as 16 slots" in result.stderr and "h100-a" not in result.stderr
+
+
+def test_plan_on_a_time_sliced_pool_in_the_api_double_counts_slots_not_gpus():
+    """A Deployment of 8 pods on l4-1, one of 3 nodes x 2 GPUs x 4 replicas (8 slots each), every GPU node
+    time-sliced: read as slots and shared (--sharing timeslicing: one ResourceClaim the workload's pods share
+    on one GPU), it fits on the first node switched (2 GPUs); read as whole GPUs it would need 8."""
+    from tests import fleet_cluster as fc
+    from tests.k8sdouble import K8sDouble
+
+    sliced = {"nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.count": "2",
+              "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
+    nodes = [fc.node(f"l4-{i}", gpus=8, labels=sliced) for i in (1, 2, 3)]
+    tmpl = fc.template("infer")
+    deployment = fc.workload("Deployment", "infer", "ml", tmpl, replicas=8)
+    pods = [fc.pod(f"infer-{i}", "ml", tmpl, "l4-1", owner=deployment) for i in range(8)]
+    with K8sDouble() as api:
+        api.seed(*nodes, deployment, *pods, fc.device_class())
+        runner = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()})
+        table = runner.invoke(main, ["plan", "--wave-size", "1", "--sharing", "timeslicing"])
+        doc = yaml.safe_load(runner.invoke(main, ["plan", "--wave-size", "1", "--sharing", "timeslicing",
+                                                  "-o", "json"]).output)
+        whole = yaml.safe_load(runner.invoke(main, ["plan", "--wave-size", "1", "-o", "json"]).output)
+    assert "SHARED GPUS: node pool l4-1, l4-2, l4-3 (NVIDIA-L4-SHARED) shares its GPUs by time-slicing" in table.output
+    assert "6 GPU(s) as 24 slots" in table.output
+    assert "every GPU node in the profile shares its GPUs" in table.output
+    assert doc["sharedPools"] == [{"nodes": ["l4-1", "l4-2", "l4-3"], "product": "NVIDIA-L4-SHARED",
+                                   "strategy": "time-slicing", "replicas": 4, "gpus": 6, "slots": 24}]
+    (infer,) = doc["workloads"]
+    assert [c.split("/")[0] for c in infer["claims"]] == ["ResourceClaim"]
+    first = doc["waves"][0]
+    assert first["nodes"] == ["l4-2"] and "Deployment/ml/infer" in first["workloads"]
+    # Without a shared claim each pod takes a whole GPU: 8 do not fit on the 2 GPUs of one node.
+    assert "Deployment/ml/infer" not in whole["waves"][0]["workloads"]

@@ -15,7 +15,7 @@ from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
-from kubectl_gpu.cluster.shared_gpus import shared_pools
+from kubectl_gpu.cluster.shared_gpus import every_gpu_node_shares, shared_pools
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
 from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, is_plain_integer_gpu,
                               known_claims, legacy_requests, mig_profile_of, translate_pod_template)
@@ -278,7 +278,8 @@ def _shared_pool_warnings(profile: ClusterProfile | None, whole_gpu_templates: i
     """Where nvidia.com/gpu: 1 may have been a slot of a shared GPU: the profile's shared pools by
     name, or (without Nodes to read) the labels to look for."""
     if profile is not None and profile.nodes:
-        return [f"warning: {pool.describe()}" for pool in shared_pools(profile.nodes)]
+        everywhere = every_gpu_node_shares(profile.nodes)
+        return [f"warning: {pool.describe(everywhere)}" for pool in shared_pools(profile.nodes)]
     if not whole_gpu_templates:
         return []
     return [f"warning: {whole_gpu_templates} pod template(s) had nvidia.com/gpu read as whole GPUs; on nodes where "

@@ -55,14 +55,21 @@ class SharedPool:
     def slots(self) -> int | None:
         return self.gpus * self.sharing.replicas if self.sharing.replicas else None
 
-    def describe(self) -> str:
+    def describe(self, every_gpu_node_shares: bool) -> str:
         size = (f"{self.gpus} GPU(s) as {self.slots} slots" if self.slots is not None else f"{self.gpus} GPU(s)")
-        return (f"node pool {', '.join(self.nodes)} ({self.product or 'GPU'}) {self.sharing.describe()}: {size}; "
-                "a pod there asking nvidia.com/gpu: 1 asked for one slot, and migrated as a whole GPU the pool runs "
-                f"{self.gpus} such pod(s). Migrate the workloads bound for it with --sharing timeslicing (one "
-                "ResourceClaim per workload with the driver's TimeSlicing config: its pods share that claim's GPU, "
-                "so they run on its node) or, where the NVIDIA DRA driver publishes consumable `shares` capacity "
-                "(driver v0.5, DRAConsumableCapacity on), with a share of a GPU each")
+        head = (f"node pool {', '.join(self.nodes)} ({self.product or 'GPU'}) {self.sharing.describe()}: {size}; "
+                "a pod there asking nvidia.com/gpu: 1 asked for one slot")
+        shared_claim = ("--sharing timeslicing (one ResourceClaim per workload with the driver's TimeSlicing config: "
+                        "its pods share that claim's GPU, so they run on its node)")
+        consumable = ("where the NVIDIA DRA driver publishes consumable `shares` capacity (driver v0.5, "
+                      "DRAConsumableCapacity on), a share of a GPU each")
+        if every_gpu_node_shares:
+            return (f"{head}, so nvidia.com/gpu is read as slots; keep them shared with {shared_claim} or, "
+                    f"{consumable}; otherwise each becomes a whole GPU and the pool runs {self.gpus} such pod(s)")
+        return (f"{head}, and migrated as a whole GPU the pool runs {self.gpus} such pod(s). Other GPU nodes do not "
+                "share, so which pool a pod lands in is unknown: ask for nvidia.com/gpu.shared in the workloads "
+                "bound for this pool (the name the device plugin's renameByDefault gives replicas) and migrate with "
+                f"{shared_claim} or, {consumable}")
 
 
 def shared_pools(nodes: Iterable[Mapping[str, Any]]) -> list[SharedPool]:
@@ -79,6 +86,23 @@ def shared_pools(nodes: Iterable[Mapping[str, Any]]) -> list[SharedPool]:
         gpus.append(_int(labels.get(GFD_COUNT_LABEL)) or 0)
     return [SharedPool(product, sharing, tuple(sorted(names)), sum(gpus))
             for (product, sharing), (names, gpus) in sorted(pools.items(), key=lambda item: sorted(item[1][0]))]
+
+
+def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """Some node has GPUs (GFD's labels or device-plugin nvidia.com/gpu) and every such node's device
+    plugin shares them: wherever a pod lands, nvidia.com/gpu was a slot."""
+    gpu_nodes = 0
+    for node in nodes:
+        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+        status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+        allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
+        if GFD_PRODUCT_LABEL not in labels and GFD_COUNT_LABEL not in labels and "nvidia.com/gpu" not in allocatable:
+            continue
+        gpu_nodes += 1
+        if device_plugin_sharing(labels) is None:
+            return False
+    return gpu_nodes > 0
 
 
 def _int(value: Any) -> int | None:
