@@ -232,7 +232,8 @@ def _unreadable(name: str, raw: Any, err: QuantityError) -> str:
         return f"{name}: {err}"
     return (f"{name}: {str(raw)!r} is a template placeholder ({placeholder.group(0)}), not an amount: render the "
             "manifest first (helm template, envsubst, kustomize build, the operator's own rendering) and migrate "
-            "what it renders")
+            "what it renders; one filled in only at run time (an Argo parameter) needs a fixed amount here, or "
+            "the admission webhook, which sees the pods with their amounts")
 
 
 def _absorb_counts(found: list[LegacyRequest]) -> list[LegacyRequest]:
