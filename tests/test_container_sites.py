@@ -156,3 +156,27 @@ def test_an_operators_gpu_count_field_is_named():
     assert run(runtime, "--check").exit_code == exits.LEGACY_LEFT
     runtime["spec"]["deploymentConfig"]["resources"]["gpu"] = "0"
     assert run(runtime, "--check").exit_code == exits.OK
+
+
+@pytest.mark.parametrize("api_version", ["v1", "v1beta2", "v1beta1"])
+def test_what_migrate_writes_into_argo_and_kserve_objects_is_strictly_valid_for_1_32_to_1_37(api_version):
+    from tests.strict_validation import RELEASES, assert_strictly_valid, pod_of
+
+    for obj, kind in ((argo(), "WorkflowTemplate"), (kserve(), "InferenceService")):
+        result = run(obj, "--api-version", api_version)
+        assert result.exit_code == 0, result.output
+        documents = [d for d in yaml.safe_load_all(result.stdout) if d]
+        for claim in (d for d in documents if d["kind"] == "ResourceClaimTemplate"):
+            assert_strictly_valid(claim, RELEASES[api_version])
+        (out,) = [d for d in documents if d["kind"] == kind]
+        if kind == "WorkflowTemplate":
+            patch = json.loads(argo_template(out)["podSpecPatch"])
+            container = {**GPU_CONTAINER, "name": "main", "resources": {
+                **argo_template(out)["container"]["resources"], **patch["containers"][0]["resources"]}}
+            pod = pod_of({"containers": [container], "resourceClaims": patch["resourceClaims"]})
+        else:
+            predictor = out["spec"]["predictor"]
+            container = {"name": "kserve-container", "image": "kserve/huggingfaceserver",
+                         "resources": predictor["model"]["resources"]}
+            pod = pod_of({"containers": [container], "resourceClaims": predictor["resourceClaims"]})
+        assert_strictly_valid(pod)

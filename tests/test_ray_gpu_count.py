@@ -100,3 +100,14 @@ def test_migrating_the_output_again_changes_nothing():
     migrated, _ = migrate(ray_object("RayJob", group({"nvidia.com/gpu": 4}, {}, name="g")))
     again = CliRunner().invoke(main, ["migrate", "--check", "-"], input=yaml.safe_dump(migrated))
     assert again.exit_code == 0, again.output
+
+
+@pytest.mark.parametrize("api_version", ["v1", "v1beta2", "v1beta1"])
+def test_a_migrated_ray_groups_pod_and_claims_are_strictly_valid_for_1_32_to_1_37(api_version):
+    from tests.strict_validation import RELEASES, assert_strictly_valid, pod_of
+
+    obj = ray_object("RayCluster", group({"nvidia.com/gpu": 2}, {}, name="g"))
+    migrated_obj, result = migrate(obj, "--api-version", api_version)
+    for claim in (d for d in yaml.safe_load_all(result.stdout) if d and d["kind"] == "ResourceClaimTemplate"):
+        assert_strictly_valid(claim, RELEASES[api_version])
+    assert_strictly_valid(pod_of(migrated_obj["spec"]["workerGroupSpecs"][0]["template"]["spec"]))

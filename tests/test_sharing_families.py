@@ -166,3 +166,20 @@ def test_the_webhook_rewrites_a_sharing_schedulers_pod_into_a_claim(webhook_on, 
     patched = jsonpatch.apply_patch(pod, patch_of(response))
     assert patched["spec"]["resourceClaims"]
     assert not set(limits) & set(patched["spec"]["containers"][0]["resources"].get("limits") or {})
+
+
+@pytest.mark.parametrize("api_version", ["v1", "v1beta2", "v1beta1"])
+@pytest.mark.parametrize("limits", [{"volcano.sh/gpu-memory": 4096}, {"volcano.sh/gpu-number": 2},
+                                    {"koordinator.sh/gpu-memory": "4Gi", "koordinator.sh/gpu-core": 100,
+                                     "koordinator.sh/gpu.shared": 2},
+                                    {"koordinator.sh/gpu": 50}])
+def test_the_claims_of_sharing_families_are_strictly_valid_for_1_32_to_1_37(api_version, limits):
+    from kubectl_gpu.core import ApiVersion
+    from tests.strict_validation import RELEASES, assert_strictly_valid
+
+    template = {"metadata": {}, "spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]}}
+    result = translate_pod_template(template, TranslateOptions(api_version=ApiVersion.parse(api_version),
+                                                               gpu_memory="80Gi"))
+    assert not result.errors and result.claims
+    for claim in result.claims:
+        assert_strictly_valid(claim.manifest("default"), RELEASES[api_version])

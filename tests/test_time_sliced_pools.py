@@ -155,3 +155,15 @@ def test_plan_on_a_time_sliced_pool_in_the_api_double_counts_slots_not_gpus():
     assert first["nodes"] == ["l4-2"] and "Deployment/ml/infer" in first["workloads"]
     # Without a shared claim each pod takes a whole GPU: 8 do not fit on the 2 GPUs of one node.
     assert "Deployment/ml/infer" not in whole["waves"][0]["workloads"]
+
+
+@pytest.mark.parametrize("api_version", ["v1", "v1beta2", "v1beta1"])
+def test_the_shared_claim_of_a_time_sliced_workload_is_strictly_valid_for_1_32_to_1_37(api_version):
+    from kubectl_gpu.core import ApiVersion, Sharing, TranslateOptions, translate_pod_template
+    from tests.strict_validation import RELEASES, assert_strictly_valid
+
+    result = translate_pod_template(DEPLOYMENT["spec"]["template"], TranslateOptions(
+        api_version=ApiVersion.parse(api_version), gpu_slots=True, sharing=Sharing.TIMESLICING,
+        sharing_group="Deployment/infer"))
+    (claim,) = result.claims
+    assert_strictly_valid(claim.manifest("ml"), RELEASES[api_version])
