@@ -319,6 +319,22 @@ def test_container_specs_outside_a_pod_template_are_migrated_where_the_crd_carri
     assert [c["resourceClaimTemplateName"] for c in claims] == [template.name]
 
 
+@pytest.mark.parametrize("name,group,expected", [
+    # KubeRay's own sample: the GPU worker group's `rayStartParams: {}` gets the count its limit gave.
+    ("ray-project__kuberay__ray-operator_config_samples_ray-service.stable-diffusion.yaml",
+     "/spec/rayClusterConfig/workerGroupSpecs/0", {"num-gpus": "1"}),
+    # A group that states num-gpus keeps it as written.
+    ("ray-project__kuberay__ray-operator_config_samples_ray-service.llm-serve.yaml",
+     "/spec/rayClusterConfig/workerGroupSpecs/0", None),
+])
+def test_ray_groups_keep_the_gpu_count_kuberay_read_from_the_limit(name: str, group: str,
+                                                                   expected: dict[str, str] | None) -> None:
+    m = migrated(name, "v1")
+    (before, after), = [(b, a) for b, a in _pair_objects(m)[0] if b != a]
+    params = resolve(after, group + "/rayStartParams")
+    assert params == (expected if expected is not None else resolve(before, group + "/rayStartParams"))
+
+
 def test_zero_gpus_inside_an_embedded_manifest_are_no_reason_to_warn() -> None:
     m = migrated("volcano-sh__volcano__example_integrations_argo_mpi_hello-world.yaml", "v1")
     assert not m.result.changed and not m.result.plan.object_notes
