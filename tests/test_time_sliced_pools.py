@@ -167,3 +167,18 @@ def test_the_shared_claim_of_a_time_sliced_workload_is_strictly_valid_for_1_32_t
         sharing_group="Deployment/infer"))
     (claim,) = result.claims
     assert_strictly_valid(claim.manifest("ml"), RELEASES[api_version])
+
+
+def test_in_a_mixed_cluster_a_workload_pinned_to_the_shared_pool_is_read_as_slots(tmp_path):
+    """Pinned by nodeSelector to the time-sliced pool's product label, the pod can only get a slot there."""
+    sliced_h100 = {**SLICED, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"}  # the profile's GPUs
+    nodes = tmp_path / "nodes.yaml"
+    nodes.write_text(yaml.safe_dump_all([node("h100-s1", **sliced_h100), node("h100-a", **WHOLE)]))
+    pinned = yaml.safe_load(yaml.safe_dump(DEPLOYMENT))
+    pinned["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"}
+    result = CliRunner().invoke(main, ["migrate", "--sharing", "timeslicing", "--cluster", str(nodes),
+                                       "--cluster", str(DATA / "cluster" / "h100-unlimited-shares.yaml"), "-"],
+                                input=yaml.safe_dump(pinned))
+    assert result.exit_code == 0, result.output
+    assert [d["kind"] for d in yaml.safe_load_all(result.stdout) if d] == ["ResourceClaim", "Deployment"]
+    assert "slot" in result.stderr

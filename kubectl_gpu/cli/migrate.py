@@ -15,7 +15,7 @@ from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
                                  parse_feature_gates, parse_kubernetes_version, read_live_profile)
 from kubectl_gpu.cluster.device_classes import mig_device_classes
-from kubectl_gpu.cluster.shared_gpus import every_gpu_node_shares, shared_pools
+from kubectl_gpu.cluster.shared_gpus import every_gpu_node_shares, lands_only_on_shared_gpus, shared_pools
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
 from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, is_plain_integer_gpu,
                               known_claims, legacy_requests, mig_profile_of, translate_pod_template)
@@ -199,6 +199,9 @@ def command(
     leave_mig = device_classes and _extended_resources_served(profile)
 
     def recording(template, translate_options):  # type: ignore[no-untyped-def]
+        if profile is not None and not translate_options.gpu_slots \
+                and lands_only_on_shared_gpus(template, profile.nodes):
+            translate_options = replace(translate_options, gpu_slots=True)
         if leave_mig:
             served = {r.name for r in legacy_requests(template) if r.family == MIG and mig_profile_of(r.name)}
             if served:

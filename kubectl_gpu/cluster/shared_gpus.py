@@ -67,9 +67,9 @@ class SharedPool:
             return (f"{head}, so nvidia.com/gpu is read as slots; keep them shared with {shared_claim} or, "
                     f"{consumable}; otherwise each becomes a whole GPU and the pool runs {self.gpus} such pod(s)")
         return (f"{head}, and migrated as a whole GPU the pool runs {self.gpus} such pod(s). Other GPU nodes do not "
-                "share, so which pool a pod lands in is unknown: ask for nvidia.com/gpu.shared in the workloads "
-                "bound for this pool (the name the device plugin's renameByDefault gives replicas) and migrate with "
-                f"{shared_claim} or, {consumable}")
+                "share, so a pod whose nodeSelector does not keep it in this pool keeps whole GPUs; one that does has "
+                "its nvidia.com/gpu read as slots (or ask for nvidia.com/gpu.shared, the name the device plugin's "
+                f"renameByDefault gives replicas); keep them shared with {shared_claim} or, {consumable}")
 
 
 def shared_pools(nodes: Iterable[Mapping[str, Any]]) -> list[SharedPool]:
@@ -103,6 +103,20 @@ def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
         if device_plugin_sharing(labels) is None:
             return False
     return gpu_nodes > 0
+
+
+def lands_only_on_shared_gpus(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """The GPU nodes a pod template's nodeSelector admits all share their GPUs (and there is one): its
+    nvidia.com/gpu can only have been a slot.  Node affinity can only narrow that set further."""
+    spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
+    selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
+    admitted = []
+    for node in nodes:
+        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+        if all(str(labels.get(key)) == str(value) for key, value in selector.items()):
+            admitted.append(node)
+    return every_gpu_node_shares(admitted)
 
 
 def _int(value: Any) -> int | None:

@@ -135,7 +135,7 @@ def _nvidia_gpu(ref: ContainerRef, found: dict[str, LegacyRequest], annotations:
     r = found.get("nvidia.com/gpu") or found["alpha.kubernetes.io/nvidia-gpu"]
     if options.gpu_slots and r.amount.denominator == 1:
         notes.append(Note(Severity.INFO, f"{r.name}: {r.text} read as {r.text} slot(s) of shared GPUs: every GPU node "
-                                         "of the cluster profile shares each GPU among the device plugin's replicas",
+                                         "this pod can run on shares each GPU among the device plugin's replicas",
                           ref.name, r.name))
         return Demand("gpu", int(r.amount), c.NVIDIA_GPU, requests, share=Share())
     if r.amount.denominator == 1:
