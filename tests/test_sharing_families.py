@@ -107,16 +107,17 @@ def test_sharing_resources_are_legacy_gpu_requests_the_guard_sees(name):
 
 # --- Other vendors: named, never silent ---------------------------------------------------------
 
-# Resource names as each vendor's device plugin advertises them (see UNTRANSLATED_ACCELERATORS).
+# Resource names as the vendors' device plugins advertise them, and as HAMi shares them (Project-HAMi/HAMi
+# pkg/device/devices_test.go @ 8c7a181fac92324cf29f7c55bc0349cf650491b2, loadTestConfig), transcribed as data.
 OTHER_VENDORS = [
-    "amd.com/gpu",                      # ROCm/k8s-device-plugin
-    "gpu.intel.com/i915", "gpu.intel.com/xe",  # intel/intel-device-plugins-for-kubernetes
-    "iluvatar.ai/vgpu",                 # Iluvatar CoreX
-    "metax-tech.com/gpu",               # MetaX
-    "mthreads.com/vgpu",                # Moore Threads
-    "cambricon.com/mlu",                # Cambricon
-    "aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice",  # AWS Neuron
-    "habana.ai/gaudi",                  # Intel Gaudi
+    "amd.com/gpu", "gpu.intel.com/i915", "gpu.intel.com/xe",
+    "iluvatar.ai/vgpu", "iluvatar.ai/vcuda-memory", "iluvatar.ai/vcuda-core",
+    "metax-tech.com/gpu",
+    "mthreads.com/vgpu", "mthreads.com/sgpu-memory", "mthreads.com/sgpu-core",
+    "cambricon.com/mlu", "cambricon.com/vmlu", "cambricon.com/mlu.smlu.vmemory", "cambricon.com/mlu.smlu.vcore",
+    "kunlunxin.com/xpu",
+    "aws.amazon.com/neuron", "aws.amazon.com/neuroncore", "aws.amazon.com/neurondevice",
+    "habana.ai/gaudi",
 ]
 
 

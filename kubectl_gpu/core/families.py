@@ -64,15 +64,18 @@ UNTRANSLATED_ACCELERATORS: tuple[tuple[str, str], ...] = (
     ("huawei.com/Ascend", "Huawei Ascend has no DRA driver kubectl-gpu can target"),
     ("amd.com/gpu", "AMD's DRA driver (gpu.amd.com) exists, but kubectl-gpu does not translate to it yet"),
     ("gpu.intel.com/", "Intel's DRA driver (gpu.intel.com) exists, but kubectl-gpu does not translate to it yet"),
-    # The domains under which these vendors' device plugins advertise (iluvatar.ai/vgpu, metax-tech.com/gpu,
-    # mthreads.com/vgpu, cambricon.com/mlu, aws.amazon.com/neuron|neuroncore|neurondevice, habana.ai/gaudi):
-    # a prefix each, so a product's new name is named too.
+    # The domains under which these vendors' device plugins (and HAMi's sharing of them: Project-HAMi/HAMi
+    # pkg/device/devices_test.go loadTestConfig) advertise: iluvatar.ai/vgpu|vcuda-memory|vcuda-core,
+    # metax-tech.com/gpu, mthreads.com/vgpu|sgpu-memory|sgpu-core, cambricon.com/mlu|vmlu|mlu.smlu.*,
+    # kunlunxin.com/xpu, aws.amazon.com/neuron|neuroncore|neurondevice, habana.ai/gaudi.  A prefix each, so a
+    # product's new name is named too.
     ("iluvatar.ai/", "Iluvatar CoreX GPUs have no DRA driver kubectl-gpu can target"),
     ("metax-tech.com/", "MetaX GPUs have no DRA driver kubectl-gpu can target"),
     ("mthreads.com/", "Moore Threads GPUs have no DRA driver kubectl-gpu can target"),
     ("cambricon.com/", "Cambricon MLUs have no DRA driver kubectl-gpu can target"),
     ("aws.amazon.com/neuron", "AWS Neuron devices have no DRA driver kubectl-gpu can target"),
     ("habana.ai/", "Intel Gaudi (Habana) accelerators have no DRA driver kubectl-gpu can target"),
+    ("kunlunxin.com/", "Kunlunxin XPUs have no DRA driver kubectl-gpu can target"),
 )
 # A value some templating fills in before the manifest is applied: envsubst `$X`/`${X}` (kro's
 # `${schema.spec...}` too), Helm/Go and Argo `{{ ... }}`.
