@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gpu.core.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
+from kubectl_gpu.dra.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
                                     GFD_SHARING_STRATEGY_LABEL)
 
 SHARED = "shared"  # only the product label says so: an older GFD, strategy and replicas unknown

@@ -19,7 +19,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gpu.core import QuantityError, escape_pointer, parse_quantity
+from kubectl_gpu.core import escape_pointer
+from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
 
 from .nodes import to_plain
 from .tree_patch import PatchError, apply_patch, join_pointer, resolve
