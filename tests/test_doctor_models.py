@@ -51,6 +51,14 @@ def test_double_counting_node_fails_with_a_fix():
     assert all(f.fix for f in report.findings)
 
 
+def test_a_dra_node_that_volcano_or_koordinator_also_shares_out_is_double_counting():
+    """volcano.sh/gpu-number (Volcano's GPU share) and koordinator.sh/gpu-core (Koordinator's device share)
+    hand out the same GPUs the DRA driver publishes on that node."""
+    for legacy in ({"volcano.sh/gpu-number": "8"}, {"koordinator.sh/gpu-core": "800"}):
+        report = _doctor(nodes=[b.dra_node("dra-1", legacy=legacy)], resource_slices=[b.gpu_slice("dra-1")])
+        assert ("double-counting", "node/dra-1") in _codes(report), legacy
+
+
 def test_selector_on_index_which_the_nvidia_driver_no_longer_publishes():
     tpl = b.template("pinned", "ml", requests=[b.exact_request(
         selectors=["device.attributes['gpu.nvidia.com'].index == 0"])])

@@ -12,7 +12,8 @@ from typing import Any, Mapping
 
 from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
 from kubectl_gpu.core import KnownClaim, claims_beside_legacy_gpus, gpus_asked_twice, known_claims
-from kubectl_gpu.core.constants import DRA_GROUP
+from kubectl_gpu.dra.devices import nodes_of_driver
+from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
 from kubectl_gpu.k8s import ApiError, Resource
 
 from . import fencing
@@ -62,7 +63,7 @@ class Admission:
 
     async def mutate(self, request: AdmissionRequest) -> Verdict:
         if request.kind == "Node" and request.sub_resource == "status":
-            return self._guard_node_status(request)
+            return await self._guard_node_status(request)
         # A controller's pods share one parse (ReviewParser), and with it what their content decides.
         answers: RequestAnswers[_Reading] = self.caches.answers(request)
         reading = answers.reading
@@ -79,6 +80,9 @@ class Admission:
             if isinstance(fitted, Verdict):
                 return fitted
             mutation = fitted
+        elif mutation.has_legacy and self.profiles is not None and self.config.needs_cluster_profile:
+            # Legacy requests stay: keep them off the nodes the profile's slices say run the driver.
+            mutation = await self._fenced_off_driver_nodes(request, answers, site, skip, mutation)
         if not skip:
             try:
                 opted = opted_out(await self.namespaces.labels(namespace), self.config)
@@ -238,6 +242,18 @@ class Admission:
         # a controller's next pod gets the same object, so its verdict and encoded response too.
         return answers.fitted_for(skip, profile.revision, lambda: self._fit(request, site, skip, profile))
 
+    async def _fenced_off_driver_nodes(self, request: AdmissionRequest, answers: RequestAnswers[Any],
+                                       site: TemplateSite, skip: bool, mutation: MutationPlan) -> MutationPlan:
+        """The plan fitted to the profile (whose slices name the driver's nodes); the plan as it was
+        when the profile cannot be read: a pod that keeps its legacy requests is never denied for that."""
+        assert self.profiles is not None
+        try:
+            profile = await self.profiles.get()
+        except Exception:  # noqa: BLE001 - ApiError or a profile the API returned that cannot be read
+            return mutation
+        fitted = answers.fitted_for(skip, profile.revision, lambda: self._fit(request, site, skip, profile))
+        return fitted if isinstance(fitted, MutationPlan) else mutation
+
     def _fit(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
                 profile: ClusterProfile) -> MutationPlan | Verdict:
         config, _notes = self._config_for(profile)
@@ -259,7 +275,9 @@ class Admission:
         def fit(profile: ClusterProfile) -> tuple[WebhookConfig, tuple[str, ...]]:
             fitted = fit_options(self.config.translate_options, profile,
                                  api_version_given=not self.config.api_version_auto)
-            return replace(self.config, translate_options=fitted.options), fitted.notes
+            return (replace(self.config, translate_options=fitted.options,
+                            driver_node_names=nodes_of_driver(profile.resource_slices, NVIDIA_DRIVER)),
+                    fitted.notes)
 
         return self.caches.fitted.get(profile, fit)
 
@@ -280,11 +298,12 @@ class Admission:
         if mutation.fenced:
             metrics.series(metrics.double_counting, "fenced").inc()
 
-    def _guard_node_status(self, request: AdmissionRequest) -> Verdict:
+    async def _guard_node_status(self, request: AdmissionRequest) -> Verdict:
         node = request.obj
         if not self.config.node_status_guard or request.operation != "UPDATE" or node is None:
             return allow()
-        ops = tuple(fencing.strip_legacy_capacity(node, self.config.dra_node_selectors))
+        driver_nodes = (await self._validation_config()).driver_node_names
+        ops = tuple(fencing.strip_legacy_capacity(node, self.config.dra_node_selectors, driver_nodes))
         if not ops:
             return allow()
         self.metrics.double_counting.labels(finding="node_status_stripped").inc()
@@ -328,11 +347,11 @@ class Admission:
         selectors = self.config.dra_node_selectors
         findings: dict[str, list[str]] = {}
         try:
-            if selectors:
+            if selectors or config.driver_node_names:
                 node_labels: dict[str, dict[str, str]] = {}
-                for name in fencing.pinned_node_names(pod):
+                for name in fencing.pinned_node_names(pod) if selectors else ():
                     node_labels[name] = await self.nodes.labels(name)
-                findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels)
+                findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels, config.driver_node_names)
             if claims_beside_legacy_gpus(pod, config.translate_options):
                 # Only claims that really allocate GPUs count (not an IMEX channel or a NIC).
                 known = await self._claims_of(pod, request.namespace)

@@ -150,6 +150,9 @@ class WebhookConfig:
     unsatisfiable_claims: str = "warn"
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     self_signed: SelfSigned | None = None  # tls.selfSigned: renew the serving certificate in-process
+    # Nodes the NVIDIA driver publishes ResourceSlices for (from the cluster profile, when one was read):
+    # DRA nodes without any label, as GPU Operator installs leave them.  Not a setting.
+    driver_node_names: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def needs_cluster_profile(self) -> bool:

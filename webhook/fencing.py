@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu.core import LegacyRequest, escape_pointer, family_of, legacy_requests
 from kubectl_gpu.core.constants import TPU
-from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
+from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
 
 __all__ = [
     "DraNodeSelector",
@@ -28,6 +28,7 @@ __all__ = [
     "is_legacy_gpu_resource",
     "legacy_gpu_resources",
     "fence_legacy_pod",
+    "fence_driver_nodes",
     "pinned_to_dra_node",
     "pinned_node_names",
     "strip_legacy_capacity",
@@ -48,6 +49,9 @@ DEFAULT_DRA_NODE_SELECTORS = DEFAULT_DRA_NODE_MARKERS
 
 # What draNodeSelectors in the configuration reads into (webhook.config validates it).
 Selectors = Sequence[DraNodeSelector]
+# How a node without a DRA label is known to run the NVIDIA driver (GPU Operator installs label nothing).
+DRIVER_NODE = f"it publishes {NVIDIA_DRIVER} ResourceSlices"
+_NODE_NAME_FIELD = "metadata.name"
 
 
 def is_dra_node(labels: Mapping[str, str] | None, selectors: Selectors) -> bool:
@@ -124,6 +128,49 @@ def fence_legacy_pod(pod: Mapping[str, Any], selectors: Selectors) -> list[dict[
     return ops
 
 
+def fence_driver_nodes(pod: Mapping[str, Any], names: frozenset[str]) -> list[dict[str, Any]]:
+    """JSON Patch ops keeping a pod with legacy GPU requests off the nodes named (nodes that publish
+    the NVIDIA driver's ResourceSlices without a DRA label): ``metadata.name NotIn`` in every required
+    term.  Empty when the pod has none, names are empty, or every term already keeps it off them."""
+    spec = pod.get("spec")
+    if not names or not isinstance(spec, Mapping) or not legacy_gpu_resources(pod):
+        return []
+    if isinstance(spec.get("nodeName"), str) and spec["nodeName"] not in names:
+        return []  # placed elsewhere already: the scheduler is not involved
+    exclusion = {"key": _NODE_NAME_FIELD, "operator": "NotIn", "values": sorted(names)}
+    terms = _required_terms(spec)
+    if not terms:
+        required = {"nodeSelectorTerms": [{"matchFields": [exclusion]}]}
+        affinity = spec.get("affinity")
+        if not isinstance(affinity, Mapping):
+            return [_add(_AFFINITY_PATH, {"nodeAffinity": {_REQUIRED: required}})]
+        if not isinstance(affinity.get("nodeAffinity"), Mapping):
+            return [_add(_NODE_AFFINITY_PATH, {_REQUIRED: required})]
+        if not isinstance(affinity["nodeAffinity"].get(_REQUIRED), Mapping):
+            return [_add(_REQUIRED_PATH, required)]
+        return [_add(_TERMS_PATH, required["nodeSelectorTerms"])]
+    ops = []
+    for index, term in enumerate(terms):
+        if not _term_selects_anything(term) or _term_excludes_names(term, names):
+            continue
+        fields = term.get("matchFields")
+        path = f"{_TERMS_PATH}/{index}/matchFields"
+        ops.append(_add(f"{path}/-", exclusion) if isinstance(fields, list) else _add(path, [exclusion]))
+    return ops
+
+
+def _term_excludes_names(term: Mapping[str, Any], names: frozenset[str]) -> bool:
+    for field in term.get("matchFields") or []:
+        if not isinstance(field, Mapping) or field.get("key") != _NODE_NAME_FIELD:
+            continue
+        values = set(field.get("values") or ())
+        if field.get("operator") == "NotIn" and names <= values:
+            return True
+        if field.get("operator") == "In" and not values & names:
+            return True
+    return False
+
+
 def _fresh_required(selectors: tuple[DraNodeSelector, ...]) -> dict[str, Any]:
     return {"nodeSelectorTerms": [{"matchExpressions": _exclusions(selectors)}]}
 
@@ -179,6 +226,7 @@ def pinned_to_dra_node(
     pod: Mapping[str, Any],
     selectors: Selectors,
     node_labels_by_name: Mapping[str, Mapping[str, str]] | None = None,
+    driver_nodes: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Why a pod with legacy GPU requests can only run on a DRA node (empty: it is not).
 
@@ -199,9 +247,9 @@ def pinned_to_dra_node(
     reasons = []
 
     node_name = spec.get("nodeName")
-    if isinstance(node_name, str) and node_name and node_labels_by_name is not None:
-        labels = node_labels_by_name.get(node_name)
-        matched = _matching(labels, wanted)
+    if isinstance(node_name, str) and node_name and (node_labels_by_name is not None or node_name in driver_nodes):
+        labels = (node_labels_by_name or {}).get(node_name)
+        matched = _matching(labels, wanted) or (DRIVER_NODE if node_name in driver_nodes else None)
         if matched:
             reasons.append(
                 f"spec.nodeName {node_name!r} is a DRA node ({matched}): {consequence}; a pod that names its "
@@ -211,8 +259,9 @@ def pinned_to_dra_node(
 
     node_selector = spec.get("nodeSelector")
     hostname = node_selector.get(HOSTNAME_LABEL) if isinstance(node_selector, Mapping) else None
-    if isinstance(hostname, str) and node_labels_by_name is not None:
-        matched = _matching(_host_labels(hostname, node_labels_by_name), wanted)
+    if isinstance(hostname, str) and (node_labels_by_name is not None or hostname in driver_nodes):
+        matched = (_matching(_host_labels(hostname, node_labels_by_name or {}), wanted)
+                   or (DRIVER_NODE if hostname in driver_nodes else None))
         if matched:
             reasons.append(f"spec.nodeSelector {HOSTNAME_LABEL}={hostname} selects a DRA node ({matched}): "
                            f"{consequence}; {fix}")
@@ -315,12 +364,15 @@ def _term_only_dra(term: Mapping[str, Any], selectors: tuple[DraNodeSelector, ..
 # --- node status guard -----------------------------------------------------------------------
 
 
-def strip_legacy_capacity(node: Mapping[str, Any], selectors: Selectors) -> list[dict[str, Any]]:
+def strip_legacy_capacity(node: Mapping[str, Any], selectors: Selectors,
+                          driver_nodes: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
     """JSON Patch ops (relative to the Node) removing legacy GPU extended resources from
-    status.capacity and status.allocatable of a DRA node; empty for any other node."""
+    status.capacity and status.allocatable of a DRA node (labelled, or among ``driver_nodes``);
+    empty for any other node."""
     metadata = node.get("metadata")
     labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-    if not is_dra_node(labels, selectors):
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not (is_dra_node(labels, selectors) or name in driver_nodes):
         return []
     status = node.get("status")
     if not isinstance(status, Mapping):

@@ -143,11 +143,13 @@ def plan(
     changed = patched_copy.apply(site.template, translation.patch) if translation and translation.patch \
         else site.template
     fenced = False
-    if site.kind == "Pod" and config.dra_node_selectors and _needs_device_plugin(after, config):
-        fence = fencing.fence_legacy_pod(changed, config.dra_node_selectors)
-        if fence:
-            fenced = True
-            changed = patched_copy.apply(changed, fence)
+    if site.kind == "Pod" and _needs_device_plugin(after, config):
+        for fence in (fencing.fence_legacy_pod(changed, config.dra_node_selectors),
+                      fencing.fence_driver_nodes(changed, config.driver_node_names)):
+            if fence:
+                fenced = True
+                changed = patched_copy.apply(changed, fence)
+        if fenced:
             warnings.append(MESSAGE_PREFIX + "keeps device-plugin GPU requests; added node affinity that avoids DRA nodes")
     rewritten = sorted({r.family for r in before} - {r.family for r in after})
     ops = patched_copy.diff(site.template, changed) if changed is not site.template else []

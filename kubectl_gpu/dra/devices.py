@@ -163,6 +163,17 @@ def current_slices(resource_slices: Iterable[Mapping[str, Any]]) -> list[Mapping
     return [s for s, pool, generation in pooled if generation == newest[pool]]
 
 
+def nodes_of_driver(resource_slices: Iterable[Mapping[str, Any]], driver: str) -> frozenset[str]:
+    """The nodes a current ResourceSlice of ``driver`` names (spec.nodeName): where its kubelet plugin
+    runs, label or no label (GPU Operator installs of the NVIDIA driver set none)."""
+    names = set()
+    for resource_slice in current_slices(list(resource_slices)):
+        spec = resource_slice.get("spec")
+        if _is_mapping(spec) and spec.get("driver") == driver and isinstance(spec.get("nodeName"), str):
+            names.add(spec["nodeName"])
+    return frozenset(names)
+
+
 def _pool_generation(resource_slice: Mapping[str, Any]) -> tuple[tuple[str, str], int]:
     """((driver, pool name), pool generation) of a slice; malformed parts read as empty/0."""
     spec = resource_slice.get("spec")

@@ -105,8 +105,9 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     if not profile:
         return snapshot
     try:
-        profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides,
-                                         read_server_gates(api.get_text))
+        # The Nodes too: their GFD labels say where nvidia.com/gpu counted slots (cluster/shared_gpus.py).
+        profile = profile_from_discovery(source, get_json(api, "/version"), dra_group,
+                                         [*dra_objects, *snapshot.nodes], gate_overrides, read_server_gates(api.get_text))
     except ProfileError as err:  # a ResourceSlice the scheduler could not use either
         return without_profile(snapshot, err)
     return replace(snapshot, profile=profile)

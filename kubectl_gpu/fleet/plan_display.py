@@ -41,6 +41,8 @@ def render_plan(plan: MigrationPlan) -> str:
     if predicted:
         lines.append(f"  devices of {len(predicted)} node(s) not yet on DRA are predicted from their GPU Feature "
                      "Discovery labels")
+    for pool in plan.shared_pools:
+        lines.append(f"  SHARED GPUS: {pool.describe(plan.every_gpu_node_shares)}")
     for wave in plan.waves:
         lines.append("")
         lines.extend(_wave(wave))

@@ -99,7 +99,7 @@ def _file_lines(file: FileResult) -> Iterable[str]:
         lines = by_object.setdefault(template.obj, [])
         where = template.site.pointer or "/"
         status = "rewritten" if template.changed else "not changed"
-        lines.append(f"    pod template {escape(where)}: {status}")
+        lines.append(f"    {escape(template.site.label)} {escape(where)}: {status}")
         lines.extend(_line(6, note.severity, note.render()) for note in template.notes)
     for note in plan.object_notes:
         by_object.setdefault(note.obj, []).append(_line(4, note.severity, note.message))
