@@ -21,6 +21,9 @@ from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptio
 from kubectl_gpu.input_text import load
 
 from .fencing import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
+from .review import MAX_BODY_BYTES
+from .tls import TLS_VERSIONS, TLSPolicy
+from .transport import TransportLimits
 
 ENV_PREFIX = "KUBECTL_GPU_WEBHOOK_"
 # Set by the Downward API in the chart; the webhook never touches its own namespace, so that a
@@ -61,6 +64,12 @@ DEFAULTS: dict[str, Any] = {
             "clusterDomain": "cluster.local",
             "validityDays": 365,
         },
+        # Who may connect, and how (webhook/tls.py; docs/webhook.md "Transport limits").
+        "minVersion": "1.3",  # 1.3, or 1.2 (then only AEAD suites with forward secrecy)
+        "clientAuth": {
+            "caFile": "",  # PEM CA(s) of the API server's client certificate; "": none asked for
+            "commonNames": [],  # allowed leaf common names (empty: any the CA signed)
+        },
     },
     "translation": {
         "apiVersion": "auto",
@@ -84,6 +93,17 @@ DEFAULTS: dict[str, Any] = {
     "excludedNamespaces": ["kube-system"],
     "apiTimeoutSeconds": 5,
     "logLevel": "info",
+    # What a client that reaches the port can make the server hold (webhook/transport.py).
+    "transport": {
+        "maxConnections": 512,
+        "handshakeTimeoutSeconds": 5,
+        "headerTimeoutSeconds": 10,
+        "bodyTimeoutSeconds": 10,
+        "idleTimeoutSeconds": 60,
+        "bodyBytesInFlight": 24 * 1024 * 1024,
+    },
+    # How many claim objects the webhook creates per namespace and minute (then a retryable 429).
+    "templateCreatesPerNamespacePerMinute": 60,
 }
 
 
@@ -153,6 +173,10 @@ class WebhookConfig:
     # Nodes the NVIDIA driver publishes ResourceSlices for (from the cluster profile, when one was read):
     # DRA nodes without any label, as GPU Operator installs leave them.  Not a setting.
     driver_node_names: frozenset[str] = field(default_factory=frozenset)
+    # Transport and callers (webhook/transport.py, webhook/tls.py).
+    transport: TransportLimits = field(default_factory=TransportLimits)
+    tls_policy: TLSPolicy = field(default_factory=TLSPolicy)
+    template_creates_per_minute: int = 60
 
     @property
     def needs_cluster_profile(self) -> bool:
@@ -325,6 +349,10 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         unsatisfiable_claims=unsatisfiable,
         feature_gates=feature_gates,
         self_signed=_self_signed(tls.get("selfSigned") or {}, own_namespace),
+        transport=_transport(raw["transport"]),
+        tls_policy=_tls_policy(tls),
+        template_creates_per_minute=_count(raw["templateCreatesPerNamespacePerMinute"],
+                                           "templateCreatesPerNamespacePerMinute", 1, 100_000),
     )
 
 
@@ -402,3 +430,49 @@ def _node_selectors(value: Any) -> tuple[DraNodeSelector, ...]:
                 raise ConfigError(f"{where}.value: {val!r} is not a label value")
         selectors.append(DraNodeSelector(key=key, value=val))
     return tuple(dict.fromkeys(selectors))
+
+
+# --- transport and callers ---------------------------------------------------------------------
+
+
+def _transport(raw: Mapping[str, Any]) -> TransportLimits:
+    def seconds(key: str) -> float:
+        return _seconds(raw[key], f"transport.{key}", 300)
+
+    return TransportLimits(
+        max_connections=_count(raw["maxConnections"], "transport.maxConnections", 1, 65536),
+        handshake_timeout=seconds("handshakeTimeoutSeconds"),
+        header_timeout=seconds("headerTimeoutSeconds"),
+        body_timeout=seconds("bodyTimeoutSeconds"),
+        idle_timeout=seconds("idleTimeoutSeconds"),
+        # Below the largest review no UPDATE of a large object could ever be answered.
+        body_bytes_in_flight=_count(raw["bodyBytesInFlight"], "transport.bodyBytesInFlight",
+                                    MAX_BODY_BYTES, 1 << 40),
+    )
+
+
+def _tls_policy(tls: Mapping[str, Any]) -> TLSPolicy:
+    version = str(tls["minVersion"])
+    if version not in TLS_VERSIONS:
+        raise ConfigError(f"tls.minVersion: {tls['minVersion']!r}; use one of: {', '.join(TLS_VERSIONS)}")
+    auth = tls["clientAuth"] or {}
+    ca_file = auth.get("caFile") or None
+    if ca_file is not None and not isinstance(ca_file, str):
+        raise ConfigError(f"tls.clientAuth.caFile: {ca_file!r} is not a file path")
+    names = _string_list(auth.get("commonNames"), "tls.clientAuth.commonNames")
+    if names and ca_file is None:
+        raise ConfigError("tls.clientAuth.commonNames needs tls.clientAuth.caFile: without a CA no client "
+                          "certificate is asked for, so there is no common name to check")
+    return TLSPolicy(min_version=version, client_ca_file=ca_file, client_common_names=tuple(names))
+
+
+def _count(value: Any, key: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{key}: {value!r}; use a whole number from {low} to {high}")
+    return value
+
+
+def _seconds(value: Any, key: str, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= high:
+        raise ConfigError(f"{key}: {value!r}; use seconds above 0, at most {high:g}")
+    return float(value)

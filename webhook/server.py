@@ -20,7 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kubectl_gpu.k8s import WORKLOAD_RESOURCES, AsyncClient, Resource
 
-from . import logs
+from . import logs, transport
 from .admission import Admission
 from .caches import ReviewParser
 from .cluster_profile import ProfileCache
@@ -29,6 +29,7 @@ from .labelcache import LabelCache
 from .metrics import Metrics, kind_label, operation_label
 from .review import (
     MAX_BODY_BYTES,
+    body_limit,
     AdmissionRequest,
     BadReview,
     Verdict,
@@ -118,7 +119,7 @@ class WebhookServer:
     def app(self) -> web.Application:
         # Every body over the limit is a 413, as docs/webhook.md says (tests/test_chart_server.py sends
         # the largest review the API server can, and one byte more).
-        application = web.Application(client_max_size=MAX_BODY_BYTES)
+        application = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[transport.middleware])
         application.add_routes(
             [
                 web.post("/mutate", self._mutate),
@@ -138,20 +139,25 @@ class WebhookServer:
         return application
 
     async def start(self, host: str = "0.0.0.0", port: int | None = None, metrics_port: int | None = None) -> int:
-        self.tls = ReloadingTLS(self.config.cert_file, self.config.key_file)
+        self.tls = ReloadingTLS(self.config.cert_file, self.config.key_file, self.config.tls_policy)
         if metrics_port is not None:
             self._metrics_runner = web.AppRunner(self.metrics_app(), access_log=None, handle_signals=False)
             await self._metrics_runner.setup()
             metrics_site = web.TCPSite(self._metrics_runner, host, metrics_port)
             await metrics_site.start()
             self.metrics_port = metrics_site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        limits = self.config.transport
+        # aiohttp's own keep-alive timer is a second bound behind the guard's idle deadline.
         self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False,
-                                     shutdown_timeout=self.timings.shutdown_grace)
+                                     shutdown_timeout=self.timings.shutdown_grace,
+                                     keepalive_timeout=limits.idle_timeout + limits.header_timeout)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, self.config.port if port is None else port,
-                           ssl_context=self.tls.server_context, backlog=1024)
+        self.guard = transport.ConnectionGuard(limits, self.tls.server_context, self._runner.server,
+                                               self.config.tls_policy.peer_allowed)
+        site = transport.GuardedSite(self._runner, self.guard, host, self.config.port if port is None else port,
+                                     backlog=1024)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = site.port
         self._watcher = asyncio.create_task(self._watch_tls())
         if self.config.self_signed is not None:
             from .rotation import CertRotator
@@ -207,13 +213,16 @@ class WebhookServer:
         started = time.perf_counter()
         metrics = self.metrics
         try:
-            body = await http.read()
-        except web.HTTPRequestEntityTooLarge:
-            metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
-            return _error(413, f"body larger than {MAX_BODY_BYTES} bytes: an AdmissionReview (an object and its "
-                               "oldObject of at most 3 MiB each) is never that large")
-        try:
+            body = await transport.read_body(http, MAX_BODY_BYTES)
             review = self._parser.parse(body)
+            if len(body) > body_limit(review.operation):
+                raise transport.BodyRefused(413, f"body larger than {body_limit(review.operation)} bytes")
+        except transport.BodyRefused as exc:
+            metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
+            if exc.status != 413:
+                return _error(exc.status, str(exc))
+            return _error(413, f"{exc}: an AdmissionReview (an object and its oldObject of at most 3 MiB "
+                               "each, a CREATE only the object) is never that large")
         except BadReview as exc:
             metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
             log.warning("bad review", extra={"endpoint": endpoint, "error": str(exc)})
