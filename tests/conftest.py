@@ -93,7 +93,8 @@ class RunningWebhook:
 
 
 def write_config(directory: Path, certs: Any, settings: dict[str, Any]) -> str:
-    document = {"port": 8443, "tls": {"certFile": str(certs.cert), "keyFile": str(certs.key)}, **settings}
+    tls = {"certFile": str(certs.cert), "keyFile": str(certs.key), **settings.get("tls", {})}
+    document = {"port": 8443, **settings, "tls": tls}
     path = directory / "webhook-config.yaml"
     path.write_text(yaml.safe_dump(document))
     return str(path)

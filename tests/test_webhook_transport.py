@@ -184,3 +184,19 @@ def test_a_declared_length_over_the_limit_is_refused_without_reading_the_body(st
         conn.sendall(b"POST /mutate HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n"
                      + f"Content-Length: {MAX_BODY_BYTES + 1}\r\n\r\n".encode())
         assert response_status(conn) == 413
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"maxConnections": 0}, "transport.maxConnections: 0; use a whole number from 1 to 65536"),
+    ({"headerTimeoutSeconds": 0}, "transport.headerTimeoutSeconds: 0; use seconds above 0, at most 300"),
+    ({"bodyBytesInFlight": 1024}, f"transport.bodyBytesInFlight: 1024; use a whole number from {MAX_BODY_BYTES}"),
+])
+def test_transport_settings_out_of_range_stop_the_start_with_the_key_named(tmp_path, setting, message):
+    import yaml
+
+    from webhook.config import ConfigError, load_config
+
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({"transport": setting}))
+    with pytest.raises(ConfigError, match=message):
+        load_config(str(path), {}, {})

@@ -103,6 +103,7 @@ class WebhookServer:
                 opt_out_label=config.opt_out_label,
                 on_created=lambda kind: self.metrics.series(self.metrics.templates_created, kind).inc(),
                 on_api_error=on_error,
+                creates_per_minute=config.template_creates_per_minute,
             ),
             namespaces=LabelCache(api, Resource("v1", "Namespace"), self.timings.label_ttl, on_api_error=on_error),
             nodes=LabelCache(api, Resource("v1", "Node"), self.timings.label_ttl, on_api_error=on_error),

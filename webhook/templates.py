@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from kubectl_gpu.core import ClaimObject
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE, OPT_OUT_LABEL
 from kubectl_gpu.k8s import ApiError, AsyncClient, Informer, Resource
 
+from .ratelimit import PerKeyRate
 from .singleflight import SingleFlight
 
 # Set by `kubectl-gpu-webhook cleanup` on a managed object nothing references; it deletes the
@@ -80,6 +82,12 @@ def _spec_of(obj: dict[str, Any]) -> Any:
     return obj.get("spec")
 
 
+class TemplateRateLimited(TemplateUnavailable):
+    """The namespace had as many claim objects created as the webhook allows per minute."""
+
+    code = 429  # the admission response's status: too many requests, retry later
+
+
 class TemplateStore:
     """Get-or-create of the claim objects admitted pods point at, read from a watch of the managed
     objects (see the module docstring); a GET per review only while that watch is not current."""
@@ -93,8 +101,11 @@ class TemplateStore:
         watch: bool = True,
         recently_needed_seconds: float = RECENTLY_NEEDED_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        creates_per_minute: int | None = None,
     ) -> None:
         self.api = api
+        # Creations per namespace and minute (templateCreatesPerNamespacePerMinute); None: unbounded.
+        self._creates = None if creates_per_minute is None else PerKeyRate(creates_per_minute, clock)
         self.opt_out_label = opt_out_label
         self.on_created = on_created
         self.on_api_error = on_api_error
@@ -225,6 +236,11 @@ class TemplateStore:
         # Known missing from a current watch: create straight away; otherwise ask first.
         existing = None if informer is not None else await self._get(resource, namespace, claim.name)
         if existing is None:
+            if self._creates is not None and not self._creates.take(namespace):
+                raise TemplateRateLimited(
+                    f"{claim.kind} {namespace}/{claim.name} not created: {self._creates.per_minute} claim objects "
+                    f"were created in {namespace} within the last minute (templateCreatesPerNamespacePerMinute); "
+                    f"retry in {math.ceil(self._creates.retry_after(namespace))} s")
             try:
                 created = await self.api.create(resource, namespace, wanted)
                 self.on_created(claim.kind)
