@@ -100,7 +100,7 @@ DEFAULTS: dict[str, Any] = {
         "headerTimeoutSeconds": 10,
         "bodyTimeoutSeconds": 10,
         "idleTimeoutSeconds": 60,
-        "bodyBytesInFlight": 24 * 1024 * 1024,
+        "bodyBytesInFlight": 14 * 1024 * 1024,
     },
     # How many claim objects the webhook creates per namespace and minute (then a retryable 429).
     "templateCreatesPerNamespacePerMinute": 60,

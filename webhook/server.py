@@ -42,6 +42,7 @@ from .tls import ReloadingTLS
 log = logging.getLogger("webhook")
 
 READY_RECHECK_SECONDS = 5.0
+LINGER_SECONDS = 2.0
 
 
 @dataclass
@@ -151,7 +152,9 @@ class WebhookServer:
         # aiohttp's own keep-alive timer is a second bound behind the guard's idle deadline.
         self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False,
                                      shutdown_timeout=self.timings.shutdown_grace,
-                                     keepalive_timeout=limits.idle_timeout + limits.header_timeout)
+                                     keepalive_timeout=limits.idle_timeout + limits.header_timeout,
+                                     # A body left unread (refused) is drained this long, not aiohttp's 10 s.
+                                     lingering_time=LINGER_SECONDS)
         await self._runner.setup()
         self.guard = transport.ConnectionGuard(limits, self.tls.server_context, self._runner.server,
                                                self.config.tls_policy.peer_allowed)

@@ -42,10 +42,11 @@ log = logging.getLogger("webhook.transport")
 READ_BUFFER_BYTES = 32 * 1024
 # How often deadlines are checked: a deadline is kept to within this much.
 SWEEP_SECONDS = 0.25
-# Heap is trimmed after at least this many connections closed since the last trim, at most every
-# TRIM_SECONDS.
+# Freed heap is handed back after this many connections closed, or after a body at least this
+# large was answered, once nothing large is being read or decided, at most every TRIM_SECONDS.
 TRIM_AFTER_CLOSED = 64
-TRIM_SECONDS = 10.0
+TRIM_AFTER_BODY_BYTES = 1024 * 1024
+TRIM_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ class TransportLimits:
     header_timeout: float = 10.0
     body_timeout: float = 10.0
     idle_timeout: float = 60.0
-    body_bytes_in_flight: int = 24 * 1024 * 1024
+    # Two of the largest reviews (webhook/review.py MAX_BODY_BYTES) at once; deciding on one costs
+    # several times its size (scripts/bench_webhook_abuse.py measures it).
+    body_bytes_in_flight: int = 14 * 1024 * 1024
 
 
 class Phase(enum.Enum):
@@ -214,6 +217,7 @@ class ConnectionGuard:
         self.displaced = 0
         self.cut: dict[Phase, int] = {}
         self._closed_since_trim = 0
+        self._large_since_trim = 0
         self._trimmed_at = 0.0
         self._sweeper: asyncio.Task[None] | None = None
         self._loop = asyncio.get_running_loop()
@@ -269,10 +273,17 @@ class ConnectionGuard:
                     conn.app.close()  # a keep-alive connection ends with close_notify
                 else:
                     conn.expire()
-            if self._closed_since_trim >= TRIM_AFTER_CLOSED and now - self._trimmed_at >= TRIM_SECONDS:
-                self._closed_since_trim = 0
+            if ((self._closed_since_trim >= TRIM_AFTER_CLOSED or self._large_since_trim)
+                    and now - self._trimmed_at >= TRIM_SECONDS
+                    and not any(c.reserved >= TRIM_AFTER_BODY_BYTES for c in self.open)):
+                self._closed_since_trim = self._large_since_trim = 0
                 self._trimmed_at = now
                 trim_heap()
+
+    def released(self, amount: int) -> None:
+        """A body's reservation ended (its review was answered or refused)."""
+        if amount >= TRIM_AFTER_BODY_BYTES:
+            self._large_since_trim += 1
 
 # --- requests ------------------------------------------------------------------------------
 
@@ -295,6 +306,7 @@ async def middleware(request: web.Request, handler: Callable[[web.Request], Awai
     finally:
         if conn.reserved:
             await conn.guard.budget.release(conn.reserved)
+            conn.guard.released(conn.reserved)
             conn.reserved = 0
         conn.enter(Phase.IDLE, conn.guard.limits.idle_timeout)
 
