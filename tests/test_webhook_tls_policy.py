@@ -58,6 +58,15 @@ def review_status(hook, context: ssl.SSLContext) -> int:
         conn.close()
 
 
+def get_status(hook, context: ssl.SSLContext, path: str) -> int:
+    conn = http.client.HTTPSConnection("127.0.0.1", hook.port, context=context, timeout=10)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
 REFUSED = (ssl.SSLError, ConnectionError, http.client.RemoteDisconnected, OSError)
 
 
@@ -126,8 +135,10 @@ def test_with_a_client_ca_only_the_api_servers_certificate_is_served(start_webho
     hook = start_webhook(tls={"clientAuth": {"caFile": str(ca_file), "commonNames": ["kube-apiserver"]}})
     assert review_status(hook, client_context(hook, cert=(cert, key))) == 200
 
-    with pytest.raises(REFUSED):  # no certificate
-        review_status(hook, client_context(hook))
+    # No certificate: reviews are refused, probes and scrapes (the kubelet, Prometheus) are served.
+    assert review_status(hook, client_context(hook)) == 403
+    for path in ("/healthz", "/readyz", "/metrics"):
+        assert get_status(hook, client_context(hook), path) == 200
     _, other_cert, other_key = client_pair(tmp_path / "tenant", "kube-apiserver")  # another CA
     with pytest.raises(REFUSED):
         review_status(hook, client_context(hook, cert=(other_cert, other_key)))
@@ -140,8 +151,7 @@ def test_without_common_names_any_certificate_of_the_client_ca_is_served(start_w
     ca_file, cert, key = client_pair(tmp_path / "apiserver", "front-proxy", api_server_ca)
     hook = start_webhook(tls={"clientAuth": {"caFile": str(ca_file)}})
     assert review_status(hook, client_context(hook, cert=(cert, key))) == 200
-    with pytest.raises(REFUSED):
-        review_status(hook, client_context(hook))
+    assert review_status(hook, client_context(hook)) == 403
 
 
 @pytest.mark.parametrize("tls, message", [

@@ -216,6 +216,10 @@ class WebhookServer:
     ) -> web.Response:
         started = time.perf_counter()
         metrics = self.metrics
+        if not self.config.tls_policy.may_send_reviews(http.transport):
+            metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
+            return _error(403, "reviews are served only to the API server: present its client certificate "
+                               "(tls.clientAuth)")
         try:
             body = await transport.read_body(http, MAX_BODY_BYTES)
             review = self._parser.parse(body)

@@ -9,8 +9,9 @@ files load cleanly.
 What is accepted follows Gatekeeper (pkg/webhook/common.go at open-policy-agent/gatekeeper
 015ae2efbaba2a4a8e559c48996faa50f20e934f: ``--tls-min-version`` 1.3 by default,
 ``--client-ca-name`` and ``--client-cn-name``): TLS 1.3 unless 1.2 is allowed, and then only its
-AEAD suites with forward secrecy (no CBC, no RSA key exchange); with a client CA, only callers
-whose certificate it signed, and, when common names are listed, whose leaf certificate names one.
+AEAD suites with forward secrecy (no CBC, no RSA key exchange); with a client CA, reviews only
+from callers whose certificate it signed, and, when common names are listed, whose leaf
+certificate names one.
 """
 
 from __future__ import annotations
@@ -38,17 +39,24 @@ class TLSPolicy:
     client_common_names: tuple[str, ...] = ()  # and, when not empty, name one of these
 
     def peer_allowed(self, transport: asyncio.BaseTransport) -> bool:
-        """Whether the caller on an established connection may send reviews (its certificate was
-        verified in the handshake; here its common name is checked)."""
-        if self.client_ca_file is None or not self.client_common_names:
+        """Whether the caller on an established connection may stay connected: a certificate it
+        presented was verified in the handshake; here its common name is checked."""
+        peercert = transport.get_extra_info("peercert")
+        if self.client_ca_file is None or not self.client_common_names or not peercert:
             return True
-        subject = (transport.get_extra_info("peercert") or {}).get("subject", ())
+        subject = peercert.get("subject", ())
         names = [value for rdn in subject for key, value in rdn if key == "commonName"]
         if any(name in self.client_common_names for name in names):
             return True
         log.warning("client certificate refused", extra={"common_names": names,
                                                          "allowed": list(self.client_common_names)})
         return False
+
+    def may_send_reviews(self, transport: asyncio.BaseTransport | None) -> bool:
+        """Reviews need the client certificate when a client CA is set.  Probes and scrapes
+        (/healthz, /readyz, /metrics: the kubelet and Prometheus have no such certificate) do
+        not, so the certificate is asked for but not required in the handshake."""
+        return self.client_ca_file is None or bool(transport is not None and transport.get_extra_info("peercert"))
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,8 @@ def build_server_context(cert_file: str, key_file: str, policy: TLSPolicy = TLSP
     ctx.load_cert_chain(cert_file, key_file)
     if policy.client_ca_file is not None:
         ctx.load_verify_locations(cafile=policy.client_ca_file)
-        ctx.verify_mode = ssl.CERT_REQUIRED
+        # Verified when presented (a bad one fails the handshake); required for reviews only.
+        ctx.verify_mode = ssl.CERT_OPTIONAL
     return ctx
 
 
