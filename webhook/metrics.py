@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
 from kubectl_gpu.k8s.paths import POD, WORKLOAD_RESOURCES
@@ -45,6 +45,9 @@ class Metrics:
     api_errors: Counter
     double_counting: Counter
     tls_reloads: Counter
+    # The transport's guard (webhook/transport.py).
+    open_connections: Gauge
+    connections_closed: Counter
     _series: dict[tuple[int, tuple[str, ...]], Any] = field(default_factory=dict, repr=False, compare=False)
 
     def series(self, metric: MetricWrapperBase, *values: str) -> Any:
@@ -105,6 +108,18 @@ class Metrics:
             tls_reloads=Counter(
                 "kubectl_gpu_webhook_tls_reloads",
                 "Serving certificate reloads after the files changed.",
+                registry=r,
+            ),
+            open_connections=Gauge(
+                "kubectl_gpu_webhook_open_connections",
+                "Connections open on the HTTPS port (at most transport.maxConnections).",
+                registry=r,
+            ),
+            connections_closed=Counter(
+                "kubectl_gpu_webhook_connections_closed",
+                "Connections the server ended, by reason: refused (all answering), displaced (at the cap), "
+                "or the deadline passed (handshake, headers, body).",
+                ["reason"],
                 registry=r,
             ),
         )

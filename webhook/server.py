@@ -156,8 +156,10 @@ class WebhookServer:
                                      # A body left unread (refused) is drained this long, not aiohttp's 10 s.
                                      lingering_time=LINGER_SECONDS)
         await self._runner.setup()
-        self.guard = transport.ConnectionGuard(limits, self.tls.server_context, self._runner.server,
-                                               self.config.tls_policy.peer_allowed)
+        self.guard = transport.ConnectionGuard(
+            limits, self.tls.server_context, self._runner.server, self.config.tls_policy.peer_allowed,
+            on_closed=lambda reason: self.metrics.series(self.metrics.connections_closed, reason).inc())
+        self.metrics.open_connections.set_function(lambda: len(self.guard.open))
         site = transport.GuardedSite(self._runner, self.guard, host, self.config.port if port is None else port,
                                      backlog=1024)
         await site.start()

@@ -160,7 +160,7 @@ class _Connection(asyncio.Protocol):
         if self.raw is None or self.raw.is_closing():
             return
         log.debug("connection deadline passed", extra={"phase": self.phase.value})
-        self.guard.cut[self.phase] = self.guard.cut.get(self.phase, 0) + 1
+        self.guard.on_closed(self.phase.value)
         self.raw.abort()
 
 
@@ -206,16 +206,16 @@ class ConnectionGuard:
 
     def __init__(self, limits: TransportLimits, context: ssl.SSLContext,
                  handler_factory: Callable[[], Any],
-                 peer_allowed: Callable[[asyncio.BaseTransport], bool] = lambda transport: True) -> None:
+                 peer_allowed: Callable[[asyncio.BaseTransport], bool] = lambda transport: True,
+                 on_closed: Callable[[str], None] = lambda reason: None) -> None:
         self.limits = limits
         self.context = context
         self.handler_factory = handler_factory
         self.peer_allowed = peer_allowed
+        # Why the server ended a connection: "refused", "displaced", or the phase whose deadline passed.
+        self.on_closed = on_closed
         self.open: dict[_Connection, None] = {}  # insertion-ordered: oldest first
         self.budget = _ByteBudget(limits.body_bytes_in_flight)
-        self.refused = 0
-        self.displaced = 0
-        self.cut: dict[Phase, int] = {}
         self._closed_since_trim = 0
         self._large_since_trim = 0
         self._trimmed_at = 0.0
@@ -235,10 +235,10 @@ class ConnectionGuard:
         if len(self.open) >= self.limits.max_connections:
             waiting = [c for c in self.open if c.phase not in (Phase.BODY, Phase.ANSWERING)]
             if not waiting:
-                self.refused += 1
+                self.on_closed("refused")
                 return False
             oldest = min(waiting, key=lambda c: c.since)
-            self.displaced += 1
+            self.on_closed("displaced")
             self.forget(oldest)
             if oldest.raw is not None:
                 oldest.raw.abort()
