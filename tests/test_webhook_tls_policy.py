@@ -145,6 +145,7 @@ def test_with_a_client_ca_only_the_api_servers_certificate_is_served(start_webho
     _, tenant_cert, tenant_key = client_pair(tmp_path / "same-ca", "tenant", api_server_ca)  # same CA, other name
     with pytest.raises(REFUSED):
         review_status(hook, client_context(hook, cert=(tenant_cert, tenant_key)))
+    assert 'kubectl_gpu_webhook_connections_closed_total{reason="certificate"} 1.0' in hook.metrics_text()
 
 
 def test_without_common_names_any_certificate_of_the_client_ca_is_served(start_webhook, tmp_path, api_server_ca):

@@ -90,6 +90,7 @@ def test_a_plain_tcp_client_that_never_starts_tls_is_cut_at_the_handshake_deadli
     hook = start_webhook(transport=SHORT)
     with socket.create_connection(("127.0.0.1", hook.port)) as conn:
         assert closed_by_server(conn)
+    assert 'kubectl_gpu_webhook_connections_closed_total{reason="handshake"} 1.0' in hook.metrics_text()
 
 
 def test_an_idle_keep_alive_connection_is_closed_after_the_idle_deadline_and_serves_until_then(start_webhook):

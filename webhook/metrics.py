@@ -118,7 +118,8 @@ class Metrics:
             connections_closed=Counter(
                 "kubectl_gpu_webhook_connections_closed",
                 "Connections the server ended, by reason: refused (all answering), displaced (at the cap), "
-                "or the deadline passed (handshake, headers, body).",
+                "certificate (a client common name not allowed), or the phase whose deadline passed "
+                "(handshake, headers, body).",
                 ["reason"],
                 registry=r,
             ),

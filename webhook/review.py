@@ -31,6 +31,8 @@ TWO_OBJECT_OPERATIONS = frozenset({"UPDATE"})
 def body_limit(operation: str) -> int:
     """The largest review body the API server can send for ``operation``."""
     return MAX_BODY_BYTES if operation in TWO_OBJECT_OPERATIONS else MAX_BODY_BYTES // 2
+
+
 # Nesting deeper than any Pod, workload or DRA object is refused before parsing (a body of
 # 200,000 "[" must be a 400, not a RecursionError in the JSON parser or in a walker later).
 MAX_JSON_DEPTH = 256

@@ -87,6 +87,7 @@ class WebhookServer:
         self.timings = timings or Timings()
         self.metrics = Metrics.create()
         self.tls: ReloadingTLS | None = None
+        self.guard: transport.ConnectionGuard | None = None  # the HTTPS port's connections, once started
         self._readiness = _Readiness(api)
         self._parser = ReviewParser()
         self._runner: web.AppRunner | None = None
@@ -159,7 +160,7 @@ class WebhookServer:
         self.guard = transport.ConnectionGuard(
             limits, self.tls.server_context, self._runner.server, self.config.tls_policy.peer_allowed,
             on_closed=lambda reason: self.metrics.series(self.metrics.connections_closed, reason).inc())
-        self.metrics.open_connections.set_function(lambda: len(self.guard.open))
+        self.metrics.open_connections.set_function(lambda: len(self.guard.open) if self.guard else 0)
         site = transport.GuardedSite(self._runner, self.guard, host, self.config.port if port is None else port,
                                      backlog=1024)
         await site.start()
@@ -225,6 +226,8 @@ class WebhookServer:
         try:
             body = await transport.read_body(http, MAX_BODY_BYTES)
             review = self._parser.parse(body)
+            # The operation is known only once parsed: a CREATE that large is refused before
+            # anything is decided on it (deciding costs several times the body).
             if len(body) > body_limit(review.operation):
                 raise transport.BodyRefused(413, f"body larger than {body_limit(review.operation)} bytes")
         except transport.BodyRefused as exc:

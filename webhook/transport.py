@@ -126,6 +126,7 @@ class _Connection(asyncio.Protocol):
     # asyncio.Protocol, called by the TLS layer
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         if not self.guard.peer_allowed(transport):
+            self.guard.on_closed("certificate")
             transport.abort()  # type: ignore[attr-defined]
             return
         self.app = transport  # type: ignore[assignment]
@@ -175,7 +176,8 @@ class _TLSConnection(sslproto.SSLProtocol):
         waiter = asyncio.get_running_loop().create_future()
         waiter.add_done_callback(_retrieve)
         super().__init__(asyncio.get_running_loop(), self.conn, context, waiter, server_side=True,
-                         ssl_handshake_timeout=guard.limits.handshake_timeout,
+                         # asyncio's own timers only back up the guard's sweep, which counts the cut.
+                         ssl_handshake_timeout=2 * guard.limits.handshake_timeout,
                          ssl_shutdown_timeout=guard.limits.handshake_timeout)
         self.admitted = False
 
@@ -212,7 +214,8 @@ class ConnectionGuard:
         self.context = context
         self.handler_factory = handler_factory
         self.peer_allowed = peer_allowed
-        # Why the server ended a connection: "refused", "displaced", or the phase whose deadline passed.
+        # Why the server ended a connection: "refused", "displaced", "certificate" (a common name
+        # not allowed), or the phase whose deadline passed.
         self.on_closed = on_closed
         self.open: dict[_Connection, None] = {}  # insertion-ordered: oldest first
         self.budget = _ByteBudget(limits.body_bytes_in_flight)
