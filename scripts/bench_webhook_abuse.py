@@ -222,7 +222,7 @@ def main() -> None:
 
     import yaml
 
-    from kubectl_gpu.core import parse_quantity
+    from kubectl_gpu.dra.quantity import parse_quantity
     from tests.k8sdouble import K8sDouble
     from tests.test_chart_server import _largest_update
     from webhook.certs import write_certs
