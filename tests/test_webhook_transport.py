@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.conftest import admission_review
+from tests.conftest import admission_review, eventually
 from webhook.review import MAX_BODY_BYTES
 
 SHORT = {"handshakeTimeoutSeconds": 0.5, "headerTimeoutSeconds": 0.5, "bodyTimeoutSeconds": 0.5,
@@ -155,13 +155,16 @@ def test_a_body_beyond_the_byte_budget_waits_then_gets_a_retryable_503(start_web
     budget: a third review waits its body deadline, then gets a 503 the API server retries."""
     from tests.test_webhook_server import gpu_pod
 
-    hook = start_webhook(transport={"bodyBytesInFlight": MAX_BODY_BYTES, "bodyTimeoutSeconds": 1})
-    k8s_double.delay(3, "create", "resourceclaimtemplates")
+    # The holders are decided for at least 5 s; the third waits 2 s for room.
+    hook = start_webhook(transport={"bodyBytesInFlight": MAX_BODY_BYTES, "bodyTimeoutSeconds": 2},
+                         apiTimeoutSeconds=10)
+    k8s_double.delay(5, "create", "resourceclaimtemplates")
     holders = [tls_connect(hook) for _ in range(2)]
     with tls_connect(hook) as third:
         for conn, amount in zip(holders, ("1", "2")):
             post(conn, "/mutate", padded(admission_review(gpu_pod(amount)), MAX_BODY_BYTES // 2))
-        time.sleep(0.5)  # both read, both deciding
+        # Both read and being decided (a bound against a hang on a loaded machine, not a speed check).
+        eventually(lambda: hook.server.guard.budget.used >= MAX_BODY_BYTES, seconds=CUT_WITHIN)
         post(third, "/validate", small_review())
         assert response_status(third) == 503
     for conn in holders:
