@@ -231,7 +231,7 @@ def test_the_cleanup_job_needs_nothing_beyond_its_role(k8s_double, tmp_path):
     docs = rendered(None)
     k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     spec = {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
-    managed = {"app.kubernetes.io/managed-by": "kubectl-gpu"}
+    managed = {"app.kubernetes.io/managed-by": "kubectl-gpu", **cleanup.CREATED_BY_WEBHOOK}
     k8s_double.seed(
         # unreferenced and marked long ago: deleted
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "spec": spec,

@@ -107,7 +107,7 @@ def certs(service: str, namespace: str, out_dir: str, days: int, cluster_domain:
 
 @main.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="KUBECTL_GPU_WEBHOOK_CONFIG",
-              help="Config file; translation.apiVersion selects the resource.k8s.io version.")
+              help="Config file (the API timeout); the resource.k8s.io version is the newest the cluster serves.")
 @click.option("--namespace", default=None, help="Only this namespace (default: all).")
 @click.option("--dry-run", is_flag=True, help="Only report what would be marked and deleted.")
 @click.option("--grace-seconds", type=click.FloatRange(min=0), default=None,
@@ -116,12 +116,13 @@ def certs(service: str, namespace: str, out_dir: str, days: int, cluster_domain:
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def cleanup(config_path: str | None, namespace: str | None, dry_run: bool, grace_seconds: float | None,
             kubeconfig: str | None, output: str) -> None:
-    """Delete managed ResourceClaimTemplates/ResourceClaims no pod or workload references.
+    """Delete the ResourceClaimTemplates/ResourceClaims the webhook created that nothing references.
 
     Two passes: unreferenced objects are first marked, and deleted by a later run once the mark is
     older than the grace period and a fresh check still finds no reference.  Run it from a CronJob.
     """
     from .cleanup import DEFAULT_GRACE_SECONDS, run_cleanup
+    from .references import ReferencesUnknown
     from kubectl_gpu.k8s import ApiError
 
     from .kubeapi import sync_client
@@ -130,9 +131,11 @@ def cleanup(config_path: str | None, namespace: str | None, dry_run: bool, grace
     api = sync_client(kubeconfig, config.api_timeout_seconds)
     try:
         report = run_cleanup(
-            api, config.translate_options.api_version.value, namespace, dry_run,
-            DEFAULT_GRACE_SECONDS if grace_seconds is None else grace_seconds,
+            api, None, namespace, dry_run, DEFAULT_GRACE_SECONDS if grace_seconds is None else grace_seconds,
         )
+    except ReferencesUnknown as exc:
+        click.echo(f"cleanup stopped: {exc}", err=True)
+        sys.exit(1)
     except ApiError as exc:
         click.echo(f"cleanup stopped: Kubernetes API error {exc}; nothing further was deleted", err=True)
         sys.exit(1)

@@ -37,6 +37,9 @@ from .singleflight import SingleFlight
 # Set by `kubectl-gpu-webhook cleanup` on a managed object nothing references; it deletes the
 # object on a later run.  The webhook removes the mark when a new pod needs the object again.
 UNUSED_SINCE_ANNOTATION = "kubectl-gpu.io/unused-since"
+# On every object the webhook creates, and on nothing else: `kubectl gpu migrate` writes the same
+# managed-by label on the objects users apply, which the clean-up must never delete.
+CREATED_BY_WEBHOOK = {"kubectl-gpu.io/created-by": "webhook"}
 # An object a review needed this recently is created again when the watch reports it deleted: the
 # pods admitted against it get their ResourceClaims from it within seconds.  Far below the clean-up
 # job's grace (600 s by default), so an object it deletes (unused for longer) is not re-created.
@@ -233,6 +236,7 @@ class TemplateStore:
     async def _ensure_one(self, claim: ClaimObject, namespace: str, informer: Informer | None) -> None:
         resource = Resource(claim.api_version.value, claim.kind)
         wanted = claim.manifest(namespace)
+        wanted["metadata"].setdefault("labels", {}).update(CREATED_BY_WEBHOOK)
         # Known missing from a current watch: create straight away; otherwise ask first.
         existing = None if informer is not None else await self._get(resource, namespace, claim.name)
         if existing is None:
