@@ -161,6 +161,16 @@ def admission_review(obj: dict[str, Any], *, operation: str = "CREATE", namespac
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
 
 
+def fenced(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as /mutate leaves one that keeps a device-plugin GPU: kept off DRA nodes (the
+    default marker), as /validate then receives it."""
+    import jsonpatch
+
+    from webhook.fencing import DEFAULT_DRA_NODE_SELECTORS, fence_legacy_pod
+
+    return jsonpatch.apply_patch(pod, fence_legacy_pod(pod, DEFAULT_DRA_NODE_SELECTORS))
+
+
 def patch_of(response: dict[str, Any]) -> list[dict[str, Any]]:
     """The JSON Patch an AdmissionResponse carries ([] when it has none)."""
     if "patch" not in response:

@@ -7,7 +7,8 @@ import json
 import jsonpatch
 import pytest
 
-from tests.conftest import admission_review, captured_logs, eventually, patch_of
+from tests.conftest import admission_review, captured_logs, eventually, fenced, patch_of
+from webhook.templates import CREATED_BY_WEBHOOK
 
 MANAGED = {"app.kubernetes.io/managed-by": "kubectl-gpu"}
 
@@ -92,7 +93,7 @@ def test_gpu_pod_is_rewritten_and_its_template_created_before_admission(start_we
     assert "nvidia.com/gpu" not in json.dumps(patched["spec"]["containers"])
     [template] = claim_template_names(patched)
     stored = k8s_double.get("ResourceClaimTemplate", template, "default")
-    assert stored is not None and stored["metadata"]["labels"] == MANAGED
+    assert stored is not None and stored["metadata"]["labels"] == MANAGED | CREATED_BY_WEBHOOK
     assert any("nvidia.com/gpu" in w for w in response["warnings"])
     assert all(len(w) <= 120 for w in response["warnings"])
 
@@ -432,7 +433,29 @@ def test_legacy_gpu_beside_a_non_gpu_claim_is_allowed(start_webhook, k8s_double)
                      "spec": {"spec": {"devices": {"requests": [{"name": "ch", "exactly": {"deviceClassName": "compute-domain-default-channel.nvidia.com"}}]}}}})
     pod = gpu_pod("1", resourceClaims=[{"name": "ch", "resourceClaimTemplateName": "imex"}])
     pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "ch"}]
-    assert start_webhook().review("/validate", admission_review(pod))["allowed"] is True
+    assert start_webhook().review("/validate", admission_review(fenced(pod)))["allowed"] is True
+
+
+def test_a_legacy_pod_that_skipped_the_fence_is_denied_saying_what_to_add(start_webhook):
+    # The mutating webhook was bypassed (failurePolicy Ignore during an outage) or a webhook after it
+    # rewrote the affinity: the pod could land on a DRA node and share its GPUs with DRA claims.
+    hook = start_webhook()
+    opted_out = gpu_pod("1", labels={"kubectl-gpu.io/opt-out": "true"})  # keeps its device-plugin GPU
+    response = hook.review("/validate", admission_review(opted_out))
+    assert response["allowed"] is False and response["status"]["code"] == 403
+    message = response["status"]["message"]
+    assert "nothing keeps this pod off DRA nodes" in message and "nvidia.com/gpu" in message
+    assert '{"key": "ack.node.gpu.schedule", "operator": "NotIn", "values": ["disabled"]}' in message
+    # As /mutate leaves it (fenced), the same pod is admitted.
+    fenced = jsonpatch.apply_patch(opted_out, patch_of(hook.review("/mutate", admission_review(opted_out))))
+    assert hook.review("/validate", admission_review(fenced))["allowed"] is True
+    # A later webhook that replaces the affinity removes the fence: denied again.
+    rewritten = {**fenced, "spec": {**fenced["spec"], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}}}
+    assert hook.review("/validate", admission_review(rewritten))["allowed"] is False
+    audited = start_webhook(audit=True).review("/validate", admission_review(opted_out))
+    assert audited["allowed"] is True and any("off DRA nodes" in w for w in audited["warnings"])
 
 
 # --- node status guard -------------------------------------------------------------------------

@@ -357,6 +357,11 @@ class Admission:
                 known = await self._claims_of(pod, request.namespace)
                 findings["same_gpus_twice"] = [
                     n.render() for n in gpus_asked_twice(pod, known, config.translate_options)]
+            if selectors and not findings["pinned"]:
+                # /mutate fences every such pod; one without the fence skipped it (Ignore during an
+                # outage) or a later webhook changed its affinity.  After the findings above, which
+                # /mutate reports in the same words.
+                findings["unfenced"] = fencing.unfenced(pod, selectors)
         except ApiError as exc:
             return deny(f"kubectl-gpu: cannot check this pod against DRA nodes ({exc.status or exc.reason}): {RETRY_HINT}", 503)
         reasons = [reason for found in findings.values() for reason in found]

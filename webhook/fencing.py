@@ -14,6 +14,7 @@ so ``migrate`` refuses the same pod with the same words.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "fence_driver_nodes",
     "pinned_to_dra_node",
     "pinned_node_names",
+    "unfenced",
     "strip_legacy_capacity",
     "escape_pointer",
 ]
@@ -283,6 +285,26 @@ def pinned_to_dra_node(
             f"required node affinity matches only {which} ({', '.join(s.render() for s in wanted)}): "
             f"{consequence}; {fix}")
     return reasons
+
+
+def unfenced(pod: Mapping[str, Any], selectors: Selectors) -> list[str]:
+    """Why a pod with legacy GPU requests may land on a DRA node although it names no node (empty:
+    it is kept off them).  /mutate fences every such pod; one that arrives unfenced skipped it
+    (failurePolicy Ignore during an outage) or a later webhook changed its affinity."""
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping) or spec.get("nodeName"):
+        return []  # a pod that names its node is judged by pinned_to_dra_node
+    missing = fence_legacy_pod(pod, selectors)
+    if not missing:
+        return []
+    wanted = tuple(selectors)
+    expressions = json.dumps(_exclusions(wanted), separators=(", ", ": "))
+    return [
+        f"nothing keeps this pod off DRA nodes ({', '.join(s.render() for s in wanted)}) although it asks the "
+        f"device plugin for {', '.join(legacy_gpu_resources(pod))}, and the DRA driver owns the same GPUs there: add "
+        f"{expressions} to the matchExpressions of every term of spec.affinity.nodeAffinity.{_REQUIRED}"
+        ".nodeSelectorTerms (kubectl-gpu's mutating webhook adds them; it was skipped, or a later webhook "
+        "changed the affinity), or move the GPU request to a ResourceClaim (kubectl gpu migrate)"]
 
 
 def pinned_node_names(pod: Mapping[str, Any], limit: int = 16) -> list[str]:

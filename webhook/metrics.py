@@ -101,7 +101,7 @@ class Metrics:
             double_counting=Counter(
                 "kubectl_gpu_webhook_double_counting_findings",
                 "Double-counting guards that fired: fenced (affinity added), pinned (denied), "
-                "same_gpus_twice (denied), node_status_stripped.",
+                "unfenced (denied: no fence reached /validate), same_gpus_twice (denied), node_status_stripped.",
                 ["finding"],
                 registry=r,
             ),
