@@ -219,6 +219,36 @@ def test_managed_template_whose_spec_was_edited_is_not_used(start_webhook, k8s_d
     assert f"kubectl delete resourceclaimtemplate -n default {name}" in response["status"]["message"]
 
 
+@pytest.mark.parametrize("poison", [
+    {"selectors": [{"cel": {"expression": 'device.attributes["gpu.nvidia.com"].productName == "Tesla T4"'}}]},
+    {"tolerations": [{"key": "maintenance", "operator": "Exists", "effect": "NoSchedule"}]},
+    {"adminAccess": True},
+], ids=["extra-selector", "extra-toleration", "admin-access"])
+def test_managed_template_with_extra_fields_is_not_used(start_webhook, k8s_double, poison):
+    # Same name, managed label and every field the webhook wants, plus one it never writes: pods
+    # would get a claim narrower, wider or more privileged than the one they were rewritten for.
+    hook = start_webhook()
+    first = hook.review("/mutate", admission_review(gpu_pod()))
+    [name] = claim_template_names(jsonpatch.apply_patch(gpu_pod(), patch_of(first)))
+    stored = k8s_double.get("ResourceClaimTemplate", name, "default")
+    stored["spec"]["spec"]["devices"]["requests"][0]["exactly"].update(poison)
+    k8s_double.seed(stored, replace=True)
+    response = start_webhook().review("/mutate", admission_review(gpu_pod()))
+    assert response["allowed"] is False and response["status"]["code"] == 409
+    assert "spec was changed" in response["status"]["message"]
+
+
+def test_a_template_read_back_with_the_api_servers_defaults_is_used(start_webhook, k8s_double):
+    # The API server defaults what the webhook wrote (allocationMode, count, a toleration's
+    # operator): the stored object differs from the request only by those, and is the same claim.
+    hook = start_webhook()
+    first = hook.review("/mutate", admission_review(gpu_pod()))
+    [name] = claim_template_names(jsonpatch.apply_patch(gpu_pod(), patch_of(first)))
+    stored = k8s_double.get("ResourceClaimTemplate", name, "default")
+    assert stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"] == "ExactCount"
+    assert start_webhook().review("/mutate", admission_review(gpu_pod()))["allowed"] is True
+
+
 def test_api_failure_denies_with_a_retryable_message(start_webhook, k8s_double):
     hook = start_webhook()
     k8s_double.fail("create", "resourceclaimtemplates", status=500, times=None)

@@ -13,13 +13,18 @@ so a pod admitted just before the deletion reached the watch is not left waiting
 is not current (not listed yet, or failing), each review GETs its objects as before, and the
 reviews that need the same object at the same time share one check.
 
-An existing object is used only if kubectl-gpu manages it and its spec contains what the pod
-needs (the API server may add defaults); anything else is a conflict the user must resolve.
+An existing object is used only if kubectl-gpu manages it and its spec is exactly what the webhook
+would create, as the API server stores it (`as_stored`); anything else is a conflict the user must
+resolve.  A same-named object the webhook may not use is not worked around under another name: a
+name nobody could take first would have to be random, one new object per pod; the object can only
+have been created by someone with rights in that namespace, which alone is affected, and the denial
+names it and says what to do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import math
 import time
@@ -67,18 +72,34 @@ class TemplateUnavailable(Exception):
     code = 503  # the admission response's status: retry later
 
 
-def contains(actual: Any, desired: Any) -> bool:
-    """True when ``actual`` has every field of ``desired`` with the same value (extra fields are
-    API server defaults such as ``allocationMode: ExactCount``)."""
-    if isinstance(desired, dict):
-        return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in desired.items())
-    if isinstance(desired, list):
-        return (
-            isinstance(actual, list)
-            and len(actual) == len(desired)
-            and all(contains(a, d) for a, d in zip(actual, desired))
-        )
-    return actual == desired
+def as_stored(spec: Any) -> Any:
+    """``spec`` (a ResourceClaimSpec, or a template's ``{spec: ResourceClaimSpec}``) as the API
+    server stores it: with the defaults it sets on every write (kubernetes
+    pkg/apis/resource/v1/defaults.go SetDefaults_ExactDeviceRequest/SetDefaults_DeviceSubRequest,
+    zz_generated.defaults.go's toleration operator "Equal", commit
+    16913111deb1a4c4ff76f4ba7ffd9ebef397a303; v1beta1's flat request is defaulted the same when it
+    names a class).  An existing object is used only when it equals this exactly: an extra selector,
+    toleration or adminAccess would give pods another claim than the one they were rewritten for."""
+    spec = copy.deepcopy(spec)
+    claim_spec = spec.get("spec") if isinstance(spec, dict) and "devices" not in spec else spec
+    devices = claim_spec.get("devices") if isinstance(claim_spec, dict) else None
+    for request in (devices.get("requests") if isinstance(devices, dict) else None) or ():
+        if not isinstance(request, dict):
+            continue
+        for exact in (request.get("exactly"), request if request.get("deviceClassName") else None,
+                      *(request.get("firstAvailable") or ())):
+            if isinstance(exact, dict):
+                _default_exact(exact)
+    return spec
+
+
+def _default_exact(request: dict[str, Any]) -> None:
+    request.setdefault("allocationMode", "ExactCount")
+    if request["allocationMode"] == "ExactCount" and not request.get("count"):
+        request["count"] = 1
+    for toleration in request.get("tolerations") or ():
+        if isinstance(toleration, dict) and not toleration.get("operator"):
+            toleration["operator"] = "Equal"
 
 
 def _spec_of(obj: dict[str, Any]) -> Any:
@@ -299,7 +320,7 @@ class TemplateStore:
                 f"{where} exists but is not managed by kubectl-gpu ({MANAGED_BY_LABEL}={MANAGED_BY_VALUE} "
                 f"missing): rename or delete it, or opt the pod out with label {self.opt_out_label}=true"
             )
-        if not contains(_spec_of(existing), _spec_of(wanted)):
+        if _spec_of(existing) != as_stored(_spec_of(wanted)):
             raise TemplateConflict(
                 f"{where} is managed by kubectl-gpu but its spec was changed: delete it "
                 f"(kubectl delete {claim.kind.lower()} -n {namespace} {claim.name}) so it can be re-created"
