@@ -70,6 +70,11 @@ def test_the_server_parses_the_rendered_config_to_the_values_given(value_set, tm
     assert config.excluded_namespaces == frozenset({"kube-system", NAMESPACE, *given["excludedNamespaces"]})
     assert config.api_timeout_seconds == given["apiTimeoutSeconds"]
     assert config.log_level == given["logLevel"]
+    # Every review answers before the API server stops waiting for it (webhook.timeoutSeconds).
+    docs = rendered(value_set)
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for entry in find(docs, kind)["webhooks"]:
+            assert config.review_deadline_seconds < entry["timeoutSeconds"] == config.admission_timeout_seconds
 
 
 def test_the_deployment_and_cronjob_command_lines_are_accepted_by_the_cli(tmp_path):

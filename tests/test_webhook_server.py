@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import jsonpatch
 import pytest
@@ -258,6 +259,25 @@ def test_api_failure_denies_with_a_retryable_message(start_webhook, k8s_double):
     assert 'kubectl_gpu_webhook_api_errors_total{operation="create"} 1.0' in hook.metrics_text()
     k8s_double.clear_faults()
     assert hook.review("/mutate", admission_review(gpu_pod()))["allowed"] is True
+
+
+def test_a_review_answers_within_the_api_servers_timeout_however_many_calls_it_makes(start_webhook, k8s_double):
+    # Each call stays under apiTimeoutSeconds, but together they outlast what the API server waits
+    # for (admissionTimeoutSeconds, the webhook configuration's timeoutSeconds): the review must
+    # answer, retryably, before the API server gives up on it.
+    hook = start_webhook(apiTimeoutSeconds=1.5, admissionTimeoutSeconds=3)
+    for verb, resource in (("get", "namespaces"), ("list", "resourceclaimtemplates"),
+                           ("create", "resourceclaimtemplates"), ("list", "resourceslices"),
+                           ("list", "deviceclasses")):
+        k8s_double.delay(1.2, verb, resource)
+    started = time.monotonic()
+    response = hook.review("/mutate", admission_review(gpu_pod()))
+    elapsed = time.monotonic() - started
+    assert response["allowed"] is False and response["status"]["code"] == 503
+    assert "retry" in response["status"]["message"] and "3s" in response["status"]["message"]
+    assert elapsed < 3, elapsed
+    k8s_double.clear_faults()
+    eventually(lambda: hook.review("/mutate", admission_review(gpu_pod()))["allowed"], 10)
 
 
 def test_api_timeout_denies_instead_of_hanging(start_webhook, k8s_double):

@@ -44,6 +44,7 @@ FLAG_KEYS: dict[str, str] = {
 }
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+REVIEW_MARGIN_SECONDS = 1.0
 UNSATISFIABLE_CLAIMS = ("warn", "deny", "ignore")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -92,6 +93,9 @@ DEFAULTS: dict[str, Any] = {
     "optOutLabel": "kubectl-gpu.io/opt-out",
     "excludedNamespaces": ["kube-system"],
     "apiTimeoutSeconds": 5,
+    # The webhook configurations' timeoutSeconds (the chart sets it from webhook.timeoutSeconds):
+    # every review answers within it, whatever its API calls cost (review_deadline_seconds).
+    "admissionTimeoutSeconds": 10,
     "logLevel": "info",
     # What a client that reaches the port can make the server hold (webhook/transport.py).
     "transport": {
@@ -177,6 +181,13 @@ class WebhookConfig:
     transport: TransportLimits = field(default_factory=TransportLimits)
     tls_policy: TLSPolicy = field(default_factory=TLSPolicy)
     template_creates_per_minute: int = 60
+    admission_timeout_seconds: float = 10.0
+
+    @property
+    def review_deadline_seconds(self) -> float:
+        """How long one review may take, all its API calls together: the API server's wait less a
+        margin (a second, or half of a shorter wait) for the answer to travel back to it."""
+        return self.admission_timeout_seconds - min(REVIEW_MARGIN_SECONDS, self.admission_timeout_seconds / 2)
 
     @property
     def needs_cluster_profile(self) -> bool:
@@ -340,7 +351,8 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         audit=_bool(raw["audit"], "audit"),
         opt_out_label=opt_out,
         excluded_namespaces=frozenset(excluded),
-        api_timeout_seconds=_timeout(raw["apiTimeoutSeconds"]),
+        api_timeout_seconds=_timeout(raw["apiTimeoutSeconds"], "apiTimeoutSeconds"),
+        admission_timeout_seconds=_admission_timeout(raw["admissionTimeoutSeconds"]),
         log_level=log_level,
         own_namespace=own_namespace,
         pass_through_families=frozenset(families),
@@ -381,14 +393,21 @@ def _port(value: Any) -> int:
     return port
 
 
-def _timeout(value: Any) -> float:
+def _timeout(value: Any, key: str) -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"apiTimeoutSeconds: {value!r} is not a number of seconds") from None
+        raise ConfigError(f"{key}: {value!r} is not a number of seconds") from None
     # The API server gives a webhook at most 30 s (10 s by default); waiting longer is pointless.
     if isinstance(value, bool) or not 0 < seconds <= 30:
-        raise ConfigError(f"apiTimeoutSeconds: {value!r}; use a value above 0 and at most 30")
+        raise ConfigError(f"{key}: {value!r}; use a value above 0 and at most 30")
+    return seconds
+
+
+def _admission_timeout(value: Any) -> float:
+    seconds = _timeout(value, "admissionTimeoutSeconds")
+    if seconds < 1:  # admissionregistration/v1 validation: timeoutSeconds is 1-30
+        raise ConfigError(f"admissionTimeoutSeconds: {value!r}; use the webhook configurations' timeoutSeconds (1-30)")
     return seconds
 
 

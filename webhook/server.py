@@ -240,8 +240,19 @@ class WebhookServer:
             metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
             log.warning("bad review", extra={"endpoint": endpoint, "error": str(exc)})
             return _error(400, str(exc))
+        budget = self.config.review_deadline_seconds
         try:
-            verdict = await decide(review)
+            # One deadline for the whole review, all its API calls together: the API server stops
+            # waiting after timeoutSeconds, and an answer after that is lost (a template created
+            # then serves no pod).  Work shared with other reviews goes on (singleflight.py).
+            async with asyncio.timeout(budget - (time.perf_counter() - started)):
+                verdict = await decide(review)
+        except TimeoutError:
+            metrics.series(metrics.api_errors, "review_deadline").inc()
+            verdict = deny(
+                f"kubectl-gpu: the Kubernetes API did not answer this review's calls within {budget:g}s (the API "
+                f"server waits {self.config.admission_timeout_seconds:g}s for this webhook); the request was not "
+                "admitted, retry it", 503)
         except Exception:  # noqa: BLE001 - a bug must produce a clear denial, not a dropped request
             log.exception("review failed", extra={"uid": review.uid, "endpoint": endpoint})
             verdict = deny(
