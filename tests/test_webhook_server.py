@@ -58,12 +58,23 @@ def test_health_ready_and_metrics_endpoints(start_webhook):
     assert "kubectl_gpu_webhook_review_duration_seconds_bucket" in metrics
 
 
-def test_not_ready_while_the_api_server_fails(start_webhook, k8s_double):
+def test_stays_ready_and_answers_what_needs_no_api_call_while_the_api_server_fails(start_webhook, k8s_double):
+    # Every replica shares the API server: NotReady on its failure would empty the Service at once,
+    # and then failurePolicy Fail rejects every GPU pod with a connection error and Ignore admits
+    # every one unfenced.  Ready, the webhook answers what needs no API call and denies the rest
+    # with a retryable message.
     hook = start_webhook()
     k8s_double.stop()
+    eventually(lambda: b"Kubernetes API not reachable" in hook.request("GET", "/readyz")[1])
     status, body = hook.request("GET", "/readyz")
-    assert status == 503 and b"Kubernetes API not reachable" in body
+    assert status == 200 and b"retry" in body
     assert hook.request("GET", "/healthz")[0] == 200
+    opted_out = gpu_pod("1", labels={"kubectl-gpu.io/opt-out": "true"})  # fenced, from its content alone
+    fenced_answer = hook.review("/mutate", admission_review(opted_out))
+    assert fenced_answer["allowed"] is True and patch_of(fenced_answer)
+    assert hook.review("/validate", admission_review(rct()))["allowed"] is True
+    needs_template = hook.review("/mutate", admission_review(gpu_pod()))
+    assert needs_template["allowed"] is False and needs_template["status"]["code"] == 503
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -60,22 +60,32 @@ class Timings:
 
 
 @dataclass
-class _Readiness:
+class _ApiState:
+    """Whether the Kubernetes API answered lately: said in /readyz's body, never waited for there
+    (the kubelet's probe gives up after its own timeout), refreshed in the background."""
+
     api: AsyncClient
     checked_at: float = -1e9
-    api_ok: bool = False
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    api_ok: bool = True  # until a check says otherwise: nothing is known to be wrong
+    _checking: asyncio.Task[None] | None = None
 
-    async def api_reachable(self) -> bool:
-        async with self.lock:
-            now = time.monotonic()
-            if now - self.checked_at >= READY_RECHECK_SECONDS or not self.api_ok:
-                try:
-                    self.api_ok = await asyncio.wait_for(self.api.reachable(), timeout=self.api.timeout + 1)
-                except Exception:  # noqa: BLE001 - a probe never raises; it says not ready
-                    self.api_ok = False
-                self.checked_at = now
-            return self.api_ok
+    def last_known(self) -> bool:
+        if time.monotonic() - self.checked_at >= READY_RECHECK_SECONDS and self._checking is None:
+            self._checking = asyncio.get_running_loop().create_task(self._check())
+        return self.api_ok
+
+    async def _check(self) -> None:
+        try:
+            self.api_ok = await asyncio.wait_for(self.api.reachable(), timeout=self.api.timeout + 1)
+        except Exception:  # noqa: BLE001 - a check never raises; it says unreachable
+            self.api_ok = False
+        finally:
+            self.checked_at = time.monotonic()
+            self._checking = None
+
+    async def close(self) -> None:
+        if self._checking is not None:
+            self._checking.cancel()
 
 
 class WebhookServer:
@@ -88,7 +98,7 @@ class WebhookServer:
         self.metrics = Metrics.create()
         self.tls: ReloadingTLS | None = None
         self.guard: transport.ConnectionGuard | None = None  # the HTTPS port's connections, once started
-        self._readiness = _Readiness(api)
+        self._api_state = _ApiState(api)
         self._parser = ReviewParser()
         self._runner: web.AppRunner | None = None
         self._metrics_runner: web.AppRunner | None = None
@@ -201,6 +211,7 @@ class WebhookServer:
         for runner in runners:
             if runner is not None:
                 await runner.cleanup()  # stops listening, then waits for the handlers in flight
+        await self._api_state.close()
         await self.admission.templates.close()
         if self.admission.profiles is not None:
             await self.admission.profiles.close()
@@ -283,15 +294,19 @@ class WebhookServer:
         return web.Response(text="ok\n")
 
     async def _readyz(self, _request: web.Request) -> web.Response:
+        """Ready means able to answer reviews: a serving certificate, and not shutting down.  Not the
+        Kubernetes API: every replica shares it, so failing on it would empty the Service at once,
+        and then failurePolicy Fail rejects every GPU pod with a bare connection error and Ignore
+        admits every one unrewritten and unfenced.  Ready, a replica answers what needs no API call
+        (fences, opted-out pods, DRA object checks, cached templates and labels) and denies the rest
+        with a retryable message."""
         if self.draining:
             return web.Response(status=503, text="not ready: shutting down\n")
-        problems = []
         if self.tls is None or not self.tls.loaded:
-            problems.append("serving certificate not loaded")
-        if not await self._readiness.api_reachable():
-            problems.append("Kubernetes API not reachable")
-        if problems:
-            return web.Response(status=503, text="not ready: " + "; ".join(problems) + "\n")
+            return web.Response(status=503, text="not ready: serving certificate not loaded\n")
+        if not self._api_state.last_known():
+            return web.Response(text="ok; Kubernetes API not reachable: reviews that need it are denied, "
+                                     "retryable (503), the others are answered\n")
         return web.Response(text="ok\n")
 
     async def _metrics(self, _request: web.Request) -> web.Response:
