@@ -60,6 +60,7 @@ def test_the_server_parses_the_rendered_config_to_the_values_given(value_set, tm
     assert options.gpu_memory == given["translation"]["gpuMemory"]
     assert options.aliyun_memory_unit == given["translation"]["aliyunMemoryUnit"]
     assert config.pass_through_families == frozenset(given["passThroughFamilies"])
+    assert config.extra_legacy_resources == frozenset(given["extraLegacyResources"])
     assert options.pass_through_families == frozenset(given["passThroughFamilies"])
     assert config.rewrite_workloads is given["rewriteWorkloads"]
     assert [(s.key, s.value) for s in config.dra_node_selectors] == \

@@ -519,6 +519,45 @@ def test_a_legacy_pod_that_skipped_the_fence_is_denied_saying_what_to_add(start_
     assert audited["allowed"] is True and any("off DRA nodes" in w for w in audited["warnings"])
 
 
+def renamed_gpu_pod(resource: str, amount: str = "1") -> dict:
+    pod = gpu_pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {resource: amount}}
+    return pod
+
+
+@pytest.mark.parametrize("resource", ["nvidia.com/a100", "nvidia.com/mps", "example.com/gpu"])
+def test_renamed_device_plugin_resources_are_fenced_off_dra_nodes_not_rewritten(start_webhook, k8s_double, resource):
+    # The NVIDIA device plugin renames what it advertises: resources.gpus[].name (nvidia.com/a100,
+    # whole GPUs of one model), time-slicing/MPS `rename` (replicas of a GPU), RESOURCE_PREFIX
+    # (another domain).  Declared in extraLegacyResources, they are kept off DRA nodes.
+    k8s_double.seed({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-7", "labels": {"ack.node.gpu.schedule": "disabled"}}})
+    hook = start_webhook(extraLegacyResources=[resource])
+    pod = renamed_gpu_pod(resource)
+    response = hook.review("/mutate", admission_review(pod))
+    patched = jsonpatch.apply_patch(pod, patch_of(response))
+    assert patched["spec"]["containers"] == pod["spec"]["containers"]  # not rewritten: fence only
+    assert patched["spec"]["affinity"]["nodeAffinity"]  # kept off DRA nodes
+    assert k8s_double.list("ResourceClaimTemplate") == []
+    assert hook.review("/validate", admission_review(patched))["allowed"] is True
+    assert hook.review("/validate", admission_review(pod))["allowed"] is False  # unfenced
+    pinned = hook.review("/validate", admission_review(renamed_gpu_pod(resource) | {"spec": {
+        **pod["spec"], "nodeName": "gpu-7"}}))
+    assert pinned["allowed"] is False and resource in pinned["status"]["message"]
+    # Undeclared, the same name is none of the webhook's business.
+    assert "patch" not in start_webhook().review("/mutate", admission_review(pod))
+    zero = hook.review("/mutate", admission_review(renamed_gpu_pod(resource, "0")))
+    assert "patch" not in zero
+
+
+def test_extra_legacy_resources_must_be_resource_names(start_webhook):
+    from webhook.config import ConfigError
+
+    with pytest.raises(ConfigError, match="extraLegacyResources"):
+        start_webhook(extraLegacyResources=["a100"])
+    with pytest.raises(ConfigError, match="already"):
+        start_webhook(extraLegacyResources=["nvidia.com/gpu"])
+
+
 # --- node status guard -------------------------------------------------------------------------
 
 

@@ -88,6 +88,9 @@ DEFAULTS: dict[str, Any] = {
     "passThroughFamilies": [],
     "rewriteWorkloads": True,
     "draNodeSelectors": [{"key": s.key, "value": s.value} for s in DEFAULT_DRA_NODE_SELECTORS],
+    # Names a GPU device plugin advertises beyond those kubectl-gpu knows (the NVIDIA plugin's
+    # resources.gpus[].name, time-slicing/MPS `rename`, RESOURCE_PREFIX): fenced off DRA nodes.
+    "extraLegacyResources": [],
     "nodeStatusGuard": False,
     "audit": False,
     "optOutLabel": "kubectl-gpu.io/opt-out",
@@ -182,6 +185,7 @@ class WebhookConfig:
     tls_policy: TLSPolicy = field(default_factory=TLSPolicy)
     template_creates_per_minute: int = 60
     admission_timeout_seconds: float = 10.0
+    extra_legacy_resources: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def review_deadline_seconds(self) -> float:
@@ -353,6 +357,7 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         excluded_namespaces=frozenset(excluded),
         api_timeout_seconds=_timeout(raw["apiTimeoutSeconds"], "apiTimeoutSeconds"),
         admission_timeout_seconds=_admission_timeout(raw["admissionTimeoutSeconds"]),
+        extra_legacy_resources=_extra_legacy_resources(raw["extraLegacyResources"]),
         log_level=log_level,
         own_namespace=own_namespace,
         pass_through_families=frozenset(families),
@@ -423,6 +428,26 @@ def _string_list(value: Any, key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ConfigError(f"{key} must be a list of names, got {value!r}")
     return list(value)
+
+
+_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def _extra_legacy_resources(value: Any) -> frozenset[str]:
+    """Extended resource names (``domain/name``) kubectl-gpu does not know as GPUs.  They are only
+    fenced, never rewritten: what one unit is (a whole GPU of a model the plugin's pattern picks, or
+    a replica of a GPU shared N ways) is in the device plugin's configuration, not in the name."""
+    from kubectl_gpu.core import family_of
+
+    names = _string_list(value, "extraLegacyResources")
+    for name in names:
+        if not _RESOURCE_NAME.match(name) or name.split("/")[0].endswith("kubernetes.io"):
+            raise ConfigError(f"extraLegacyResources: {name!r} is not an extended resource name; write it as the "
+                              "device plugin advertises it, e.g. nvidia.com/a100")
+        if family_of(name) is not None:
+            raise ConfigError(f"extraLegacyResources: {name} is already a legacy GPU resource kubectl-gpu knows "
+                              f"(family {family_of(name)}); leave it out")
+    return frozenset(names)
 
 
 def _node_selectors(value: Any) -> tuple[DraNodeSelector, ...]:
