@@ -75,10 +75,11 @@ class TemplateUnavailable(Exception):
 def as_stored(spec: Any) -> Any:
     """``spec`` (a ResourceClaimSpec, or a template's ``{spec: ResourceClaimSpec}``) as the API
     server stores it: with the defaults it sets on every write (kubernetes
-    pkg/apis/resource/v1/defaults.go SetDefaults_ExactDeviceRequest/SetDefaults_DeviceSubRequest,
-    zz_generated.defaults.go's toleration operator "Equal", commit
-    16913111deb1a4c4ff76f4ba7ffd9ebef397a303; v1beta1's flat request is defaulted the same when it
-    names a class).  An existing object is used only when it equals this exactly: an extra selector,
+    pkg/apis/resource/v1/defaults.go SetDefaults_ExactDeviceRequest/SetDefaults_DeviceSubRequest at
+    16913111deb1a4c4ff76f4ba7ffd9ebef397a303; the generated toleration operator "Equal" in
+    pkg/apis/resource/v1beta2/zz_generated.defaults.go at 1f2f433f76dbc28d1fd6602f96e6dd871893601b;
+    v1beta1's flat request is defaulted the same when it names a class, v1beta1/defaults.go at
+    060ff21ecb445ef760239b390fb279fd88d3554e).  An existing object is used only when it equals this exactly: an extra selector,
     toleration or adminAccess would give pods another claim than the one they were rewritten for."""
     spec = copy.deepcopy(spec)
     claim_spec = spec.get("spec") if isinstance(spec, dict) and "devices" not in spec else spec

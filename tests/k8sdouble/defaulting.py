@@ -1,10 +1,11 @@
 """The API server's defaulting of what the double stores, for the kinds where tests notice it.
 
 resource.k8s.io claim specs, as kube-apiserver defaults them on every write (kubernetes
-pkg/apis/resource/v1/defaults.go SetDefaults_ExactDeviceRequest and SetDefaults_DeviceSubRequest,
-and zz_generated.defaults.go's `tolerations[].operator` "Equal"; commit 16913111deb1a4c4ff76f4ba7ffd9ebef397a303;
-v1beta1's SetDefaults_DeviceRequest is the same on its flat request, which the hub holds under
-`exactly`).  A client that compares what it wrote with what it reads back must allow for these.
+pkg/apis/resource/v1/defaults.go SetDefaults_ExactDeviceRequest and SetDefaults_DeviceSubRequest at
+16913111deb1a4c4ff76f4ba7ffd9ebef397a303; the generated `tolerations[].operator` "Equal" in
+pkg/apis/resource/v1beta2/zz_generated.defaults.go at 1f2f433f76dbc28d1fd6602f96e6dd871893601b;
+v1beta1/defaults.go SetDefaults_DeviceRequest at 060ff21ecb445ef760239b390fb279fd88d3554e is the
+same on its flat request, which the hub holds under `exactly`).  A client that compares what it wrote with what it reads back must allow for these.
 """
 from __future__ import annotations
 
