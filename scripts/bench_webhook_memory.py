@@ -5,7 +5,7 @@ In one run, on this machine, for each fleet size (nodes x 8 GPUs, one slice per 
 DRA driver publishes them, each as the API server returns it: with the managedFields its write
 recorded, labels and an owner reference), the Python heap (tracemalloc, after a full collection)
 held by:
-  * floor: the profile's devices alone (kubectl_gpu.cel.device), which any profile needs;
+  * floor: the profile's devices alone (kubectl_gpu.dra.devices), which any profile needs;
   * before: the watch's copy of every slice as decoded, plus the devices;
   * after: the copy of only what the profile reads, strings shared
     (webhook.cluster_profile.slice_as_read), plus the devices.

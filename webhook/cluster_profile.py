@@ -33,7 +33,7 @@ REBUILD_SECONDS = 1.0
 
 def slice_as_read(obj: dict[str, Any]) -> dict[str, Any]:
     """A ResourceSlice as the profile reads it: its spec (every device, read by
-    kubectl_gpu.cel.device) and the name and resourceVersion of its metadata (current_slices, the
+    kubectl_gpu.dra.devices) and the name and resourceVersion of its metadata (current_slices, the
     profile's revision).  managedFields, labels and owner references are a large part of a slice a
     driver wrote and are never read; the watch holds every slice of the fleet
     (scripts/bench_webhook_memory.py measures it)."""

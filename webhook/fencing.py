@@ -18,7 +18,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubectl_gpu.core import LegacyRequest, QuantityError, escape_pointer, family_of, legacy_requests, parse_quantity
+from kubectl_gpu.core import LegacyRequest, escape_pointer, family_of, legacy_requests
+from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
 from kubectl_gpu.core.constants import TPU
 from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
 
