@@ -22,9 +22,6 @@ from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, T
 from kubectl_gpu.core.constants import MIG
 from kubectl_gpu.dra.facts import DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, versions_served_text
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
-from kubectl_gpu.k8s.kubeconfig import connect
-from kubectl_gpu.k8s.lists import list_objects
-from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.cli.console import migrate_progress
 from kubectl_gpu.cli.options import gpu_memory_quantity
 from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
@@ -356,6 +353,11 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
             raise click.UsageError("--kubernetes-version and --feature-gates describe a cluster profile: "
                                    "add --cluster FILE|DIR or --from-cluster")
         return None, {}
+    # The client (the kubernetes package and aiohttp, most of a second to import) only when a
+    # cluster is read: `migrate FILE` and every --help stay offline (tests/test_cli_startup.py).
+    from kubectl_gpu.k8s.kubeconfig import connect
+    from kubectl_gpu.k8s.rest import get_json
+
     try:
         connection = connect(kubeconfig, context)
     except KubeconfigError as err:
@@ -379,6 +381,8 @@ def _live_claims(api: Any, profile: ClusterProfile, context_namespace: str | Non
     """Every ResourceClaimTemplate and ResourceClaim of the cluster, by namespace (those of the
     context's namespace also for objects that name none, where kubectl applies them); a user who may
     not list them gets a note, and claims outside the input stay unchecked (a warning per pod says so)."""
+    from kubectl_gpu.k8s.lists import list_objects
+
     if profile.api_version is None:
         return {}
     found: dict[str | None, list[KnownClaim]] = {}
