@@ -22,16 +22,16 @@ CLUSTER_CLIENT = ("kubernetes", "aiohttp")
 # Runs the CLI as `kubectl-gpu` does and prints, as its last line, which of the client's packages
 # were loaded by the time the process exits.
 PROBE = ("import atexit, sys, runpy\n"
-         "atexit.register(lambda: print('LOADED', *sorted(m for m in sys.modules "
-         f"if m.split('.')[0] in {CLUSTER_CLIENT!r})))\n"
-         "sys.argv = ['kubectl-gpu', *sys.argv[1:]]\n"
+         "packages = sys.argv[1].split(',')\n"
+         "atexit.register(lambda: print('LOADED', *sorted(p for p in packages if p in sys.modules)))\n"
+         "sys.argv = ['kubectl-gpu', *sys.argv[2:]]\n"
          "runpy.run_module('kubectl_gpu.cli.main', run_name='__main__')\n")
 
 
-def loaded_client_modules(*args: str, cwd: Path | None = None) -> list[str]:
+def loaded_client_modules(*args: str, packages: tuple[str, ...] = CLUSTER_CLIENT) -> list[str]:
     env = {**os.environ, "NO_COLOR": "1", "KUBECONFIG": os.devnull}
-    result = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env,
-                            cwd=cwd, timeout=120)
+    result = subprocess.run([sys.executable, "-c", PROBE, ",".join(packages), *args], capture_output=True,
+                            text=True, env=env, timeout=120)
     last = result.stdout.splitlines()[-1] if result.stdout else ""
     assert last.startswith("LOADED"), result.stdout[-2000:] + result.stderr[-2000:]
     return last.split()[1:]
@@ -46,9 +46,14 @@ def test_help_of_every_command_loads_no_cluster_client(args):
     assert loaded_client_modules(*args) == []
 
 
-def test_migrating_a_file_offline_loads_no_cluster_client(tmp_path):
+def test_migrating_a_file_offline_loads_no_cluster_client():
     assert loaded_client_modules("migrate", str(EXAMPLE)) == []
     assert loaded_client_modules("migrate", "--check", str(EXAMPLE)) == []
+
+
+def test_migrating_without_a_cluster_profile_loads_neither_explain_nor_a_second_yaml_library():
+    """explain checks claims against a profile's devices; PyYAML writes only --device-classes."""
+    assert loaded_client_modules("migrate", str(EXAMPLE), packages=("kubectl_gpu.explain", "yaml")) == []
 
 
 # The executable's own start: `--help` from the user's cache (kubectl_gpu/cli/launch.py).

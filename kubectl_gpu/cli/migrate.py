@@ -6,14 +6,13 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
-from kubectl_gpu.cli import exits, yaml_output
-from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
-                                 parse_feature_gates, parse_kubernetes_version, read_live_profile)
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cluster.fit import checked_translator, fit_options
 from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.cluster.shared_gpus import every_gpu_node_shares, lands_only_on_shared_gpus, shared_pools
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
@@ -29,6 +28,9 @@ from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOption
 from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
                                           write_files)
 from kubectl_gpu.manifests.report import print_report, print_write_failures
+
+if TYPE_CHECKING:
+    from kubectl_gpu.cluster import ClusterProfile
 
 EXIT_OK = exits.OK
 EXIT_CHANGES = exits.FINDINGS  # --check/--diff: something would change (kubectl diff exits 1 too)
@@ -240,6 +242,8 @@ def command(
             if output_format == "json":
                 _stdout_write("".join(json.dumps(c, indent=2) + "\n" for c in classes))
             else:
+                from kubectl_gpu.cli import yaml_output
+
                 _stdout_write(yaml_output.dump_all(classes) + "---\n")
         if output_dir is not None:
             try:
@@ -249,6 +253,8 @@ def command(
             jobs = [(target, file.text, file.source.path, file.source.encoding)
                     for target, file in zip(targets, rendered)]
             if classes:
+                from kubectl_gpu.cli import yaml_output
+
                 jobs.append((output_dir / "device-classes.yaml", yaml_output.dump_all(classes), None,
                              "utf-8"))
             writes = write_files(jobs)
@@ -339,12 +345,18 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
                      ) -> tuple[ClusterProfile | None, ClusterClaims]:
     """The profile, and (read live) the ResourceClaimTemplates and ResourceClaims the cluster holds by
     namespace, so a legacy GPU beside one of them is judged as beside one in the input."""
+    from kubectl_gpu.cluster.profile import (ProfileError, parse_feature_gates, parse_kubernetes_version,
+                                             read_live_profile)
+
     if files and live:
         raise click.UsageError("use either --cluster FILE|DIR or --from-cluster, not both")
     try:
         overrides = parse_feature_gates(feature_gates) if feature_gates else None
         minor = parse_kubernetes_version(kubernetes_version) if kubernetes_version else None
         if files:
+            # Profile files are read by PyYAML, a second YAML library `migrate FILE` never needs.
+            from kubectl_gpu.cluster.files import load_profile_files
+
             return load_profile_files(files, kubernetes_minor=minor, gate_overrides=overrides), {}
     except (ProfileError, ValueError) as err:
         raise click.UsageError(str(err)) from err
