@@ -54,4 +54,4 @@ ENV PATH=/opt/venv/bin:/usr/bin:/bin \
 # Numeric (distroless' nonroot), so that runAsNonRoot can verify it; the chart runs the pod as the same user.
 USER 65532:65532
 EXPOSE 8443
-ENTRYPOINT ["kubectl-gpu-webhook", "serve"]
+ENTRYPOINT ["kgpu-webhook", "serve"]

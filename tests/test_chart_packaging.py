@@ -129,8 +129,8 @@ def test_final_image_runs_the_webhook_as_a_numeric_non_root_user_the_chart_agree
 def test_entrypoint_is_the_webhook_server_the_distribution_installs():
     (entrypoint,) = _steps(_stages()[-1], "ENTRYPOINT")
     command = json.loads(entrypoint)
-    assert command == ["kubectl-gpu-webhook", "serve"]
-    assert PYPROJECT["project"]["scripts"]["kubectl-gpu-webhook"] == "webhook.cli:main"
+    assert command == ["kgpu-webhook", "serve"]
+    assert PYPROJECT["project"]["scripts"]["kgpu-webhook"] == "webhook.cli:main"
     assert "8443" in _steps(_stages()[-1], "EXPOSE")
 
 

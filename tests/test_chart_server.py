@@ -85,11 +85,11 @@ def test_the_deployment_and_cronjob_command_lines_are_accepted_by_the_cli(tmp_pa
     config = tmp_path / "config.yaml"
     config.write_text(config_file(docs))
     args = [a.replace("/etc/kubectl-gpu/config.yaml", str(config)) for a in container["args"]]
-    # The image's ENTRYPOINT is `kubectl-gpu-webhook serve` (Dockerfile); the chart adds args.
+    # The image's ENTRYPOINT is `kgpu-webhook serve` (Dockerfile); the chart adds args.
     context = cli.main.commands["serve"].make_context("serve", list(args))
     assert context.params["config_path"] == str(config)
     cron = find(docs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
-    assert cron["command"] == ["kubectl-gpu-webhook", "cleanup"]
+    assert cron["command"] == ["kgpu-webhook", "cleanup"]
     cron_args = [a.replace("/etc/kubectl-gpu/config.yaml", str(config)) for a in cron["args"]]
     context = cli.main.commands["cleanup"].make_context("cleanup", cron_args)
     assert context.params["grace_seconds"] == 600
@@ -311,7 +311,7 @@ def test_the_largest_review_is_answered_within_the_charts_memory_limit_and_timeo
     MaxRequestBodyBytes = 3 * 1024 * 1024), so an UPDATE's AdmissionReview carries at most two such
     objects plus the envelope: the server answers bodies up to 7 MiB (as controller-runtime's
     webhook, pkg/webhook/admission/http.go maxRequestSize) and refuses more with 413.  Served by
-    `kubectl-gpu-webhook serve` with the rendered chart's config, its answer must come within the
+    `kgpu-webhook serve` with the rendered chart's config, its answer must come within the
     webhook's timeoutSeconds (the API server gives up then) and its peak memory stay under the
     Deployment's memory limit (the kubelet kills it above)."""
     import os

@@ -1,4 +1,4 @@
-"""`kubectl-gpu-webhook cleanup`: unused managed templates go, referenced ones never do."""
+"""`kgpu-webhook cleanup`: unused managed templates go, referenced ones never do."""
 
 from __future__ import annotations
 

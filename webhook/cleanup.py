@@ -1,4 +1,4 @@
-"""`kubectl-gpu-webhook cleanup`: delete managed DRA objects that nothing references any more.
+"""`kgpu-webhook cleanup`: delete managed DRA objects that nothing references any more.
 
 Deleting a template a pod is about to use would strand that pod (the webhook checks the template
 for every review, but a pod admitted a moment ago may not be visible to a list yet).  So clean-up works in two passes separated by a grace period:

@@ -1,4 +1,4 @@
-"""`kubectl-gpu-webhook`: serve the admission webhook, write its certificates, clean up templates."""
+"""`kgpu-webhook`: serve the admission webhook, write its certificates, clean up templates."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def serve(config_path: str | None, kubeconfig: str | None, metrics_port: int | N
     for path in (config.cert_file, config.key_file):
         if not os.path.isfile(path):
             raise click.UsageError(
-                f"TLS file {path} does not exist; create it with `kubectl-gpu-webhook certs` or cert-manager, "
+                f"TLS file {path} does not exist; create it with `kgpu-webhook certs` or cert-manager, "
                 "or point tls.certFile/tls.keyFile (--cert-file/--key-file) at it"
             )
     api = async_client(kubeconfig, config.api_timeout_seconds)

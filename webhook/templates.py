@@ -39,7 +39,7 @@ from kubectl_gpu.k8s import ApiError, AsyncClient, Informer, Resource
 from .ratelimit import PerKeyRate
 from .singleflight import SingleFlight
 
-# Set by `kubectl-gpu-webhook cleanup` on a managed object nothing references; it deletes the
+# Set by `kgpu-webhook cleanup` on a managed object nothing references; it deletes the
 # object on a later run.  The webhook removes the mark when a new pod needs the object again.
 UNUSED_SINCE_ANNOTATION = "kubectl-gpu.io/unused-since"
 # On every object the webhook creates, and on nothing else: `kubectl gpu migrate` writes the same
