@@ -44,23 +44,30 @@ def findings(items: Iterable[Finding], title: str = "Findings") -> RenderableTyp
 
 
 def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> RenderableType:
-    columns = ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "GPU USE",
-               "LEGACY (ALLOCATABLE)", "LEGACY PODS"]
+    """One row per GPU node.  The default columns fit kubectl's 80; -o wide adds how the DRA
+    GPUs are used, the device plugin's resources, products and memory.  DRA GPUS counts DRA
+    devices only: a device plugin's GPUs are its resources (LEGACY (ALLOCATABLE)) and the GPU USE
+    bar, never one number under the same name."""
     if wide:
-        columns += ["PRODUCT", "MEMORY"]
-    columns.append("FINDINGS")
+        columns = ["NODE", "DRA", "DRA GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "GPU USE",
+                   "LEGACY (ALLOCATABLE)", "LEGACY PODS", "PRODUCT", "MEMORY", "FINDINGS"]
+    else:
+        # No FREE: the GPU USE bar says how many of the node's GPUs are in use (used/total).
+        columns = ["NODE", "DRA", "DRA GPUS", "GPU USE", "LEGACY PODS", "FINDINGS"]
     table = KubeTable(*columns, wide=wide, show_header=headers)
     for node in report.nodes:
         gpus = node.gpu_rows
-        legacy = ", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)
-        mig = f"{len(node.mig_rows)} ({node.mig_used})" if node.mig_rows else "-"
-        row = [node.name, "yes" if node.dra_label else "no", str(node.gpu_count), str(node.count(ALLOCATED)),
-               str(node.count(SHARED)), str(node.count(FREE)), mig, bar(node), _dash(legacy),
-               str(len(node.legacy_pods))]
+        row: list[Any] = [node.name, "yes" if node.dra_label else "no", str(node.gpu_count)]
         if wide:
+            mig = f"{len(node.mig_rows)} ({node.mig_used})" if node.mig_rows else "-"
+            row += [str(node.count(ALLOCATED)), str(node.count(SHARED)), str(node.count(FREE)), mig, bar(node),
+                    _dash(", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)),
+                    str(len(node.legacy_pods))]
             products = {r.device.product for r in (*gpus, *node.mig_rows) if r.device.product}
             row += [_dash(", ".join(sorted(products))),
                     _dash(", ".join(sorted({r.device.memory for r in gpus if r.device.memory})))]
+        else:
+            row += [bar(node), str(len(node.legacy_pods))]
         row.append(Text(", ".join(f.code for f in node.findings), style="bold red") if node.findings else Text("-"))
         table.add_row(*row)
     parts: list[RenderableType] = [table if report.nodes else Text("No GPU nodes found.")]
