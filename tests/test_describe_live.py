@@ -315,3 +315,29 @@ def test_describe_reads_the_clusters_devices_without_loading_the_cel_compiler(gp
                             capture_output=True, text=True, check=False, cwd=Path(__file__).parent.parent)
     assert "dra-a" in result.stdout, result.stderr[-2000:]
     assert result.stdout.splitlines()[-1] == "[] 0", result.stderr[-2000:]
+
+
+def _tables(output: str) -> list[str]:
+    """The lines of a report's tables (a header line in capitals and the rows under it)."""
+    lines, inside = [], False
+    for line in output.splitlines():
+        inside = inside and bool(line.strip()) or (line[:1].isupper() and line.split()[0].isupper()
+                                                   and line.split()[0] not in ("DRA",) and line == line.upper())
+        if inside:
+            lines.append(line)
+    return lines
+
+
+def test_describe_node_and_pod_tables_fit_80_columns_and_wide_adds_the_details(gpu_cluster):
+    node = run(gpu_cluster, "describe", "node", "dra-a").output
+    assert _tables(node) and max(len(line) for line in _tables(node)) <= 80, node
+    assert "GPUs: 8 NVIDIA H100 80GB HBM3 (80Gi)" in node  # the product once, above the table
+    assert _tables(node)[0].split() == ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS"]
+    wide = run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
+    assert _tables(wide)[0].split()[:9] == ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS", "PRODUCT", "MEMORY", "MIG",
+                                            "PROFILE"]
+    pod = run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml").output
+    assert _tables(pod) and max(len(line) for line in _tables(pod)) <= 80, pod
+    assert _tables(pod)[0].split() == ["REQUEST", "DEVICE", "NODE", "CONSUMED"]
+    wide = run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml", "-o", "wide").output
+    assert "NVIDIA H100 80GB HBM3" in wide and _tables(wide)[0].split()[4:6] == ["PRODUCT", "MEMORY"]
