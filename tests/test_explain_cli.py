@@ -296,3 +296,16 @@ def test_a_resource_slice_given_twice_counts_once(tmp_path):
     twice = json.loads(run("-f", TEST1, "--slices", str(tmp_path / "twice.yaml"), "-o", "json").output)
     assert twice["devices"] == once["devices"] == 8
     assert twice["items"] == once["items"]  # 8 free, not 16
+
+
+def test_explain_tables_fit_80_columns_and_wide_adds_class_source_best_node_and_expressions():
+    mig = str(claim_fixture("gpu-test4-mig-devices"))
+    narrow = run("-f", mig, "--slices", H100)
+    tables = [line for line in narrow.output.splitlines() if not line.startswith(" ") and "  " in line]
+    assert tables and max(len(line) for line in tables) <= 80, narrow.output
+    headers = [line.split("   ") for line in tables if line.startswith("REQUEST")]
+    assert headers == [["REQUEST", "CLASS", "NEEDS", "MATCH", "FREE", "RESULT"],
+                       ["REQUEST", "SELECTOR", "MATCHED", "REJECTED", "ERRORS"]]
+    wide = run("-f", mig, "--slices", H100, "-o", "wide").output
+    assert "IN CLASS" in wide and "BEST NODE" in wide and "(built-in (NVIDIA driver))" in wide
+    assert "device.attributes['gpu.nvidia.com'].profile ==" in wide
