@@ -111,23 +111,25 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
     console.print(text(f"  {claim.verdict}", style=style))
     for note in claim.notes:
         console.print(text(f"  note: {note}"))
-    table = KubeTable("REQUEST", "CLASS", "NEEDS", "IN CLASS", "MATCH", "FREE", "BEST NODE", "RESULT", wide=wide)
+    # Within 80 columns by default (kubectl's tables); where the class came from, how many devices
+    # are in it and the best node are -o wide's.
+    columns = ["REQUEST", "CLASS", "NEEDS", "MATCH", "FREE", "RESULT"]
+    table = KubeTable(*(columns[:3] + ["IN CLASS"] + columns[3:5] + ["BEST NODE"] + columns[5:] if wide else columns),
+                      wide=wide)
     for request in claim.requests:
         for alternative in request.alternatives:
             marker = " *" if request.mode == "firstAvailable" and alternative.name == request.chosen else ""
             needs = "all" if alternative.allocation_mode == "All" else str(alternative.count)
             if alternative.capacity_requests:
                 needs += " (" + ", ".join(f"{k}={v}" for k, v in alternative.capacity_requests.items()) + ")"
-            table.add_row(
-                text(alternative.name + marker),
-                text(alternative.device_class + ("" if alternative.class_source == "given" else f" ({alternative.class_source})")),
-                text(needs),
-                str(alternative.in_class),
-                str(alternative.matched),
-                str(alternative.free),
-                f"{alternative.best_node or '-'} ({alternative.best_node_free})",
-                _result(alternative.allocatable, alternative.fatal_error, text),
-            )
+            source = "" if alternative.class_source == "given" or not wide else f" ({alternative.class_source})"
+            cells = [text(alternative.name + marker), text(alternative.device_class + source), text(needs),
+                     str(alternative.matched), str(alternative.free),
+                     _result(alternative.allocatable, alternative.fatal_error, text)]
+            if wide:
+                cells[3:3] = [str(alternative.in_class)]
+                cells[6:6] = [f"{alternative.best_node or '-'} ({alternative.best_node_free})"]
+            table.add_row(*cells)
     console.print(table)
     for request in claim.requests:
         for alternative in request.alternatives:
@@ -136,7 +138,9 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
             style = "green" if alternative.allocatable else "red"
             console.print(text(f"  {alternative.name}: {alternative.verdict}", style=style))
     # Which CEL engine evaluated a selector is an implementation detail: JSON keeps it, people don't need it.
-    selectors = KubeTable("REQUEST", "SELECTOR", "EXPRESSION", "MATCHED", "REJECTED", "ERRORS", wide=wide)
+    # The expression itself (long CEL) is -o wide's; the selector's name says which one it is.
+    selectors = KubeTable("REQUEST", "SELECTOR", *(["EXPRESSION"] if wide else []), "MATCHED", "REJECTED", "ERRORS",
+                          wide=wide)
     rows = 0
     for request in claim.requests:
         for alternative in request.alternatives:
@@ -145,7 +149,7 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
                 selectors.add_row(
                     text(alternative.name),
                     text(selector.selector),
-                    text(" ".join(selector.expression.split())),
+                    *([text(" ".join(selector.expression.split()))] if wide else []),
                     str(selector.matched),
                     str(selector.rejected),
                     text(str(selector.errors) if not selector.compile_error else "does not compile",
