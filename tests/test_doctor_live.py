@@ -160,4 +160,4 @@ def test_doctor_wide_shows_every_summary_whole_and_no_headers_drops_the_header(k
     for check in data["checks"]:
         assert any(line.endswith(check["summary"]) for line in wide), check["summary"]
     bare = doctor(k8s_double, "--no-headers").output.splitlines()
-    assert bare[:bare.index("")] == checks[1:]
+    assert [line.split() for line in bare[:bare.index("")]] == [line.split() for line in checks[1:]]

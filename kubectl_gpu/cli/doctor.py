@@ -54,5 +54,6 @@ def command(dra_node_labels: tuple[str, ...], extra_legacy_resources: tuple[str,
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     report = run_doctor(inputs)
-    emit(options, report.to_dict(), lambda: tables.doctor(report))
+    emit(options, report.to_dict(), lambda: tables.doctor(report, wide=options.output == "wide",
+                                                                 headers=not options.no_headers))
     sys.exit(exits.OK if report.healthy else exits.FINDINGS)

@@ -330,8 +330,8 @@ def explanation(result: Any) -> RenderableType:
     return Group(*parts)
 
 
-def doctor(report: DoctorReport) -> RenderableType:
-    table = _table("CHECK", "STATUS", "LOOKED AT")
+def doctor(report: DoctorReport, wide: bool = False, headers: bool = True) -> RenderableType:
+    table = KubeTable("CHECK", "STATUS", "LOOKED AT", wide=wide, show_header=headers)
     for check in report.checks:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[check.status]
         table.add_row(check.title, Text(check.status.upper(), style=style), check.summary)
