@@ -310,3 +310,11 @@ def test_explain_tables_fit_80_columns_and_wide_adds_class_source_best_node_and_
     wide = run("-f", mig, "--slices", H100, "-o", "wide").output
     assert "IN CLASS" in wide and "BEST NODE" in wide and "(built-in (NVIDIA driver))" in wide
     assert "device.attributes['gpu.nvidia.com'].profile ==" in wide
+
+
+def test_no_headers_prints_explain_tables_without_their_header_lines():
+    with_headers = run("-f", TEST1, "--slices", H100).output.splitlines()
+    bare = run("-f", TEST1, "--slices", H100, "--no-headers").output.splitlines()
+    assert any(line.startswith("REQUEST") for line in with_headers)
+    assert not any(line.startswith("REQUEST") for line in bare)
+    assert [line.split() for line in with_headers if not line.startswith("REQUEST")] == [line.split() for line in bare]
