@@ -71,7 +71,8 @@ _ATOMIC = frozenset({str, int, float, bool})
 _FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 
-def render_table(explanation: Explanation, console: Console | PlainConsole, wide: bool = False) -> None:
+def render_table(explanation: Explanation, console: Console | PlainConsole, wide: bool = False,
+                 headers: bool = True) -> None:
     """Tables and verdicts for people, on a rich Console, or on a PlainConsole where there is no
     colour (kubectl_gpu/cli/console.py text_console): the same characters, without loading rich."""
     text = _text_type(console)
@@ -87,7 +88,7 @@ def render_table(explanation: Explanation, console: Console | PlainConsole, wide
             console.print(text(f"{item.kind} {_ref(item.namespace, item.name)}: INVALID", style="bold red"))
             console.print(text(f"  {item.error}"))
             continue
-        _render_claim(item, console, wide, text)
+        _render_claim(item, console, wide, text, headers)
 
 
 def _ref(namespace: str | None, name: str) -> str:
@@ -103,7 +104,8 @@ def _text_type(console: Console | PlainConsole) -> Any:
     return Text
 
 
-def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: bool, text: Any) -> None:
+def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: bool, text: Any,
+                  headers: bool = True) -> None:
     from kubectl_gpu.kubetable import KubeTable
 
     style = "bold green" if claim.allocatable else "bold red"
@@ -115,7 +117,7 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
     # are in it and the best node are -o wide's.
     columns = ["REQUEST", "CLASS", "NEEDS", "MATCH", "FREE", "RESULT"]
     table = KubeTable(*(columns[:3] + ["IN CLASS"] + columns[3:5] + ["BEST NODE"] + columns[5:] if wide else columns),
-                      wide=wide)
+                      wide=wide, show_header=headers)
     for request in claim.requests:
         for alternative in request.alternatives:
             marker = " *" if request.mode == "firstAvailable" and alternative.name == request.chosen else ""
@@ -140,7 +142,7 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
     # Which CEL engine evaluated a selector is an implementation detail: JSON keeps it, people don't need it.
     # The expression itself (long CEL) is -o wide's; the selector's name says which one it is.
     selectors = KubeTable("REQUEST", "SELECTOR", *(["EXPRESSION"] if wide else []), "MATCHED", "REJECTED", "ERRORS",
-                          wide=wide)
+                          wide=wide, show_header=headers)
     rows = 0
     for request in claim.requests:
         for alternative in request.alternatives:
