@@ -273,7 +273,7 @@ def command(
         console.print(_device_classes_report(classes, mig_requests, profile), markup=False)
     for line in _shared_pool_warnings(profile, whole_gpus[0]):
         console.print(line, markup=False)
-    print_report(result, console)
+    print_report(result, console, written=not (check or show_diff))
     if writes.failed:
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)
