@@ -97,7 +97,7 @@ def test_a_kept_help_is_not_used_for_another_terminal_width_or_when_damaged(tmp_
 
 def test_what_is_not_a_plain_help_request_runs_the_command(tmp_path):
     bad = launch(tmp_path, "nosuch", "--help")
-    assert bad.returncode == exits.USAGE and "No such command" in bad.stderr
+    assert bad.returncode == exits.USAGE and "unknown command \"nosuch\"" in bad.stderr
     assert not list((tmp_path / "kubectl-gpu").glob("help-*"))  # a usage error is not kept
     migrated = launch(tmp_path, "migrate", str(EXAMPLE))
     assert migrated.returncode == 0 and "kind: ResourceClaimTemplate" in migrated.stdout
