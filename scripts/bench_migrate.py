@@ -183,7 +183,10 @@ def startup(runs: int) -> None:
 
     from kubectl_gpu.cli.main import SUBCOMMANDS
 
-    cli = [sys.executable, "-m", "kubectl_gpu.cli.launch"]
+    # The executable kubectl runs (pip's console script) when this interpreter has one, else the
+    # same entry point through -m (which adds runpy's import).
+    script = Path(sys.executable).parent / "kubectl-gpu"
+    cli = [sys.executable, str(script)] if script.is_file() else [sys.executable, "-m", "kubectl_gpu.cli.launch"]
     cache = tempfile.TemporaryDirectory(prefix="bench-migrate-cache-")
     env = {**os.environ, "XDG_CACHE_HOME": cache.name}
     floor = _process_seconds([sys.executable, "-c", "pass"], runs)
