@@ -156,7 +156,7 @@ def test_describe_unallocated_claim_says_why_against_everyone_elses_allocations(
     assert claim["state"] == "waiting for allocation" and claim["devices"] == []
     (item,) = claim["explanation"]["items"]
     alternative = item["requests"][0]["alternatives"][0]
-    assert (alternative["in_class"], alternative["free"], alternative["best_node_free"]) == (24, 23, 8)
+    assert (alternative["inClass"], alternative["free"], alternative["bestNodeFree"]) == (24, 23, 8)
     assert "at most 8 free on one node" in item["verdict"]
     table = run(gpu_cluster, "describe", "claim", "waiting", "-n", "ml").output
     assert "Why (explain):" in table and "at most 8 free on one node" in table
@@ -197,7 +197,7 @@ def test_pending_pod_from_the_corpus_is_explained(k8s_double):
     (item,) = explanation["items"]
     assert item["kind"] == "ResourceClaimTemplate" and item["name"] == "single-gpu"
     alternative = item["requests"][0]["alternatives"][0]
-    assert (alternative["in_class"], alternative["free"]) == (1, 0)
+    assert (alternative["inClass"], alternative["free"]) == (1, 0)
     table = run(k8s_double, "describe", "pod", "pod1", "-n", "gpu-test1").output
     assert "Why (explain):" in table
 
@@ -290,7 +290,7 @@ def test_explain_pod_live_reports_the_selector_error_as_the_scheduler_would(k8s_
     (item,) = data["items"]
     assert (item["kind"], item["name"], item["allocatable"]) == ("ResourceClaimTemplate", "pinned", False)
     selector = item["requests"][0]["alternatives"][0]["selectors"][-1]
-    assert selector["errors"] == 2 and "index" in selector["first_error"]
+    assert selector["errors"] == 2 and "index" in selector["firstError"]
     missing = CliRunner().invoke(main, ["explain", "ghost", "--kubeconfig", k8s_double.kubeconfig_path()])
     assert missing.exit_code == 1 and 'pod "ghost" not found' in missing.output
 

@@ -44,9 +44,9 @@ def test_json_gives_per_device_and_selector_results():
     data = json.loads(result.output)
     assert data["kind"] == "Explanation" and data["allocatable"] is False and data["devices"] == 6
     alternative = data["items"][0]["requests"][0]["alternatives"][0]
-    errored = [d for d in alternative["device_results"] if d["result"] == "error"]
+    errored = [d for d in alternative["deviceResults"] if d["result"] == "error"]
     assert errored[0]["selectors"][-1] == {"selector": "#0", "result": "error", "message": "no such key: index"}
-    migs = [d for d in alternative["device_results"] if d["rejected_by"] == "class gpu.nvidia.com #0"]
+    migs = [d for d in alternative["deviceResults"] if d["rejectedBy"] == "class gpu.nvidia.com #0"]
     assert len(migs) == 5
 
 
@@ -318,3 +318,23 @@ def test_no_headers_prints_explain_tables_without_their_header_lines():
     assert any(line.startswith("REQUEST") for line in with_headers)
     assert not any(line.startswith("REQUEST") for line in bare)
     assert [line.split() for line in with_headers if not line.startswith("REQUEST")] == [line.split() for line in bare]
+
+
+def _keys(value):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item)
+
+
+def test_json_keys_are_camel_case_throughout_as_every_kubernetes_object():
+    """One contract for scripts: explain's keys are spelled as the API's (bestNode, deviceResults),
+    like describe's and doctor's, never Python's snake_case."""
+    data = json.loads(run("-f", TEST1, "--slices", H100, "-o", "json").output)
+    assert data["apiVersion"] and data["kind"] == "Explanation"
+    alternative = data["items"][0]["requests"][0]["alternatives"][0]
+    assert {"bestNode", "bestNodeFree", "inClass", "deviceClass", "deviceResults"} <= set(alternative)
+    assert not [key for key in _keys(data) if "_" in key]
