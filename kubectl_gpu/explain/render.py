@@ -29,7 +29,7 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
         if not devices:
             for request in data.get("requests", []):
                 for alternative in request["alternatives"]:
-                    alternative.pop("device_results", None)
+                    alternative.pop("deviceResults", None)
         items.append(data)
     return {
         "apiVersion": API_VERSION,
@@ -40,6 +40,11 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
         "deviceClasses": list(explanation.classes),
         "items": items,
     }
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _plain(value: Any) -> Any:
@@ -53,7 +58,9 @@ def _plain(value: Any) -> Any:
     fields = _FIELDS.get(cls)
     if fields is None and dataclasses.is_dataclass(cls):
         names = tuple(f.name for f in dataclasses.fields(cls))
-        fields = _FIELDS[cls] = (names, operator.attrgetter(*names) if len(names) > 1 else lambda v: (getattr(v, names[0]),))
+        # Keys as the Kubernetes API spells them (camelCase), one contract for every -o json.
+        fields = _FIELDS[cls] = (tuple(_camel(n) for n in names),
+                                 operator.attrgetter(*names) if len(names) > 1 else lambda v: (getattr(v, names[0]),))
     if fields is not None:
         names, values = fields
         return dict(zip(names, map(_plain, values(value))))
