@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What a hostile or broken client that reaches the webhook's port can make it hold, measured.
 
-Starts `kubectl-gpu-webhook serve` (the image's entrypoint, default settings: the chart's) on
+Starts `kgpu-webhook serve` (the image's entrypoint, default settings: the chart's) on
 loopback against the Kubernetes API double, then, one after another:
 
   * floor      - the server idle, no client connected;
