@@ -99,7 +99,7 @@ def test_best_node_is_never_a_node_doctor_flags_for_double_counting(k8s_double, 
         assert result.exit_code == 0, result.output
         (item,) = json.loads(result.stdout)["items"]
         assert item["node"] == "dra-ok", args
-        assert item["requests"][0]["alternatives"][0]["best_node"] == "dra-ok", args
+        assert item["requests"][0]["alternatives"][0]["bestNode"] == "dra-ok", args
 
 
 def test_live_explain_builds_each_slices_devices_once(cluster, monkeypatch):

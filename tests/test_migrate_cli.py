@@ -110,6 +110,9 @@ def test_check_exits_1_while_something_would_change_and_0_after_migrating(tree: 
     result = migrate("--check", str(tree))
     assert result.exit_code == 1 and result.stdout == ""
     assert (tree / "gpu" / "pod.yaml").read_text() == POD
+    # --check writes nothing: its report says what would change, never "(migrated)".
+    assert f"{tree / 'gpu' / 'pod.yaml'} (would be migrated)" in result.stderr
+    assert "(migrated)" not in result.stderr
     assert migrate("--in-place", str(tree)).exit_code == 0
     assert migrate("--check", str(tree)).exit_code == 0
 

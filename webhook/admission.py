@@ -303,7 +303,8 @@ class Admission:
         if not self.config.node_status_guard or request.operation != "UPDATE" or node is None:
             return allow()
         driver_nodes = (await self._validation_config()).driver_node_names
-        ops = tuple(fencing.strip_legacy_capacity(node, self.config.dra_node_selectors, driver_nodes))
+        ops = tuple(fencing.strip_legacy_capacity(node, self.config.dra_node_selectors, driver_nodes,
+                                                  self.config.extra_legacy_resources))
         if not ops:
             return allow()
         self.metrics.double_counting.labels(finding="node_status_stripped").inc()
@@ -334,7 +335,8 @@ class Admission:
 
     async def _validate_pod(self, request: AdmissionRequest) -> Verdict:
         assert request.obj is not None
-        if not fencing.legacy_gpu_resources(request.obj):
+        extra = self.config.extra_legacy_resources
+        if not fencing.legacy_gpu_resources(request.obj, extra):
             # Both findings are about device-plugin GPU requests: a pod without any (a DRA-only
             # pod) needs no node lookup, and is never denied because the API is unreachable.
             return allow()
@@ -342,7 +344,7 @@ class Admission:
         # MIG request a DeviceClass serves through extendedResourceName (KEP-5004) belongs on DRA nodes.
         config = await self._validation_config()
         pod = device_plugin_view(request.obj, config)
-        if not fencing.legacy_gpu_resources(pod):
+        if not fencing.legacy_gpu_resources(pod, extra):
             return allow()
         selectors = self.config.dra_node_selectors
         findings: dict[str, list[str]] = {}
@@ -351,12 +353,18 @@ class Admission:
                 node_labels: dict[str, dict[str, str]] = {}
                 for name in fencing.pinned_node_names(pod) if selectors else ():
                     node_labels[name] = await self.nodes.labels(name)
-                findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels, config.driver_node_names)
+                findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels, config.driver_node_names,
+                                                                 extra)
             if claims_beside_legacy_gpus(pod, config.translate_options):
                 # Only claims that really allocate GPUs count (not an IMEX channel or a NIC).
                 known = await self._claims_of(pod, request.namespace)
                 findings["same_gpus_twice"] = [
                     n.render() for n in gpus_asked_twice(pod, known, config.translate_options)]
+            if selectors and not findings["pinned"]:
+                # /mutate fences every such pod; one without the fence skipped it (Ignore during an
+                # outage) or a later webhook changed its affinity.  After the findings above, which
+                # /mutate reports in the same words.
+                findings["unfenced"] = fencing.unfenced(pod, selectors, extra)
         except ApiError as exc:
             return deny(f"kubectl-gpu: cannot check this pod against DRA nodes ({exc.status or exc.reason}): {RETRY_HINT}", 503)
         reasons = [reason for found in findings.values() for reason in found]

@@ -134,7 +134,7 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     else:
         from kubectl_gpu.cli.console import text_console
 
-        render_table(explanation, text_console(), wide=output == "wide")
+        render_table(explanation, text_console(), wide=output == "wide", headers=not options.no_headers)
     # Everything went to stdout and every file read is closed: the executable may end without
     # freeing the explanation and ``read`` (the parsed slices, their devices) object by object.
     exits.skip_teardown()

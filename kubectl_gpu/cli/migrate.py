@@ -6,14 +6,13 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
-from kubectl_gpu.cli import exits, yaml_output
-from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
-                                 parse_feature_gates, parse_kubernetes_version, read_live_profile)
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cluster.fit import checked_translator, fit_options
 from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.cluster.shared_gpus import every_gpu_node_shares, lands_only_on_shared_gpus, shared_pools
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
@@ -22,9 +21,6 @@ from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, T
 from kubectl_gpu.core.constants import MIG
 from kubectl_gpu.dra.facts import DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, versions_served_text
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
-from kubectl_gpu.k8s.kubeconfig import connect
-from kubectl_gpu.k8s.lists import list_objects
-from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.cli.console import migrate_progress
 from kubectl_gpu.cli.options import gpu_memory_quantity
 from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
@@ -32,6 +28,9 @@ from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOption
 from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
                                           write_files)
 from kubectl_gpu.manifests.report import print_report, print_write_failures
+
+if TYPE_CHECKING:
+    from kubectl_gpu.cluster import ClusterProfile
 
 EXIT_OK = exits.OK
 EXIT_CHANGES = exits.FINDINGS  # --check/--diff: something would change (kubectl diff exits 1 too)
@@ -243,6 +242,8 @@ def command(
             if output_format == "json":
                 _stdout_write("".join(json.dumps(c, indent=2) + "\n" for c in classes))
             else:
+                from kubectl_gpu.cli import yaml_output
+
                 _stdout_write(yaml_output.dump_all(classes) + "---\n")
         if output_dir is not None:
             try:
@@ -252,6 +253,8 @@ def command(
             jobs = [(target, file.text, file.source.path, file.source.encoding)
                     for target, file in zip(targets, rendered)]
             if classes:
+                from kubectl_gpu.cli import yaml_output
+
                 jobs.append((output_dir / "device-classes.yaml", yaml_output.dump_all(classes), None,
                              "utf-8"))
             writes = write_files(jobs)
@@ -270,7 +273,7 @@ def command(
         console.print(_device_classes_report(classes, mig_requests, profile), markup=False)
     for line in _shared_pool_warnings(profile, whole_gpus[0]):
         console.print(line, markup=False)
-    print_report(result, console)
+    print_report(result, console, written=not (check or show_diff))
     if writes.failed:
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)
@@ -342,12 +345,18 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
                      ) -> tuple[ClusterProfile | None, ClusterClaims]:
     """The profile, and (read live) the ResourceClaimTemplates and ResourceClaims the cluster holds by
     namespace, so a legacy GPU beside one of them is judged as beside one in the input."""
+    from kubectl_gpu.cluster.profile import (ProfileError, parse_feature_gates, parse_kubernetes_version,
+                                             read_live_profile)
+
     if files and live:
         raise click.UsageError("use either --cluster FILE|DIR or --from-cluster, not both")
     try:
         overrides = parse_feature_gates(feature_gates) if feature_gates else None
         minor = parse_kubernetes_version(kubernetes_version) if kubernetes_version else None
         if files:
+            # Profile files are read by PyYAML, a second YAML library `migrate FILE` never needs.
+            from kubectl_gpu.cluster.files import load_profile_files
+
             return load_profile_files(files, kubernetes_minor=minor, gate_overrides=overrides), {}
     except (ProfileError, ValueError) as err:
         raise click.UsageError(str(err)) from err
@@ -356,6 +365,11 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
             raise click.UsageError("--kubernetes-version and --feature-gates describe a cluster profile: "
                                    "add --cluster FILE|DIR or --from-cluster")
         return None, {}
+    # The client (the kubernetes package and aiohttp, most of a second to import) only when a
+    # cluster is read: `migrate FILE` and every --help stay offline (tests/test_cli_startup.py).
+    from kubectl_gpu.k8s.kubeconfig import connect
+    from kubectl_gpu.k8s.rest import get_json
+
     try:
         connection = connect(kubeconfig, context)
     except KubeconfigError as err:
@@ -379,6 +393,8 @@ def _live_claims(api: Any, profile: ClusterProfile, context_namespace: str | Non
     """Every ResourceClaimTemplate and ResourceClaim of the cluster, by namespace (those of the
     context's namespace also for objects that name none, where kubectl applies them); a user who may
     not list them gets a note, and claims outside the input stay unchecked (a warning per pod says so)."""
+    from kubectl_gpu.k8s.lists import list_objects
+
     if profile.api_version is None:
         return {}
     found: dict[str | None, list[KnownClaim]] = {}

@@ -82,7 +82,7 @@ def command(files: tuple[str, ...], wave_size: int | None, dra_node_labels: tupl
         plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels, driver=driver)
     except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it
         fail(f"cannot plan: {exc}", exits.USAGE)
-    emit(options, {**plan.to_dict(), "cluster": fitted}, lambda: _text(render_plan(plan)),
+    emit(options, {**plan.to_dict(), "cluster": fitted}, lambda: _text(render_plan(plan, wide=options.output == "wide", headers=not options.no_headers)),
          names=lambda: [w.ref.rsplit("/", 1)[0].split("/")[0].lower() + "/" + w.name for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
 

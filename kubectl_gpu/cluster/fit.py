@@ -13,23 +13,25 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubectl_gpu.dra.devices import Device
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
 from kubectl_gpu.dra import facts
 from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
-from kubectl_gpu.allocator import Allocator
 from kubectl_gpu.dra.facts import (DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, device_plugin_mig_resource,
                                    gpu_device_class_names)
-from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
-from kubectl_gpu.explain.judge import Cluster, build_allocator
-from kubectl_gpu.explain.model import ClaimResult
 
 from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
 from .shared_gpus import every_gpu_node_shares
+
+if TYPE_CHECKING:
+    from kubectl_gpu.dra.devices import Device
+    from kubectl_gpu.explain import DeviceClassSpec
+    from kubectl_gpu.explain.model import ClaimResult
+    from kubectl_gpu.allocator import Allocator
+    from kubectl_gpu.explain.judge import Cluster
 
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 MIG_RESOURCE_PREFIX = device_plugin_mig_resource("")  # nvidia.com/mig-
@@ -230,6 +232,8 @@ def _full_capacity(device: Device) -> tuple[tuple[str, str], ...]:
 
 @functools.lru_cache(maxsize=8)
 def _class_specs(profile: ClusterProfile) -> dict[str, DeviceClassSpec]:
+    from kubectl_gpu.explain import parse_device_class
+
     specs = {}
     for obj in profile.device_classes:
         spec = parse_device_class(obj)
@@ -238,6 +242,10 @@ def _class_specs(profile: ClusterProfile) -> dict[str, DeviceClassSpec]:
 
 
 def explain_against(claim: ClaimObject, profile: ClusterProfile, namespace: str = "default") -> ClaimResult:
+    # explain (the CEL compiler with it) only when a claim is checked against a profile: migrate
+    # without one never loads it (tests/test_cli_startup.py).
+    from kubectl_gpu.explain import explain_claim, parse_claim
+
     spec = parse_claim(claim.manifest(namespace))
     # A new claim compiles under the cluster's gates, as the API server compiles it; the
     # allocator judges it against the profile's slices (counter sets and pools included).
@@ -248,6 +256,8 @@ def explain_against(claim: ClaimObject, profile: ClusterProfile, namespace: str 
 @functools.lru_cache(maxsize=8)
 def _judge(profile: ClusterProfile, class_names: tuple[str, ...]) -> tuple[Allocator, Cluster]:
     """One allocator per profile (and the classes a claim names): its selector verdicts are kept."""
+    from kubectl_gpu.explain.judge import Cluster, build_allocator
+
     cluster = Cluster(profile.slice_facts, profile.feature_gates)
     return build_allocator(cluster, _class_specs(profile), class_names, None, ()), cluster
 

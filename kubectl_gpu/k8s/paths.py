@@ -18,6 +18,7 @@ PLURALS = {
     "Job": "jobs",
     "CronJob": "cronjobs",
     "ReplicationController": "replicationcontrollers",
+    "PodTemplate": "podtemplates",
     "ResourceClaim": "resourceclaims",
     "ResourceClaimTemplate": "resourceclaimtemplates",
     "ResourceSlice": "resourceslices",

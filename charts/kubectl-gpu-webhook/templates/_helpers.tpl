@@ -182,6 +182,9 @@ The legacy resource names, by family (docs/design.md):
 {{- /* The GPU names, one alternation: the two regexes below must never drift apart. */}}
 {{- define "kubectl-gpu-webhook.legacyGpuResourceNames" -}}
 nvidia[.]com/(gpu|gpu[.]shared|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage)|volcano[.]sh/vgpu-(number|cores|memory)|volcano[.]sh/gpu-(memory|number)|koordinator[.]sh/(gpu|gpu[.]shared|gpu-core|gpu-memory|gpu-memory-ratio)
+{{- /* config.extraLegacyResources: names a device plugin advertises under a name of its own.  The
+schema lets a name hold no regex metacharacter but "."; [.] needs no backslash in a CEL string. */}}
+{{- range .Values.config.extraLegacyResources }}|{{ replace "." "[.]" . }}{{ end }}
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.legacyResourceRegex" -}}
