@@ -93,7 +93,8 @@ class RunningWebhook:
 
 
 def write_config(directory: Path, certs: Any, settings: dict[str, Any]) -> str:
-    document = {"port": 8443, "tls": {"certFile": str(certs.cert), "keyFile": str(certs.key)}, **settings}
+    tls = {"certFile": str(certs.cert), "keyFile": str(certs.key), **settings.get("tls", {})}
+    document = {"port": 8443, **settings, "tls": tls}
     path = directory / "webhook-config.yaml"
     path.write_text(yaml.safe_dump(document))
     return str(path)
@@ -158,6 +159,16 @@ def admission_review(obj: dict[str, Any], *, operation: str = "CREATE", namespac
     if sub_resource:
         request["subResource"] = sub_resource
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def fenced(pod: dict[str, Any]) -> dict[str, Any]:
+    """The pod as /mutate leaves one that keeps a device-plugin GPU: kept off DRA nodes (the
+    default marker), as /validate then receives it."""
+    import jsonpatch
+
+    from webhook.fencing import DEFAULT_DRA_NODE_SELECTORS, fence_legacy_pod
+
+    return jsonpatch.apply_patch(pod, fence_legacy_pod(pod, DEFAULT_DRA_NODE_SELECTORS))
 
 
 def patch_of(response: dict[str, Any]) -> list[dict[str, Any]]:

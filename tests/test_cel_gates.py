@@ -30,9 +30,9 @@ def test_dra_itself_is_on_by_default_from_134():
     assert "DynamicResourceAllocation" in default_gates(34)
 
 
-@pytest.mark.parametrize("version", ["1.31", "1.38", "banana", ""])
+@pytest.mark.parametrize("version", ["1.31", "1.39", "banana", ""])
 def test_unsupported_versions_are_refused_with_the_supported_range(version):
-    with pytest.raises(ValueError, match=r"1\.(MINOR|32 to 1\.37)"):
+    with pytest.raises(ValueError, match=r"1\.(MINOR|32 to 1\.38)"):
         kubernetes_minor(version)
 
 

@@ -20,6 +20,7 @@ the quick path has already seen meets values it must still check.
 
 from __future__ import annotations
 
+import dataclasses
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gpu.dra.devices import devices_from_slice, InvalidResourceSlice
+from kubectl_gpu.dra.devices import InvalidResourceSlice, PlacementFacts, devices_from_slice
 from kubectl_gpu.dra import devices as device_module
 from kubectl_gpu.dra.values import Quantity, Semver
 
@@ -188,6 +189,8 @@ def described(value: Any) -> Any:
         return ("list", [described(item) for item in value])
     if isinstance(value, (Quantity, Semver)):
         return (type(value).__name__, sorted(vars(value).items()))
+    if isinstance(value, PlacementFacts):
+        return ("PlacementFacts", described(dataclasses.asdict(value)))
     assert isinstance(value, (str, int, float, type(None), Fraction, tuple)), value
     return (type(value).__name__, value)
 

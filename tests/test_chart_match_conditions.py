@@ -33,6 +33,7 @@ from tests.test_chart_support import (
     config_file,
     needs_helm,
     rendered,
+    template,
     webhook_entries,
 )
 
@@ -369,6 +370,27 @@ def test_the_resource_names_are_exactly_the_core_families():
         assert evaluate(expression, pod) is (family_of(name) is not None), name
     # A family the core gains must come with a name above (and so be checked against the chart).
     assert {family_of(name) for name in names} - {None} == set(FAMILIES)
+
+
+def test_extra_legacy_resources_reach_the_webhook_and_the_node_status_guard(tmp_path):
+    # The NVIDIA device plugin's renamed resources (resources.gpus[].name, time-slicing rename).
+    extra = ["nvidia.com/a100", "nvidia.com/mps"]
+    docs = template(None, {"config.extraLegacyResources": "{" + ",".join(extra) + "}",
+                           "config.nodeStatusGuard": "true"})
+    for kind, webhook in (("MutatingWebhookConfiguration", "pods.kubectl-gpu.io"),
+                          ("ValidatingWebhookConfiguration", "pods.kubectl-gpu.io")):
+        expression = " && ".join(f"({m['expression']})" for m in webhook_entries(docs, kind)[webhook]["matchConditions"])
+        for name in extra:
+            assert evaluate(expression, _gpu_pod({"limits": {name: "1"}})), (kind, name)
+        assert not evaluate(expression, _gpu_pod({"limits": {"nvidia.com/a100x": "1"}}))
+        assert not evaluate(expression, _gpu_pod({"limits": {"nvidia.com/mps": "0"}}))
+    guard = webhook_entries(docs, "MutatingWebhookConfiguration")["node-status.kubectl-gpu.io"]["matchConditions"][0]
+    node = {"metadata": {"labels": {"ack.node.gpu.schedule": "disabled"}}, "status": {"capacity": {"nvidia.com/a100": "8"}}}
+    assert evaluate(guard["expression"], node, operation="UPDATE")
+    # Without the value, those names are no GPU of the webhook's.
+    assert not evaluate(pod_condition(), _gpu_pod({"limits": {"nvidia.com/a100": "1"}}))
+    rendered_config = yaml.safe_load(config_file(docs))
+    assert rendered_config["extraLegacyResources"] == extra
 
 
 # --- other conditions ---------------------------------------------------------------------------

@@ -59,6 +59,21 @@ def test_both_base_images_are_pinned_by_digest():
         assert DIGEST.search(stage["image"]), stage["image"]
 
 
+def test_the_image_is_reproducible_from_the_commit_time():
+    """SOURCE_DATE_EPOCH (reproducible-builds.org) reaches every step that writes files, so the same
+    commit builds the same image digest: bytecode hash-checked (py_compile uses
+    PycInvalidationMode.CHECKED_HASH when it is set) and PYTHONHASHSEED fixed for its contents."""
+    build = _stages()[0]
+    first_run = next(i for i, (ins, _) in enumerate(build["steps"]) if ins == "RUN")
+    before = build["steps"][:first_run]
+    assert ("ARG", "SOURCE_DATE_EPOCH") in before
+    (env,) = [rest for ins, rest in before if ins == "ENV"]
+    assert "SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0}" in env.split() and "PYTHONHASHSEED=0" in env.split()
+    header = (REPO / "Dockerfile").read_text()
+    assert "--build-arg SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)" in header
+    assert "rewrite-timestamp=true" in header
+
+
 def test_dependencies_come_from_the_lock_file_with_hashes():
     build = _stages()[0]
     runs = _steps(build, "RUN")
@@ -114,8 +129,8 @@ def test_final_image_runs_the_webhook_as_a_numeric_non_root_user_the_chart_agree
 def test_entrypoint_is_the_webhook_server_the_distribution_installs():
     (entrypoint,) = _steps(_stages()[-1], "ENTRYPOINT")
     command = json.loads(entrypoint)
-    assert command == ["kubectl-gpu-webhook", "serve"]
-    assert PYPROJECT["project"]["scripts"]["kubectl-gpu-webhook"] == "webhook.cli:main"
+    assert command == ["kgpu-webhook", "serve"]
+    assert PYPROJECT["project"]["scripts"]["kgpu-webhook"] == "webhook.cli:main"
     assert "8443" in _steps(_stages()[-1], "EXPOSE")
 
 

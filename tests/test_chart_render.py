@@ -140,7 +140,13 @@ def test_config_file_holds_exactly_the_values_given(value_set):
     assert set(config["excludedNamespaces"]) == {"kube-system", NAMESPACE, *values["excludedNamespaces"]}
     assert config["port"] == values_of(value_set)["containerPort"]
     renewed = config["tls"].pop("selfSigned", None)
-    assert config["tls"] == {"certFile": "/etc/kubectl-gpu/tls/tls.crt", "keyFile": "/etc/kubectl-gpu/tls/tls.key"}
+    client_auth = values_of(value_set)["tls"]["clientAuth"]
+    assert config["tls"] == {"certFile": "/etc/kubectl-gpu/tls/tls.crt", "keyFile": "/etc/kubectl-gpu/tls/tls.key",
+                             "minVersion": values_of(value_set)["tls"]["minVersion"],
+                             "clientAuth": {"caFile": "", "commonNames": []} if not client_auth["enabled"] else
+                             {"caFile": "/etc/kubectl-gpu/client-ca/ca.crt", "commonNames": client_auth["commonNames"]}}
+    assert config["transport"] == values["transport"]
+    assert config["templateCreatesPerNamespacePerMinute"] == values["templateCreatesPerNamespacePerMinute"]
     assert (renewed is not None) == (values_of(value_set)["certificates"]["mode"] == "self-signed")
 
 

@@ -32,7 +32,7 @@ def _rejected(tmp_path, values_yaml: str) -> str:
      "at '/config/translation/gpuMemory': '80GB' does not match pattern"),
     ("config: {passThroughFamilies: [nvidia]}",
      "at '/config/passThroughFamilies/0': value must be one of 'nvidia-gpu', 'vcuda', 'mig', 'hami', 'aliyun', "
-     "'vgpu-manager', 'volcano', 'tpu'"),
+     "'vgpu-manager', 'volcano', 'volcano-gpushare', 'koordinator', 'tpu'"),
     ("config: {passThroughFamilies: [tpu, tpu]}", "at '/config/passThroughFamilies': items at 0 and 1 are equal"),
     ("config: {draNodeSelectors: [{value: disabled}]}", "at '/config/draNodeSelectors/0': missing property 'key'"),
     ("config: {draNodeSelectors: [{key: 'bad key!', value: x}]}", "at '/config/draNodeSelectors/0/key'"),

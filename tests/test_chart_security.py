@@ -15,6 +15,7 @@ from tests.test_chart_support import (
     needs_helm,
     rendered,
     template,
+    values_of,
 )
 
 pytestmark = needs_helm
@@ -119,9 +120,14 @@ def test_only_the_cleanup_job_can_delete_and_only_generated_claim_objects():
     rules = set(_rules(docs, f"{FULLNAME}-cleanup"))
     deletable = {(g, r) for g, r, v in rules if v == "delete"}
     assert deletable == {("resource.k8s.io", "resourceclaimtemplates"), ("resource.k8s.io", "resourceclaims")}
-    readable = {r for g, r, v in rules if v == "list"}
-    assert {"pods", "deployments", "statefulsets", "daemonsets", "replicasets", "jobs", "cronjobs",
-            "replicationcontrollers", "resourceclaimtemplates", "resourceclaims"} == readable
+    readable = {(g, r) for g, r, v in rules if v == "list"}
+    built_in = {("", "pods"), ("", "podtemplates"), ("", "replicationcontrollers"), ("apps", "deployments"),
+                ("apps", "statefulsets"), ("apps", "daemonsets"), ("apps", "replicasets"), ("batch", "jobs"),
+                ("batch", "cronjobs"), ("resource.k8s.io", "resourceclaimtemplates"),
+                ("resource.k8s.io", "resourceclaims"), ("apiextensions.k8s.io", "customresourcedefinitions")}
+    custom = {(g, r) for rule in values_of(None)["cleanup"]["listResources"] for g in rule["apiGroups"] for r in rule["resources"]}
+    assert readable == built_in | custom and ("jobset.x-k8s.io", "jobsets") in custom
+    assert {v for g, r, v in rules if (g, r) in custom} == {"list"}
     binding = find(docs, "ClusterRoleBinding", f"{FULLNAME}-cleanup")
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": f"{FULLNAME}-cleanup", "namespace": NAMESPACE}]
     cronjob = find(docs, "CronJob")

@@ -60,6 +60,7 @@ def test_the_server_parses_the_rendered_config_to_the_values_given(value_set, tm
     assert options.gpu_memory == given["translation"]["gpuMemory"]
     assert options.aliyun_memory_unit == given["translation"]["aliyunMemoryUnit"]
     assert config.pass_through_families == frozenset(given["passThroughFamilies"])
+    assert config.extra_legacy_resources == frozenset(given["extraLegacyResources"])
     assert options.pass_through_families == frozenset(given["passThroughFamilies"])
     assert config.rewrite_workloads is given["rewriteWorkloads"]
     assert [(s.key, s.value) for s in config.dra_node_selectors] == \
@@ -70,6 +71,11 @@ def test_the_server_parses_the_rendered_config_to_the_values_given(value_set, tm
     assert config.excluded_namespaces == frozenset({"kube-system", NAMESPACE, *given["excludedNamespaces"]})
     assert config.api_timeout_seconds == given["apiTimeoutSeconds"]
     assert config.log_level == given["logLevel"]
+    # Every review answers before the API server stops waiting for it (webhook.timeoutSeconds).
+    docs = rendered(value_set)
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for entry in find(docs, kind)["webhooks"]:
+            assert config.review_deadline_seconds < entry["timeoutSeconds"] == config.admission_timeout_seconds
 
 
 def test_the_deployment_and_cronjob_command_lines_are_accepted_by_the_cli(tmp_path):
@@ -79,11 +85,11 @@ def test_the_deployment_and_cronjob_command_lines_are_accepted_by_the_cli(tmp_pa
     config = tmp_path / "config.yaml"
     config.write_text(config_file(docs))
     args = [a.replace("/etc/kubectl-gpu/config.yaml", str(config)) for a in container["args"]]
-    # The image's ENTRYPOINT is `kubectl-gpu-webhook serve` (Dockerfile); the chart adds args.
+    # The image's ENTRYPOINT is `kgpu-webhook serve` (Dockerfile); the chart adds args.
     context = cli.main.commands["serve"].make_context("serve", list(args))
     assert context.params["config_path"] == str(config)
     cron = find(docs, "CronJob")["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
-    assert cron["command"] == ["kubectl-gpu-webhook", "cleanup"]
+    assert cron["command"] == ["kgpu-webhook", "cleanup"]
     cron_args = [a.replace("/etc/kubectl-gpu/config.yaml", str(config)) for a in cron["args"]]
     context = cli.main.commands["cleanup"].make_context("cleanup", cron_args)
     assert context.params["grace_seconds"] == 600
@@ -231,7 +237,7 @@ def test_the_cleanup_job_needs_nothing_beyond_its_role(k8s_double, tmp_path):
     docs = rendered(None)
     k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
     spec = {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}
-    managed = {"app.kubernetes.io/managed-by": "kubectl-gpu"}
+    managed = {"app.kubernetes.io/managed-by": "kubectl-gpu", **cleanup.CREATED_BY_WEBHOOK}
     k8s_double.seed(
         # unreferenced and marked long ago: deleted
         {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "spec": spec,
@@ -305,7 +311,7 @@ def test_the_largest_review_is_answered_within_the_charts_memory_limit_and_timeo
     MaxRequestBodyBytes = 3 * 1024 * 1024), so an UPDATE's AdmissionReview carries at most two such
     objects plus the envelope: the server answers bodies up to 7 MiB (as controller-runtime's
     webhook, pkg/webhook/admission/http.go maxRequestSize) and refuses more with 413.  Served by
-    `kubectl-gpu-webhook serve` with the rendered chart's config, its answer must come within the
+    `kgpu-webhook serve` with the rendered chart's config, its answer must come within the
     webhook's timeoutSeconds (the API server gives up then) and its peak memory stay under the
     Deployment's memory limit (the kubelet kills it above)."""
     import os

@@ -86,7 +86,7 @@ def test_gfd_families_name_the_drivers_architectures():
     assert set(facts.GFD_FAMILY_ARCHITECTURES.values()) <= set(facts.ARCHITECTURES.values())
     assert facts.architecture_of_gfd_family("ada-lovelace") == "Ada Lovelace"
     assert facts.architecture_of_gfd_family("Ada Lovelace") == "Ada Lovelace"
-    assert facts.architecture_of_gfd_family("rubin") is None
+    assert facts.architecture_of_gfd_family("fermi") is None
 
 
 def test_device_classes_select_their_device_type_as_the_drivers_chart_does():

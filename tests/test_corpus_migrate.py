@@ -11,6 +11,8 @@ Corpus files that are imperfect upstream get the behaviour a user wants, asserte
 
 from __future__ import annotations
 
+import json
+
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -55,6 +57,7 @@ NO_SCHEMA = {
     ("kubeflow.org/v2beta1", "MPIJob"), ("kubeflow.org/v1", "PyTorchJob"), ("kubeflow.org/v1", "TFJob"),
     ("kubeflow.org/v1", "PaddleJob"), ("serving.kserve.io/v1alpha2", "LLMInferenceService"),
     ("batch.volcano.sh/v1alpha1", "Job"), ("resource.nvidia.com/v1beta1", "ComputeDomain"),
+    ("serving.kserve.io/v1beta1", "InferenceService"), ("argoproj.io/v1alpha1", "Workflow"),
 }
 
 
@@ -287,14 +290,49 @@ def test_gpus_requested_only_by_annotation_are_left_alone_with_a_warning(name: s
 
 @pytest.mark.parametrize("name,where", [
     ("kubeflow__pipelines__backend_src_apiserver_sample_pipelines_instructlab.yaml", "inside a string value"),
-    ("kubeflow__pipelines__sdk_python_tests_compiler_testdata_preemptible_tpu_gpu.yaml", "outside any pod template"),
-    ("kserve__kserve__docs_samples_accelerators_tensorflow-gpu.yaml", "outside any pod template"),
     ("kubeflow__mpi-operator__examples_v1alpha1_tensorflow-benchmarks.yaml", "spec.gpus: 16"),
 ])
 def test_gpu_specs_that_cannot_be_rewritten_are_warned_about_not_touched(name: str, where: str) -> None:
     m = migrated(name, "v1")
     assert not m.result.changed
     assert any(where in n.message and n.severity is Severity.WARNING for n in m.result.plan.object_notes)
+
+
+@pytest.mark.parametrize("name,container,claims_at", [
+    # Kubeflow Pipelines v1 compiles to an Argo Workflow: the claims go through the template's podSpecPatch.
+    ("kubeflow__pipelines__sdk_python_tests_compiler_testdata_preemptible_tpu_gpu.yaml", "/spec/templates/0/container",
+     "/spec/templates/0/podSpecPatch"),
+    # A KServe predictor framework: the claims go beside it, in the predictor's inlined PodSpec.
+    ("kserve__kserve__docs_samples_accelerators_tensorflow-gpu.yaml", "/spec/predictor/tensorflow",
+     "/spec/predictor/resourceClaims"),
+])
+def test_container_specs_outside_a_pod_template_are_migrated_where_the_crd_carries_claims(
+        name: str, container: str, claims_at: str) -> None:
+    m = migrated(name, "v1")
+    assert m.result.changed and not m.result.plan.object_notes
+    (before, after), = [(b, a) for b, a in _pair_objects(m)[0] if b != a]
+    assert "nvidia.com/gpu" in resolve(before, container)["resources"]["limits"]
+    assert "nvidia.com/gpu" not in (resolve(after, container)["resources"].get("limits") or {})
+    claims = resolve(after, claims_at)
+    claims = json.loads(claims)["resourceClaims"] if isinstance(claims, str) else claims
+    (template,) = m.result.plan.emissions
+    assert [c["resourceClaimTemplateName"] for c in claims] == [template.name]
+
+
+@pytest.mark.parametrize("name,group,expected", [
+    # KubeRay's own sample: the GPU worker group's `rayStartParams: {}` gets the count its limit gave.
+    ("ray-project__kuberay__ray-operator_config_samples_ray-service.stable-diffusion.yaml",
+     "/spec/rayClusterConfig/workerGroupSpecs/0", {"num-gpus": "1"}),
+    # A group that states num-gpus keeps it as written.
+    ("ray-project__kuberay__ray-operator_config_samples_ray-service.llm-serve.yaml",
+     "/spec/rayClusterConfig/workerGroupSpecs/0", None),
+])
+def test_ray_groups_keep_the_gpu_count_kuberay_read_from_the_limit(name: str, group: str,
+                                                                   expected: dict[str, str] | None) -> None:
+    m = migrated(name, "v1")
+    (before, after), = [(b, a) for b, a in _pair_objects(m)[0] if b != a]
+    params = resolve(after, group + "/rayStartParams")
+    assert params == (expected if expected is not None else resolve(before, group + "/rayStartParams"))
 
 
 def test_zero_gpus_inside_an_embedded_manifest_are_no_reason_to_warn() -> None:

@@ -70,14 +70,23 @@ def test_cluster_summary_counts_gpus_holders_and_flags_double_counting(gpu_clust
 
 
 def test_cluster_summary_table_for_people(gpu_cluster):
+    """kubectl's default table fits 80 columns; the rest is -o wide's.  A DRA GPU count and a
+    device-plugin count are never one column: DRA GPUS counts DRA devices, LEGACY (ALLOCATABLE)
+    names the device plugin's resources."""
     result = run(gpu_cluster, "describe")
     assert result.exit_code == 0, result.output
-    lines = {line.split()[0]: line.split() for line in result.output.splitlines() if line.strip()}
-    assert lines["NODE"][:6] == ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE"]
-    assert lines["dra-a"][:6] == ["dra-a", "yes", "8", "1", "0", "7"]
+    table = result.output.split("\n\n")[0].splitlines()
+    assert max(len(line) for line in table) <= 80, table
+    lines = {line.split()[0]: line.split() for line in table}
+    assert " ".join(lines["NODE"]) == "NODE DRA DRA GPUS GPU USE LEGACY PODS FINDINGS"
+    assert lines["dra-a"][:3] == ["dra-a", "yes", "8"] and lines["dra-a"][-3] == "1/8"
+    assert lines["legacy-1"][:3] == ["legacy-1", "no", "0"] and lines["legacy-1"][-3] == "2/4"
     assert lines["dra-bad"][-1] == "double-counting"
     wide = run(gpu_cluster, "describe", "-o", "wide").output
-    assert "NVIDIA H100 80GB HBM3" in wide and "80Gi" in wide
+    header = wide.splitlines()[0].split()
+    assert " ".join(header) == ("NODE DRA DRA GPUS ALLOCATED SHARED FREE MIG (IN USE) GPU USE LEGACY (ALLOCATABLE) "
+                                "LEGACY PODS PRODUCT MEMORY FINDINGS")
+    assert "NVIDIA H100 80GB HBM3" in wide and "80Gi" in wide and "nvidia.com/gpu=4" in wide
 
 
 def test_label_selector_narrows_the_nodes(gpu_cluster):
@@ -147,7 +156,7 @@ def test_describe_unallocated_claim_says_why_against_everyone_elses_allocations(
     assert claim["state"] == "waiting for allocation" and claim["devices"] == []
     (item,) = claim["explanation"]["items"]
     alternative = item["requests"][0]["alternatives"][0]
-    assert (alternative["in_class"], alternative["free"], alternative["best_node_free"]) == (24, 23, 8)
+    assert (alternative["inClass"], alternative["free"], alternative["bestNodeFree"]) == (24, 23, 8)
     assert "at most 8 free on one node" in item["verdict"]
     table = run(gpu_cluster, "describe", "claim", "waiting", "-n", "ml").output
     assert "Why (explain):" in table and "at most 8 free on one node" in table
@@ -188,7 +197,7 @@ def test_pending_pod_from_the_corpus_is_explained(k8s_double):
     (item,) = explanation["items"]
     assert item["kind"] == "ResourceClaimTemplate" and item["name"] == "single-gpu"
     alternative = item["requests"][0]["alternatives"][0]
-    assert (alternative["in_class"], alternative["free"]) == (1, 0)
+    assert (alternative["inClass"], alternative["free"]) == (1, 0)
     table = run(k8s_double, "describe", "pod", "pod1", "-n", "gpu-test1").output
     assert "Why (explain):" in table
 
@@ -281,7 +290,7 @@ def test_explain_pod_live_reports_the_selector_error_as_the_scheduler_would(k8s_
     (item,) = data["items"]
     assert (item["kind"], item["name"], item["allocatable"]) == ("ResourceClaimTemplate", "pinned", False)
     selector = item["requests"][0]["alternatives"][0]["selectors"][-1]
-    assert selector["errors"] == 2 and "index" in selector["first_error"]
+    assert selector["errors"] == 2 and "index" in selector["firstError"]
     missing = CliRunner().invoke(main, ["explain", "ghost", "--kubeconfig", k8s_double.kubeconfig_path()])
     assert missing.exit_code == 1 and 'pod "ghost" not found' in missing.output
 
@@ -306,3 +315,29 @@ def test_describe_reads_the_clusters_devices_without_loading_the_cel_compiler(gp
                             capture_output=True, text=True, check=False, cwd=Path(__file__).parent.parent)
     assert "dra-a" in result.stdout, result.stderr[-2000:]
     assert result.stdout.splitlines()[-1] == "[] 0", result.stderr[-2000:]
+
+
+def _tables(output: str) -> list[str]:
+    """The lines of a report's tables (a header line in capitals and the rows under it)."""
+    lines, inside = [], False
+    for line in output.splitlines():
+        inside = inside and bool(line.strip()) or (line[:1].isupper() and line.split()[0].isupper()
+                                                   and line.split()[0] not in ("DRA",) and line == line.upper())
+        if inside:
+            lines.append(line)
+    return lines
+
+
+def test_describe_node_and_pod_tables_fit_80_columns_and_wide_adds_the_details(gpu_cluster):
+    node = run(gpu_cluster, "describe", "node", "dra-a").output
+    assert _tables(node) and max(len(line) for line in _tables(node)) <= 80, node
+    assert "GPUs: 8 NVIDIA H100 80GB HBM3 (80Gi)" in node  # the product once, above the table
+    assert _tables(node)[0].split() == ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS"]
+    wide = run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
+    assert _tables(wide)[0].split()[:9] == ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS", "PRODUCT", "MEMORY", "MIG",
+                                            "PROFILE"]
+    pod = run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml").output
+    assert _tables(pod) and max(len(line) for line in _tables(pod)) <= 80, pod
+    assert _tables(pod)[0].split() == ["REQUEST", "DEVICE", "NODE", "CONSUMED"]
+    wide = run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml", "-o", "wide").output
+    assert "NVIDIA H100 80GB HBM3" in wide and _tables(wide)[0].split()[4:6] == ["PRODUCT", "MEMORY"]

@@ -58,6 +58,7 @@ def test_healthy_cluster_exits_zero(k8s_double):
     assert {c["name"]: c["status"] for c in data["checks"]} == {
         "api-versions": "ok", "double-counting": "ok", "extended-resources": "ok", "webhook": "ok",
         "selectors": "ok", "unused-templates": "ok", "device-taints": "ok", "quotas": "ok"}
+        "selectors": "ok", "unused-templates": "ok", "device-taints": "ok", "dra-node-resources": "ok"}
     table = doctor(k8s_double)
     assert table.exit_code == 0 and "No problems found." in table.output
 
@@ -137,3 +138,27 @@ def test_unreachable_cluster_exits_four(k8s_double, tmp_path):
     result = CliRunner().invoke(main, ["doctor", "--kubeconfig", str(kubeconfig)])
     assert result.exit_code == 4
     assert "cannot reach the API server" in result.output
+
+
+def test_a_renamed_gpu_resource_declared_on_the_command_line_fails_on_a_dra_node(k8s_double):
+    healthy_cluster(k8s_double)
+    k8s_double.seed(b.dra_node("dra-9", legacy={"nvidia.com/a100": "8"}))
+    assert doctor(k8s_double).exit_code == 0  # unknown to kubectl-gpu: listed, not failed
+    declared = doctor(k8s_double, "--extra-legacy-resource", "nvidia.com/a100")
+    assert declared.exit_code == 1 and "nvidia.com/a100" in declared.output
+
+
+def test_doctor_wide_shows_every_summary_whole_and_no_headers_drops_the_header(k8s_double):
+    """Every flag doctor's --help offers does what kubectl's does: -o wide elides no cell,
+    --no-headers prints the checks without their header line."""
+    healthy_cluster(k8s_double)
+    narrow = doctor(k8s_double).output.splitlines()
+    checks = narrow[:narrow.index("")]
+    assert checks[0].split() == ["CHECK", "STATUS", "LOOKED", "AT"]
+    wide = doctor(k8s_double, "-o", "wide").output.splitlines()
+    assert not any("…" in line for line in wide[:wide.index("")])
+    data = report(k8s_double)[1]
+    for check in data["checks"]:
+        assert any(line.endswith(check["summary"]) for line in wide), check["summary"]
+    bare = doctor(k8s_double, "--no-headers").output.splitlines()
+    assert [line.split() for line in bare[:bare.index("")]] == [line.split() for line in checks[1:]]

@@ -51,6 +51,14 @@ def test_double_counting_node_fails_with_a_fix():
     assert all(f.fix for f in report.findings)
 
 
+def test_a_dra_node_that_volcano_or_koordinator_also_shares_out_is_double_counting():
+    """volcano.sh/gpu-number (Volcano's GPU share) and koordinator.sh/gpu-core (Koordinator's device share)
+    hand out the same GPUs the DRA driver publishes on that node."""
+    for legacy in ({"volcano.sh/gpu-number": "8"}, {"koordinator.sh/gpu-core": "800"}):
+        report = _doctor(nodes=[b.dra_node("dra-1", legacy=legacy)], resource_slices=[b.gpu_slice("dra-1")])
+        assert ("double-counting", "node/dra-1") in _codes(report), legacy
+
+
 def test_selector_on_index_which_the_nvidia_driver_no_longer_publishes():
     tpl = b.template("pinned", "ml", requests=[b.exact_request(
         selectors=["device.attributes['gpu.nvidia.com'].index == 0"])])
@@ -247,3 +255,32 @@ def test_selectors_are_checked_on_the_devices_the_scheduler_sees():
                      device_classes=b.nvidia_device_classes())
     (finding,) = [f for f in report.findings if f.code == "unpublished-attribute"]
     assert "8 of the 8 device(s)" in finding.message
+
+
+def test_every_extended_resource_a_dra_node_advertises_is_listed_and_unknown_ones_are_questioned():
+    # A device plugin that renames what it advertises (resources.gpus[].name, time-slicing rename,
+    # RESOURCE_PREFIX) hides double counting from the known names: doctor lists every extended
+    # resource a DRA node offers, so an operator can tell.
+    nodes = [b.dra_node("dra-1", legacy={"nvidia.com/a100": "8", "example.com/fpga": "2"}),
+             b.dra_node("dra-2", legacy={"nvidia.com/a100": "8"}),
+             b.node("plain-1", legacy={"nvidia.com/a100": "8"})]
+    slices = [b.gpu_slice("dra-1"), b.gpu_slice("dra-2")]
+    report = _doctor(nodes=nodes, resource_slices=slices)
+    [check] = [c for c in report.checks if c.name == "dra-node-resources"]
+    assert "nvidia.com/a100 (2 nodes)" in check.summary and "example.com/fpga (1 node)" in check.summary
+    unknown = [f for f in check.findings if f.code == "unknown-extended-resource-on-dra-node"]
+    assert [f.subject for f in unknown] == ["resource/example.com/fpga", "resource/nvidia.com/a100"]
+    # Information only: RDMA, FPGA and other device plugins run on GPU nodes too.
+    assert all(f.severity.value == "info" and "extraLegacyResources" in f.fix for f in unknown)
+    # Declared as the webhook's extraLegacyResources, a renamed GPU on a DRA node is double counting.
+    declared = _doctor(nodes=nodes, resource_slices=slices, extra_legacy_resources=frozenset({"nvidia.com/a100"}))
+    [check] = [c for c in declared.checks if c.name == "dra-node-resources"]
+    [error] = [f for f in check.findings if f.severity.value == "error"]
+    assert error.subject == "resource/nvidia.com/a100" and "dra-1, dra-2" in error.message
+    assert not declared.healthy
+
+
+def test_a_dra_node_advertising_only_standard_resources_lists_nothing():
+    report = _doctor(nodes=[b.dra_node("dra-1")], resource_slices=[b.gpu_slice("dra-1")])
+    [check] = [c for c in report.checks if c.name == "dra-node-resources"]
+    assert check.findings == () and "no extended resource" in check.summary

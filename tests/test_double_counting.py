@@ -260,7 +260,9 @@ def test_pods_without_a_legacy_gpu_request_are_not_fenced() -> None:
     "tencent.com/vcuda-core", "tencent.com/vcuda-memory", "nvidia.com/mig-1g.5gb", "nvidia.com/mig-3g.40gb",
     "nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/vgpu-number",
     "nvidia.com/vgpu-cores", "nvidia.com/vgpu-memory", "aliyun.com/gpu-mem", "aliyun.com/gpu-count",
-    "aliyun.com/gpu-core.percentage",
+    "aliyun.com/gpu-core.percentage", "volcano.sh/vgpu-number", "volcano.sh/gpu-memory", "volcano.sh/gpu-number",
+    "koordinator.sh/gpu", "koordinator.sh/gpu.shared", "koordinator.sh/gpu-core", "koordinator.sh/gpu-memory",
+    "koordinator.sh/gpu-memory-ratio",
 ])
 def test_every_legacy_gpu_family_gets_fenced(resource: str) -> None:
     pod = _pod({"initContainers": [{"name": "warmup", "image": "busybox",
@@ -408,6 +410,16 @@ def test_legacy_gpu_capacity_is_stripped_from_a_dra_node_status() -> None:
         assert remaining["cpu"] == node["status"][field]["cpu"]
         assert remaining["memory"] == node["status"][field]["memory"]
     assert strip_legacy_capacity(patched, ACK) == []
+
+
+def test_sharing_schedulers_gpu_capacity_is_stripped_from_a_dra_node_status_too() -> None:
+    """Volcano's GPU share and Koordinator's device share advertise the same GPUs the DRA driver publishes."""
+    shared = {"volcano.sh/gpu-memory": "89424", "volcano.sh/gpu-number": "8", "koordinator.sh/gpu-core": "800",
+              "koordinator.sh/gpu-memory-ratio": "800", "koordinator.sh/gpu.shared": "800"}
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n", "labels": DRA_LABELS},
+            "status": {"capacity": {"cpu": "8", **shared}, "allocatable": {"cpu": "8", **shared}}}
+    patched = jsonpatch.apply_patch(node, strip_legacy_capacity(node, ACK))
+    assert patched["status"]["capacity"] == {"cpu": "8"} and patched["status"]["allocatable"] == {"cpu": "8"}
 
 
 def test_other_nodes_keep_their_status() -> None:

@@ -305,16 +305,16 @@ def test_sharing_in_a_template_warns_that_each_pod_gets_its_own_gpu_and_a_claim_
 
 
 def test_mps_multi_user_is_admitted_with_a_warning_that_released_drivers_refuse_it() -> None:
-    """mpsConfig.multiUser exists only on the driver's main branch (sharing.go, 421c0f49); v0.4.1's
+    """mpsConfig.multiUser shipped in driver v0.5.0 (sharing.go, 421c0f49); v0.4.1's
     kubelet plugin decodes opaque configs strictly (cmd/gpu-kubelet-plugin/device_state.go,
     configapi.StrictDecoder), so there the pod would sit in ContainerCreating.  The claim is
-    valid for a driver built from main, so it is admitted, with a warning saying so."""
+    valid for v0.5.0, so it is admitted, with a warning saying so."""
     template = two_gpus_template()
     _mps(template).setdefault("sharing", {}).setdefault("mpsConfig", {})["multiUser"] = True
     result = validate_dra_object(template)
     assert result.allowed
     (warning,) = [w for w in result.warnings if "multiUser" in w]
-    assert "config[1]" in warning and "main" in warning and "v0.4.1" in warning
+    assert "config[1]" in warning and "v0.5.0+" in warning and "v0.4.1 and older" in warning
     assert len(warning) <= 120
 
     assert not [w for w in validate_dra_object(two_gpus_template()).warnings if "multiUser" in w]

@@ -31,7 +31,7 @@ def test_explain_reads_every_version_in_the_table_by_its_shape():
 
 
 def test_the_supported_releases_run_from_the_oldest_written_version_to_the_newest_release():
-    assert list(facts.SUPPORTED_KUBERNETES_MINORS) == [32, 33, 34, 35, 36, 37]
+    assert list(facts.SUPPORTED_KUBERNETES_MINORS) == [32, 33, 34, 35, 36, 37, 38]
     assert SUPPORTED_MINORS is facts.SUPPORTED_KUBERNETES_MINORS
     assert DEFAULT_MINOR == facts.NEWEST_KUBERNETES_MINOR
 

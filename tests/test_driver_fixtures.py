@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 from kubectl_gpu.core import ApiVersion, Sharing, TranslateOptions
-from kubectl_gpu.dra.facts import SUPPORTED_KUBERNETES_MINORS, DRA_VERSION_SINCE
+from kubectl_gpu.dra.facts import DRA_VERSION_SINCE
+from tests.k8s_schemas import NO_SCHEMA, UNVALIDATED_MINORS, VALIDATED_MINORS
 from kubectl_gpu.explain.inputs import explain_objects
 from kubectl_gpu.manifests import MigrateOptions, Source, migrate_sources
 from tests.corpus import MISSING, corpus_dir
@@ -86,9 +87,14 @@ def test_the_fixtures_cover_the_devices_the_issue_names():
 
 @pytest.mark.parametrize("name", FIXTURES)
 def test_each_fixture_is_a_valid_resource_slice_for_every_supported_kubernetes(name):
-    for minor in SUPPORTED_KUBERNETES_MINORS:
+    for minor in VALIDATED_MINORS:
         if (1, minor) >= DRA_VERSION_SINCE["v1"]:
             kubernetes_validate.validate(fixture(name), f"1.{minor}", strict=True)
+
+
+@pytest.mark.parametrize("minor", UNVALIDATED_MINORS)
+def test_supported_releases_without_a_schema_are_named(minor):
+    pytest.skip(NO_SCHEMA.format(minor=minor))
 
 
 # --- the curated pods: satisfiable exactly where the legacy request meant ----------------------
@@ -187,7 +193,7 @@ def test_every_claim_migrate_emits_for_examples_and_corpus_allocates_where_its_d
 @pytest.mark.parametrize("api_version", list(ApiVersion))
 def test_every_emitted_object_is_strictly_valid_on_each_kubernetes_that_serves_its_version(api_version):
     version = api_version.value.split("/")[1]
-    minors = [m for m in SUPPORTED_KUBERNETES_MINORS if (1, m) >= DRA_VERSION_SINCE[version]]
+    minors = [m for m in VALIDATED_MINORS if (1, m) >= DRA_VERSION_SINCE[version]]
     documents: dict[str, dict[str, Any]] = {}
     for sharing in (Sharing.CONSUMABLE, Sharing.TIMESLICING):  # MPS differs only inside opaque parameters
         for path in [DRIVER / "legacy-pods.yaml", *sorted(EXAMPLES.glob("*.yaml"))]:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,9 +44,9 @@ def test_json_gives_per_device_and_selector_results():
     data = json.loads(result.output)
     assert data["kind"] == "Explanation" and data["allocatable"] is False and data["devices"] == 6
     alternative = data["items"][0]["requests"][0]["alternatives"][0]
-    errored = [d for d in alternative["device_results"] if d["result"] == "error"]
+    errored = [d for d in alternative["deviceResults"] if d["result"] == "error"]
     assert errored[0]["selectors"][-1] == {"selector": "#0", "result": "error", "message": "no such key: index"}
-    migs = [d for d in alternative["device_results"] if d["rejected_by"] == "class gpu.nvidia.com #0"]
+    migs = [d for d in alternative["deviceResults"] if d["rejectedBy"] == "class gpu.nvidia.com #0"]
     assert len(migs) == 5
 
 
@@ -296,3 +297,44 @@ def test_a_resource_slice_given_twice_counts_once(tmp_path):
     twice = json.loads(run("-f", TEST1, "--slices", str(tmp_path / "twice.yaml"), "-o", "json").output)
     assert twice["devices"] == once["devices"] == 8
     assert twice["items"] == once["items"]  # 8 free, not 16
+
+
+def test_explain_tables_fit_80_columns_and_wide_adds_class_source_best_node_and_expressions():
+    mig = str(claim_fixture("gpu-test4-mig-devices"))
+    narrow = run("-f", mig, "--slices", H100)
+    tables = [line for line in narrow.output.splitlines() if not line.startswith(" ") and "  " in line]
+    assert tables and max(len(line) for line in tables) <= 80, narrow.output
+    headers = [re.split(r"\s{3,}", line) for line in tables if line.startswith("REQUEST")]
+    assert headers == [["REQUEST", "CLASS", "NEEDS", "MATCH", "FREE", "RESULT"],
+                       ["REQUEST", "SELECTOR", "MATCHED", "REJECTED", "ERRORS"]]
+    wide = run("-f", mig, "--slices", H100, "-o", "wide").output
+    assert "IN CLASS" in wide and "BEST NODE" in wide and "(built-in (NVIDIA driver))" in wide
+    assert "device.attributes['gpu.nvidia.com'].profile ==" in wide
+
+
+def test_no_headers_prints_explain_tables_without_their_header_lines():
+    with_headers = run("-f", TEST1, "--slices", H100).output.splitlines()
+    bare = run("-f", TEST1, "--slices", H100, "--no-headers").output.splitlines()
+    assert any(line.startswith("REQUEST") for line in with_headers)
+    assert not any(line.startswith("REQUEST") for line in bare)
+    assert [line.split() for line in with_headers if not line.startswith("REQUEST")] == [line.split() for line in bare]
+
+
+def _keys(value):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _keys(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _keys(item)
+
+
+def test_json_keys_are_camel_case_throughout_as_every_kubernetes_object():
+    """One contract for scripts: explain's keys are spelled as the API's (bestNode, deviceResults),
+    like describe's and doctor's, never Python's snake_case."""
+    data = json.loads(run("-f", TEST1, "--slices", H100, "-o", "json").output)
+    assert data["apiVersion"] and data["kind"] == "Explanation"
+    alternative = data["items"][0]["requests"][0]["alternatives"][0]
+    assert {"bestNode", "bestNodeFree", "inClass", "deviceClass", "deviceResults"} <= set(alternative)
+    assert not [key for key in _keys(data) if "_" in key]

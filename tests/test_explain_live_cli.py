@@ -99,25 +99,25 @@ def test_best_node_is_never_a_node_doctor_flags_for_double_counting(k8s_double, 
         assert result.exit_code == 0, result.output
         (item,) = json.loads(result.stdout)["items"]
         assert item["node"] == "dra-ok", args
-        assert item["requests"][0]["alternatives"][0]["best_node"] == "dra-ok", args
+        assert item["requests"][0]["alternatives"][0]["bestNode"] == "dra-ok", args
 
 
 def test_live_explain_builds_each_slices_devices_once(cluster, monkeypatch):
-    """The cluster profile builds the slices' devices to prove gates; explain takes them from it
+    """The cluster profile reads the slices (their devices prove gates); explain takes them from it
     rather than building them a second time, and answers the same."""
     import kubectl_gpu.cluster.profile as profile_module
     import kubectl_gpu.explain.inputs as inputs_module
 
     before = {target: explain(cluster, target).stdout for target in ("b", "claim/waiting", "-A")}
     built: list[str] = []
-    real = profile_module.devices_from_slice
+    real = profile_module.read_slice
 
     def counting(slice_obj, *args, **kwargs):
         built.append(slice_obj["metadata"]["name"])
         return real(slice_obj, *args, **kwargs)
 
-    monkeypatch.setattr(profile_module, "devices_from_slice", counting)
-    monkeypatch.setattr(inputs_module, "devices_from_slice", counting)
+    monkeypatch.setattr(profile_module, "read_slice", counting)
+    monkeypatch.setattr(inputs_module, "read_slice", counting)
     for target, answer in before.items():
         built.clear()
         assert explain(cluster, target).stdout == answer

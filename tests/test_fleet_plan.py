@@ -399,3 +399,26 @@ def test_an_object_given_twice_is_planned_once(tmp_path):
 def _dump(path, objects) -> str:
     path.write_text(yaml.safe_dump_all(objects))
     return str(path)
+
+
+def test_plan_workload_table_fits_80_columns_with_reasons_below_and_wide_and_no_headers(tmp_path):
+    """kubectl's tables fit 80 columns: what each workload becomes, or why it cannot, is a line of
+    its own under the table (a sentence, not a cell); -o wide puts it in a column instead."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(mixed_cluster()))
+    runner = CliRunner()
+    table = runner.invoke(main, ["plan", "-f", str(cluster), "--wave-size", "2"]).output.splitlines()
+    start = table.index(next(line for line in table if line.startswith("NAMESPACE")))
+    rows = table[start:table.index("", start)]
+    assert rows[0].split() == ["NAMESPACE", "WORKLOAD", "STATUS", "PODS", "LEGACY/POD"]
+    assert rows[1].split()[:2] == ["ml", "cronjob/nightly"]
+    assert max(len(line) for line in rows) <= 80, rows
+    end = table.index("", start)
+    becomes = table[end + 1:table.index("", end + 1)]
+    assert [line.split(":")[0].strip() for line in becomes] == [
+        "/".join(row.split()[:2]) for row in rows[1:]]  # one line per workload: what it becomes or why not
+    wide = runner.invoke(main, ["plan", "-f", str(cluster), "--wave-size", "2", "-o", "wide"]).output
+    assert "BECOMES / WHY NOT" in wide
+    bare = runner.invoke(main, ["plan", "-f", str(cluster), "--wave-size", "2", "--no-headers"]).output
+    assert not any(line.startswith("NAMESPACE") for line in bare.splitlines())
+    assert rows[1] in bare.splitlines()

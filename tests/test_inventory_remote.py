@@ -80,3 +80,26 @@ def test_a_pod_that_never_runs_is_deleted_and_says_why(k8s_double):
     assert result.exit_code == 4
     assert "did not finish in 1s" in result.output and "raise --wait" in result.output
     assert k8s_double.count(verb="delete", resource="pods") == 1 and not k8s_double.list("pods")
+
+
+def test_a_remote_node_is_recorded_and_its_slices_are_owned_by_the_node(k8s_double, tmp_path):
+    """The pod prints the node's recording (--record -); the slices are built here, owned by the Node as
+    the kubelet plugin's ResourceSlice controller owns them (resourceslicecontroller.go: a controller
+    ownerReference with the Node's UID)."""
+    k8s_double.seed(b.dra_node("gpu-node-7"))
+    uid = k8s_double.get("nodes", "gpu-node-7")["metadata"]["uid"]
+    record = tmp_path / "gpu-node-7.json"
+    kubelet = play_kubelet(k8s_double, [])
+    result = CliRunner().invoke(main, ["inventory", "--node", "gpu-node-7", "-o", "json", "--record", str(record),
+                                       "--image", "example/kgpu:1", "--kubeconfig", k8s_double.kubeconfig_path()],
+                                catch_exceptions=False)
+    kubelet.join(10)
+
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "gpu-node-7", "uid": uid, "controller": True}]
+    replayed = CliRunner().invoke(main, ["inventory", "--nvml-recording", str(record), "--node-name", "gpu-node-7",
+                                         "-o", "json"])
+    document.pop("metadata")
+    assert {k: v for k, v in json.loads(replayed.stdout).items() if k != "metadata"} == document

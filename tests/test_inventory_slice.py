@@ -54,7 +54,8 @@ def test_local_resource_slices_uses_the_hostname_without_a_node_name(
     [document] = local_resource_slices()
 
     assert document["spec"]["nodeName"] == "worker-3"
-    assert document["metadata"]["name"] == "worker-3-gpu.nvidia.com"
+    # resourceslicecontroller.go: "<index>-<driver>-<node>-", the API server appends a random suffix.
+    assert document["metadata"]["generateName"] == "00000-gpu.nvidia.com-worker-3-"
 
 
 def test_local_resource_slices_raises_a_one_line_error_without_nvidia_library(
@@ -125,12 +126,12 @@ def test_a_gpu_without_memory_information_has_no_memory_capacity() -> None:
 
 
 def test_a_gpu_the_driver_cannot_name_is_a_failure_not_a_made_up_device() -> None:
-    plan = plan_inventory(_one_gpu(architecture=13))
+    plan = plan_inventory(_one_gpu(architecture=14))
 
     assert plan.devices == ()
     [failure] = plan.failures
     assert failure.where == "GPU index 0"
-    assert "NVML architecture 13 has no name in the NVIDIA DRA driver" in failure.message
+    assert "NVML architecture 14 has no name in the NVIDIA DRA driver" in failure.message
 
 
 def _one_gpu(**changes: object) -> NodeReadings:

@@ -19,7 +19,7 @@ from kubectl_gpu.k8s import (ApiError, AsyncClient, Client, Conflict, Forbidden,
                              Unavailable, Unreachable)
 from tests.k8sdouble import K8sDouble
 from webhook.cleanup import run_cleanup
-from webhook.templates import TemplateConflict, TemplateUnavailable
+from webhook.templates import CREATED_BY_WEBHOOK, TemplateConflict, TemplateUnavailable
 
 NAMESPACE = Resource("v1", "Namespace")
 TEMPLATES = Resource("resource.k8s.io/v1", "ResourceClaimTemplate")
@@ -30,9 +30,10 @@ def configuration(double: K8sDouble) -> Configuration:
 
 
 def managed_template(name: str) -> dict:
+    """A template as the webhook creates it (so the clean-up may delete it)."""
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
             "metadata": {"name": name, "namespace": "default",
-                         "labels": {"app.kubernetes.io/managed-by": "kubectl-gpu"}},
+                         "labels": {"app.kubernetes.io/managed-by": "kubectl-gpu", **CREATED_BY_WEBHOOK}},
             "spec": {"spec": {"devices": {"requests": [
                 {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}}}}
 
@@ -42,7 +43,7 @@ async def test_the_async_client_reads_writes_and_lists_raw_json(k8s_double):
     try:
         created = await api.create(TEMPLATES, "default", managed_template("t"))
         assert created["metadata"]["uid"]
-        assert (await api.get(TEMPLATES, "default", "t"))["spec"] == managed_template("t")["spec"]
+        assert (await api.get(TEMPLATES, "default", "t"))["spec"] == created["spec"]
         patched = await api.merge_patch(TEMPLATES, "default", "t", {"metadata": {"annotations": {"a": "b"}}})
         assert patched["metadata"]["annotations"] == {"a": "b"}
         [listed] = await api.list(TEMPLATES, "default")

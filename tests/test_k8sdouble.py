@@ -536,8 +536,25 @@ def test_objects_are_served_at_every_resource_api_version(k8s_double):
     assert beta2.api_version == "resource.k8s.io/v1beta2"
     assert beta2.spec.spec.devices.requests[0].exactly.count == 2
     raw = k8s_double.get("resourceclaimtemplates", "t", version="v1beta1")
+    # Stored defaulted, as kube-apiserver does (allocationMode ExactCount).
     assert raw["spec"]["spec"]["devices"]["requests"] == [{"name": "gpu", "deviceClassName": "gpu.nvidia.com",
-                                                           "count": 2}]
+                                                           "count": 2, "allocationMode": "ExactCount"}]
+
+
+def test_claim_specs_are_defaulted_on_write_as_the_api_server_does(k8s_double):
+    v1 = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+          "spec": {"devices": {"requests": [
+              {"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                                        "tolerations": [{"key": "k", "value": "v", "effect": "NoSchedule"}]}},
+              {"name": "b", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}},
+              {"name": "c", "firstAvailable": [{"name": "x", "deviceClassName": "gpu.nvidia.com"}]}]}}}
+    client.ResourceV1Api(k8s_double.api_client()).create_namespaced_resource_claim("default", v1)
+    requests = k8s_double.get("ResourceClaim", "c")["spec"]["devices"]["requests"]
+    assert requests[0]["exactly"]["allocationMode"] == "ExactCount" and requests[0]["exactly"]["count"] == 1
+    assert requests[0]["exactly"]["tolerations"][0]["operator"] == "Equal"
+    assert "count" not in requests[1]["exactly"]
+    assert requests[2]["firstAvailable"][0] | {} == {"name": "x", "deviceClassName": "gpu.nvidia.com",
+                                                   "allocationMode": "ExactCount", "count": 1}
 
 
 def test_resource_slice_devices_are_wrapped_in_basic_for_v1beta1(k8s_double):

@@ -43,6 +43,27 @@ def test_gpu_requests_inside_strings_are_reported_once_with_where_they_are() -> 
     assert finding.pointer == "/spec/steps/0/manifest" and "inside a string value" in finding.message
 
 
+def test_one_finding_names_every_place_it_was_seen() -> None:
+    """Three NIMPipeline services each asking for a GPU are three places to fix, not one."""
+    service = {"name": "s", "spec": {"image": {"repository": "nvcr.io/nim/x"},
+                                     "resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    pipeline = {"kind": "NIMPipeline", "spec": {"services": [service, service, service]}}
+    [finding] = find_unrewritable(pipeline, [])
+    assert finding.pointers == tuple(f"/spec/services/{i}/spec/resources" for i in range(3))
+    assert finding.where == "/spec/services/0/spec/resources, /spec/services/1/spec/resources, " \
+                            "/spec/services/2/spec/resources"
+    many = {"kind": "NIMPipeline", "spec": {"services": [service] * 5}}
+    [finding] = find_unrewritable(many, [])
+    assert finding.where.endswith(" and 2 more: /spec/services/3/spec/resources, /spec/services/4/spec/resources")
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+
+    report = CliRunner().invoke(main, ["migrate", "-"], input=json.dumps(
+        {"apiVersion": "apps.nvidia.com/v1alpha1", "metadata": {"name": "p"}, **pipeline})).stderr
+    assert all(f"/spec/services/{i}/spec/resources" in report for i in range(3)), report
+
+
 def test_things_that_merely_mention_gpus_are_not_reported() -> None:
     pod = {"kind": "Pod",
            "metadata": {"annotations": {

@@ -110,8 +110,47 @@ def test_check_exits_1_while_something_would_change_and_0_after_migrating(tree: 
     result = migrate("--check", str(tree))
     assert result.exit_code == 1 and result.stdout == ""
     assert (tree / "gpu" / "pod.yaml").read_text() == POD
+    # --check writes nothing: its report says what would change, never "(migrated)".
+    assert f"{tree / 'gpu' / 'pod.yaml'} (would be migrated)" in result.stderr
+    assert "(migrated)" not in result.stderr
     assert migrate("--in-place", str(tree)).exit_code == 0
     assert migrate("--check", str(tree)).exit_code == 0
+
+
+ARGO_GPU_STEP = """\
+apiVersion: argoproj.io/v1alpha1
+kind: WorkflowTemplate
+metadata:
+  name: train
+spec:
+  templates:
+  - name: gpu-step
+    containerSet:
+      containers:
+      - name: main
+        image: cuda
+        resources:
+          limits:
+            nvidia.com/gpu: 1
+"""
+
+
+def test_check_fails_with_its_own_code_while_gpu_requests_are_left_that_migrate_cannot_rewrite() -> None:
+    """A CI gate must not pass a GPU request migrate leaves behind (here an Argo containerSet, which is no
+    PodSpec): exit 9, distinct from 'would change' (1), and the report names the place."""
+    from kubectl_gpu.cli import exits
+
+    for mode in ("--check", "--diff"):
+        result = migrate(mode, "-", stdin=ARGO_GPU_STEP)
+        assert result.exit_code == exits.LEGACY_LEFT == 9, (mode, result.output)
+        assert "/spec/templates/0/containerSet/containers/0/resources" in result.stderr
+    # Plain migrate writes what it can: its exit code is not a gate.
+    assert migrate("-", stdin=ARGO_GPU_STEP).exit_code == 0
+    # A quota merely naming the resource is a setting to re-point, not a request left.
+    queue = ("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: q\nspec:\n"
+             "  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n")
+    assert migrate("--check", "-", stdin=queue).exit_code == 0
+    assert "9" in exits.TABLE and "cannot rewrite" in exits.TABLE
 
 
 def test_json_output(tree: Path) -> None:
@@ -210,21 +249,22 @@ def test_a_container_mixing_two_gpu_plugins_exits_3_and_is_left_as_it_was(tmp_pa
     assert "mixes resources of different GPU device plugins" in result.stderr
 
 
-def test_gpu_requests_migrate_cannot_reach_are_warnings_that_leave_the_exit_code(tmp_path: Path) -> None:
+def test_without_check_gpu_requests_migrate_cannot_reach_are_warnings_that_leave_the_exit_code(
+        tmp_path: Path) -> None:
     workflow = tmp_path / "workflow.yaml"
     workflow.write_text("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n"
                         "  templates:\n  - name: t\n    containerSet:\n      containers:\n      - name: c\n"
                         "        image: x\n        resources: {limits: {nvidia.com/gpu: 1}}\n")
-    for args in ([], ["--check"]):
-        result = migrate(*args, str(workflow))
-        assert result.exit_code == 0, args
-        assert "warning:" in result.stderr and "outside any pod template" in result.stderr
+    result = migrate(str(workflow))
+    assert result.exit_code == 0
+    assert "warning:" in result.stderr and "outside any pod template" in result.stderr
     assert workflow.read_text().endswith("nvidia.com/gpu: 1}}\n")
 
 
 def test_help_documents_the_exit_codes() -> None:
     result = migrate("--help")
-    for line in ("0  everything migrated", "1  --check or --diff", "2  usage error", "3  some input was not migrated"):
+    for line in ("0  everything migrated", "1  --check or --diff", "2  usage error", "3  some input was not migrated",
+                 "9  --check or --diff: GPU requests are left"):
         assert line in result.stdout
 
 

@@ -13,6 +13,7 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+WEBHOOK_SERVER = "kgpu-webhook"  # the admission webhook server's executable (Dockerfile, chart)
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
 
 
@@ -57,3 +58,12 @@ def test_image_and_bootstrap_install_the_webhook_extra():
     locked = _names([line.split(" ")[0] for line in (REPO / "requirements-webhook.lock").read_text().splitlines()
                      if "==" in line])
     assert _names(PROJECT["optional-dependencies"]["webhook"]) | _names(PROJECT["dependencies"]) <= locked
+
+
+def test_the_only_executables_kubectl_takes_for_plugins_are_the_plugin_and_its_completion():
+    """kubectl runs every executable on PATH named kubectl-* as a plugin (`kubectl plugin list`;
+    kubectl_complete-* supplies its completion): a server named kubectl-gpu-webhook would show as
+    the command `kubectl gpu webhook`, which it is not."""
+    plugins = {name for name in PROJECT["scripts"] if name.startswith(("kubectl-", "kubectl_"))}
+    assert plugins == {"kubectl-gpu", "kubectl_complete-gpu"}
+    assert PROJECT["scripts"][WEBHOOK_SERVER] == "webhook.cli:main"

@@ -67,3 +67,13 @@ def test_the_terminal_shows_what_a_pipe_gets_whatever_its_width(wide_cluster, co
         shown.pop()
     assert shown == piped.rstrip("\n").splitlines()
     assert any(len(line) > 80 for line in shown) or columns == 160  # the 80-column case did wrap lines
+
+
+def test_describe_by_default_fits_an_80_column_terminal(wide_cluster):
+    """kubectl's default tables fit 80 columns; the long product name is -o wide's."""
+    env = {**os.environ, "KUBECONFIG": wide_cluster.kubeconfig_path(), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    shown = [line.rstrip() for line in run_in_terminal(80, ["describe"], env).splitlines()]
+    table = shown[:shown.index("")] if "" in shown else shown
+    assert table[0].split()[:3] == ["NODE", "DRA", "DRA"] and len(table) == 4, shown
+    assert max(len(line) for line in table) <= 80, table

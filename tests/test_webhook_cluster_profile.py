@@ -197,3 +197,50 @@ def test_validate_does_not_fence_a_pinned_pod_off_the_dra_node_whose_deviceclass
         double.seed(*docs(DATA / "driver" / "a100-mig.yaml"), mig_device_class("1g.10gb"), dra_node)
         response = webhook_on(double).review("/validate", admission_review(pod))
         assert response["allowed"] is False and "gpu-7" in response["status"]["message"]
+
+
+# --- memory: the watched slices keep only what the profile reads ------------------------------
+
+
+def test_watched_slices_keep_only_what_the_profile_reads_and_give_the_same_profile() -> None:
+    import asyncio
+
+    import kubernetes
+
+    from kubectl_gpu.cluster.profile import profile_from_discovery, stamped
+    from kubectl_gpu.k8s import AsyncClient
+    from tests import builders
+    from webhook.cluster_profile import ProfileCache
+
+    with K8sDouble() as double:
+        slices = [builders.gpu_slice(f"node-{i}") for i in range(3)]
+        for obj in slices:  # as the kubelet plugin writes them: through the API, with managedFields
+            obj["metadata"].update(labels={"app": "dra-driver"}, ownerReferences=[
+                {"apiVersion": "v1", "kind": "Node", "name": obj["spec"]["nodeName"], "uid": "u"}])
+            kubernetes.client.ResourceV1Api(double.api_client()).create_resource_slice(obj)
+
+        async def read() -> tuple:
+            cache = ProfileCache(AsyncClient(double.api_client().configuration, 5))
+            try:
+                profile = await cache.get()
+                [watch] = [w for (_, _, kind), w in cache._watches.items() if kind == "ResourceSlice"]
+                return profile, list(watch.values())
+            finally:
+                await cache.close()
+
+        profile, kept = asyncio.run(read())
+        full = double.list("ResourceSlice")
+        assert full[0]["metadata"]["managedFields"] and all(set(s["metadata"]) == {"name", "resourceVersion"} for s in kept)
+        assert [s["spec"] for s in kept] == [s["spec"] for s in full]
+        version, group = {"major": "1", "minor": "34"}, double_group(double)
+        unstripped = profile_from_discovery("the webhook's cluster", version, group,
+                                            stamped(full, "resource.k8s.io/v1", "ResourceSlice"), {})
+        assert profile.revision == unstripped.revision
+        assert list(map(repr, profile.devices)) == list(map(repr, unstripped.devices))  # Device compares by identity
+
+
+def double_group(double: K8sDouble) -> dict:
+    import json
+    import urllib.request
+
+    return json.loads(urllib.request.urlopen(f"{double.url}/apis/resource.k8s.io").read())

@@ -109,7 +109,7 @@ def test_an_environment_value_that_cannot_be_read_names_its_variable(value):
 
 def test_serve_says_how_to_get_missing_certificates(tmp_path):
     result = CliRunner().invoke(main, ["serve", "--cert-file", str(tmp_path / "no.crt"), "--key-file", str(tmp_path / "no.key")])
-    assert result.exit_code == 2 and "kubectl-gpu-webhook certs" in result.output
+    assert result.exit_code == 2 and "kgpu-webhook certs" in result.output
 
 
 def test_certs_command_writes_a_ca_and_a_cert_for_the_service_names(tmp_path):

@@ -203,7 +203,7 @@ async def test_pods_arriving_together_create_their_claim_template_once(k8s_doubl
 
 
 async def test_a_template_no_pod_needed_lately_stays_deleted(k8s_double, kube_api):
-    """`kubectl-gpu-webhook cleanup` deletes a managed template nothing referenced for its grace
+    """`kgpu-webhook cleanup` deletes a managed template nothing referenced for its grace
     period (600 s by default, docs/webhook.md "Clean-up of unused templates"): the webhook re-creates
     only what a review needed within the last minute, so it never fights the clean-up."""
     from webhook.templates import RECENTLY_NEEDED_SECONDS

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 
 import jsonpatch
 import pytest
 
-from tests.conftest import admission_review, captured_logs, eventually, patch_of
+from tests.conftest import admission_review, captured_logs, eventually, fenced, patch_of
+from webhook.templates import CREATED_BY_WEBHOOK
 
 MANAGED = {"app.kubernetes.io/managed-by": "kubectl-gpu"}
 
@@ -56,12 +58,23 @@ def test_health_ready_and_metrics_endpoints(start_webhook):
     assert "kubectl_gpu_webhook_review_duration_seconds_bucket" in metrics
 
 
-def test_not_ready_while_the_api_server_fails(start_webhook, k8s_double):
+def test_stays_ready_and_answers_what_needs_no_api_call_while_the_api_server_fails(start_webhook, k8s_double):
+    # Every replica shares the API server: NotReady on its failure would empty the Service at once,
+    # and then failurePolicy Fail rejects every GPU pod with a connection error and Ignore admits
+    # every one unfenced.  Ready, the webhook answers what needs no API call and denies the rest
+    # with a retryable message.
     hook = start_webhook()
     k8s_double.stop()
+    eventually(lambda: b"Kubernetes API not reachable" in hook.request("GET", "/readyz")[1])
     status, body = hook.request("GET", "/readyz")
-    assert status == 503 and b"Kubernetes API not reachable" in body
+    assert status == 200 and b"retry" in body
     assert hook.request("GET", "/healthz")[0] == 200
+    opted_out = gpu_pod("1", labels={"kubectl-gpu.io/opt-out": "true"})  # fenced, from its content alone
+    fenced_answer = hook.review("/mutate", admission_review(opted_out))
+    assert fenced_answer["allowed"] is True and patch_of(fenced_answer)
+    assert hook.review("/validate", admission_review(rct()))["allowed"] is True
+    needs_template = hook.review("/mutate", admission_review(gpu_pod()))
+    assert needs_template["allowed"] is False and needs_template["status"]["code"] == 503
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -92,7 +105,7 @@ def test_gpu_pod_is_rewritten_and_its_template_created_before_admission(start_we
     assert "nvidia.com/gpu" not in json.dumps(patched["spec"]["containers"])
     [template] = claim_template_names(patched)
     stored = k8s_double.get("ResourceClaimTemplate", template, "default")
-    assert stored is not None and stored["metadata"]["labels"] == MANAGED
+    assert stored is not None and stored["metadata"]["labels"] == MANAGED | CREATED_BY_WEBHOOK
     assert any("nvidia.com/gpu" in w for w in response["warnings"])
     assert all(len(w) <= 120 for w in response["warnings"])
 
@@ -218,6 +231,36 @@ def test_managed_template_whose_spec_was_edited_is_not_used(start_webhook, k8s_d
     assert f"kubectl delete resourceclaimtemplate -n default {name}" in response["status"]["message"]
 
 
+@pytest.mark.parametrize("poison", [
+    {"selectors": [{"cel": {"expression": 'device.attributes["gpu.nvidia.com"].productName == "Tesla T4"'}}]},
+    {"tolerations": [{"key": "maintenance", "operator": "Exists", "effect": "NoSchedule"}]},
+    {"adminAccess": True},
+], ids=["extra-selector", "extra-toleration", "admin-access"])
+def test_managed_template_with_extra_fields_is_not_used(start_webhook, k8s_double, poison):
+    # Same name, managed label and every field the webhook wants, plus one it never writes: pods
+    # would get a claim narrower, wider or more privileged than the one they were rewritten for.
+    hook = start_webhook()
+    first = hook.review("/mutate", admission_review(gpu_pod()))
+    [name] = claim_template_names(jsonpatch.apply_patch(gpu_pod(), patch_of(first)))
+    stored = k8s_double.get("ResourceClaimTemplate", name, "default")
+    stored["spec"]["spec"]["devices"]["requests"][0]["exactly"].update(poison)
+    k8s_double.seed(stored, replace=True)
+    response = start_webhook().review("/mutate", admission_review(gpu_pod()))
+    assert response["allowed"] is False and response["status"]["code"] == 409
+    assert "spec was changed" in response["status"]["message"]
+
+
+def test_a_template_read_back_with_the_api_servers_defaults_is_used(start_webhook, k8s_double):
+    # The API server defaults what the webhook wrote (allocationMode, count, a toleration's
+    # operator): the stored object differs from the request only by those, and is the same claim.
+    hook = start_webhook()
+    first = hook.review("/mutate", admission_review(gpu_pod()))
+    [name] = claim_template_names(jsonpatch.apply_patch(gpu_pod(), patch_of(first)))
+    stored = k8s_double.get("ResourceClaimTemplate", name, "default")
+    assert stored["spec"]["spec"]["devices"]["requests"][0]["exactly"]["allocationMode"] == "ExactCount"
+    assert start_webhook().review("/mutate", admission_review(gpu_pod()))["allowed"] is True
+
+
 def test_api_failure_denies_with_a_retryable_message(start_webhook, k8s_double):
     hook = start_webhook()
     k8s_double.fail("create", "resourceclaimtemplates", status=500, times=None)
@@ -227,6 +270,25 @@ def test_api_failure_denies_with_a_retryable_message(start_webhook, k8s_double):
     assert 'kubectl_gpu_webhook_api_errors_total{operation="create"} 1.0' in hook.metrics_text()
     k8s_double.clear_faults()
     assert hook.review("/mutate", admission_review(gpu_pod()))["allowed"] is True
+
+
+def test_a_review_answers_within_the_api_servers_timeout_however_many_calls_it_makes(start_webhook, k8s_double):
+    # Each call stays under apiTimeoutSeconds, but together they outlast what the API server waits
+    # for (admissionTimeoutSeconds, the webhook configuration's timeoutSeconds): the review must
+    # answer, retryably, before the API server gives up on it.
+    hook = start_webhook(apiTimeoutSeconds=1.5, admissionTimeoutSeconds=3)
+    for verb, resource in (("get", "namespaces"), ("list", "resourceclaimtemplates"),
+                           ("create", "resourceclaimtemplates"), ("list", "resourceslices"),
+                           ("list", "deviceclasses")):
+        k8s_double.delay(1.2, verb, resource)
+    started = time.monotonic()
+    response = hook.review("/mutate", admission_review(gpu_pod()))
+    elapsed = time.monotonic() - started
+    assert response["allowed"] is False and response["status"]["code"] == 503
+    assert "retry" in response["status"]["message"] and "3s" in response["status"]["message"]
+    assert elapsed < 3, elapsed
+    k8s_double.clear_faults()
+    eventually(lambda: hook.review("/mutate", admission_review(gpu_pod()))["allowed"], 10)
 
 
 def test_api_timeout_denies_instead_of_hanging(start_webhook, k8s_double):
@@ -432,7 +494,68 @@ def test_legacy_gpu_beside_a_non_gpu_claim_is_allowed(start_webhook, k8s_double)
                      "spec": {"spec": {"devices": {"requests": [{"name": "ch", "exactly": {"deviceClassName": "compute-domain-default-channel.nvidia.com"}}]}}}})
     pod = gpu_pod("1", resourceClaims=[{"name": "ch", "resourceClaimTemplateName": "imex"}])
     pod["spec"]["containers"][0]["resources"]["claims"] = [{"name": "ch"}]
-    assert start_webhook().review("/validate", admission_review(pod))["allowed"] is True
+    assert start_webhook().review("/validate", admission_review(fenced(pod)))["allowed"] is True
+
+
+def test_a_legacy_pod_that_skipped_the_fence_is_denied_saying_what_to_add(start_webhook):
+    # The mutating webhook was bypassed (failurePolicy Ignore during an outage) or a webhook after it
+    # rewrote the affinity: the pod could land on a DRA node and share its GPUs with DRA claims.
+    hook = start_webhook()
+    opted_out = gpu_pod("1", labels={"kubectl-gpu.io/opt-out": "true"})  # keeps its device-plugin GPU
+    response = hook.review("/validate", admission_review(opted_out))
+    assert response["allowed"] is False and response["status"]["code"] == 403
+    message = response["status"]["message"]
+    assert "nothing keeps this pod off DRA nodes" in message and "nvidia.com/gpu" in message
+    assert '{"key": "ack.node.gpu.schedule", "operator": "NotIn", "values": ["disabled"]}' in message
+    # As /mutate leaves it (fenced), the same pod is admitted.
+    fenced = jsonpatch.apply_patch(opted_out, patch_of(hook.review("/mutate", admission_review(opted_out))))
+    assert hook.review("/validate", admission_review(fenced))["allowed"] is True
+    # A later webhook that replaces the affinity removes the fence: denied again.
+    rewritten = {**fenced, "spec": {**fenced["spec"], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}}}
+    assert hook.review("/validate", admission_review(rewritten))["allowed"] is False
+    audited = start_webhook(audit=True).review("/validate", admission_review(opted_out))
+    assert audited["allowed"] is True and any("off DRA nodes" in w for w in audited["warnings"])
+
+
+def renamed_gpu_pod(resource: str, amount: str = "1") -> dict:
+    pod = gpu_pod()
+    pod["spec"]["containers"][0]["resources"] = {"limits": {resource: amount}}
+    return pod
+
+
+@pytest.mark.parametrize("resource", ["nvidia.com/a100", "nvidia.com/mps", "example.com/gpu"])
+def test_renamed_device_plugin_resources_are_fenced_off_dra_nodes_not_rewritten(start_webhook, k8s_double, resource):
+    # The NVIDIA device plugin renames what it advertises: resources.gpus[].name (nvidia.com/a100,
+    # whole GPUs of one model), time-slicing/MPS `rename` (replicas of a GPU), RESOURCE_PREFIX
+    # (another domain).  Declared in extraLegacyResources, they are kept off DRA nodes.
+    k8s_double.seed({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-7", "labels": {"ack.node.gpu.schedule": "disabled"}}})
+    hook = start_webhook(extraLegacyResources=[resource])
+    pod = renamed_gpu_pod(resource)
+    response = hook.review("/mutate", admission_review(pod))
+    patched = jsonpatch.apply_patch(pod, patch_of(response))
+    assert patched["spec"]["containers"] == pod["spec"]["containers"]  # not rewritten: fence only
+    assert patched["spec"]["affinity"]["nodeAffinity"]  # kept off DRA nodes
+    assert k8s_double.list("ResourceClaimTemplate") == []
+    assert hook.review("/validate", admission_review(patched))["allowed"] is True
+    assert hook.review("/validate", admission_review(pod))["allowed"] is False  # unfenced
+    pinned = hook.review("/validate", admission_review(renamed_gpu_pod(resource) | {"spec": {
+        **pod["spec"], "nodeName": "gpu-7"}}))
+    assert pinned["allowed"] is False and resource in pinned["status"]["message"]
+    # Undeclared, the same name is none of the webhook's business.
+    assert "patch" not in start_webhook().review("/mutate", admission_review(pod))
+    zero = hook.review("/mutate", admission_review(renamed_gpu_pod(resource, "0")))
+    assert "patch" not in zero
+
+
+def test_extra_legacy_resources_must_be_resource_names(start_webhook):
+    from webhook.config import ConfigError
+
+    with pytest.raises(ConfigError, match="extraLegacyResources"):
+        start_webhook(extraLegacyResources=["a100"])
+    with pytest.raises(ConfigError, match="already"):
+        start_webhook(extraLegacyResources=["nvidia.com/gpu"])
 
 
 # --- node status guard -------------------------------------------------------------------------

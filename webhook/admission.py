@@ -14,7 +14,8 @@ from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
 from kubectl_gpu.cluster.quota import quota_target
 from kubectl_gpu.core import (KnownClaim, QuotaTarget, TranslateOptions, claims_beside_legacy_gpus, gpus_asked_twice,
                               known_claims)
-from kubectl_gpu.core.constants import DRA_GROUP
+from kubectl_gpu.dra.devices import nodes_of_driver
+from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
 from kubectl_gpu.k8s import ApiError, Resource
 
 from . import fencing
@@ -66,7 +67,7 @@ class Admission:
 
     async def mutate(self, request: AdmissionRequest) -> Verdict:
         if request.kind == "Node" and request.sub_resource == "status":
-            return self._guard_node_status(request)
+            return await self._guard_node_status(request)
         # A controller's pods share one parse (ReviewParser), and with it what their content decides.
         answers: RequestAnswers[_Reading] = self.caches.answers(request)
         reading = answers.reading
@@ -83,6 +84,9 @@ class Admission:
             if isinstance(fitted, Verdict):
                 return fitted
             mutation = fitted
+        elif mutation.has_legacy and self.profiles is not None and self.config.needs_cluster_profile:
+            # Legacy requests stay: keep them off the nodes the profile's slices say run the driver.
+            mutation = await self._fenced_off_driver_nodes(request, answers, site, skip, mutation)
         if not skip:
             try:
                 opted = opted_out(await self.namespaces.labels(namespace), self.config)
@@ -248,6 +252,18 @@ class Admission:
         # a controller's next pod gets the same object, so its verdict and encoded response too.
         return answers.fitted_for(skip, profile.revision, lambda: self._fit(request, site, skip, profile))
 
+    async def _fenced_off_driver_nodes(self, request: AdmissionRequest, answers: RequestAnswers[Any],
+                                       site: TemplateSite, skip: bool, mutation: MutationPlan) -> MutationPlan:
+        """The plan fitted to the profile (whose slices name the driver's nodes); the plan as it was
+        when the profile cannot be read: a pod that keeps its legacy requests is never denied for that."""
+        assert self.profiles is not None
+        try:
+            profile = await self.profiles.get()
+        except Exception:  # noqa: BLE001 - ApiError or a profile the API returned that cannot be read
+            return mutation
+        fitted = answers.fitted_for(skip, profile.revision, lambda: self._fit(request, site, skip, profile))
+        return fitted if isinstance(fitted, MutationPlan) else mutation
+
     def _fit(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
                 profile: ClusterProfile) -> MutationPlan | Verdict:
         config, _notes = self._config_for(profile)
@@ -269,7 +285,9 @@ class Admission:
         def fit(profile: ClusterProfile) -> tuple[WebhookConfig, tuple[str, ...]]:
             fitted = fit_options(self.config.translate_options, profile,
                                  api_version_given=not self.config.api_version_auto)
-            return replace(self.config, translate_options=fitted.options), fitted.notes
+            return (replace(self.config, translate_options=fitted.options,
+                            driver_node_names=nodes_of_driver(profile.resource_slices, NVIDIA_DRIVER)),
+                    fitted.notes)
 
         return self.caches.fitted.get(profile, fit)
 
@@ -300,11 +318,13 @@ class Admission:
         if mutation.fenced:
             metrics.series(metrics.double_counting, "fenced").inc()
 
-    def _guard_node_status(self, request: AdmissionRequest) -> Verdict:
+    async def _guard_node_status(self, request: AdmissionRequest) -> Verdict:
         node = request.obj
         if not self.config.node_status_guard or request.operation != "UPDATE" or node is None:
             return allow()
-        ops = tuple(fencing.strip_legacy_capacity(node, self.config.dra_node_selectors))
+        driver_nodes = (await self._validation_config()).driver_node_names
+        ops = tuple(fencing.strip_legacy_capacity(node, self.config.dra_node_selectors, driver_nodes,
+                                                  self.config.extra_legacy_resources))
         if not ops:
             return allow()
         self.metrics.double_counting.labels(finding="node_status_stripped").inc()
@@ -335,7 +355,8 @@ class Admission:
 
     async def _validate_pod(self, request: AdmissionRequest) -> Verdict:
         assert request.obj is not None
-        if not fencing.legacy_gpu_resources(request.obj):
+        extra = self.config.extra_legacy_resources
+        if not fencing.legacy_gpu_resources(request.obj, extra):
             # Both findings are about device-plugin GPU requests: a pod without any (a DRA-only
             # pod) needs no node lookup, and is never denied because the API is unreachable.
             return allow()
@@ -343,21 +364,27 @@ class Admission:
         # MIG request a DeviceClass serves through extendedResourceName (KEP-5004) belongs on DRA nodes.
         config = await self._validation_config()
         pod = device_plugin_view(request.obj, config)
-        if not fencing.legacy_gpu_resources(pod):
+        if not fencing.legacy_gpu_resources(pod, extra):
             return allow()
         selectors = self.config.dra_node_selectors
         findings: dict[str, list[str]] = {}
         try:
-            if selectors:
+            if selectors or config.driver_node_names:
                 node_labels: dict[str, dict[str, str]] = {}
-                for name in fencing.pinned_node_names(pod):
+                for name in fencing.pinned_node_names(pod) if selectors else ():
                     node_labels[name] = await self.nodes.labels(name)
-                findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels)
+                findings["pinned"] = fencing.pinned_to_dra_node(pod, selectors, node_labels, config.driver_node_names,
+                                                                 extra)
             if claims_beside_legacy_gpus(pod, config.translate_options):
                 # Only claims that really allocate GPUs count (not an IMEX channel or a NIC).
                 known = await self._claims_of(pod, request.namespace)
                 findings["same_gpus_twice"] = [
                     n.render() for n in gpus_asked_twice(pod, known, config.translate_options)]
+            if selectors and not findings["pinned"]:
+                # /mutate fences every such pod; one without the fence skipped it (Ignore during an
+                # outage) or a later webhook changed its affinity.  After the findings above, which
+                # /mutate reports in the same words.
+                findings["unfenced"] = fencing.unfenced(pod, selectors, extra)
         except ApiError as exc:
             return deny(f"kubectl-gpu: cannot check this pod against DRA nodes ({exc.status or exc.reason}): {RETRY_HINT}", 503)
         reasons = [reason for found in findings.values() for reason in found]

@@ -1,4 +1,4 @@
-"""`kubectl-gpu-webhook certs`: a private CA and a serving certificate for the webhook Service.
+"""`kgpu-webhook certs`: a private CA and a serving certificate for the webhook Service.
 
 The API server reaches the webhook as ``https://<service>.<namespace>.svc``; the serving
 certificate carries every DNS name it may use as a SAN, and the CA goes into the

@@ -1,11 +1,16 @@
-"""`kubectl-gpu-webhook cleanup`: delete managed DRA objects that nothing references any more.
+"""`kgpu-webhook cleanup`: delete managed DRA objects that nothing references any more.
 
 Deleting a template a pod is about to use would strand that pod (the webhook checks the template
 for every review, but a pod admitted a moment ago may not be visible to a list yet).  So clean-up works in two passes separated by a grace period:
 
-1. an unreferenced managed object is marked (annotation ``kubectl-gpu.io/unused-since``);
+1. an unreferenced object the webhook created is marked (annotation ``kubectl-gpu.io/unused-since``);
 2. a later run deletes it if the mark is older than the grace period AND a fresh look at the
-   namespace's pods and workloads still finds no reference, with a resourceVersion precondition.
+   namespace still finds no reference, with a resourceVersion precondition.
+
+Only objects the webhook created (its own label, templates.CREATED_BY_WEBHOOK) are candidates:
+those `kubectl gpu migrate` wrote carry the same managed-by label but belong to the user's
+manifests.  References are looked for in every object that can hold a pod spec, custom resources
+included (references.py).
 
 A webhook that needs a marked object again removes the mark, which changes the resourceVersion,
 so a delete racing with it fails with 409 instead of removing the object.  The grace period must
@@ -18,28 +23,17 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
+from kubectl_gpu.k8s import DRA_GROUP, ApiError, Client, Resource, preferred_dra_version, served_versions
 
-from kubectl_gpu.k8s import POD, WORKLOAD_RESOURCES, ApiError, Client, Resource
-
-from .mutation import POD_TEMPLATE_PATHS
-from .templates import UNUSED_SINCE_ANNOTATION
+from .references import ObjectKey, is_referenced, pod_holding_resources, referenced
+from .templates import CREATED_BY_WEBHOOK, UNUSED_SINCE_ANNOTATION
 
 DEFAULT_GRACE_SECONDS = 600.0
-MANAGED_SELECTOR = f"{MANAGED_BY_LABEL}={MANAGED_BY_VALUE}"
+CREATED_SELECTOR = ",".join(f"{k}={v}" for k, v in {MANAGED_BY_LABEL: MANAGED_BY_VALUE, **CREATED_BY_WEBHOOK}.items())
 CLAIM_KINDS = ("ResourceClaimTemplate", "ResourceClaim")
-
-
-@dataclass(frozen=True)
-class ObjectKey:
-    kind: str
-    namespace: str
-    name: str
-
-    def __str__(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
 
 
 @dataclass
@@ -59,32 +53,6 @@ class CleanupReport:
     dry_run: bool = False
 
 
-def references(pod_specs: Iterable[dict[str, Any]], namespace: str) -> set[ObjectKey]:
-    """The claim objects pod specs point at."""
-    found = set()
-    for spec in pod_specs:
-        for entry in (spec or {}).get("resourceClaims") or []:
-            if not isinstance(entry, dict):
-                continue
-            if entry.get("resourceClaimTemplateName"):
-                found.add(ObjectKey("ResourceClaimTemplate", namespace, entry["resourceClaimTemplateName"]))
-            if entry.get("resourceClaimName"):
-                found.add(ObjectKey("ResourceClaim", namespace, entry["resourceClaimName"]))
-    return found
-
-
-def pod_specs_of(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """The pod spec of a Pod or of a workload's pod template."""
-    kind = obj.get("kind") or ""
-    group = (obj.get("apiVersion") or "").rpartition("/")[0] if "/" in (obj.get("apiVersion") or "") else ""
-    path = POD_TEMPLATE_PATHS.get((group, kind), ())
-    node: Any = obj
-    for part in path:
-        node = node.get(part) if isinstance(node, dict) else None
-    spec = node.get("spec") if isinstance(node, dict) else None
-    return [spec] if isinstance(spec, dict) else []
-
-
 def _parse_time(text: str) -> dt.datetime | None:
     try:
         return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -101,22 +69,22 @@ def _key(obj: dict[str, Any]) -> ObjectKey:
     return ObjectKey(obj.get("kind") or "", meta.get("namespace") or "", meta.get("name") or "")
 
 
-def _in_use(obj: dict[str, Any], referenced: set[ObjectKey]) -> bool:
-    if _key(obj) in referenced:
+def _in_use(obj: dict[str, Any], references: set[ObjectKey]) -> bool:
+    if is_referenced(_key(obj), references):
         return True
     # A ResourceClaim reserved for a pod is in use even if no spec names it any more.
     return bool(((obj.get("status") or {}).get("reservedFor")))
 
 
 def plan_cleanup(
-    managed: list[dict[str, Any]], referenced: set[ObjectKey], now: dt.datetime, grace_seconds: float
+    managed: list[dict[str, Any]], references: set[ObjectKey], now: dt.datetime, grace_seconds: float
 ) -> CleanupPlan:
     plan = CleanupPlan()
     for obj in managed:
         key = _key(obj)
         meta = obj.get("metadata") or {}
         mark = (meta.get("annotations") or {}).get(UNUSED_SINCE_ANNOTATION)
-        if _in_use(obj, referenced):
+        if _in_use(obj, references):
             (plan.unmark if mark else plan.keep).append(key)
             continue
         since = _parse_time(mark) if mark else None
@@ -129,41 +97,32 @@ def plan_cleanup(
     return plan
 
 
-def _namespace_references(api: Client, namespace: str | None) -> set[ObjectKey]:
-    found: set[ObjectKey] = set()
-    for resource in (POD, *WORKLOAD_RESOURCES):
-        try:
-            items = api.list(resource, namespace)
-        except ApiError as exc:
-            if exc.not_found:
-                continue  # the kind is not served here, so nothing of it can hold a reference
-            raise  # anything else (403...): references unknown, so nothing may be deleted
-        for item in items:
-            item.setdefault("kind", resource.kind)
-            item.setdefault("apiVersion", resource.api_version)
-            ns = (item.get("metadata") or {}).get("namespace") or namespace or ""
-            found |= references(pod_specs_of(item), ns)
-    return found
-
-
 def run_cleanup(
     api: Client,
-    dra_api_version: str,
+    dra_api_version: str | None = None,
     namespace: str | None = None,
     dry_run: bool = False,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     now: dt.datetime | None = None,
 ) -> CleanupReport:
+    """``dra_api_version``: e.g. resource.k8s.io/v1; None: the newest the cluster serves (any
+    served version reads the same stored objects)."""
     now = now or dt.datetime.now(dt.timezone.utc)
     report = CleanupReport(dry_run=dry_run)
+    if dra_api_version is None:
+        version = preferred_dra_version(served_versions(api, DRA_GROUP))
+        if version is None:
+            return report  # no DRA served: nothing the webhook could have created
+        dra_api_version = f"{DRA_GROUP}/{version}"
     managed: list[dict[str, Any]] = []
     for kind in CLAIM_KINDS:
-        for item in api.list(Resource(dra_api_version, kind), namespace, label_selector=MANAGED_SELECTOR):
+        for item in api.list(Resource(dra_api_version, kind), namespace, label_selector=CREATED_SELECTOR):
             item.setdefault("kind", kind)
             managed.append(item)
     if not managed:
         return report
-    plan = plan_cleanup(managed, _namespace_references(api, namespace), now, grace_seconds)
+    holders = pod_holding_resources(api)
+    plan = plan_cleanup(managed, referenced(api, holders, namespace), now, grace_seconds)
     for key in plan.mark:
         report.marked.append(str(key))
         if not dry_run:
@@ -177,8 +136,8 @@ def run_cleanup(
         # Look again before deleting: a pod may have been created since the first listing.  Once
         # per namespace, not per object: each look lists every pod and workload there.
         if key.namespace not in fresh:
-            fresh[key.namespace] = _namespace_references(api, key.namespace)
-        if key in fresh[key.namespace]:
+            fresh[key.namespace] = referenced(api, holders, key.namespace)
+        if is_referenced(key, fresh[key.namespace]):
             report.skipped.append(f"{key}: referenced again")
             continue
         if dry_run:

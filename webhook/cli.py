@@ -1,4 +1,4 @@
-"""`kubectl-gpu-webhook`: serve the admission webhook, write its certificates, clean up templates."""
+"""`kgpu-webhook`: serve the admission webhook, write its certificates, clean up templates."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def serve(config_path: str | None, kubeconfig: str | None, metrics_port: int | N
     for path in (config.cert_file, config.key_file):
         if not os.path.isfile(path):
             raise click.UsageError(
-                f"TLS file {path} does not exist; create it with `kubectl-gpu-webhook certs` or cert-manager, "
+                f"TLS file {path} does not exist; create it with `kgpu-webhook certs` or cert-manager, "
                 "or point tls.certFile/tls.keyFile (--cert-file/--key-file) at it"
             )
     api = async_client(kubeconfig, config.api_timeout_seconds)
@@ -107,7 +107,7 @@ def certs(service: str, namespace: str, out_dir: str, days: int, cluster_domain:
 
 @main.command()
 @click.option("--config", "config_path", type=click.Path(dir_okay=False), envvar="KUBECTL_GPU_WEBHOOK_CONFIG",
-              help="Config file; translation.apiVersion selects the resource.k8s.io version.")
+              help="Config file (the API timeout); the resource.k8s.io version is the newest the cluster serves.")
 @click.option("--namespace", default=None, help="Only this namespace (default: all).")
 @click.option("--dry-run", is_flag=True, help="Only report what would be marked and deleted.")
 @click.option("--grace-seconds", type=click.FloatRange(min=0), default=None,
@@ -116,12 +116,13 @@ def certs(service: str, namespace: str, out_dir: str, days: int, cluster_domain:
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def cleanup(config_path: str | None, namespace: str | None, dry_run: bool, grace_seconds: float | None,
             kubeconfig: str | None, output: str) -> None:
-    """Delete managed ResourceClaimTemplates/ResourceClaims no pod or workload references.
+    """Delete the ResourceClaimTemplates/ResourceClaims the webhook created that nothing references.
 
     Two passes: unreferenced objects are first marked, and deleted by a later run once the mark is
     older than the grace period and a fresh check still finds no reference.  Run it from a CronJob.
     """
     from .cleanup import DEFAULT_GRACE_SECONDS, run_cleanup
+    from .references import ReferencesUnknown
     from kubectl_gpu.k8s import ApiError
 
     from .kubeapi import sync_client
@@ -130,9 +131,11 @@ def cleanup(config_path: str | None, namespace: str | None, dry_run: bool, grace
     api = sync_client(kubeconfig, config.api_timeout_seconds)
     try:
         report = run_cleanup(
-            api, config.translate_options.api_version.value, namespace, dry_run,
-            DEFAULT_GRACE_SECONDS if grace_seconds is None else grace_seconds,
+            api, None, namespace, dry_run, DEFAULT_GRACE_SECONDS if grace_seconds is None else grace_seconds,
         )
+    except ReferencesUnknown as exc:
+        click.echo(f"cleanup stopped: {exc}", err=True)
+        sys.exit(1)
     except ApiError as exc:
         click.echo(f"cleanup stopped: Kubernetes API error {exc}; nothing further was deleted", err=True)
         sys.exit(1)

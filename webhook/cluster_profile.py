@@ -16,6 +16,7 @@ guide than none.  Only while nothing was ever read does `get` raise the API's er
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Mapping
 from typing import Any, Callable
@@ -28,6 +29,29 @@ from .singleflight import SingleFlight
 
 # A profile is rebuilt from changed watches at most this often.
 REBUILD_SECONDS = 1.0
+
+
+def slice_as_read(obj: dict[str, Any]) -> dict[str, Any]:
+    """A ResourceSlice as the profile reads it: its spec (every device, read by
+    kubectl_gpu.dra.devices) and the name and resourceVersion of its metadata (current_slices, the
+    profile's revision).  managedFields, labels and owner references are a large part of a slice a
+    driver wrote and are never read; the watch holds every slice of the fleet
+    (scripts/bench_webhook_memory.py measures it)."""
+    metadata = obj.get("metadata")
+    kept = {k: metadata[k] for k in ("name", "resourceVersion") if k in metadata} if isinstance(metadata, dict) else {}
+    return {**{k: _shared(v) for k, v in obj.items() if k != "metadata"}, "metadata": kept}
+
+
+def _shared(value: Any) -> Any:
+    """``value`` with every string interned: the slices of a fleet repeat the same keys, attribute
+    names, product names and versions thousands of times, and each decode makes new copies."""
+    if isinstance(value, dict):
+        return {sys.intern(k) if isinstance(k, str) else k: _shared(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shared(v) for v in value]
+    if isinstance(value, str):
+        return sys.intern(value)
+    return value
 
 
 class ProfileCache:
@@ -119,7 +143,8 @@ class ProfileCache:
             self._generation += 1
         for key in sorted(wanted):
             if key not in self._watches:
-                informer = Informer(self.api, key[0], on_change=self._changed)
+                informer = Informer(self.api, key[0], on_change=self._changed,
+                                    transform=slice_as_read if key[2] == "ResourceSlice" else None)
                 informer.start()
                 self._watches[key] = informer
                 self._generation += 1

@@ -21,6 +21,9 @@ from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptio
 from kubectl_gpu.input_text import load
 
 from .fencing import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
+from .review import MAX_BODY_BYTES
+from .tls import TLS_VERSIONS, TLSPolicy
+from .transport import TransportLimits
 
 ENV_PREFIX = "KUBECTL_GPU_WEBHOOK_"
 # Set by the Downward API in the chart; the webhook never touches its own namespace, so that a
@@ -41,6 +44,7 @@ FLAG_KEYS: dict[str, str] = {
 }
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+REVIEW_MARGIN_SECONDS = 1.0
 UNSATISFIABLE_CLAIMS = ("warn", "deny", "ignore")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
@@ -60,6 +64,12 @@ DEFAULTS: dict[str, Any] = {
             "serviceName": "",  # the Service the API server calls: the certificate's DNS names
             "clusterDomain": "cluster.local",
             "validityDays": 365,
+        },
+        # Who may connect, and how (webhook/tls.py; docs/webhook.md "Transport limits").
+        "minVersion": "1.3",  # 1.3, or 1.2 (then only AEAD suites with forward secrecy)
+        "clientAuth": {
+            "caFile": "",  # PEM CA(s) of the API server's client certificate; "": none asked for
+            "commonNames": [],  # allowed leaf common names (empty: any the CA signed)
         },
     },
     "translation": {
@@ -81,12 +91,29 @@ DEFAULTS: dict[str, Any] = {
     "quota": "warn",
     "rewriteWorkloads": True,
     "draNodeSelectors": [{"key": s.key, "value": s.value} for s in DEFAULT_DRA_NODE_SELECTORS],
+    # Names a GPU device plugin advertises beyond those kubectl-gpu knows (the NVIDIA plugin's
+    # resources.gpus[].name, time-slicing/MPS `rename`, RESOURCE_PREFIX): fenced off DRA nodes.
+    "extraLegacyResources": [],
     "nodeStatusGuard": False,
     "audit": False,
     "optOutLabel": "kubectl-gpu.io/opt-out",
     "excludedNamespaces": ["kube-system"],
     "apiTimeoutSeconds": 5,
+    # The webhook configurations' timeoutSeconds (the chart sets it from webhook.timeoutSeconds):
+    # every review answers within it, whatever its API calls cost (review_deadline_seconds).
+    "admissionTimeoutSeconds": 10,
     "logLevel": "info",
+    # What a client that reaches the port can make the server hold (webhook/transport.py).
+    "transport": {
+        "maxConnections": 512,
+        "handshakeTimeoutSeconds": 5,
+        "headerTimeoutSeconds": 10,
+        "bodyTimeoutSeconds": 10,
+        "idleTimeoutSeconds": 60,
+        "bodyBytesInFlight": 14 * 1024 * 1024,
+    },
+    # How many claim objects the webhook creates per namespace and minute (then a retryable 429).
+    "templateCreatesPerNamespacePerMinute": 60,
 }
 
 
@@ -154,6 +181,21 @@ class WebhookConfig:
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     self_signed: SelfSigned | None = None  # tls.selfSigned: renew the serving certificate in-process
     quota: str = "warn"  # quota_guard.QUOTA_MODES
+    # Nodes the NVIDIA driver publishes ResourceSlices for (from the cluster profile, when one was read):
+    # DRA nodes without any label, as GPU Operator installs leave them.  Not a setting.
+    driver_node_names: frozenset[str] = field(default_factory=frozenset)
+    # Transport and callers (webhook/transport.py, webhook/tls.py).
+    transport: TransportLimits = field(default_factory=TransportLimits)
+    tls_policy: TLSPolicy = field(default_factory=TLSPolicy)
+    template_creates_per_minute: int = 60
+    admission_timeout_seconds: float = 10.0
+    extra_legacy_resources: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def review_deadline_seconds(self) -> float:
+        """How long one review may take, all its API calls together: the API server's wait less a
+        margin (a second, or half of a shorter wait) for the answer to travel back to it."""
+        return self.admission_timeout_seconds - min(REVIEW_MARGIN_SECONDS, self.admission_timeout_seconds / 2)
 
     @property
     def needs_cluster_profile(self) -> bool:
@@ -322,7 +364,9 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         audit=_bool(raw["audit"], "audit"),
         opt_out_label=opt_out,
         excluded_namespaces=frozenset(excluded),
-        api_timeout_seconds=_timeout(raw["apiTimeoutSeconds"]),
+        api_timeout_seconds=_timeout(raw["apiTimeoutSeconds"], "apiTimeoutSeconds"),
+        admission_timeout_seconds=_admission_timeout(raw["admissionTimeoutSeconds"]),
+        extra_legacy_resources=_extra_legacy_resources(raw["extraLegacyResources"]),
         log_level=log_level,
         own_namespace=own_namespace,
         pass_through_families=frozenset(families),
@@ -332,6 +376,10 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         feature_gates=feature_gates,
         self_signed=_self_signed(tls.get("selfSigned") or {}, own_namespace),
         quota=quota,
+        transport=_transport(raw["transport"]),
+        tls_policy=_tls_policy(tls),
+        template_creates_per_minute=_count(raw["templateCreatesPerNamespacePerMinute"],
+                                           "templateCreatesPerNamespacePerMinute", 1, 100_000),
     )
 
 
@@ -360,14 +408,21 @@ def _port(value: Any) -> int:
     return port
 
 
-def _timeout(value: Any) -> float:
+def _timeout(value: Any, key: str) -> float:
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise ConfigError(f"apiTimeoutSeconds: {value!r} is not a number of seconds") from None
+        raise ConfigError(f"{key}: {value!r} is not a number of seconds") from None
     # The API server gives a webhook at most 30 s (10 s by default); waiting longer is pointless.
     if isinstance(value, bool) or not 0 < seconds <= 30:
-        raise ConfigError(f"apiTimeoutSeconds: {value!r}; use a value above 0 and at most 30")
+        raise ConfigError(f"{key}: {value!r}; use a value above 0 and at most 30")
+    return seconds
+
+
+def _admission_timeout(value: Any) -> float:
+    seconds = _timeout(value, "admissionTimeoutSeconds")
+    if seconds < 1:  # admissionregistration/v1 validation: timeoutSeconds is 1-30
+        raise ConfigError(f"admissionTimeoutSeconds: {value!r}; use the webhook configurations' timeoutSeconds (1-30)")
     return seconds
 
 
@@ -383,6 +438,26 @@ def _string_list(value: Any, key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ConfigError(f"{key} must be a list of names, got {value!r}")
     return list(value)
+
+
+_RESOURCE_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def _extra_legacy_resources(value: Any) -> frozenset[str]:
+    """Extended resource names (``domain/name``) kubectl-gpu does not know as GPUs.  They are only
+    fenced, never rewritten: what one unit is (a whole GPU of a model the plugin's pattern picks, or
+    a replica of a GPU shared N ways) is in the device plugin's configuration, not in the name."""
+    from kubectl_gpu.core import family_of
+
+    names = _string_list(value, "extraLegacyResources")
+    for name in names:
+        if not _RESOURCE_NAME.match(name) or name.split("/")[0].endswith("kubernetes.io"):
+            raise ConfigError(f"extraLegacyResources: {name!r} is not an extended resource name; write it as the "
+                              "device plugin advertises it, e.g. nvidia.com/a100")
+        if family_of(name) is not None:
+            raise ConfigError(f"extraLegacyResources: {name} is already a legacy GPU resource kubectl-gpu knows "
+                              f"(family {family_of(name)}); leave it out")
+    return frozenset(names)
 
 
 def _node_selectors(value: Any) -> tuple[DraNodeSelector, ...]:
@@ -409,3 +484,49 @@ def _node_selectors(value: Any) -> tuple[DraNodeSelector, ...]:
                 raise ConfigError(f"{where}.value: {val!r} is not a label value")
         selectors.append(DraNodeSelector(key=key, value=val))
     return tuple(dict.fromkeys(selectors))
+
+
+# --- transport and callers ---------------------------------------------------------------------
+
+
+def _transport(raw: Mapping[str, Any]) -> TransportLimits:
+    def seconds(key: str) -> float:
+        return _seconds(raw[key], f"transport.{key}", 300)
+
+    return TransportLimits(
+        max_connections=_count(raw["maxConnections"], "transport.maxConnections", 1, 65536),
+        handshake_timeout=seconds("handshakeTimeoutSeconds"),
+        header_timeout=seconds("headerTimeoutSeconds"),
+        body_timeout=seconds("bodyTimeoutSeconds"),
+        idle_timeout=seconds("idleTimeoutSeconds"),
+        # Below the largest review no UPDATE of a large object could ever be answered.
+        body_bytes_in_flight=_count(raw["bodyBytesInFlight"], "transport.bodyBytesInFlight",
+                                    MAX_BODY_BYTES, 1 << 40),
+    )
+
+
+def _tls_policy(tls: Mapping[str, Any]) -> TLSPolicy:
+    version = str(tls["minVersion"])
+    if version not in TLS_VERSIONS:
+        raise ConfigError(f"tls.minVersion: {tls['minVersion']!r}; use one of: {', '.join(TLS_VERSIONS)}")
+    auth = tls["clientAuth"] or {}
+    ca_file = auth.get("caFile") or None
+    if ca_file is not None and not isinstance(ca_file, str):
+        raise ConfigError(f"tls.clientAuth.caFile: {ca_file!r} is not a file path")
+    names = _string_list(auth.get("commonNames"), "tls.clientAuth.commonNames")
+    if names and ca_file is None:
+        raise ConfigError("tls.clientAuth.commonNames needs tls.clientAuth.caFile: without a CA no client "
+                          "certificate is asked for, so there is no common name to check")
+    return TLSPolicy(min_version=version, client_ca_file=ca_file, client_common_names=tuple(names))
+
+
+def _count(value: Any, key: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{key}: {value!r}; use a whole number from {low} to {high}")
+    return value
+
+
+def _seconds(value: Any, key: str, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= high:
+        raise ConfigError(f"{key}: {value!r}; use seconds above 0, at most {high:g}")
+    return float(value)

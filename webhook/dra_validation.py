@@ -367,11 +367,12 @@ def _warn_about_nvidia_config(parameters: Mapping[str, Any], config: Mapping[str
     sharing = parameters.get("sharing") or {}
     strategy = sharing.get("strategy")
     mps_config = sharing.get("mpsConfig") if strategy == MPS else None
-    for name in facts.MPS_CONFIG_MAIN_ONLY_FIELDS if isinstance(mps_config, Mapping) else ():
+    for name, since in facts.MPS_CONFIG_FIELDS_SINCE.items() if isinstance(mps_config, Mapping) else ():
         if name in mps_config:
+            older = facts.DRIVER_RELEASES[facts.driver_release_index(since) - 1]
             result.warnings.append(_warning(
-                f"{_short(path)}: mpsConfig.{name} needs a driver built from main; "
-                f"{facts.NEWEST_DRIVER_RELEASE} and older refuse this config when the pod starts"))
+                f"{_short(path)}: mpsConfig.{name} needs NVIDIA DRA driver {since}+; "
+                f"{older} and older refuse this config when the pod starts"))
     if kind == "ResourceClaimTemplate" and strategy in (TIME_SLICING, MPS):
         # Every pod gets its own claim from a template, so the GPU is shared only by the
         # containers of one pod.  Pods share a GPU through one ResourceClaim.

@@ -14,12 +14,14 @@ so ``migrate`` refuses the same pod with the same words.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubectl_gpu.core import LegacyRequest, escape_pointer, family_of, legacy_requests
+from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
 from kubectl_gpu.core.constants import TPU
-from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
+from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
 
 __all__ = [
     "DraNodeSelector",
@@ -28,8 +30,10 @@ __all__ = [
     "is_legacy_gpu_resource",
     "legacy_gpu_resources",
     "fence_legacy_pod",
+    "fence_driver_nodes",
     "pinned_to_dra_node",
     "pinned_node_names",
+    "unfenced",
     "strip_legacy_capacity",
     "escape_pointer",
 ]
@@ -48,6 +52,12 @@ DEFAULT_DRA_NODE_SELECTORS = DEFAULT_DRA_NODE_MARKERS
 
 # What draNodeSelectors in the configuration reads into (webhook.config validates it).
 Selectors = Sequence[DraNodeSelector]
+# How a node without a DRA label is known to run the NVIDIA driver (GPU Operator installs label nothing).
+DRIVER_NODE = f"it publishes {NVIDIA_DRIVER} ResourceSlices"
+_NODE_NAME_FIELD = "metadata.name"
+# extraLegacyResources: names a device plugin advertises that kubectl-gpu does not know as GPUs.
+Extra = frozenset[str]
+NO_EXTRA: Extra = frozenset()
 
 
 def is_dra_node(labels: Mapping[str, str] | None, selectors: Selectors) -> bool:
@@ -57,11 +67,11 @@ def is_dra_node(labels: Mapping[str, str] | None, selectors: Selectors) -> bool:
 # --- legacy GPU requests --------------------------------------------------------------------
 
 
-def is_legacy_gpu_resource(resource: str) -> bool:
+def is_legacy_gpu_resource(resource: str, extra: Extra = NO_EXTRA) -> bool:
     """True for device-plugin GPU resources (nvidia.com/gpu, vcuda, MIG, HAMi, ACK gpushare,
-    vgpu-manager); false for TPUs and everything else."""
+    vgpu-manager, and the ``extra`` names); false for TPUs and everything else."""
     family = family_of(resource)
-    return family is not None and family != TPU
+    return (family is not None and family != TPU) or resource in extra
 
 
 def _device_plugin_gpu_requests(pod: Mapping[str, Any]) -> list[LegacyRequest]:
@@ -69,15 +79,43 @@ def _device_plugin_gpu_requests(pod: Mapping[str, Any]) -> list[LegacyRequest]:
     return [r for r in legacy_requests(pod) if r.family != TPU and r.amount > 0]
 
 
-def legacy_gpu_resources(pod: Mapping[str, Any]) -> list[str]:
-    """The legacy GPU resources the pod asks for with a non-zero amount, sorted."""
-    return sorted({r.name for r in _device_plugin_gpu_requests(pod)})
+def legacy_gpu_resources(pod: Mapping[str, Any], extra: Extra = NO_EXTRA) -> list[str]:
+    """The legacy GPU resources (and ``extra`` names) the pod asks for with a non-zero amount, sorted."""
+    return sorted({r.name for r in _device_plugin_gpu_requests(pod)} | set(extra_requests(pod, extra)))
+
+
+def extra_requests(pod: Mapping[str, Any], extra: Extra) -> list[str]:
+    """The ``extra`` names a container or init container of the pod asks for with a non-zero amount
+    (the limit wins over the request, as for every extended resource)."""
+    spec = pod.get("spec")
+    if not extra or not isinstance(spec, Mapping):
+        return []
+    found = []
+    for field in ("containers", "initContainers"):
+        for container in spec.get(field) or ():
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            if not isinstance(resources, Mapping):
+                continue
+            limits, requests = (r if isinstance(r, Mapping) else {} for r in
+                                (resources.get("limits"), resources.get("requests")))
+            for name in extra:
+                amount = limits.get(name, requests.get(name))
+                if amount is not None and _positive(amount):
+                    found.append(name)
+    return found
+
+
+def _positive(amount: Any) -> bool:
+    try:
+        return parse_quantity(str(amount)) > 0
+    except QuantityError:
+        return True  # the API server refuses it; until then, treat it as asking for GPUs
 
 
 # --- fencing: required node affinity that keeps a pod off DRA nodes ------------------------
 
 
-def fence_legacy_pod(pod: Mapping[str, Any], selectors: Selectors) -> list[dict[str, Any]]:
+def fence_legacy_pod(pod: Mapping[str, Any], selectors: Selectors, extra: Extra = NO_EXTRA) -> list[dict[str, Any]]:
     """JSON Patch ops (relative to the pod) that keep a pod with legacy GPU requests off
     DRA nodes.  Empty when the pod has none, or is already kept off.
 
@@ -87,7 +125,7 @@ def fence_legacy_pod(pod: Mapping[str, Any], selectors: Selectors) -> list[dict[
     """
     wanted = tuple(selectors)
     spec = pod.get("spec")
-    if not isinstance(spec, Mapping) or not legacy_gpu_resources(pod):
+    if not isinstance(spec, Mapping) or not legacy_gpu_resources(pod, extra):
         return []
     node_selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
     # A nodeSelector that names another value of a DRA label already keeps the pod away.
@@ -122,6 +160,49 @@ def fence_legacy_pod(pod: Mapping[str, Any], selectors: Selectors) -> list[dict[
         else:
             ops.append(_add(f"{term_path}/matchExpressions", _exclusions(missing)))
     return ops
+
+
+def fence_driver_nodes(pod: Mapping[str, Any], names: frozenset[str]) -> list[dict[str, Any]]:
+    """JSON Patch ops keeping a pod with legacy GPU requests off the nodes named (nodes that publish
+    the NVIDIA driver's ResourceSlices without a DRA label): ``metadata.name NotIn`` in every required
+    term.  Empty when the pod has none, names are empty, or every term already keeps it off them."""
+    spec = pod.get("spec")
+    if not names or not isinstance(spec, Mapping) or not legacy_gpu_resources(pod):
+        return []
+    if isinstance(spec.get("nodeName"), str) and spec["nodeName"] not in names:
+        return []  # placed elsewhere already: the scheduler is not involved
+    exclusion = {"key": _NODE_NAME_FIELD, "operator": "NotIn", "values": sorted(names)}
+    terms = _required_terms(spec)
+    if not terms:
+        required = {"nodeSelectorTerms": [{"matchFields": [exclusion]}]}
+        affinity = spec.get("affinity")
+        if not isinstance(affinity, Mapping):
+            return [_add(_AFFINITY_PATH, {"nodeAffinity": {_REQUIRED: required}})]
+        if not isinstance(affinity.get("nodeAffinity"), Mapping):
+            return [_add(_NODE_AFFINITY_PATH, {_REQUIRED: required})]
+        if not isinstance(affinity["nodeAffinity"].get(_REQUIRED), Mapping):
+            return [_add(_REQUIRED_PATH, required)]
+        return [_add(_TERMS_PATH, required["nodeSelectorTerms"])]
+    ops = []
+    for index, term in enumerate(terms):
+        if not _term_selects_anything(term) or _term_excludes_names(term, names):
+            continue
+        fields = term.get("matchFields")
+        path = f"{_TERMS_PATH}/{index}/matchFields"
+        ops.append(_add(f"{path}/-", exclusion) if isinstance(fields, list) else _add(path, [exclusion]))
+    return ops
+
+
+def _term_excludes_names(term: Mapping[str, Any], names: frozenset[str]) -> bool:
+    for field in term.get("matchFields") or []:
+        if not isinstance(field, Mapping) or field.get("key") != _NODE_NAME_FIELD:
+            continue
+        values = set(field.get("values") or ())
+        if field.get("operator") == "NotIn" and names <= values:
+            return True
+        if field.get("operator") == "In" and not values & names:
+            return True
+    return False
 
 
 def _fresh_required(selectors: tuple[DraNodeSelector, ...]) -> dict[str, Any]:
@@ -179,6 +260,8 @@ def pinned_to_dra_node(
     pod: Mapping[str, Any],
     selectors: Selectors,
     node_labels_by_name: Mapping[str, Mapping[str, str]] | None = None,
+    driver_nodes: frozenset[str] = frozenset(),
+    extra: Extra = NO_EXTRA,
 ) -> list[str]:
     """Why a pod with legacy GPU requests can only run on a DRA node (empty: it is not).
 
@@ -189,7 +272,7 @@ def pinned_to_dra_node(
     """
     wanted = tuple(selectors)
     spec = pod.get("spec")
-    resources = legacy_gpu_resources(pod)
+    resources = legacy_gpu_resources(pod, extra)
     if not isinstance(spec, Mapping) or not resources:
         return []
     asked = ", ".join(resources)
@@ -199,9 +282,9 @@ def pinned_to_dra_node(
     reasons = []
 
     node_name = spec.get("nodeName")
-    if isinstance(node_name, str) and node_name and node_labels_by_name is not None:
-        labels = node_labels_by_name.get(node_name)
-        matched = _matching(labels, wanted)
+    if isinstance(node_name, str) and node_name and (node_labels_by_name is not None or node_name in driver_nodes):
+        labels = (node_labels_by_name or {}).get(node_name)
+        matched = _matching(labels, wanted) or (DRIVER_NODE if node_name in driver_nodes else None)
         if matched:
             reasons.append(
                 f"spec.nodeName {node_name!r} is a DRA node ({matched}): {consequence}; a pod that names its "
@@ -211,8 +294,9 @@ def pinned_to_dra_node(
 
     node_selector = spec.get("nodeSelector")
     hostname = node_selector.get(HOSTNAME_LABEL) if isinstance(node_selector, Mapping) else None
-    if isinstance(hostname, str) and node_labels_by_name is not None:
-        matched = _matching(_host_labels(hostname, node_labels_by_name), wanted)
+    if isinstance(hostname, str) and (node_labels_by_name is not None or hostname in driver_nodes):
+        matched = (_matching(_host_labels(hostname, node_labels_by_name or {}), wanted)
+                   or (DRIVER_NODE if hostname in driver_nodes else None))
         if matched:
             reasons.append(f"spec.nodeSelector {HOSTNAME_LABEL}={hostname} selects a DRA node ({matched}): "
                            f"{consequence}; {fix}")
@@ -234,6 +318,26 @@ def pinned_to_dra_node(
             f"required node affinity matches only {which} ({', '.join(s.render() for s in wanted)}): "
             f"{consequence}; {fix}")
     return reasons
+
+
+def unfenced(pod: Mapping[str, Any], selectors: Selectors, extra: Extra = NO_EXTRA) -> list[str]:
+    """Why a pod with legacy GPU requests may land on a DRA node although it names no node (empty:
+    it is kept off them).  /mutate fences every such pod; one that arrives unfenced skipped it
+    (failurePolicy Ignore during an outage) or a later webhook changed its affinity."""
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping) or spec.get("nodeName"):
+        return []  # a pod that names its node is judged by pinned_to_dra_node
+    missing = fence_legacy_pod(pod, selectors, extra)
+    if not missing:
+        return []
+    wanted = tuple(selectors)
+    expressions = json.dumps(_exclusions(wanted), separators=(", ", ": "))
+    return [
+        f"nothing keeps this pod off DRA nodes ({', '.join(s.render() for s in wanted)}) although it asks the "
+        f"device plugin for {', '.join(legacy_gpu_resources(pod, extra))}, and the DRA driver owns the same GPUs there: add "
+        f"{expressions} to the matchExpressions of every term of spec.affinity.nodeAffinity.{_REQUIRED}"
+        ".nodeSelectorTerms (kubectl-gpu's mutating webhook adds them; it was skipped, or a later webhook "
+        "changed the affinity), or move the GPU request to a ResourceClaim (kubectl gpu migrate)"]
 
 
 def pinned_node_names(pod: Mapping[str, Any], limit: int = 16) -> list[str]:
@@ -315,12 +419,15 @@ def _term_only_dra(term: Mapping[str, Any], selectors: tuple[DraNodeSelector, ..
 # --- node status guard -----------------------------------------------------------------------
 
 
-def strip_legacy_capacity(node: Mapping[str, Any], selectors: Selectors) -> list[dict[str, Any]]:
+def strip_legacy_capacity(node: Mapping[str, Any], selectors: Selectors,
+                          driver_nodes: frozenset[str] = frozenset(), extra: Extra = NO_EXTRA) -> list[dict[str, Any]]:
     """JSON Patch ops (relative to the Node) removing legacy GPU extended resources from
-    status.capacity and status.allocatable of a DRA node; empty for any other node."""
+    status.capacity and status.allocatable of a DRA node (labelled, or among ``driver_nodes``);
+    empty for any other node."""
     metadata = node.get("metadata")
     labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
-    if not is_dra_node(labels, selectors):
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not (is_dra_node(labels, selectors) or name in driver_nodes):
         return []
     status = node.get("status")
     if not isinstance(status, Mapping):
@@ -331,7 +438,7 @@ def strip_legacy_capacity(node: Mapping[str, Any], selectors: Selectors) -> list
         if not isinstance(resources, Mapping):
             continue
         for name in resources:
-            if is_legacy_gpu_resource(str(name)):
+            if is_legacy_gpu_resource(str(name), extra):
                 ops.append({"op": "remove", "path": f"/status/{field}/{escape_pointer(str(name))}"})
     return ops
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
 
 from kubectl_gpu.k8s.paths import POD, WORKLOAD_RESOURCES
@@ -45,6 +45,9 @@ class Metrics:
     api_errors: Counter
     double_counting: Counter
     tls_reloads: Counter
+    # The transport's guard (webhook/transport.py).
+    open_connections: Gauge
+    connections_closed: Counter
     _series: dict[tuple[int, tuple[str, ...]], Any] = field(default_factory=dict, repr=False, compare=False)
 
     def series(self, metric: MetricWrapperBase, *values: str) -> Any:
@@ -98,13 +101,26 @@ class Metrics:
             double_counting=Counter(
                 "kubectl_gpu_webhook_double_counting_findings",
                 "Double-counting guards that fired: fenced (affinity added), pinned (denied), "
-                "same_gpus_twice (denied), node_status_stripped.",
+                "unfenced (denied: no fence reached /validate), same_gpus_twice (denied), node_status_stripped.",
                 ["finding"],
                 registry=r,
             ),
             tls_reloads=Counter(
                 "kubectl_gpu_webhook_tls_reloads",
                 "Serving certificate reloads after the files changed.",
+                registry=r,
+            ),
+            open_connections=Gauge(
+                "kubectl_gpu_webhook_open_connections",
+                "Connections open on the HTTPS port (at most transport.maxConnections).",
+                registry=r,
+            ),
+            connections_closed=Counter(
+                "kubectl_gpu_webhook_connections_closed",
+                "Connections the server ended, by reason: refused (all answering), displaced (at the cap), "
+                "certificate (a client common name not allowed), or the phase whose deadline passed "
+                "(handshake, headers, body).",
+                ["reason"],
                 registry=r,
             ),
         )

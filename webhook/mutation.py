@@ -135,7 +135,8 @@ def plan(
         translation = translate(site.template, config.options_for(site.sharing_group))
         before, after = translation.legacy, translation.remaining
     notes = translation.notes if translation else ()
-    if not before and not notes:
+    extra = fencing.extra_requests(site.template, config.extra_legacy_resources) if site.kind == "Pod" else []
+    if not before and not notes and not extra:
         return NOTHING
     warnings = [MESSAGE_PREFIX + n.render() for n in notes]
     # One copy is changed (the core's rewrite, then the fence on the pod as it will be admitted),
@@ -143,11 +144,13 @@ def plan(
     changed = patched_copy.apply(site.template, translation.patch) if translation and translation.patch \
         else site.template
     fenced = False
-    if site.kind == "Pod" and config.dra_node_selectors and _needs_device_plugin(after, config):
-        fence = fencing.fence_legacy_pod(changed, config.dra_node_selectors)
-        if fence:
-            fenced = True
-            changed = patched_copy.apply(changed, fence)
+    if site.kind == "Pod" and (_needs_device_plugin(after, config) or extra):
+        for fence in (fencing.fence_legacy_pod(changed, config.dra_node_selectors, config.extra_legacy_resources),
+                      fencing.fence_driver_nodes(changed, config.driver_node_names)):
+            if fence:
+                fenced = True
+                changed = patched_copy.apply(changed, fence)
+        if fenced:
             warnings.append(MESSAGE_PREFIX + "keeps device-plugin GPU requests; added node affinity that avoids DRA nodes")
     rewritten = sorted({r.family for r in before} - {r.family for r in after})
     ops = patched_copy.diff(site.template, changed) if changed is not site.template else []

@@ -23,6 +23,16 @@ ADMISSION_API_VERSION = "admission.k8s.io/v1"
 # limit, plus under 1 MiB of the rest: 7 MiB, as controller-runtime's webhook server allows
 # (sigs.k8s.io/controller-runtime pkg/webhook/admission/http.go, maxRequestSize).
 MAX_BODY_BYTES = 7 * 1024 * 1024
+# Only an UPDATE carries two objects; every other operation one (CREATE and CONNECT the object,
+# DELETE the oldObject): half as much.
+TWO_OBJECT_OPERATIONS = frozenset({"UPDATE"})
+
+
+def body_limit(operation: str) -> int:
+    """The largest review body the API server can send for ``operation``."""
+    return MAX_BODY_BYTES if operation in TWO_OBJECT_OPERATIONS else MAX_BODY_BYTES // 2
+
+
 # Nesting deeper than any Pod, workload or DRA object is refused before parsing (a body of
 # 200,000 "[" must be a 400, not a RecursionError in the JSON parser or in a walker later).
 MAX_JSON_DEPTH = 256

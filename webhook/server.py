@@ -20,7 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kubectl_gpu.k8s import WORKLOAD_RESOURCES, AsyncClient, Resource
 
-from . import logs
+from . import logs, transport
 from .admission import Admission
 from .caches import ReviewParser
 from .cluster_profile import ProfileCache
@@ -30,6 +30,7 @@ from .metrics import Metrics, kind_label, operation_label
 from .quota_guard import QuotaGuard
 from .review import (
     MAX_BODY_BYTES,
+    body_limit,
     AdmissionRequest,
     BadReview,
     Verdict,
@@ -42,6 +43,7 @@ from .tls import ReloadingTLS
 log = logging.getLogger("webhook")
 
 READY_RECHECK_SECONDS = 5.0
+LINGER_SECONDS = 2.0
 
 
 @dataclass
@@ -59,22 +61,32 @@ class Timings:
 
 
 @dataclass
-class _Readiness:
+class _ApiState:
+    """Whether the Kubernetes API answered lately: said in /readyz's body, never waited for there
+    (the kubelet's probe gives up after its own timeout), refreshed in the background."""
+
     api: AsyncClient
     checked_at: float = -1e9
-    api_ok: bool = False
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    api_ok: bool = True  # until a check says otherwise: nothing is known to be wrong
+    _checking: asyncio.Task[None] | None = None
 
-    async def api_reachable(self) -> bool:
-        async with self.lock:
-            now = time.monotonic()
-            if now - self.checked_at >= READY_RECHECK_SECONDS or not self.api_ok:
-                try:
-                    self.api_ok = await asyncio.wait_for(self.api.reachable(), timeout=self.api.timeout + 1)
-                except Exception:  # noqa: BLE001 - a probe never raises; it says not ready
-                    self.api_ok = False
-                self.checked_at = now
-            return self.api_ok
+    def last_known(self) -> bool:
+        if time.monotonic() - self.checked_at >= READY_RECHECK_SECONDS and self._checking is None:
+            self._checking = asyncio.get_running_loop().create_task(self._check())
+        return self.api_ok
+
+    async def _check(self) -> None:
+        try:
+            self.api_ok = await asyncio.wait_for(self.api.reachable(), timeout=self.api.timeout + 1)
+        except Exception:  # noqa: BLE001 - a check never raises; it says unreachable
+            self.api_ok = False
+        finally:
+            self.checked_at = time.monotonic()
+            self._checking = None
+
+    async def close(self) -> None:
+        if self._checking is not None:
+            self._checking.cancel()
 
 
 class WebhookServer:
@@ -86,7 +98,8 @@ class WebhookServer:
         self.timings = timings or Timings()
         self.metrics = Metrics.create()
         self.tls: ReloadingTLS | None = None
-        self._readiness = _Readiness(api)
+        self.guard: transport.ConnectionGuard | None = None  # the HTTPS port's connections, once started
+        self._api_state = _ApiState(api)
         self._parser = ReviewParser()
         self._runner: web.AppRunner | None = None
         self._metrics_runner: web.AppRunner | None = None
@@ -103,6 +116,7 @@ class WebhookServer:
                 opt_out_label=config.opt_out_label,
                 on_created=lambda kind: self.metrics.series(self.metrics.templates_created, kind).inc(),
                 on_api_error=on_error,
+                creates_per_minute=config.template_creates_per_minute,
             ),
             namespaces=LabelCache(api, Resource("v1", "Namespace"), self.timings.label_ttl, on_api_error=on_error),
             nodes=LabelCache(api, Resource("v1", "Node"), self.timings.label_ttl, on_api_error=on_error),
@@ -121,7 +135,7 @@ class WebhookServer:
     def app(self) -> web.Application:
         # Every body over the limit is a 413, as docs/webhook.md says (tests/test_chart_server.py sends
         # the largest review the API server can, and one byte more).
-        application = web.Application(client_max_size=MAX_BODY_BYTES)
+        application = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[transport.middleware])
         application.add_routes(
             [
                 web.post("/mutate", self._mutate),
@@ -141,20 +155,29 @@ class WebhookServer:
         return application
 
     async def start(self, host: str = "0.0.0.0", port: int | None = None, metrics_port: int | None = None) -> int:
-        self.tls = ReloadingTLS(self.config.cert_file, self.config.key_file)
+        self.tls = ReloadingTLS(self.config.cert_file, self.config.key_file, self.config.tls_policy)
         if metrics_port is not None:
             self._metrics_runner = web.AppRunner(self.metrics_app(), access_log=None, handle_signals=False)
             await self._metrics_runner.setup()
             metrics_site = web.TCPSite(self._metrics_runner, host, metrics_port)
             await metrics_site.start()
             self.metrics_port = metrics_site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        limits = self.config.transport
+        # aiohttp's own keep-alive timer is a second bound behind the guard's idle deadline.
         self._runner = web.AppRunner(self.app(), access_log=None, handle_signals=False,
-                                     shutdown_timeout=self.timings.shutdown_grace)
+                                     shutdown_timeout=self.timings.shutdown_grace,
+                                     keepalive_timeout=limits.idle_timeout + limits.header_timeout,
+                                     # A body left unread (refused) is drained this long, not aiohttp's 10 s.
+                                     lingering_time=LINGER_SECONDS)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, self.config.port if port is None else port,
-                           ssl_context=self.tls.server_context, backlog=1024)
+        self.guard = transport.ConnectionGuard(
+            limits, self.tls.server_context, self._runner.server, self.config.tls_policy.peer_allowed,
+            on_closed=lambda reason: self.metrics.series(self.metrics.connections_closed, reason).inc())
+        self.metrics.open_connections.set_function(lambda: len(self.guard.open) if self.guard else 0)
+        site = transport.GuardedSite(self._runner, self.guard, host, self.config.port if port is None else port,
+                                     backlog=1024)
         await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = site.port
         self._watcher = asyncio.create_task(self._watch_tls())
         if self.config.self_signed is not None:
             from .rotation import CertRotator
@@ -191,6 +214,7 @@ class WebhookServer:
         for runner in runners:
             if runner is not None:
                 await runner.cleanup()  # stops listening, then waits for the handlers in flight
+        await self._api_state.close()
         await self.admission.templates.close()
         if self.admission.profiles is not None:
             await self.admission.profiles.close()
@@ -209,20 +233,40 @@ class WebhookServer:
     ) -> web.Response:
         started = time.perf_counter()
         metrics = self.metrics
-        try:
-            body = await http.read()
-        except web.HTTPRequestEntityTooLarge:
+        if not self.config.tls_policy.may_send_reviews(http.transport):
             metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
-            return _error(413, f"body larger than {MAX_BODY_BYTES} bytes: an AdmissionReview (an object and its "
-                               "oldObject of at most 3 MiB each) is never that large")
+            return _error(403, "reviews are served only to the API server: present its client certificate "
+                               "(tls.clientAuth)")
         try:
+            body = await transport.read_body(http, MAX_BODY_BYTES)
             review = self._parser.parse(body)
+            # The operation is known only once parsed: a CREATE that large is refused before
+            # anything is decided on it (deciding costs several times the body).
+            if len(body) > body_limit(review.operation):
+                raise transport.BodyRefused(413, f"body larger than {body_limit(review.operation)} bytes")
+        except transport.BodyRefused as exc:
+            metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
+            if exc.status != 413:
+                return _error(exc.status, str(exc))
+            return _error(413, f"{exc}: an AdmissionReview (an object and its oldObject of at most 3 MiB "
+                               "each, a CREATE only the object) is never that large")
         except BadReview as exc:
             metrics.series(metrics.reviews, endpoint, "", "", "invalid").inc()
             log.warning("bad review", extra={"endpoint": endpoint, "error": str(exc)})
             return _error(400, str(exc))
+        budget = self.config.review_deadline_seconds
         try:
-            verdict = await decide(review)
+            # One deadline for the whole review, all its API calls together: the API server stops
+            # waiting after timeoutSeconds, and an answer after that is lost (a template created
+            # then serves no pod).  Work shared with other reviews goes on (singleflight.py).
+            async with asyncio.timeout(budget - (time.perf_counter() - started)):
+                verdict = await decide(review)
+        except TimeoutError:
+            metrics.series(metrics.api_errors, "review_deadline").inc()
+            verdict = deny(
+                f"kubectl-gpu: the Kubernetes API did not answer this review's calls within {budget:g}s (the API "
+                f"server waits {self.config.admission_timeout_seconds:g}s for this webhook); the request was not "
+                "admitted, retry it", 503)
         except Exception:  # noqa: BLE001 - a bug must produce a clear denial, not a dropped request
             log.exception("review failed", extra={"uid": review.uid, "endpoint": endpoint})
             verdict = deny(
@@ -253,15 +297,19 @@ class WebhookServer:
         return web.Response(text="ok\n")
 
     async def _readyz(self, _request: web.Request) -> web.Response:
+        """Ready means able to answer reviews: a serving certificate, and not shutting down.  Not the
+        Kubernetes API: every replica shares it, so failing on it would empty the Service at once,
+        and then failurePolicy Fail rejects every GPU pod with a bare connection error and Ignore
+        admits every one unrewritten and unfenced.  Ready, a replica answers what needs no API call
+        (fences, opted-out pods, DRA object checks, cached templates and labels) and denies the rest
+        with a retryable message."""
         if self.draining:
             return web.Response(status=503, text="not ready: shutting down\n")
-        problems = []
         if self.tls is None or not self.tls.loaded:
-            problems.append("serving certificate not loaded")
-        if not await self._readiness.api_reachable():
-            problems.append("Kubernetes API not reachable")
-        if problems:
-            return web.Response(status=503, text="not ready: " + "; ".join(problems) + "\n")
+            return web.Response(status=503, text="not ready: serving certificate not loaded\n")
+        if not self._api_state.last_known():
+            return web.Response(text="ok; Kubernetes API not reachable: reviews that need it are denied, "
+                                     "retryable (503), the others are answered\n")
         return web.Response(text="ok\n")
 
     async def _metrics(self, _request: web.Request) -> web.Response:

@@ -19,20 +19,16 @@ class SingleFlight(Generic[K, V]):
 
     async def run(self, key: K, work: Callable[[], Awaitable[V]]) -> V:
         """``await work()``, unless a call for ``key`` is already running: then its result (or
-        its exception).  A waiter that is cancelled does not cancel the work others wait for."""
+        its exception).  The work runs in a task of its own: a caller that gives up (its review's
+        deadline) cancels neither the work nor the others waiting for it."""
         running = self._running.get(key)
-        if running is not None:
-            return await asyncio.shield(running)
-        future: asyncio.Future[V] = asyncio.get_running_loop().create_future()
-        self._running[key] = future
-        try:
-            value = await work()
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # consumed: the waiters re-raise it, nobody else must log it
-            raise
-        else:
-            future.set_result(value)
-            return value
-        finally:
+        if running is None:
+            running = self._running[key] = asyncio.ensure_future(work())
+            running.add_done_callback(lambda done: self._finished(key, done))
+        return await asyncio.shield(running)
+
+    def _finished(self, key: K, done: "asyncio.Future[V]") -> None:
+        if self._running.get(key) is done:
             del self._running[key]
+        if not done.cancelled():
+            done.exception()  # consumed: the waiters re-raise it; with none left nobody must log it

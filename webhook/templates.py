@@ -13,14 +13,20 @@ so a pod admitted just before the deletion reached the watch is not left waiting
 is not current (not listed yet, or failing), each review GETs its objects as before, and the
 reviews that need the same object at the same time share one check.
 
-An existing object is used only if kubectl-gpu manages it and its spec contains what the pod
-needs (the API server may add defaults); anything else is a conflict the user must resolve.
+An existing object is used only if kubectl-gpu manages it and its spec is exactly what the webhook
+would create, as the API server stores it (`as_stored`); anything else is a conflict the user must
+resolve.  A same-named object the webhook may not use is not worked around under another name: a
+name nobody could take first would have to be random, one new object per pod; the object can only
+have been created by someone with rights in that namespace, which alone is affected, and the denial
+names it and says what to do.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
+import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -30,11 +36,15 @@ from kubectl_gpu.core import ClaimObject
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE, OPT_OUT_LABEL
 from kubectl_gpu.k8s import ApiError, AsyncClient, Informer, Resource
 
+from .ratelimit import PerKeyRate
 from .singleflight import SingleFlight
 
-# Set by `kubectl-gpu-webhook cleanup` on a managed object nothing references; it deletes the
+# Set by `kgpu-webhook cleanup` on a managed object nothing references; it deletes the
 # object on a later run.  The webhook removes the mark when a new pod needs the object again.
 UNUSED_SINCE_ANNOTATION = "kubectl-gpu.io/unused-since"
+# On every object the webhook creates, and on nothing else: `kubectl gpu migrate` writes the same
+# managed-by label on the objects users apply, which the clean-up must never delete.
+CREATED_BY_WEBHOOK = {"kubectl-gpu.io/created-by": "webhook"}
 # An object a review needed this recently is created again when the watch reports it deleted: the
 # pods admitted against it get their ResourceClaims from it within seconds.  Far below the clean-up
 # job's grace (600 s by default), so an object it deletes (unused for longer) is not re-created.
@@ -62,22 +72,45 @@ class TemplateUnavailable(Exception):
     code = 503  # the admission response's status: retry later
 
 
-def contains(actual: Any, desired: Any) -> bool:
-    """True when ``actual`` has every field of ``desired`` with the same value (extra fields are
-    API server defaults such as ``allocationMode: ExactCount``)."""
-    if isinstance(desired, dict):
-        return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in desired.items())
-    if isinstance(desired, list):
-        return (
-            isinstance(actual, list)
-            and len(actual) == len(desired)
-            and all(contains(a, d) for a, d in zip(actual, desired))
-        )
-    return actual == desired
+def as_stored(spec: Any) -> Any:
+    """``spec`` (a ResourceClaimSpec, or a template's ``{spec: ResourceClaimSpec}``) as the API
+    server stores it: with the defaults it sets on every write (kubernetes
+    pkg/apis/resource/v1/defaults.go SetDefaults_ExactDeviceRequest/SetDefaults_DeviceSubRequest at
+    16913111deb1a4c4ff76f4ba7ffd9ebef397a303; the generated toleration operator "Equal" in
+    pkg/apis/resource/v1beta2/zz_generated.defaults.go at 1f2f433f76dbc28d1fd6602f96e6dd871893601b;
+    v1beta1's flat request is defaulted the same when it names a class, v1beta1/defaults.go at
+    060ff21ecb445ef760239b390fb279fd88d3554e).  An existing object is used only when it equals this exactly: an extra selector,
+    toleration or adminAccess would give pods another claim than the one they were rewritten for."""
+    spec = copy.deepcopy(spec)
+    claim_spec = spec.get("spec") if isinstance(spec, dict) and "devices" not in spec else spec
+    devices = claim_spec.get("devices") if isinstance(claim_spec, dict) else None
+    for request in (devices.get("requests") if isinstance(devices, dict) else None) or ():
+        if not isinstance(request, dict):
+            continue
+        for exact in (request.get("exactly"), request if request.get("deviceClassName") else None,
+                      *(request.get("firstAvailable") or ())):
+            if isinstance(exact, dict):
+                _default_exact(exact)
+    return spec
+
+
+def _default_exact(request: dict[str, Any]) -> None:
+    request.setdefault("allocationMode", "ExactCount")
+    if request["allocationMode"] == "ExactCount" and not request.get("count"):
+        request["count"] = 1
+    for toleration in request.get("tolerations") or ():
+        if isinstance(toleration, dict) and not toleration.get("operator"):
+            toleration["operator"] = "Equal"
 
 
 def _spec_of(obj: dict[str, Any]) -> Any:
     return obj.get("spec")
+
+
+class TemplateRateLimited(TemplateUnavailable):
+    """The namespace had as many claim objects created as the webhook allows per minute."""
+
+    code = 429  # the admission response's status: too many requests, retry later
 
 
 class TemplateStore:
@@ -93,8 +126,11 @@ class TemplateStore:
         watch: bool = True,
         recently_needed_seconds: float = RECENTLY_NEEDED_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        creates_per_minute: int | None = None,
     ) -> None:
         self.api = api
+        # Creations per namespace and minute (templateCreatesPerNamespacePerMinute); None: unbounded.
+        self._creates = None if creates_per_minute is None else PerKeyRate(creates_per_minute, clock)
         self.opt_out_label = opt_out_label
         self.on_created = on_created
         self.on_api_error = on_api_error
@@ -222,9 +258,15 @@ class TemplateStore:
     async def _ensure_one(self, claim: ClaimObject, namespace: str, informer: Informer | None) -> None:
         resource = Resource(claim.api_version.value, claim.kind)
         wanted = claim.manifest(namespace)
+        wanted["metadata"].setdefault("labels", {}).update(CREATED_BY_WEBHOOK)
         # Known missing from a current watch: create straight away; otherwise ask first.
         existing = None if informer is not None else await self._get(resource, namespace, claim.name)
         if existing is None:
+            if self._creates is not None and not self._creates.take(namespace):
+                raise TemplateRateLimited(
+                    f"{claim.kind} {namespace}/{claim.name} not created: {self._creates.per_minute} claim objects "
+                    f"were created in {namespace} within the last minute (templateCreatesPerNamespacePerMinute); "
+                    f"retry in {math.ceil(self._creates.retry_after(namespace))} s")
             try:
                 created = await self.api.create(resource, namespace, wanted)
                 self.on_created(claim.kind)
@@ -279,7 +321,7 @@ class TemplateStore:
                 f"{where} exists but is not managed by kubectl-gpu ({MANAGED_BY_LABEL}={MANAGED_BY_VALUE} "
                 f"missing): rename or delete it, or opt the pod out with label {self.opt_out_label}=true"
             )
-        if not contains(_spec_of(existing), _spec_of(wanted)):
+        if _spec_of(existing) != as_stored(_spec_of(wanted)):
             raise TemplateConflict(
                 f"{where} is managed by kubectl-gpu but its spec was changed: delete it "
                 f"(kubectl delete {claim.kind.lower()} -n {namespace} {claim.name}) so it can be re-created"

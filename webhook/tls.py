@@ -5,6 +5,13 @@ runs early in every handshake, hands the connection the most recently loaded con
 rotated certificate is served to new connections at once while established ones finish
 undisturbed.  A half-written or mismatched pair is never served: the previous one stays until the
 files load cleanly.
+
+What is accepted follows Gatekeeper (pkg/webhook/common.go at open-policy-agent/gatekeeper
+015ae2efbaba2a4a8e559c48996faa50f20e934f: ``--tls-min-version`` 1.3 by default,
+``--client-ca-name`` and ``--client-cn-name``): TLS 1.3 unless 1.2 is allowed, and then only its
+AEAD suites with forward secrecy (no CBC, no RSA key exchange); with a client CA, reviews only
+from callers whose certificate it signed, and, when common names are listed, whose leaf
+certificate names one.
 """
 
 from __future__ import annotations
@@ -18,10 +25,45 @@ from dataclasses import dataclass
 log = logging.getLogger("webhook.tls")
 
 
+TLS_VERSIONS = {"1.2": ssl.TLSVersion.TLSv1_2, "1.3": ssl.TLSVersion.TLSv1_3}
+# TLS 1.2 suites offered when 1.2 is allowed (TLS 1.3's own suites are all AEAD).
+TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+
+
+@dataclass(frozen=True)
+class TLSPolicy:
+    """The ``tls`` settings that decide who may connect, and how."""
+
+    min_version: str = "1.3"
+    client_ca_file: str | None = None  # callers must present a certificate this CA signed
+    client_common_names: tuple[str, ...] = ()  # and, when not empty, name one of these
+
+    def peer_allowed(self, transport: asyncio.BaseTransport) -> bool:
+        """Whether the caller on an established connection may stay connected: a certificate it
+        presented was verified in the handshake; here its common name is checked."""
+        peercert = transport.get_extra_info("peercert")
+        if self.client_ca_file is None or not self.client_common_names or not peercert:
+            return True
+        subject = peercert.get("subject", ())
+        names = [value for rdn in subject for key, value in rdn if key == "commonName"]
+        if any(name in self.client_common_names for name in names):
+            return True
+        log.warning("client certificate refused", extra={"common_names": names,
+                                                         "allowed": list(self.client_common_names)})
+        return False
+
+    def may_send_reviews(self, transport: asyncio.BaseTransport | None) -> bool:
+        """Reviews need the client certificate when a client CA is set.  Probes and scrapes
+        (/healthz, /readyz, /metrics: the kubelet and Prometheus have no such certificate) do
+        not, so the certificate is asked for but not required in the handshake."""
+        return self.client_ca_file is None or bool(transport is not None and transport.get_extra_info("peercert"))
+
+
 @dataclass(frozen=True)
 class _FileStamp:
     cert: tuple[int, int, int] | None
     key: tuple[int, int, int] | None
+    client_ca: tuple[int, int, int] | None
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:
@@ -32,21 +74,27 @@ def _stamp(path: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def build_server_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+def build_server_context(cert_file: str, key_file: str, policy: TLSPolicy = TLSPolicy()) -> ssl.SSLContext:
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.minimum_version = TLS_VERSIONS[policy.min_version]
+    ctx.set_ciphers(TLS12_CIPHERS)
     ctx.load_cert_chain(cert_file, key_file)
+    if policy.client_ca_file is not None:
+        ctx.load_verify_locations(cafile=policy.client_ca_file)
+        # Verified when presented (a bad one fails the handshake); required for reviews only.
+        ctx.verify_mode = ssl.CERT_OPTIONAL
     return ctx
 
 
 class ReloadingTLS:
     """Owns the server SSLContext and swaps in freshly loaded certificates."""
 
-    def __init__(self, cert_file: str, key_file: str) -> None:
+    def __init__(self, cert_file: str, key_file: str, policy: TLSPolicy = TLSPolicy()) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
+        self.policy = policy
         self._stamp = self._current_stamp()
-        self._current = build_server_context(cert_file, key_file)
+        self._current = build_server_context(cert_file, key_file, policy)
         self.server_context = self._current
         self.server_context.sni_callback = self._pick_context
         self.reloads = 0
@@ -57,7 +105,8 @@ class ReloadingTLS:
         return self._current is not None
 
     def _current_stamp(self) -> _FileStamp:
-        return _FileStamp(_stamp(self.cert_file), _stamp(self.key_file))
+        return _FileStamp(_stamp(self.cert_file), _stamp(self.key_file),
+                          _stamp(self.policy.client_ca_file) if self.policy.client_ca_file else None)
 
     def _pick_context(self, ssl_obj: ssl.SSLObject, server_name: str | None, _ctx: ssl.SSLContext) -> None:
         current = self._current
@@ -71,7 +120,7 @@ class ReloadingTLS:
         if stamp == self._stamp:
             return False
         try:
-            fresh = build_server_context(self.cert_file, self.key_file)
+            fresh = build_server_context(self.cert_file, self.key_file, self.policy)
         except (OSError, ssl.SSLError) as exc:
             # Typically the key was replaced and the certificate not yet: try again next tick
             # (the stamp is not recorded, so the next change check retries).

@@ -5,6 +5,7 @@ Exit codes (kubectl_gpu/cli/exits.py): 0 no problems, 1 problems found (each say
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any
 
@@ -19,7 +20,10 @@ from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 @click.command("doctor", epilog=exits.TABLE)
 @cluster_options
 @dra_node_label_option
-def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
+@click.option("--extra-legacy-resource", "extra_legacy_resources", multiple=True, metavar="NAME",
+              help="A device-plugin GPU resource under a name of its own (the webhook's extraLegacyResources, "
+                   "e.g. nvidia.com/a100): advertised by a DRA node, it is double counting.  Repeatable.")
+def command(dra_node_labels: tuple[str, ...], extra_legacy_resources: tuple[str, ...], **values: Any) -> None:
     """Check the cluster for double counting and migration problems.
 
     \b
@@ -31,6 +35,7 @@ def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
     - which resource.k8s.io versions the cluster serves
     - GPUs their DRA driver tainted as unhealthy (KEP-5055 device taints)
     - ResourceQuotas that cap legacy GPUs but not the DRA devices the namespace's claims hold
+    - every extended resource a DRA node advertises (a renamed device-plugin GPU hides there)
 
     Namespaced objects are read from all namespaces unless -n is given; -l narrows the nodes.
     """
@@ -46,8 +51,10 @@ def command(dra_node_labels: tuple[str, ...], **values: Any) -> None:
         namespace = None if options.all_namespaces else options.namespace
         with progress("reading the cluster's nodes, pods, workloads, webhooks and DRA objects..."):
             inputs = fetch_doctor_inputs(connection.api, namespace, labels, node_selector=options.selector)
+        inputs = dataclasses.replace(inputs, extra_legacy_resources=frozenset(extra_legacy_resources))
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     report = run_doctor(inputs)
-    emit(options, report.to_dict(), lambda: tables.doctor(report))
+    emit(options, report.to_dict(), lambda: tables.doctor(report, wide=options.output == "wide",
+                                                                 headers=not options.no_headers))
     sys.exit(exits.OK if report.healthy else exits.FINDINGS)

@@ -20,9 +20,11 @@ NOT_MIGRATED = 3  # some input could not be processed (migrated, read by invento
 UNREACHABLE = 4
 FORBIDDEN = 5
 NO_NVML_LIBRARY, NO_GPU, NVML_FAILED = 6, 7, 8  # inventory's own: kubectl_gpu.inventory.failures.ExitCode
+LEGACY_LEFT = 9  # migrate --check/--diff: GPU requests are left that migrate cannot rewrite
 INTERRUPTED = 130  # 128 + SIGINT, what shells report for Ctrl-C
 BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (`| head`); kubectl dies of SIGPIPE
 WRITE_FAILED = 74  # sysexits.h EX_IOERR: stdout could not be written (a full disk, /dev/full, an I/O error)
+INTERNAL_ERROR = 70  # sysexits.h EX_SOFTWARE: a bug in kubectl-gpu, never an answer
 
 # Set by a command just before its final sys.exit when everything it produced went to stdout and
 # stderr and every file it opened is closed: the executable (kubectl_gpu/cli/main.py, run) may then
@@ -59,6 +61,12 @@ Exit codes (the same for every kubectl gpu command):
   {NO_NVML_LIBRARY}    inventory: no NVIDIA driver library (libnvidia-ml.so.1) here
   {NO_GPU}    inventory: no usable GPU (driver not loaded, no permission, 0 GPUs)
   {NVML_FAILED}    inventory: NVML failed before it could list the GPUs
+  {LEGACY_LEFT}    migrate --check/--diff: legacy GPU requests are left that migrate
+       cannot rewrite (a container spec outside a pod template, a request
+       inside a string, an operator's GPU count field); the report names
+       each place and what to do there
+  {INTERNAL_ERROR}   internal error: a bug in kubectl-gpu, not an answer (the traceback
+       and one error line on stderr; sysexits.h EX_SOFTWARE)
   {WRITE_FAILED}   the output could not be written (a full disk, an I/O error):
        one error line on stderr (sysexits.h EX_IOERR)
   130  interrupted (Ctrl-C)
@@ -92,6 +100,17 @@ def bad_input(exc: BaseException) -> click.ClickException:
     error = click.ClickException(str(exc))
     error.exit_code = USAGE
     return error
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """A bug: the traceback for the report, one `error:` line, and a code no answer uses (exit 1
+    would read as "the answer is no")."""
+    import traceback
+
+    traceback.print_exception(exc, file=sys.stderr)
+    click.echo(f"error: internal error ({type(exc).__name__}: {exc}); this is a bug in kubectl-gpu, "
+               "please report it with the command that caused it", err=True)
+    sys.exit(INTERNAL_ERROR)
 
 
 def fail(exc: BaseException) -> NoReturn:

@@ -16,11 +16,11 @@ from typing import Any, Sequence
 
 import click
 
-from kubectl_gpu.dra.devices import Device, InvalidResourceSlice
+from kubectl_gpu.dra.devices import InvalidResourceSlice, SliceFacts
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.collector import with_collector_paused
-from kubectl_gpu.explain import InvalidClaim, explain_objects, sort_objects
+from kubectl_gpu.explain import InvalidClaim, allocator_nodes, explain_objects, sort_objects
 from kubectl_gpu.explain.loading import UnreadableInput, load_documents
 from kubectl_gpu.explain.render import render_table, to_dict
 from kubectl_gpu.input_error import InputError
@@ -78,15 +78,32 @@ def _local_slices() -> list[dict[str, Any]]:
                    "DRAConsumableCapacity on).")
 @click.option("--feature-gates", metavar="NAME=BOOL,...",
               help="DRA feature gates that differ from the cluster's (e.g. DRAConsumableCapacity=true).")
+@click.option("--node", "node", metavar="NAME",
+              help="Allocate on this node only (its labels from a Node object among the files, for slices "
+                   "selecting nodes by label; without one every node selector is taken to match).")
 def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
             allocation_files: tuple[str, ...], local: bool, kubernetes_version: str | None,
-            feature_gates: str | None, **values: Any) -> None:
+            feature_gates: str | None, node: str | None = None, **values: Any) -> None:
     """Explain how each device request of a claim meets the devices in ResourceSlices.
 
     For every request: devices in the DeviceClass, how many each selector matches and rejects,
     how many are free, and CEL runtime errors as the scheduler reports them (a missing attribute
     aborts scheduling; it is not a non-match).  Without a DeviceClass for gpu.nvidia.com or
     mig.nvidia.com the NVIDIA driver's definitions are used, and the output says so.
+
+    \b
+    Whether a claim can be allocated, on which node and with which devices (pool/device per
+    request, the firstAvailable alternative chosen) is decided by Kubernetes' structured
+    allocator (k8s.io/dynamic-resource-allocation structured at commit 3d03671), as the
+    scheduler runs it, with the cluster's DRA feature gates:
+      always           counts, allocationMode All, matchAttribute, distinctAttribute,
+                       pools (generations, resourceSliceCount), 32 devices per claim
+      1.34+            admin access, prioritized lists (firstAvailable)
+      1.36+            partitionable devices (shared counters: DynamicMIG), device taints
+                       and tolerations, consumable capacity, binding conditions
+      1.37+            DeviceTaintRules
+      gate only        list-type attributes (DRAListTypeAttributes)
+    A search that exceeds its step budget says "cannot be decided", never "cannot be allocated".
     """
     options = ClusterOptions(**values)
     output = options.output
@@ -95,12 +112,12 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
         raise click.UsageError("explain prints explanations, not objects: use -o table, wide, json or yaml")
     try:
         if pod:
-            explanation = _explain_live(pod, options, kubernetes_version, feature_gates)
+            explanation = _explain_live(pod, options, kubernetes_version, feature_gates, node)
         elif files:
             explanation, read = _explain_files(files, slice_files, class_files, allocation_files, local, options,
-                                               kubernetes_version, feature_gates)
+                                               kubernetes_version, feature_gates, node)
         elif options.all_namespaces or options.selector:
-            explanation = _explain_live(None, options, kubernetes_version, feature_gates)
+            explanation = _explain_live(None, options, kubernetes_version, feature_gates, node)
         else:
             raise InputError("pass a POD or claim/NAME (live cluster), -A or -l SELECTOR (every pod with DRA "
                              "claims), or -f FILE (claims or templates)")
@@ -117,7 +134,7 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     else:
         from kubectl_gpu.cli.console import text_console
 
-        render_table(explanation, text_console(), wide=output == "wide")
+        render_table(explanation, text_console(), wide=output == "wide", headers=not options.no_headers)
     # Everything went to stdout and every file read is closed: the executable may end without
     # freeing the explanation and ``read`` (the parsed slices, their devices) object by object.
     exits.skip_teardown()
@@ -129,7 +146,7 @@ POD_TYPES = ("pod", "pods", "po")
 
 
 def _explain_live(target: str | None, options: ClusterOptions, kubernetes_version: str | None = None,
-                  feature_gates: str | None = None) -> Any:
+                  feature_gates: str | None = None, node: str | None = None) -> Any:
     """`explain POD`, `explain claim/NAME` (kubectl's TYPE/NAME), or with no target every pod with
     DRA claims (-A, -l): claims (or templates) against the cluster's slices, classes and
     allocations, fetched through kubectl_gpu.inspect.fetch, compiled under the cluster's gates."""
@@ -148,10 +165,10 @@ def _explain_live(target: str | None, options: ClusterOptions, kubernetes_versio
         gates = _live_gates(connection.api, kubernetes_version, feature_gates)
         if name is None:
             return explain_pods_live(connection.api, None if options.all_namespaces else namespace, options.selector,
-                                     gates)
+                                     gates, node)
         if kind == "claim":
-            return explain_claim_live(connection.api, namespace, name, gates)
-        return explain_pod_live(connection.api, namespace, name, gates)
+            return explain_claim_live(connection.api, namespace, name, gates, node)
+        return explain_pod_live(connection.api, namespace, name, gates, node)
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
     except exits.cluster_errors() as err:
@@ -205,7 +222,7 @@ def _live_devices(options: ClusterOptions) -> Any:
 
 
 def _profile(slices: list[Any], classes: list[Any], kubernetes_version: str | None,
-             feature_gates: str | None) -> tuple[frozenset[str] | None, Sequence[Device]]:
+             feature_gates: str | None) -> tuple[frozenset[str] | None, Sequence[SliceFacts]]:
     """The DRA feature gates of the cluster these objects describe (kubectl_gpu.cluster), so a new
     claim compiles as that API server would compile it (None, the CEL default, when nothing says),
     and the devices of the slices, which the profile reads to prove gates and explain reuses."""
@@ -219,13 +236,14 @@ def _profile(slices: list[Any], classes: list[Any], kubernetes_version: str | No
     except ProfileError as err:
         raise click.UsageError(str(err)) from err
     gates = profile.feature_gates if profile.kubernetes_minor is not None or overrides else None
-    return gates, profile.devices
+    return gates, profile.slice_facts
 
 
 @with_collector_paused  # reading and building 8,000 devices makes millions of acyclic objects
 def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
                    allocation_files: tuple[str, ...], local: bool, options: ClusterOptions,
-                   kubernetes_version: str | None = None, feature_gates: str | None = None) -> tuple[Any, Any]:
+                   kubernetes_version: str | None = None, feature_gates: str | None = None,
+                   node: str | None = None) -> tuple[Any, Any]:
     """The explanation, and what was read and built for it (the caller keeps it until the end)."""
     main = sort_objects(doc for path in files for doc in _load(path))
     extra = sort_objects(doc for path in (*slice_files, *class_files) for doc in _load(path))
@@ -245,7 +263,7 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
         if not slices:
             raise InputError("no ResourceSlices to explain against: the cluster publishes none; pass --slices FILE "
                              "(kubectl get resourceslices -o yaml), put them in the -f file, or use --local")
-    gates, slice_devices = _profile(slices, classes, kubernetes_version, feature_gates)
+    gates, slice_facts = _profile(slices, classes, kubernetes_version, feature_gates)
     try:
         explanation = explain_objects(
             claims=main.claims,
@@ -254,8 +272,9 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
             allocated_claims=allocated_claims,
             avoid_nodes=avoid,
             gates=gates,
-            slice_devices=slice_devices,
+            slice_facts=slice_facts,
+            nodes=allocator_nodes([*main.nodes, *extra.nodes, *allocated.nodes], node),
         )
     except (InvalidResourceSlice, InvalidClaim) as err:
         raise InputError(str(err)) from None
-    return explanation, (main, extra, allocated, slices, classes, slice_devices)
+    return explanation, (main, extra, allocated, slices, classes, slice_facts)

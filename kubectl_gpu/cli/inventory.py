@@ -10,7 +10,8 @@ from rich.text import Text
 
 from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cli.console import console, progress
-from kubectl_gpu.dra.facts import ATTR, CAP
+from kubectl_gpu.cli.options import driver_options, driver_settings
+from kubectl_gpu.dra.facts import NEWEST_KUBERNETES_MINOR
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inventory import (
@@ -59,6 +60,13 @@ What inventory's exit codes mean (table below):
     help="Read the GPUs from a recorded NVML node (JSON, see docs/inventory.md) instead of this "
     "machine's driver: for support bundles and demos.  [env: KUBECTL_GPU_NVML_RECORDING]",
 )
+@click.option("--record", "record_file", metavar="FILE",
+              help="Also write what NVML and sysfs said (the recording of docs/inventory.md) to FILE, so "
+                   "--nvml-recording FILE gives this node's slices anywhere ('-': stdout, instead of the preview).")
+@driver_options
+@click.option("--kubernetes-version", metavar="1.MINOR", default=None,
+              help="The cluster's Kubernetes version: with DynamicMIG the driver puts counters in a slice of "
+                   f"their own from 1.35 on  [default: 1.{NEWEST_KUBERNETES_MINOR}]")
 @click.option("--node", "remote_node", metavar="NODE",
               help="Run the inventory on this cluster node instead, in a short-lived pod with the project's "
                    "image (deleted afterwards): for nodes nobody logs into.")
@@ -75,6 +83,8 @@ What inventory's exit codes mean (table below):
               help="--node: how long to wait for each answer of the API server.")
 @click.pass_context
 def command(ctx: click.Context, output: str, node_name: str | None, nvml_recording: str | None,
+            record_file: str | None, driver_version: str | None, driver_gates: str | None,
+            consumable_shares: str | None, kubernetes_version: str | None,
             remote_node: str | None, image: str | None, runtime_class: str | None, wait_seconds: float,
             kubeconfig: str | None, context: str | None, namespace: str | None,
             request_timeout: float | None) -> None:
@@ -82,14 +92,17 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
     the NVIDIA DRA driver (gpu.nvidia.com) will publish for them.
 
     GPUs with MIG mode enabled appear as their MIG devices (type mig), as the driver
-    announces them; index and minor are not attributes since driver v25.8.0.
+    announces them; index and minor are not attributes since driver v25.8.0.  With the
+    driver's DynamicMIG gate every MIG-capable GPU is its full GPU plus every MIG placement,
+    drawing on the GPU's counters (one slice per GPU).
     """
+    settings = driver_settings(driver_version, driver_gates, consumable_shares, _minor(kubernetes_version))
     if remote_node:
         if nvml_recording or node_name:
             raise click.UsageError("--node runs the inventory on that node: drop --nvml-recording/--node-name")
         options = ClusterOptions(kubeconfig=kubeconfig, context=context, namespace=namespace,
                                  request_timeout=request_timeout)
-        ctx.exit(_remote(options, remote_node, image, runtime_class, wait_seconds, output))
+        ctx.exit(_remote(options, remote_node, image, runtime_class, wait_seconds, output, settings, record_file))
     node = node_name or default_node_name()
     if len(node) > 253 or not _DNS_SUBDOMAIN.match(node):
         raise click.BadParameter(
@@ -97,21 +110,27 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
             param_hint="--node-name",
         )
     recording_errors: tuple[type[Exception], ...] = ()  # a key the recording lacks is found when a call reads it
+    source: dict = {}
     if nvml_recording:
         from kubectl_gpu.inventory.recorded_nvml import RecordedNvml, RecordingError
 
         recording_errors = (RecordingError,)
         try:
-            RecordedNvml.from_file(nvml_recording).install()
+            recorded = RecordedNvml.from_file(nvml_recording)
         except RecordingError as error:
             raise click.BadParameter(str(error), param_hint="--nvml-recording") from None
+        source = {"nvml": recorded.module(), "sysfs_root": recorded.sysfs}
     try:
-        inventory = local_inventory(node)
+        inventory = local_inventory(node, settings=settings, **source)
     except InventoryUnavailable as error:
         click.echo(f"error: {error}", err=True)
         ctx.exit(error.exit_code)
     except recording_errors as error:
         raise click.BadParameter(f"{nvml_recording}: {error}", param_hint="--nvml-recording") from None
+    if record_file:
+        _record(inventory, record_file)
+        if record_file == "-":
+            ctx.exit(ExitCode.PARTIAL if inventory.plan.failures else ExitCode.OK)
 
     for failure in inventory.plan.failures:
         uuid = f" ({failure.uuid})" if failure.uuid else ""
@@ -122,12 +141,38 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
     if output == "table":
         _print_table(inventory)
     else:
-        document = inventory.slices[0]
-        if output == "json":
-            click.echo(json.dumps(document, indent=2))
-        else:
-            click.echo(yaml_output.dump(document), nl=False)
+        _print_documents(list(inventory.slices), output)
     ctx.exit(ExitCode.PARTIAL if inventory.plan.failures else ExitCode.OK)
+
+
+def _minor(kubernetes_version: str | None) -> int | None:
+    if kubernetes_version is None:
+        return None
+    from kubectl_gpu.dra.gates import kubernetes_minor
+
+    try:
+        return kubernetes_minor(kubernetes_version)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--kubernetes-version") from None
+
+
+def _print_documents(documents: list[dict], output: str) -> None:
+    """One slice as itself; several as kubectl prints several objects (a v1 List, or YAML documents)."""
+    if output == "json":
+        value = documents[0] if len(documents) == 1 else {"apiVersion": "v1", "kind": "List", "items": documents}
+        click.echo(json.dumps(value, indent=2))
+    else:
+        click.echo(yaml_output.dump_all(documents), nl=False)
+
+
+def _record(inventory: Inventory, path: str) -> None:
+    """--record: the readings as a recording, where --nvml-recording reads them back."""
+    from kubectl_gpu.inventory.recording import recording_of
+
+    for failure in inventory.plan.failures:
+        click.echo(f"warning: {failure.where} is not in the recording: NVML could not describe it", err=True)
+    _write(path, json.dumps(recording_of(inventory.readings, f"node {inventory.node_name}, recorded by kubectl gpu "
+                                                           "inventory --record"), indent=1) + "\n")
 
 
 def _print_table(inventory: Inventory) -> None:
@@ -146,48 +191,52 @@ def _print_table(inventory: Inventory) -> None:
 
 
 def _remote(options: ClusterOptions, node: str, image: str | None, runtime_class: str | None,
-            wait_seconds: float, output: str) -> int:
-    """`inventory --node NODE`: the inventory pod's ResourceSlice, printed as a local run prints it."""
+            wait_seconds: float, output: str, settings, record_file: str | None) -> int:
+    """`inventory --node NODE`: the node's recording, read through its pod, previewed here (with the
+    Node's UID as the slices' owner) as a local run previews it."""
     from kubectl_gpu.cli.inventory_remote import default_image, run_on_node, split_output
+    from kubectl_gpu.inventory.recorded_nvml import RecordedNvml, recording_problem
 
     try:
         connection = options.connect()
         with progress(f"running the inventory on node {node}..."):
             code, log = run_on_node(connection.api, options.namespace or connection.namespace, node,
                                     image or default_image(), wait_seconds, runtime_class)
+            node_uid = (connection.api.request("GET", f"/api/v1/nodes/{node}").get("metadata") or {}).get("uid")
     except exits.cluster_errors() as exc:
         exits.fail(exc)
     document, messages = split_output(log)
     for line in messages:
         click.echo(line if line.startswith(("error:", "warning:")) else f"{node}: {line}", err=True)
-    if document is None:
+    problem = recording_problem(document) if isinstance(document, dict) else "no recording"
+    if document is None or problem:
         if code == 0:
-            click.echo(f"error: the inventory pod on node {node} printed no ResourceSlice", err=True)
+            click.echo(f"error: the inventory pod on node {node} printed no NVML recording ({problem})", err=True)
             return exits.FINDINGS
         return code
-    if output == "json":
-        click.echo(json.dumps(document, indent=2))
-    elif output == "yaml":
-        click.echo(yaml_output.dump(document), nl=False)
+    if record_file:
+        _write(record_file, json.dumps(document, indent=1) + "\n")
+        if record_file == "-":
+            return code
+    recorded = RecordedNvml(document)
+    try:
+        inventory = local_inventory(node, recorded.sysfs, settings, node_uid, recorded.module())
+    except InventoryUnavailable as error:
+        click.echo(f"error: {node}: {error}", err=True)
+        return error.exit_code
+    if output == "table":
+        _print_table(inventory)
     else:
-        _print_slice(document)
+        _print_documents(list(inventory.slices), output)
     return code
 
 
-def _print_slice(document: dict) -> None:
-    """The table of a ResourceSlice read from elsewhere (the columns of a local run)."""
-    spec = document.get("spec") or {}
-    out = console()
-    out.print(Text(f"node {spec.get('nodeName')}  driver {spec.get('driver')}"))
-    table = KubeTable(*COLUMNS, wide=True)
-    for device in spec.get("devices") or ():
-        attributes = device.get("attributes") or {}
-
-        def text(name: str) -> str:
-            value = attributes.get(name) or {}
-            return str(next(iter(value.values()), "-")) if value else "-"
-
-        memory = ((device.get("capacity") or {}).get(CAP.memory) or {}).get("value", "-")
-        table.add_row(str(device.get("name")), text(ATTR.type), text(ATTR.productName), str(memory),
-                      text(ATTR.profile), text(ATTR.uuid))
-    out.print(table)
+def _write(path: str, text: str) -> None:
+    if path == "-":
+        click.echo(text, nl=False)
+        return
+    try:
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(text)
+    except OSError as error:
+        raise click.BadParameter(f"cannot write {path}: {error.strerror or error}", param_hint="--record") from None

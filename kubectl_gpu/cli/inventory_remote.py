@@ -38,7 +38,9 @@ def pod_manifest(node: str, image: str, runtime_class: str | None = None) -> dic
         "containers": [{
             "name": "inventory",
             "image": image,
-            "command": ["kubectl-gpu", "inventory", "-o", "json", "--node-name", node],
+            # The node's recording, not its slices: the driver settings and the Node's UID are applied
+            # here, and --record keeps it as the node gave it.
+            "command": ["kubectl-gpu", "inventory", "--record", "-", "--node-name", node],
             "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
                     {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"}],
             "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
@@ -80,7 +82,7 @@ def run_on_node(api: Client, namespace: str, node: str, image: str, wait_seconds
 
 
 def split_output(log: str) -> tuple[dict[str, Any] | None, list[str]]:
-    """The ResourceSlice the pod printed (-o json) and its other lines (errors, warnings)."""
+    """The recording the pod printed (--record -) and its other lines (errors, warnings)."""
     lines = log.splitlines()
     try:
         start, end = lines.index("{"), len(lines) - lines[::-1].index("}")

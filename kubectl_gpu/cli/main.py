@@ -98,8 +98,12 @@ class LazyGroup(click.Group):
         except OSError as error:  # stdout gone or full: click would exit 1 (EPIPE) or show a traceback
             code = exits.output_failure(error)
             if code is None:
-                raise
+                exits.internal_error(error)
             ctx.exit(code)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as error:  # a bug: Python's exit 1 would read as "the answer is no"
+            exits.internal_error(error)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         if args and not args[0].startswith("-") and args[0] not in SUBCOMMANDS:

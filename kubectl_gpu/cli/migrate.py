@@ -6,26 +6,23 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
-from kubectl_gpu.cli import exits, yaml_output
-from kubectl_gpu.cluster import (ClusterProfile, ProfileError, checked_translator, fit_options, load_profile_files,
-                                 parse_feature_gates, parse_kubernetes_version, read_live_profile)
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cluster.fit import checked_translator, fit_options
 from kubectl_gpu.cluster.device_classes import mig_device_classes
 from kubectl_gpu.cluster.quota import quota_target
 from kubectl_gpu.core import kueue_configuration, kueue_notes, merged_mappings
+from kubectl_gpu.cluster.shared_gpus import every_gpu_node_shares, lands_only_on_shared_gpus, shared_pools
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
-from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, known_claims,
-                              legacy_requests, mig_profile_of, translate_pod_template)
+from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, is_plain_integer_gpu,
+                              known_claims, legacy_requests, mig_profile_of, translate_pod_template)
 from kubectl_gpu.core.constants import MIG
-from kubectl_gpu.dra.facts import DRA_VERSIONS, versions_served_text
+from kubectl_gpu.dra.facts import DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, versions_served_text
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
-from kubectl_gpu.k8s.kubeconfig import connect
-from kubectl_gpu.k8s.lists import list_objects
-from kubectl_gpu.k8s.rest import get_json
 from kubectl_gpu.cli.console import migrate_progress
 from kubectl_gpu.cli.options import gpu_memory_quantity
 from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
@@ -34,9 +31,13 @@ from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport
                                           write_files)
 from kubectl_gpu.manifests.report import print_report, print_write_failures
 
+if TYPE_CHECKING:
+    from kubectl_gpu.cluster import ClusterProfile
+
 EXIT_OK = exits.OK
 EXIT_CHANGES = exits.FINDINGS  # --check/--diff: something would change (kubectl diff exits 1 too)
 EXIT_NOT_MIGRATED = exits.NOT_MIGRATED  # some input could not be migrated; the rest was still written
+EXIT_LEGACY_LEFT = exits.LEGACY_LEFT  # --check/--diff: GPU requests left that migrate cannot rewrite
 
 EPILOG = """\b
 What migrate's exit codes mean (table below):
@@ -52,9 +53,11 @@ What migrate's exit codes mean (table below):
      still migrated and written, and the report on stderr says what to fix;
      or some file could not be written (the report lists which were and
      which were not; each file is replaced whole or not at all)
-GPU requests migrate finds but cannot reach (inside strings, containers
-outside a pod template) are warnings in the report: they leave the exit
-code as it is, --check and --diff included.
+  9  --check or --diff: GPU requests are left that migrate cannot rewrite
+     (inside strings, containers outside a pod template, an operator's GPU
+     count field): the report names each place and what to do there; it
+     wins over 1, so a CI gate fails until they are gone. Without --check
+     or --diff they are warnings and leave the exit code as it is.
 
 \b
 Examples:
@@ -98,9 +101,10 @@ Live clusters (see their --help):
 @click.option("--cluster", "cluster_files", multiple=True, metavar="FILE|DIR",
               help="Cluster profile from files: the output of `kubectl get resourceslices,deviceclasses -o yaml` "
                    "(repeatable). Every claim is checked against these devices; one no device can satisfy is "
-                   "an error (exit 3).")
+                   "an error (exit 3). Nodes among them (`kubectl get nodes -o yaml`) name the node pools whose "
+                   "device plugin time-slices GPUs.")
 @click.option("--from-cluster", is_flag=True,
-              help="Read the cluster profile (version, DeviceClasses, ResourceSlices) from the current "
+              help="Read the cluster profile (version, DeviceClasses, ResourceSlices, Nodes) from the current "
                    "kubeconfig context, as --cluster does from files.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
               help="Kubeconfig for --from-cluster (default: $KUBECONFIG, ~/.kube/config).")
@@ -201,8 +205,15 @@ def command(
         raise click.UsageError(str(err)) from err
     translate = checked_translator(profile) if profile is not None else translate_pod_template
     mig_requests: dict[str, int] = {}  # legacy MIG resource -> pod templates asking for it
+    whole_gpus: list[int] = [0]  # pod templates whose nvidia.com/gpu became whole GPUs
+    # The classes --device-classes emits serve every MIG profile requested here, so those requests stay as
+    # they are (KEP-5004), unless the cluster profile says the scheduler cannot serve them.
+    leave_mig = device_classes and _extended_resources_served(profile)
 
     def recording(template, translate_options):  # type: ignore[no-untyped-def]
+        if profile is not None and not translate_options.gpu_slots \
+                and lands_only_on_shared_gpus(template, profile.nodes):
+            translate_options = replace(translate_options, gpu_slots=True)
         if leave_mig:
             served = {r.name for r in legacy_requests(template) if r.family == MIG and mig_profile_of(r.name)}
             if served:
@@ -211,6 +222,8 @@ def command(
         translation = translate(template, translate_options)
         for name in {r.name for r in translation.legacy if r.family == MIG and r.amount > 0}:
             mig_requests[name] = mig_requests.get(name, 0) + 1
+        if translation.patch and any(is_plain_integer_gpu(r) for r in translation.legacy):
+            whole_gpus[0] += 1
         return translation
 
     migrations = migrate_files(sources, options, Format(output_format) if output_format else None, recording)
@@ -244,6 +257,8 @@ def command(
             if output_format == "json":
                 _stdout_write("".join(json.dumps(c, indent=2) + "\n" for c in classes))
             else:
+                from kubectl_gpu.cli import yaml_output
+
                 _stdout_write(yaml_output.dump_all(classes) + "---\n")
         if output_dir is not None:
             try:
@@ -253,6 +268,8 @@ def command(
             jobs = [(target, file.text, file.source.path, file.source.encoding)
                     for target, file in zip(targets, rendered)]
             if classes:
+                from kubectl_gpu.cli import yaml_output
+
                 jobs.append((output_dir / "device-classes.yaml", yaml_output.dump_all(classes), None,
                              "utf-8"))
             if kueue_config is not None:
@@ -275,7 +292,9 @@ def command(
         console.print(line, markup=False)
     if device_classes:
         console.print(_device_classes_report(classes, mig_requests, profile), markup=False)
-    print_report(result, console)
+    for line in _shared_pool_warnings(profile, whole_gpus[0]):
+        console.print(line, markup=False)
+    print_report(result, console, written=not (check or show_diff))
     for line in kueue_notes(mappings):
         console.print(f"kueue: {line}", markup=False)
     if kueue_config is not None and not to_stdout and output_dir is None:
@@ -284,6 +303,22 @@ def command(
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)
     sys.exit(_exit_code(result, check or show_diff))
+
+
+def _shared_pool_warnings(profile: ClusterProfile | None, whole_gpu_templates: int) -> list[str]:
+    """Where nvidia.com/gpu: 1 may have been a slot of a shared GPU: the profile's shared pools by
+    name, or (without Nodes to read) the labels to look for."""
+    if profile is not None and profile.nodes:
+        everywhere = every_gpu_node_shares(profile.nodes)
+        return [f"warning: {pool.describe(everywhere)}" for pool in shared_pools(profile.nodes)]
+    if not whole_gpu_templates:
+        return []
+    return [f"warning: {whole_gpu_templates} pod template(s) had nvidia.com/gpu read as whole GPUs; on nodes where "
+            "NVIDIA's device plugin shares each GPU (GFD labels "
+            f"{GFD_SHARING_STRATEGY_LABEL}=time-slicing|mps, {GFD_REPLICAS_LABEL} above 1) each was one slot of a "
+            f"GPU: check `kubectl get nodes -L {GFD_SHARING_STRATEGY_LABEL},{GFD_REPLICAS_LABEL}`, and give migrate "
+            "the Nodes (`kubectl get nodes -o yaml` as one more --cluster file, or --from-cluster) to have such "
+            "pools named"]
 
 
 def _stdout_write(text: str) -> None:
@@ -335,12 +370,18 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
                      ) -> tuple[ClusterProfile | None, ClusterClaims]:
     """The profile, and (read live) the ResourceClaimTemplates and ResourceClaims the cluster holds by
     namespace, so a legacy GPU beside one of them is judged as beside one in the input."""
+    from kubectl_gpu.cluster.profile import (ProfileError, parse_feature_gates, parse_kubernetes_version,
+                                             read_live_profile)
+
     if files and live:
         raise click.UsageError("use either --cluster FILE|DIR or --from-cluster, not both")
     try:
         overrides = parse_feature_gates(feature_gates) if feature_gates else None
         minor = parse_kubernetes_version(kubernetes_version) if kubernetes_version else None
         if files:
+            # Profile files are read by PyYAML, a second YAML library `migrate FILE` never needs.
+            from kubectl_gpu.cluster.files import load_profile_files
+
             return load_profile_files(files, kubernetes_minor=minor, gate_overrides=overrides), {}
     except (ProfileError, ValueError) as err:
         raise click.UsageError(str(err)) from err
@@ -349,6 +390,11 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
             raise click.UsageError("--kubernetes-version and --feature-gates describe a cluster profile: "
                                    "add --cluster FILE|DIR or --from-cluster")
         return None, {}
+    # The client (the kubernetes package and aiohttp, most of a second to import) only when a
+    # cluster is read: `migrate FILE` and every --help stay offline (tests/test_cli_startup.py).
+    from kubectl_gpu.k8s.kubeconfig import connect
+    from kubectl_gpu.k8s.rest import get_json
+
     try:
         connection = connect(kubeconfig, context)
     except KubeconfigError as err:
@@ -372,6 +418,8 @@ def _live_claims(api: Any, profile: ClusterProfile, context_namespace: str | Non
     """Every ResourceClaimTemplate and ResourceClaim of the cluster, by namespace (those of the
     context's namespace also for objects that name none, where kubectl applies them); a user who may
     not list them gets a note, and claims outside the input stay unchecked (a warning per pod says so)."""
+    from kubectl_gpu.k8s.lists import list_objects
+
     if profile.api_version is None:
         return {}
     found: dict[str | None, list[KnownClaim]] = {}
@@ -395,6 +443,8 @@ def _live_claims(api: Any, profile: ClusterProfile, context_namespace: str | Non
 def _exit_code(result: MigrationResult, report_changes: bool) -> int:
     if result.not_migrated:
         return EXIT_NOT_MIGRATED
+    if report_changes and result.legacy_left:
+        return EXIT_LEGACY_LEFT
     if report_changes and result.changed:
         return EXIT_CHANGES
     return EXIT_OK

@@ -1,5 +1,6 @@
 """Options and output that several commands share (as pip's cmdoptions.py): --dra-node-label, --gpu-memory,
-and printing a result in the form -o asks for."""
+--driver-version/--driver-gates/--consumable-shares (which NVIDIA DRA driver a prediction of its devices is
+for: inventory, plan), and printing a result in the form -o asks for."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Any, Callable
 
 import click
 
+from kubectl_gpu.dra import facts
 from kubectl_gpu.k8s.options import ClusterOptions
 
 DRA_NODE_LABEL_HELP = ("Label marking nodes that run the DRA driver instead of the device plugin "
-                       "(KEY=VALUE, repeatable; default ack.node.gpu.schedule=disabled).")
+                       "(KEY=VALUE, repeatable; default ack.node.gpu.schedule=disabled); nodes a gpu.nvidia.com "
+                       "ResourceSlice names run it too.")
 
 
 def dra_node_label_option(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -60,3 +63,31 @@ def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], A
     else:
         from kubectl_gpu.cli.console import console
         console().print(table())
+
+
+def driver_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    decorators = [
+        click.option("--driver-version", metavar="vX.Y.Z", default=None,
+                     help=f"NVIDIA DRA driver release to predict ({', '.join(facts.DRIVER_RELEASES[2:])})  "
+                          f"[default: {facts.NEWEST_DRIVER_RELEASE}]"),
+        click.option("--driver-gates", metavar="GATE=BOOL,...", default=None,
+                     help="The driver's own feature gates that differ from its defaults, as its Helm chart's "
+                          f"featureGates take them (e.g. {facts.DYNAMIC_MIG}=true)."),
+        click.option("--consumable-shares", metavar="MODE", default=None,
+                     help="The kubelet plugin's --consumable-shares (disabled, memory, unlimited or a share "
+                          f"count); needs {facts.CONSUMABLE_SHARES}=true in --driver-gates  [default: disabled]"),
+    ]
+    for decorator in reversed(decorators):
+        func = decorator(func)
+    return func
+
+
+def driver_settings(driver_version: str | None, driver_gates: str | None, consumable_shares: str | None,
+                    kubernetes_minor: int | None = None) -> Any:
+    """The options as DriverSettings; a usage error (exit 2) that says what to change."""
+    from kubectl_gpu.inventory.driver_settings import DriverSettings
+
+    try:
+        return DriverSettings.parse(driver_version, driver_gates, consumable_shares, kubernetes_minor)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_labels
+from kubectl_gpu.cli.options import dra_node_label_option, driver_options, driver_settings, emit, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, ProfileChoices, fail, fitted_translate_options,
                                           read_files, translate_options)
@@ -27,6 +27,7 @@ Examples:
 @translate_options
 @click.option("-f", "--filename", "files", multiple=True, metavar="FILE|DIR|-",
               help="Plan from files (kubectl get ... -o yaml) instead of the live cluster.")
+@driver_options
 @click.option("--wave-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="GPU nodes switched per wave (default: a tenth of the device-plugin GPU nodes). "
                    "A wave that fails its checks is halved down to one node before it is refused.")
@@ -36,7 +37,8 @@ Examples:
 def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool, dra_node_labels: tuple[str, ...],
             api_version: str | None,
             sharing: str, integer_gpus: str, gpu_memory: str | None, kubernetes_version: str | None,
-            feature_gates: str | None, **values: Any) -> None:
+            feature_gates: str | None, driver_version: str | None, driver_gates: str | None,
+            consumable_shares: str | None, **values: Any) -> None:
     """Plan the move of a running cluster from device plugins to DRA.
 
     \b
@@ -47,7 +49,8 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
     is checked: the legacy pods it drains fit on the legacy nodes left, its
     PodDisruptionBudgets allow the drain, and the workloads it migrates fit on
     the DRA nodes' devices (nodes not yet on DRA: predicted from GPU Feature
-    Discovery labels).
+    Discovery labels, as --driver-version/--driver-gates/--consumable-shares
+    publish them; DRA nodes: labelled, or publishing gpu.nvidia.com slices).
 
     Quotas: the ResourceQuota entries each wave's namespaces need so their GPU
     caps count DRA devices; a wave after which a cap no entry can carry would
@@ -70,6 +73,7 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
     options = ClusterOptions(**values)
     labels = parse_dra_labels(dra_node_labels)
     choices = ProfileChoices.parse(kubernetes_version, feature_gates)
+    driver = driver_settings(driver_version, driver_gates, consumable_shares)
     if files:
         if options.selector:
             raise click.UsageError("-l selects the live cluster's nodes; with -f, leave the other nodes out of "
@@ -89,13 +93,14 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
     for problem in snapshot.rejected:
         click.echo(f"warning: {problem}: left out of the plan", err=True)
     try:
-        plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels)
+        plan = plan_migration(snapshot, translate, wave_size=wave_size, dra_labels=labels, driver=driver)
     except ValueError as exc:  # an invalid ResourceSlice or DeviceClass: every answer depends on it
         fail(f"cannot plan: {exc}", exits.USAGE)
     add_quota_changes(plan, snapshot.quotas, translate, quota_target(snapshot.profile), allow_uncapped)
     kueue = plan_kueue(snapshot.cluster_queues, translate)
     document = {**plan.to_dict(), "cluster": fitted, **({"kueue": kueue.to_dict()} if kueue.notes else {})}
-    emit(options, document, lambda: _text(render_plan(plan) + render_kueue(kueue)),
+    emit(options, document, lambda: _text(render_plan(plan, wide=options.output == "wide", headers=not options.no_headers)
+                                          + render_kueue(kueue)),
          names=lambda: [w.ref.rsplit("/", 1)[0].split("/")[0].lower() + "/" + w.name for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
 

@@ -13,31 +13,38 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubectl_gpu.dra.devices import Device
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
+from kubectl_gpu.dra import facts
 from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
-from kubectl_gpu.dra.facts import DRA_VERSIONS, device_plugin_mig_resource, gpu_device_class_names
-from kubectl_gpu.explain import DeviceClassSpec, explain_claim, parse_claim, parse_device_class
-from kubectl_gpu.explain.model import ClaimResult
+from kubectl_gpu.dra.facts import (DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, device_plugin_mig_resource,
+                                   gpu_device_class_names)
 
 from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
+from .shared_gpus import every_gpu_node_shares
+
+if TYPE_CHECKING:
+    from kubectl_gpu.dra.devices import Device
+    from kubectl_gpu.explain import DeviceClassSpec
+    from kubectl_gpu.explain.model import ClaimResult
+    from kubectl_gpu.allocator import Allocator
+    from kubectl_gpu.explain.judge import Cluster
 
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 MIG_RESOURCE_PREFIX = device_plugin_mig_resource("")  # nvidia.com/mig-
 
-# What NVIDIA's driver needs for each sharing mode (kubernetes-sigs/dra-driver-nvidia-gpu, main:
+# What NVIDIA's driver needs for each sharing mode (kubernetes-sigs/dra-driver-nvidia-gpu v0.5.0:
 # pkg/featuregates/featuregates.go, cmd/gpu-kubelet-plugin/consumable_shares.go).
 DRIVER_REQUIREMENTS: dict[Sharing, str] = {
     Sharing.CONSUMABLE: (
-        "NVIDIA DRA driver built from main after v0.4.x with its ConsumableShares feature gate and "
-        "--consumable-shares set, plus Kubernetes' DRAConsumableCapacity gate; memory is accounted by the "
-        "scheduler, not enforced on the GPU; MPS is refused while consumable shares or DynamicMIG are on"),
-    Sharing.TIMESLICING: "NVIDIA DRA driver with its TimeSlicingSettings feature gate",
-    Sharing.MPS: "NVIDIA DRA driver with its MPSSupport feature gate (refused while ConsumableShares or DynamicMIG is on)",
+        f"{facts.driver_gate_requirement(facts.CONSUMABLE_SHARES)} and --consumable-shares set, plus Kubernetes' "
+        f"{DRA_CONSUMABLE_CAPACITY} gate; memory is accounted by the scheduler, not enforced on the GPU; "
+        "MPS is refused while consumable shares are on"),
+    Sharing.TIMESLICING: facts.driver_gate_requirement("TimeSlicingSettings"),
+    Sharing.MPS: f"{facts.driver_gate_requirement(facts.MPS_SUPPORT)}; refused while consumable shares are on",
 }
 
 
@@ -64,6 +71,7 @@ def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
             notes.append(f"--api-version {options.api_version.value} is not served by the cluster (it serves "
                          f"{', '.join(profile.served_versions)}): the API server will refuse these claims")
     options = _fit_gpu_memory(options, profile, notes)
+    options = _fit_gpu_slots(options, profile, notes)
     options = _fit_sharing(options, profile, notes)
     options = _keep_whole_gpus_whole(options, profile, notes)
     options = _fit_prioritized_list(options, profile, notes)
@@ -86,6 +94,17 @@ def _fit_gpu_memory(options: TranslateOptions, profile: ClusterProfile | None, n
     (size,) = sizes
     notes.append(f"every NVIDIA GPU in the cluster has {size} of memory: fractions of a GPU are shares of it")
     return replace(options, gpu_memory=size)
+
+
+def _fit_gpu_slots(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:
+    """Every GPU node of the profile's Nodes shares its GPUs (device-plugin time-slicing or MPS): there
+    nvidia.com/gpu counted slots, so it is read as slots (shared_gpus.py)."""
+    if profile is None or not every_gpu_node_shares(profile.nodes):
+        return options
+    notes.append("every GPU node in the profile shares its GPUs through the device plugin (GFD "
+                 f"{GFD_SHARING_STRATEGY_LABEL}, {GFD_REPLICAS_LABEL}): nvidia.com/gpu is read as slots of shared GPUs "
+                 "(one ResourceClaim per workload with --sharing timeslicing or mps; a whole GPU each otherwise)")
+    return replace(options, gpu_slots=True)
 
 
 def _fit_prioritized_list(options: TranslateOptions, profile: ClusterProfile | None,
@@ -213,6 +232,8 @@ def _full_capacity(device: Device) -> tuple[tuple[str, str], ...]:
 
 @functools.lru_cache(maxsize=8)
 def _class_specs(profile: ClusterProfile) -> dict[str, DeviceClassSpec]:
+    from kubectl_gpu.explain import parse_device_class
+
     specs = {}
     for obj in profile.device_classes:
         spec = parse_device_class(obj)
@@ -221,9 +242,24 @@ def _class_specs(profile: ClusterProfile) -> dict[str, DeviceClassSpec]:
 
 
 def explain_against(claim: ClaimObject, profile: ClusterProfile, namespace: str = "default") -> ClaimResult:
+    # explain (the CEL compiler with it) only when a claim is checked against a profile: migrate
+    # without one never loads it (tests/test_cli_startup.py).
+    from kubectl_gpu.explain import explain_claim, parse_claim
+
     spec = parse_claim(claim.manifest(namespace))
-    # A new claim compiles under the cluster's gates, as the API server compiles it.
-    return explain_claim(spec, profile.devices, _class_specs(profile), gates=profile.feature_gates)
+    # A new claim compiles under the cluster's gates, as the API server compiles it; the
+    # allocator judges it against the profile's slices (counter sets and pools included).
+    return explain_claim(spec, profile.devices, _class_specs(profile), gates=profile.feature_gates,
+                         judge=_judge(profile, tuple(a.device_class for r in spec.requests for a in r.alternatives)))
+
+
+@functools.lru_cache(maxsize=8)
+def _judge(profile: ClusterProfile, class_names: tuple[str, ...]) -> tuple[Allocator, Cluster]:
+    """One allocator per profile (and the classes a claim names): its selector verdicts are kept."""
+    from kubectl_gpu.explain.judge import Cluster, build_allocator
+
+    cluster = Cluster(profile.slice_facts, profile.feature_gates)
+    return build_allocator(cluster, _class_specs(profile), class_names, None, ()), cluster
 
 
 def unsatisfiable(claims: Sequence[ClaimObject], profile: ClusterProfile) -> dict[str, str]:

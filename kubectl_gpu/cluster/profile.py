@@ -26,9 +26,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kubectl_gpu.dra.devices import Device, devices_from_slice, is_resource_slice
-from kubectl_gpu.dra.devices import current_slices
-from kubectl_gpu.dra.facts import DRA_VERSION_SINCE, DRA_VERSIONS
+from kubectl_gpu.dra.devices import Device, SliceFacts, current_slices, is_resource_slice, read_slice
+from kubectl_gpu.dra.facts import DRA_VERSION_SINCE, DRA_VERSIONS, served_dra_versions
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
 from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
 
@@ -52,6 +51,9 @@ class ClusterProfile:
     gates_source: str  # how the gates were decided, for reports
     device_classes: tuple[Mapping[str, Any], ...] = ()
     resource_slices: tuple[Mapping[str, Any], ...] = ()
+    # Nodes, when the profile was given them: their GFD labels say where the device plugin shares GPUs
+    # (cluster/shared_gpus.py).  Not part of `revision`: no claim depends on them.
+    nodes: tuple[Mapping[str, Any], ...] = ()
 
     @functools.cached_property
     def revision(self) -> str:
@@ -75,12 +77,14 @@ class ClusterProfile:
         return name in self.feature_gates
 
     @functools.cached_property
+    def slice_facts(self) -> tuple[SliceFacts, ...]:
+        """The newest generation of each pool's slices, read for the allocator."""
+        return tuple(read_slice(slice_obj) for slice_obj in current_slices(self.resource_slices))
+
+    @functools.cached_property
     def devices(self) -> tuple[Device, ...]:
         """Every device of the newest generation of each pool (what the scheduler considers)."""
-        found: list[Device] = []
-        for slice_obj in current_slices(self.resource_slices):
-            found.extend(devices_from_slice(slice_obj))
-        return tuple(found)
+        return tuple(device for facts in self.slice_facts for device in facts.devices)
 
     def mig_profiles(self) -> tuple[str, ...]:
         """The MIG profiles NVIDIA's driver publishes here (its `profile` attribute)."""
@@ -118,9 +122,13 @@ def build_profile(
     most conservative)."""
     classes: list[Mapping[str, Any]] = []
     slices: list[Mapping[str, Any]] = []
+    nodes: list[Mapping[str, Any]] = []
     seen_versions: set[str] = set()
     for obj in _flatten(objects):
         api_version = str(obj.get("apiVersion", ""))
+        if api_version == "v1" and obj.get("kind") == "Node":
+            nodes.append(obj)
+            continue
         group, _, version = api_version.partition("/")
         if group != DRA_GROUP:
             continue
@@ -139,6 +147,13 @@ def build_profile(
     assumed_minor = minor is None
     if minor is None and served:
         minor = DRA_VERSION_SINCE[served[0]][1]
+    removed = ()
+    if minor is not None and minor >= SUPPORTED_MINORS[0]:
+        # A release serves no version it removed (v1beta1 from 1.38), whatever the files were written in:
+        # claims for it are never written in one.
+        known_versions = served_dra_versions(min(minor, SUPPORTED_MINORS[-1]))
+        removed = tuple(v for v in served if v not in known_versions)
+        served = tuple(v for v in served if v in known_versions) or (known_versions[:1] if removed else ())
     if minor is None or minor < SUPPORTED_MINORS[0]:
         gates: frozenset[str] = frozenset()
         how = ["no supported Kubernetes version: every DRA gate off"]
@@ -147,6 +162,8 @@ def build_profile(
         known = min(minor, SUPPORTED_MINORS[-1])
         gates = default_gates(known)
         how = [f"defaults of Kubernetes 1.{known}" + (" (assumed from the served API version)" if assumed_minor else "")]
+    if removed:
+        how.append(f"{', '.join(removed)} not served by Kubernetes 1.{minor}")
     if server_gates is not None and server_gates.gates is not None:
         reported = {k: v for k, v in server_gates.gates.items() if k in DRA_GATES}
         gates = apply_overrides(gates, reported)
@@ -155,7 +172,8 @@ def build_profile(
     elif server_gates is not None and server_gates.note:
         how[0] += f" ({server_gates.note})"
     try:
-        devices = ClusterProfile(source, minor, served, gates, "", tuple(classes), tuple(slices)).devices
+        first = ClusterProfile(source, minor, served, gates, "", tuple(classes), tuple(slices))
+        facts, devices = first.slice_facts, first.devices
     except ValueError as err:  # InvalidResourceSlice
         raise ProfileError(f"{source}: {err}") from err
     proven = any(d.allow_multiple_allocations for d in devices)
@@ -165,9 +183,11 @@ def build_profile(
     if gate_overrides:
         gates = apply_overrides(gates, gate_overrides)
         how.append("--feature-gates: " + ", ".join(f"{k}={str(v).lower()}" for k, v in sorted(gate_overrides.items())))
-    profile = ClusterProfile(source, minor, served, frozenset(gates), "; ".join(how), tuple(classes), tuple(slices))
-    # The same slices give the same devices: hand them to the profile's cached_property (which
-    # keeps its value in the instance's __dict__) rather than build 8,000 devices a second time.
+    profile = ClusterProfile(source, minor, served, frozenset(gates), "; ".join(how), tuple(classes), tuple(slices),
+                             tuple(nodes))
+    # The same slices give the same devices: hand them to the profile's cached_properties (which
+    # keep their values in the instance's __dict__) rather than build 8,000 devices a second time.
+    vars(profile)["slice_facts"] = facts
     vars(profile)["devices"] = devices
     return profile
 
@@ -281,8 +301,20 @@ def read_live_profile(fetch: Fetch, source: str, gate_overrides: Mapping[str, bo
     objects: list[Mapping[str, Any]] = []
     for path, api_version, kind in dra_list_paths(group):
         objects.extend(stamped(_list_all(fetch, path), api_version, kind))
+    objects.extend(_nodes(fetch))
     server_gates = read_server_gates(fetch_text) if fetch_text is not None else None
     return profile_from_discovery(source, version, group, objects, gate_overrides, server_gates)
+
+
+def _nodes(fetch: Fetch) -> list[Mapping[str, Any]]:
+    """The cluster's Nodes (for their GFD labels), or none where RBAC does not let this user list them:
+    they only add advice, so a refusal costs the advice, not the run."""
+    try:
+        return stamped(_list_all(fetch, "/api/v1/nodes"), "v1", "Node")
+    except Exception as exc:  # noqa: BLE001 - every client's ApiError says forbidden / not_found
+        if getattr(exc, "forbidden", False) or getattr(exc, "not_found", False):
+            return []
+        raise
 
 
 def dra_list_paths(group: Mapping[str, Any]) -> list[tuple[str, str, str]]:

@@ -17,7 +17,7 @@ from kubectl_gpu.dra.quantity import format_bytes, format_plain
 
 MIB = 2**20
 GIB = 2**30
-GPU_GROUP = (c.NVIDIA_GPU, c.VCUDA, c.HAMI, c.ALIYUN, c.VGPU_MANAGER, c.VOLCANO)
+GPU_GROUP = (c.NVIDIA_GPU, c.VCUDA, c.HAMI, c.ALIYUN, c.VGPU_MANAGER, c.VOLCANO, c.VOLCANO_GPUSHARE, c.KOORDINATOR)
 # Above this, a GiB figure is surely a MiB figure (no GPU has 1 TiB of memory).
 _IMPLAUSIBLE_GIB = 1024
 
@@ -133,6 +133,11 @@ def _nvidia_gpu(ref: ContainerRef, found: dict[str, LegacyRequest], annotations:
         # A replica is an unsized slot on a shared GPU: a share whose size nobody stated.
         return Demand("gpu", int(shared.amount), c.NVIDIA_GPU, requests, share=Share())
     r = found.get("nvidia.com/gpu") or found["alpha.kubernetes.io/nvidia-gpu"]
+    if options.gpu_slots and r.amount.denominator == 1:
+        notes.append(Note(Severity.INFO, f"{r.name}: {r.text} read as {r.text} slot(s) of shared GPUs: every GPU node "
+                                         "this pod can run on shares each GPU among the device plugin's replicas",
+                          ref.name, r.name))
+        return Demand("gpu", int(r.amount), c.NVIDIA_GPU, requests, share=Share())
     if r.amount.denominator == 1:
         return Demand("gpu", int(r.amount), c.NVIDIA_GPU, requests)
     if r.amount < 1:
@@ -268,6 +273,81 @@ def _aliyun(ref: ContainerRef, found: dict[str, LegacyRequest], annotations: Map
     return Demand("gpu", count, c.ALIYUN, requests, share=share)
 
 
+def _volcano_gpushare(ref: ContainerRef, found: dict[str, LegacyRequest], annotations: Mapping[str, object],
+                      options: TranslateOptions, notes: list[Note]) -> Demand | None:
+    """Volcano's GPU share: `volcano.sh/gpu-number` takes that many idle GPUs (no other pod on them);
+    `volcano.sh/gpu-memory` is MiB on one GPU with that much idle memory (volcano-sh/volcano
+    pkg/scheduler/api/devices/nvidia/gpushare/share.go, predicateGPUbyNumber / predicateGPUbyMemory)."""
+    number, memory = found.get("volcano.sh/gpu-number"), found.get("volcano.sh/gpu-memory")
+    requests = tuple(found.values())
+    if number is not None and memory is not None:
+        notes.append(Note(Severity.ERROR, "volcano.sh/gpu-number (whole idle GPUs) beside volcano.sh/gpu-memory "
+                                          "(MiB of one shared GPU): Volcano places them as two separate requests; "
+                                          "keep the one you mean", ref.name))
+        return None
+    if number is not None:
+        count = _count(number, ref, notes, "")
+        return None if count is None else Demand("gpu", count, c.VOLCANO_GPUSHARE, requests)
+    assert memory is not None
+    return Demand("gpu", 1, c.VOLCANO_GPUSHARE, requests, share=Share(memory=int(memory.amount * MIB)))
+
+
+_KOORD = "koordinator.sh/"
+
+
+def _koordinator(ref: ContainerRef, found: dict[str, LegacyRequest], annotations: Mapping[str, object],
+                 options: TranslateOptions, notes: list[Note]) -> Demand | None:
+    """Koordinator's device share (koordinator-sh/koordinator docs/proposals/scheduling/
+    20230803-enhance-gpu-share-api.md): gpu-memory in bytes, gpu-memory-ratio and gpu-core in percent
+    of one GPU, totals divided equally over `gpu.shared` GPUs (absent: ratio / 100 when that is whole,
+    else one); `koordinator.sh/gpu` is gpu-core and gpu-memory-ratio at once."""
+    requests = tuple(found.values())
+    combined, shared = found.get(_KOORD + "gpu"), found.get(_KOORD + "gpu.shared")
+    core, ratio, memory = (found.get(_KOORD + k) for k in ("gpu-core", "gpu-memory-ratio", "gpu-memory"))
+    errors_before = sum(n.severity is Severity.ERROR for n in notes)
+
+    def refuse(message: str) -> None:
+        notes.append(Note(Severity.ERROR, message, ref.name))
+
+    core_amount = ratio_amount = None
+    if combined is not None:
+        if core is not None or ratio is not None:
+            refuse(f"{_KOORD}gpu is {_KOORD}gpu-core and {_KOORD}gpu-memory-ratio at once; keep it or them, "
+                   "not both")
+        core_amount = ratio_amount = combined.amount
+    else:
+        core_amount = core.amount if core is not None else None
+        ratio_amount = ratio.amount if ratio is not None else None
+    if memory is not None and ratio_amount is not None:
+        refuse(f"{_KOORD}gpu-memory beside {_KOORD}gpu-memory-ratio, which Koordinator rejects: keep one, "
+               "not both")
+    if memory is None and ratio_amount is None:
+        refuse(f"{', '.join(sorted(found))} without {_KOORD}gpu-memory or {_KOORD}gpu-memory-ratio: Koordinator "
+               "rejects a GPU share that states no memory; add one")
+    if sum(n.severity is Severity.ERROR for n in notes) > errors_before:
+        return None
+    if shared is not None:
+        count = _count(shared, ref, notes, "")
+        if count is None:
+            return None
+    else:
+        count = int(ratio_amount // 100) if ratio_amount is not None and ratio_amount % 100 == 0 else 1
+    count = max(count, 1)
+    ratio_each = ratio_amount / count if ratio_amount is not None else None
+    core_each = core_amount / count if core_amount is not None else None
+    if any(v is not None and v > 100 for v in (ratio_each, core_each)):
+        refuse(f"{', '.join(f'{r.name}: {r.text}' for r in requests)} is more than one GPU on each of {count} "
+               f"GPU(s): use a multiple of 100 (whole GPUs) or set {_KOORD}gpu.shared to the number of GPUs")
+        return None
+    if memory is None and ratio_each == 100 and core_each in (None, 100):
+        return Demand("gpu", count, c.KOORDINATOR, requests)
+    share = Share(fraction=ratio_each / 100 if ratio_each is not None else None,
+                  memory=int(memory.amount / count) if memory is not None else None,
+                  compute_percent=-(-int(core_each.numerator) // int(core_each.denominator))
+                  if core_each is not None else None)
+    return Demand("gpu", count, c.KOORDINATOR, requests, share=share)
+
+
 _BUILDERS = {
     c.NVIDIA_GPU: _nvidia_gpu,
     c.VCUDA: _vcuda,
@@ -278,4 +358,6 @@ _BUILDERS = {
     c.VOLCANO: _vgpu_style(c.VOLCANO, "volcano.sh/vgpu-number", "volcano.sh/vgpu-memory",
                            "volcano.sh/vgpu-cores", None),
     c.ALIYUN: _aliyun,
+    c.VOLCANO_GPUSHARE: _volcano_gpushare,
+    c.KOORDINATOR: _koordinator,
 }

@@ -40,6 +40,16 @@ LEGACY_RESOURCE_NAMES: dict[str, str] = {
     "volcano.sh/vgpu-number": c.VOLCANO,
     "volcano.sh/vgpu-memory": c.VOLCANO,
     "volcano.sh/vgpu-cores": c.VOLCANO,
+    # Volcano's older GPU share (volcano-sh/volcano pkg/scheduler/api/devices/nvidia/gpushare/type.go):
+    # MiB of one GPU, or whole idle GPUs.
+    "volcano.sh/gpu-memory": c.VOLCANO_GPUSHARE,
+    "volcano.sh/gpu-number": c.VOLCANO_GPUSHARE,
+    # Koordinator's device share (koordinator-sh/koordinator apis/extension/device_share.go).
+    "koordinator.sh/gpu": c.KOORDINATOR,
+    "koordinator.sh/gpu.shared": c.KOORDINATOR,
+    "koordinator.sh/gpu-core": c.KOORDINATOR,
+    "koordinator.sh/gpu-memory": c.KOORDINATOR,
+    "koordinator.sh/gpu-memory-ratio": c.KOORDINATOR,
     # The device plugin's time-slicing with `renameByDefault: true` advertises replicas under this name.
     TIME_SLICED_GPU: c.NVIDIA_GPU,
     "google.com/tpu": c.TPU,
@@ -54,7 +64,22 @@ UNTRANSLATED_ACCELERATORS: tuple[tuple[str, str], ...] = (
     ("huawei.com/Ascend", "Huawei Ascend has no DRA driver kubectl-gpu can target"),
     ("amd.com/gpu", "AMD's DRA driver (gpu.amd.com) exists, but kubectl-gpu does not translate to it yet"),
     ("gpu.intel.com/", "Intel's DRA driver (gpu.intel.com) exists, but kubectl-gpu does not translate to it yet"),
+    # The domains under which these vendors' device plugins (and HAMi's sharing of them: Project-HAMi/HAMi
+    # pkg/device/devices_test.go loadTestConfig) advertise: iluvatar.ai/vgpu|vcuda-memory|vcuda-core,
+    # metax-tech.com/gpu, mthreads.com/vgpu|sgpu-memory|sgpu-core, cambricon.com/mlu|vmlu|mlu.smlu.*,
+    # kunlunxin.com/xpu, aws.amazon.com/neuron|neuroncore|neurondevice, habana.ai/gaudi.  A prefix each, so a
+    # product's new name is named too.
+    ("iluvatar.ai/", "Iluvatar CoreX GPUs have no DRA driver kubectl-gpu can target"),
+    ("metax-tech.com/", "MetaX GPUs have no DRA driver kubectl-gpu can target"),
+    ("mthreads.com/", "Moore Threads GPUs have no DRA driver kubectl-gpu can target"),
+    ("cambricon.com/", "Cambricon MLUs have no DRA driver kubectl-gpu can target"),
+    ("aws.amazon.com/neuron", "AWS Neuron devices have no DRA driver kubectl-gpu can target"),
+    ("habana.ai/", "Intel Gaudi (Habana) accelerators have no DRA driver kubectl-gpu can target"),
+    ("kunlunxin.com/", "Kunlunxin XPUs have no DRA driver kubectl-gpu can target"),
 )
+# A value some templating fills in before the manifest is applied: envsubst `$X`/`${X}` (kro's
+# `${schema.spec...}` too), Helm/Go and Argo `{{ ... }}`.
+_PLACEHOLDER = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*?\}\}")
 # NVIDIA resource names that look like GPUs but that no family knows (a renamed device-plugin
 # resource, a new vGPU product): warned about rather than passed over.
 _NVIDIA_GPU_LIKE = re.compile(r"^nvidia\.com/(?:.*gpu.*|mig.*|vcuda.*)$", re.IGNORECASE)
@@ -179,7 +204,7 @@ def read_container(ref: ContainerRef, container: Mapping[str, Any]) -> tuple[lis
                                   "the API server rejects that for extended resources, so the limit was used",
                                   ref.name, name))
         except QuantityError as err:
-            notes.append(Note(Severity.ERROR, f"{name}: {err}", ref.name, name))
+            notes.append(Note(Severity.ERROR, _unreadable(name, raw, err), ref.name, name))
             continue
         if not in_limits:
             notes.append(Note(Severity.WARNING,
@@ -202,6 +227,16 @@ def read_container(ref: ContainerRef, container: Mapping[str, Any]) -> tuple[lis
                               ref.name, name))
         found.append(LegacyRequest(ref, str(key), family, amount, str(raw)))
     return _absorb_counts(found), notes
+
+
+def _unreadable(name: str, raw: Any, err: QuantityError) -> str:
+    placeholder = _PLACEHOLDER.search(str(raw))
+    if placeholder is None:
+        return f"{name}: {err}"
+    return (f"{name}: {str(raw)!r} is a template placeholder ({placeholder.group(0)}), not an amount: render the "
+            "manifest first (helm template, envsubst, kustomize build, the operator's own rendering) and migrate "
+            "what it renders; one filled in only at run time (an Argo parameter) needs a fixed amount here, or "
+            "the admission webhook, which sees the pods with their amounts")
 
 
 def _absorb_counts(found: list[LegacyRequest]) -> list[LegacyRequest]:

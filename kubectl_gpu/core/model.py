@@ -105,6 +105,10 @@ class TranslateOptions:
     # Workload identity used to name a shared ResourceClaim (timeslicing/mps), e.g.
     # "Deployment/web". None: the pod has no workload, so nothing is shared across pods.
     sharing_group: str | None = None
+    # `nvidia.com/gpu` counts the device plugin's replicas, not GPUs: every GPU node the pods can land on
+    # time-slices or shares by MPS (the cluster profile's Nodes say so), so it is read as
+    # `nvidia.com/gpu.shared` is: slots of shared GPUs.
+    gpu_slots: bool = False
     # Families (see constants.FAMILIES) to leave as legacy requests; the webhook fences such pods
     # off DRA nodes instead.
     pass_through_families: frozenset[str] = frozenset()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar, Iterable, Mapping, Union
 
 from .facts import DRA_GROUP
@@ -23,6 +24,35 @@ AttributeValue = Union[str, int, bool, Semver, list]
 
 class InvalidResourceSlice(ValueError):
     """A ResourceSlice this tool cannot read; the message says which field to fix."""
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A device taint (KEP-5055): ``effect`` NoSchedule and NoExecute keep the allocator away
+    unless the request tolerates it; None and unknown effects do not."""
+
+    key: str
+    value: str = ""
+    effect: str = ""
+
+
+@dataclass(frozen=True)
+class PlacementFacts:
+    """What the structured allocator reads of a device beyond what CEL sees: its taints, the
+    shared counters it draws on (partitionable devices, KEP-4815: ``counter set -> counter ->
+    value``), its binding conditions (KEP-5007) and, in a slice with perDeviceNodeSelection, where
+    it is reachable.  Most devices have none of these: they share :data:`NO_PLACEMENT_FACTS`."""
+
+    taints: tuple[Taint, ...] = ()
+    consumes_counters: tuple[tuple[str, Mapping[str, Fraction]], ...] = ()
+    binding_conditions: tuple[str, ...] = ()
+    binding_failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
+    all_nodes: bool = False  # perDeviceNodeSelection: reachable from every node
+    node_selector: Mapping[str, Any] | None = None  # perDeviceNodeSelection: a core/v1 NodeSelector
+
+
+NO_PLACEMENT_FACTS = PlacementFacts()
 
 
 _FRESH: Any = object()  # "a new empty dict": the default_factory of Device's map fields
@@ -43,10 +73,12 @@ class Device:
     slice_name: str = ""
     # Qualified capacity name -> requestPolicy of consumable capacity (KEP-5075), as in the slice.
     request_policies: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    placement: PlacementFacts = NO_PLACEMENT_FACTS
 
     def __init__(self, driver: str, name: str, pool: str = "", attributes: Any = _FRESH, capacity: Any = _FRESH,
                  allow_multiple_allocations: bool = False, node_name: str | None = None, node_scope: str = "",
-                 slice_name: str = "", request_policies: Any = _FRESH) -> None:
+                 slice_name: str = "", request_policies: Any = _FRESH,
+                 placement: PlacementFacts = NO_PLACEMENT_FACTS) -> None:
         # The generated __init__ of a frozen dataclass, in one call instead of one object.__setattr__
         # per field: explain builds 8,000 devices (4 us -> 1.5 us each).  Same fields, same defaults.
         # ``id`` (not a field): driver/pool/device, the way the scheduler names a device in
@@ -58,6 +90,7 @@ class Device:
             "allow_multiple_allocations": allow_multiple_allocations, "node_name": node_name,
             "node_scope": node_scope, "slice_name": slice_name,
             "request_policies": {} if request_policies is _FRESH else request_policies,
+            "placement": placement,
             "id": f"{driver}/{pool}/{name}",
         })
 
@@ -128,6 +161,17 @@ def current_slices(resource_slices: Iterable[Mapping[str, Any]]) -> list[Mapping
     for _, pool, generation in pooled:
         newest[pool] = max(newest.get(pool, 0), generation)
     return [s for s, pool, generation in pooled if generation == newest[pool]]
+
+
+def nodes_of_driver(resource_slices: Iterable[Mapping[str, Any]], driver: str) -> frozenset[str]:
+    """The nodes a current ResourceSlice of ``driver`` names (spec.nodeName): where its kubelet plugin
+    runs, label or no label (GPU Operator installs of the NVIDIA driver set none)."""
+    names = set()
+    for resource_slice in current_slices(list(resource_slices)):
+        spec = resource_slice.get("spec")
+        if _is_mapping(spec) and spec.get("driver") == driver and isinstance(spec.get("nodeName"), str):
+            names.add(spec["nodeName"])
+    return frozenset(names)
 
 
 def _pool_generation(resource_slice: Mapping[str, Any]) -> tuple[tuple[str, str], int]:
@@ -213,6 +257,7 @@ def _general_devices(raw_devices: list, driver: str, pool: str, slice_node: str 
         name = str(raw["name"])
         values = _read_attributes(attributes, driver, slice_name, index, names) if attributes else {}
         capacities, policies = _capacity(capacity, driver, slice_name, index, names) if capacity else ({}, {})
+        placement = _placement(body, raw, _where(slice_name, index)) if not _PLACEMENT_KEYS.isdisjoint(body) else NO_PLACEMENT_FACTS
         devices.append(
             Device(
                 driver,
@@ -225,9 +270,127 @@ def _general_devices(raw_devices: list, driver: str, pool: str, slice_node: str 
                 scope if node is slice_node else f"node {node}" if node else scope,
                 slice_name,
                 policies,
+                placement,
             )
         )
     return devices
+
+
+# A device's fields that PlacementFacts holds (v1/v1beta2 names; v1beta1 has them under basic:).
+_PLACEMENT_KEYS = frozenset({"taints", "consumesCounters", "bindingConditions", "bindingFailureConditions",
+                             "bindsToNode", "allNodes", "nodeSelector"})
+_TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
+
+
+def _placement(body: Mapping[str, Any], raw: Mapping[str, Any], where: str) -> PlacementFacts:
+    """A device's PlacementFacts, each field checked as the API server checks its shape."""
+    taints = []
+    for i, taint in enumerate(_list_field(body.get("taints"), f"{where}.taints")):
+        if not _is_mapping(taint) or not isinstance(taint.get("key"), str) or not taint.get("key"):
+            raise InvalidResourceSlice(f"{where}.taints[{i}]: every taint needs a key")
+        effect = taint.get("effect", "")
+        if not isinstance(effect, str):
+            raise InvalidResourceSlice(f"{where}.taints[{i}].effect must be one of {', '.join(_TAINT_EFFECTS)}")
+        taints.append(Taint(taint["key"], str(taint.get("value") or ""), effect))
+    consumes = _named_counters(body.get("consumesCounters"), "counterSet", f"{where}.consumesCounters")
+    conditions = _list_field(body.get("bindingConditions"), f"{where}.bindingConditions")
+    failures = _list_field(body.get("bindingFailureConditions"), f"{where}.bindingFailureConditions")
+    selector = body.get("nodeSelector") or raw.get("nodeSelector")
+    if selector is not None and not _is_mapping(selector):
+        raise InvalidResourceSlice(f"{where}.nodeSelector must be a NodeSelector (nodeSelectorTerms)")
+    return PlacementFacts(
+        taints=tuple(taints),
+        consumes_counters=consumes,
+        binding_conditions=tuple(str(c) for c in conditions),
+        binding_failure_conditions=tuple(str(c) for c in failures),
+        binds_to_node=bool(body.get("bindsToNode")),
+        all_nodes=bool(body.get("allNodes") or raw.get("allNodes")),
+        node_selector=selector,
+    )
+
+
+def _list_field(value: Any, where: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidResourceSlice(f"{where} must be a list")
+    return value
+
+
+def _named_counters(raw: Any, name_key: str, where: str) -> tuple[tuple[str, dict[str, Fraction]], ...]:
+    """A slice's sharedCounters (``name``) or a device's consumesCounters (``counterSet``): each
+    entry's name and its counters."""
+    named = []
+    for i, entry in enumerate(_list_field(raw, where)):
+        at = f"{where}[{i}]"
+        if not _is_mapping(entry) or not isinstance(entry.get(name_key), str) or not entry.get(name_key):
+            raise InvalidResourceSlice(f"{at}: every entry needs a {name_key}")
+        named.append((entry[name_key], _counters(entry.get("counters"), f"{at}.counters")))
+    return tuple(named)
+
+
+def _counters(raw: Any, where: str) -> dict[str, Fraction]:
+    """``{name: {value: quantity}}`` (a counter set's or a device's consumption) as exact values."""
+    if raw is None:
+        return {}
+    if not _is_mapping(raw):
+        raise InvalidResourceSlice(f"{where} must be a map of counter names to {{value: quantity}}")
+    counters = {}
+    for name, entry in raw.items():
+        text = entry.get("value") if _is_mapping(entry) else entry
+        try:
+            counters[str(name)] = Quantity.read(text).value
+        except InvalidValue as err:
+            raise InvalidResourceSlice(f"{where}.{name}: {text!r}: {err}") from None
+    return counters
+
+
+@dataclass(frozen=True)
+class SliceFacts:
+    """One ResourceSlice as the structured allocator gathers pools from it: the pool it belongs
+    to (and that pool's generation and slice count), where its devices are reachable, the counter
+    sets it publishes (partitionable devices) and its devices."""
+
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    resource_slice_count: int
+    node_name: str | None
+    all_nodes: bool
+    node_selector: Mapping[str, Any] | None
+    per_device_node_selection: bool
+    shared_counters: tuple[tuple[str, Mapping[str, Fraction]], ...]
+    devices: tuple[Device, ...]
+
+
+def read_slice(slice_obj: Mapping[str, Any]) -> SliceFacts:
+    """A ResourceSlice's SliceFacts; InvalidResourceSlice names the field to fix."""
+    devices = devices_from_slice(slice_obj)
+    spec = slice_obj["spec"]
+    meta = slice_obj.get("metadata") or _NOTHING
+    name = str(meta.get("name") or meta.get("generateName") or "<unnamed>")
+    pool = spec.get("pool") or _NOTHING
+    try:
+        generation = int(pool.get("generation") or 0)
+        count = int(pool.get("resourceSliceCount") or 1)
+    except (TypeError, ValueError):
+        raise InvalidResourceSlice(f"ResourceSlice {name}: spec.pool.generation and resourceSliceCount must be integers") from None
+    shared = _named_counters(spec.get("sharedCounters"), "name", f"ResourceSlice {name}: spec.sharedCounters")
+    selector = spec.get("nodeSelector")
+    return SliceFacts(
+        name=name,
+        driver=str(spec["driver"]),
+        pool=str(pool.get("name") or name),
+        generation=generation,
+        resource_slice_count=count,
+        node_name=str(spec["nodeName"]) if spec.get("nodeName") else None,
+        all_nodes=bool(spec.get("allNodes")),
+        node_selector=selector if _is_mapping(selector) else None,
+        per_device_node_selection=bool(spec.get("perDeviceNodeSelection")),
+        shared_counters=shared,
+        devices=tuple(devices),
+    )
 
 
 class _Unusual(Exception):
@@ -282,14 +445,15 @@ def _no_reader(*_: Any) -> Device:
 # reader writes its driver's name into the devices and splits names into its driver's domains.
 _last_reader: dict[str, Any] = {}
 
-_GENERAL_DEVICE_KEYS = {"basic", "nodeName", "allowMultipleAllocations"}  # left to _general_devices
+# Left to _general_devices: the v1beta1 wrapper and where a device is reachable from.
+_GENERAL_DEVICE_KEYS = {"basic", "nodeName", "allowMultipleAllocations", "allNodes", "nodeSelector"}
 
 
 def _device_shape(raw: Any, driver: str) -> tuple | None:
     """(driver, the device's fields, attribute names, their kinds, capacity names) of a device the
     quick reading can read, or None: a device that is not a map or has a field the general reading
-    reads beyond name, attributes and capacity (``basic:``, nodeName, allowMultipleAllocations;
-    fields it ignores, such as consumesCounters or taints, are fine), an attribute or capacity name
+    reads beyond name, attributes, capacity and PlacementFacts (``basic:``, nodeName, allNodes,
+    nodeSelector, allowMultipleAllocations), an attribute or capacity name
     that is not a string (YAML's 1 and True), an odd kind, a capacity entry other than
     ``{value: ...}``."""
     if raw.__class__ is not dict or "name" not in raw or not raw.keys().isdisjoint(_GENERAL_DEVICE_KEYS):
@@ -388,16 +552,21 @@ def _device_reader(shape: tuple | None) -> Any:
         add("    if capacity: raise _Unusual")
     add(f"    attributes = {_domain_maps(names, values, driver)}")
     add(f"    capacity = {_domain_maps(capacity_names, quantities, driver)}")
+    # Taints, counters and binding conditions (DynamicMIG publishes counters on every device) are
+    # read as the general reading reads them; an error there gives up (ValueError).
+    placement = "_placement(raw, raw, '')" if not _PLACEMENT_KEYS.isdisjoint(fields) else "_NO_PLACEMENT"
     add("    device = _new(Device)")
     add(f"    _set_fields(device, '__dict__', {{'driver': {driver!r}, 'name': name, 'pool': pool,"
         " 'attributes': attributes, 'capacity': capacity, 'allow_multiple_allocations': False,"
         " 'node_name': node, 'node_scope': scope, 'slice_name': slice_name, 'request_policies': {},"
+        f" 'placement': {placement},"
         f" 'id': {driver + '/'!r} + pool + '/' + name}})")
     add("    return device")
     namespace: dict[str, Any] = {
         "_Unusual": _Unusual, "_versions": _versions, "_quantities": _quantities, "_join": "".join,
         "_plain_list": _plain_list, "_version_list": _version_list, "_new": object.__new__, "_NOTHING": _NOTHING,
-        "_set_fields": _set_fields, "Device": Device,
+        "_set_fields": _set_fields, "Device": Device, "_NO_PLACEMENT": NO_PLACEMENT_FACTS,
+        "_placement": _placement,
     }
     exec("\n".join(lines), namespace)  # noqa: S102 - the code is made here, from names written with repr()
     return namespace["read"]

@@ -42,13 +42,19 @@ class DraApiVersion:
     since_minor: int  # the Kubernetes minor that first serves it
     flat_requests: bool  # the v1beta1 shape of a request
     written: bool = True  # kubectl-gpu writes it (and a cluster profile may be read at it)
+    until_minor: int | None = None  # the last Kubernetes minor that serves it; None: still served
+
+    def served_by(self, minor: int) -> bool:
+        return self.since_minor <= minor and (self.until_minor is None or minor <= self.until_minor)
 
 
 # The one table of resource.k8s.io versions, newest first; every other spelling derives from it.
+# v1beta1 is no longer served from Kubernetes 1.38 (the beta's removal, as issue 25 records it for
+# 1.38; no 1.38 source is in this project's snapshots): a 1.38 cluster is never written v1beta1.
 DRA_API_VERSIONS = (
     DraApiVersion("v1", 34, flat_requests=False),
     DraApiVersion("v1beta2", 33, flat_requests=False),
-    DraApiVersion("v1beta1", 32, flat_requests=True),
+    DraApiVersion("v1beta1", 32, flat_requests=True, until_minor=37),
     DraApiVersion("v1alpha3", 31, flat_requests=True, written=False),
 )
 DRA_VERSIONS = tuple(v.name for v in DRA_API_VERSIONS if v.written)
@@ -63,7 +69,7 @@ READ_WRAPPED_VERSIONS = frozenset(v.name for v in DRA_API_VERSIONS if not v.flat
 READ_FLAT_VERSIONS = frozenset(v.name for v in DRA_API_VERSIONS if v.flat_requests)
 # The newest Kubernetes release kubectl-gpu knows (its feature gates: dra/gates.py).  The releases
 # it supports (and validates emitted objects against) run from the first serving a version it writes.
-NEWEST_KUBERNETES_MINOR = 37
+NEWEST_KUBERNETES_MINOR = 38
 SUPPORTED_KUBERNETES_MINORS = range(min(v.since_minor for v in DRA_API_VERSIONS if v.written),
                                     NEWEST_KUBERNETES_MINOR + 1)
 
@@ -75,12 +81,16 @@ def versions_served_text() -> str:
                       *(f"{v} (1.{DRA_VERSION_SINCE[v][1]})" for v in older)])
 
 
+def served_dra_versions(minor: int) -> tuple[str, ...]:
+    """The written versions a 1.<minor> API server can serve, newest first (v1beta1 not from 1.38)."""
+    return tuple(v.name for v in DRA_API_VERSIONS if v.written and v.served_by(minor))
+
+
 def dra_version_for(minor: int) -> str:
     """The newest resource.k8s.io version a 1.<minor> API server serves where DRA is enabled (v1
     from 1.34 by default; on 1.32-1.33 the beta version DRA's --runtime-config switches on)."""
-    for version in DRA_VERSIONS:
-        if (1, minor) >= DRA_VERSION_SINCE[version]:
-            return version
+    for version in served_dra_versions(minor):
+        return version
     raise ValueError(f"Kubernetes 1.{minor} serves no resource.k8s.io version kubectl-gpu writes "
                      f"(DRA needs 1.{DRA_VERSION_SINCE['v1beta1'][1]}+)")
 
@@ -259,10 +269,16 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     # Standard attributes (k8s.io/dynamic-resource-allocation/deviceattribute), when sysfs has them.
     Attribute("pciBusID", "string", _ALL, optional=True, domain="resource.kubernetes.io"),
     Attribute("pcieRoot", "string", _ALL, optional=True, domain="resource.kubernetes.io"),
-    # numaNode: the driver's main branch (after v0.4.1); v25.12.0-v0.4.1 published VFIO devices' NUMA node as `numa`.
-    # With the driver's own DRAListTypeAttributes gate, main publishes it as a one-element list (intValues).
-    Attribute("numaNode", "int", _ALL, optional=True, added="main", domain="resource.kubernetes.io"),
-    Attribute("numa", "int", (VFIO_TYPE,), removed="main"),
+    # numaNode (KEP-6072, stable in Kubernetes 1.37): v0.5.0 publishes sysfs numa_node when it is 0 or
+    # more, on every device (deviceinfo.go addNumaNodeAttribute, 3b59d66e); with the driver's own
+    # DRAListTypeAttributes gate as a one-element list (intValues).  v25.12.0-v0.4.1 published VFIO
+    # devices' NUMA node as `numa`.
+    Attribute("numaNode", "int", _ALL, optional=True, added="v0.5.0", domain="resource.kubernetes.io"),
+    Attribute("numa", "int", (VFIO_TYPE,), removed="v0.5.0"),
+    # FabricManagerPartitioning (v0.5.0, bdad5512): the GPU's NVSwitch module and, per partition size
+    # N, the id of the Fabric Manager partition of N GPUs that holds it (GPU and VFIO devices).
+    Attribute("gpuModuleID", "int", (GPU_TYPE, VFIO_TYPE), optional=True, added="v0.5.0"),
+    *(Attribute(f"partition{n}", "int", (GPU_TYPE, VFIO_TYPE), optional=True, added="v0.5.0") for n in (1, 2, 4, 8)),
 )
 
 CAPACITIES: tuple[Attribute, ...] = (
@@ -277,8 +293,8 @@ CAPACITIES: tuple[Attribute, ...] = (
 _BY_NAME = {a.name: a for a in ATTRIBUTES}
 _CAPACITY_BY_NAME = {a.name: a for a in CAPACITIES}
 # Attributes the driver stopped publishing: a selector on them is a runtime error for every device.
-# (`numa` is left out: VFIO devices of released drivers still publish it.)
-REMOVED_NVIDIA_ATTRIBUTES = tuple(a.name for a in ATTRIBUTES if a.removed and a.removed.startswith("v"))
+# (`numa` is left out: VFIO devices of v0.4.x drivers, still widely run, publish it.)
+REMOVED_NVIDIA_ATTRIBUTES = tuple(a.name for a in ATTRIBUTES if a.removed and a.name != "numa")
 
 
 def attribute(name: str) -> Attribute:
@@ -359,22 +375,32 @@ def literal(value: str) -> str:
 # --- Architectures ----------------------------------------------------------------------------
 
 # NVML_DEVICE_ARCH_* -> go-nvlib GetArchitectureAsString: the driver's `architecture` attribute.
+# Rubin (NVML_DEVICE_ARCH_RUBIN 13) since go-nvlib v0.12.0, which v0.5.0 vendors (go.mod, 95a1b03f;
+# vendor/github.com/NVIDIA/go-nvlib/pkg/nvlib/device/device.go GetArchitectureAsString).
 ARCHITECTURES: dict[int, str] = {
     2: "Kepler", 3: "Maxwell", 4: "Pascal", 5: "Volta", 6: "Turing", 7: "Ampere",
-    8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell", 0xFFFFFFFF: "Unknown",
+    8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell", 13: "Rubin", 0xFFFFFFFF: "Unknown",
 }
+HOPPER_ARCHITECTURE = 9  # NVML_DEVICE_ARCH_HOPPER: MIG mode toggles without a GPU reset from here on
 # GPU Feature Discovery's node labels (k8s-device-plugin internal/lm/resource.go) that describe a
 # node's GPUs: what device-plugin pods chose GPUs by, and what predicts a node's devices.
 GFD_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GFD_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB
 GFD_FAMILY_LABEL = "nvidia.com/gpu.family"
-GFD_COUNT_LABEL = "nvidia.com/gpu.count"
+GFD_COUNT_LABEL = "nvidia.com/gpu.count"  # physical GPUs, shared or not
+# The device plugin's sharing, as GFD labels it (baseLabeler, getProductName): replicas per GPU (1
+# unshared, 0 when the plugin has no sharing config), the strategy (`time-slicing` or `mps` only when
+# replicas > 1, else `none`), and `-SHARED` after the product when shared without renaming the resource.
+GFD_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+GFD_SHARING_STRATEGY_LABEL = "nvidia.com/gpu.sharing-strategy"
+GFD_SHARED_PRODUCT_SUFFIX = "-SHARED"
 # GPU Feature Discovery's `nvidia.com/gpu.family` label (k8s-device-plugin internal/lm/resource.go
 # getArchFamily, from the compute capability) -> the driver's `architecture`.  GFD families the
-# driver has no name for (tesla, fermi, rubin, undefined) are absent: no selector can match them.
+# driver has no name for (tesla, fermi, undefined) are absent: no selector can match them.
 GFD_FAMILY_ARCHITECTURES: dict[str, str] = {
     "kepler": "Kepler", "maxwell": "Maxwell", "pascal": "Pascal", "volta": "Volta", "turing": "Turing",
     "ampere": "Ampere", "ada-lovelace": "Ada Lovelace", "hopper": "Hopper", "blackwell": "Blackwell",
+    "rubin": "Rubin",
 }
 
 
@@ -434,9 +460,115 @@ TIME_SLICING, MPS = "TimeSlicing", "MPS"
 SHARING_STRATEGIES = (TIME_SLICING, MPS)
 TIME_SLICE_INTERVALS = ("Default", "Short", "Medium", "Long")
 IOMMU_BACKEND_POLICIES = ("PreferIommuFD", "LegacyOnly")
-# mpsConfig fields only the driver's main branch knows (sharing.go: multiUser, 421c0f49), with the
-# newest release that does not.  Released kubelet plugins decode opaque configs strictly
+# mpsConfig fields and the driver release that added each (api/nvidia.com/resource/v1beta1/sharing.go:
+# multiUser, 421c0f49, in v0.5.0).  Older kubelet plugins decode opaque configs strictly
 # (cmd/gpu-kubelet-plugin/device_state.go, configapi.StrictDecoder, v0.4.1): an unknown field
 # fails the whole config when the pod starts.
-MPS_CONFIG_MAIN_ONLY_FIELDS = ("multiUser",)
-NEWEST_DRIVER_RELEASE = "v0.4.1"
+MPS_CONFIG_FIELDS_SINCE = {"multiUser": "v0.5.0"}
+
+# --- The driver's releases and its own feature gates ----------------------------------------------
+# kubernetes-sigs/dra-driver-nvidia-gpu releases, oldest first: calendar versions until v25.12.0, then
+# semantic versions (v0.4.0 follows v25.12.0; pkg/featuregates/featuregates.go maps ~25.8 -> 0.2,
+# ~25.12 -> 0.3, ~26.4 -> 0.4).  v0.5.0 is read at main 95932046 (August 2026, VERSION v0.5.0-dev;
+# the snapshot this project reads has no v0.5.0 tag).
+DRIVER_RELEASES = ("v25.3.0", "v25.8.0", "v25.12.0", "v0.4.0", "v0.4.1", "v0.5.0")
+NEWEST_DRIVER_RELEASE = DRIVER_RELEASES[-1]
+
+
+def driver_release_index(release: str) -> int:
+    """The release's place in DRIVER_RELEASES (v25.12.1 counts as v25.12.0: gates change only with
+    minor releases); ValueError naming the known releases."""
+    text = release.strip()
+    text = text if text.startswith("v") else "v" + text
+    major_minor = text.rsplit(".", 1)[0] + "."
+    for index in range(len(DRIVER_RELEASES) - 1, -1, -1):
+        known = DRIVER_RELEASES[index]
+        if known == text or (known.startswith(major_minor) and known.count(".") == text.count(".")):
+            return index
+    raise ValueError(f"NVIDIA DRA driver release {release!r} is not one kubectl-gpu knows: use one of "
+                     f"{', '.join(DRIVER_RELEASES)}")
+
+
+@dataclass(frozen=True)
+class DriverGate:
+    """One of the driver's own feature gates (``--feature-gates`` of its kubelet plugin and
+    controller): the first release that has it and its default there (pkg/featuregates/featuregates.go,
+    defaultFeatureGates; every gate has kept its default since it appeared)."""
+
+    name: str
+    since: str
+    default: bool
+
+
+DYNAMIC_MIG, CONSUMABLE_SHARES = "DynamicMIG", "ConsumableShares"
+DRIVER_LIST_TYPE_ATTRIBUTES, FABRIC_MANAGER_PARTITIONING = "DRAListTypeAttributes", "FabricManagerPartitioning"
+MPS_SUPPORT, PASSTHROUGH_SUPPORT, NVML_DEVICE_HEALTH_CHECK = "MPSSupport", "PassthroughSupport", "NVMLDeviceHealthCheck"
+DRIVER_GATES: tuple[DriverGate, ...] = (
+    DriverGate("TimeSlicingSettings", "v25.8.0", False),
+    DriverGate(MPS_SUPPORT, "v25.8.0", False),
+    DriverGate("IMEXDaemonsWithDNSNames", "v25.8.0", True),
+    DriverGate(PASSTHROUGH_SUPPORT, "v25.12.0", False),
+    DriverGate(DYNAMIC_MIG, "v25.12.0", False),
+    DriverGate(NVML_DEVICE_HEALTH_CHECK, "v25.12.0", False),
+    DriverGate("ComputeDomainCliques", "v25.12.0", True),
+    DriverGate("CrashOnNVLinkFabricErrors", "v25.12.0", True),
+    DriverGate("DeviceMetadata", "v0.4.0", False),
+    # The driver's gate of this name: publish list-valued attributes (numaNode as a one-element list);
+    # the cluster needs Kubernetes' gate of the same name first.
+    DriverGate(DRIVER_LIST_TYPE_ATTRIBUTES, "v0.5.0", False),
+    DriverGate(FABRIC_MANAGER_PARTITIONING, "v0.5.0", False),
+    DriverGate("HostManagedIMEXDaemon", "v0.5.0", False),
+    DriverGate(CONSUMABLE_SHARES, "v0.5.0", False),
+)
+_DRIVER_GATE = {g.name: g for g in DRIVER_GATES}
+
+# ValidateFeatureGates (featuregates.go): pairs the driver refuses to start with, and gates that need
+# another; each with the first release that checks it.
+DRIVER_GATE_EXCLUSIONS: tuple[tuple[str, str, str], ...] = (
+    (DYNAMIC_MIG, PASSTHROUGH_SUPPORT, "v25.12.0"),
+    (DYNAMIC_MIG, NVML_DEVICE_HEALTH_CHECK, "v25.12.0"),
+    (DYNAMIC_MIG, MPS_SUPPORT, "v25.12.0"),
+    (PASSTHROUGH_SUPPORT, NVML_DEVICE_HEALTH_CHECK, "v0.4.0"),
+)
+DRIVER_GATE_REQUIREMENTS: tuple[tuple[str, str, str], ...] = (
+    ("ComputeDomainCliques", "IMEXDaemonsWithDNSNames", "v25.12.0"),
+    ("DeviceMetadata", PASSTHROUGH_SUPPORT, "v0.4.0"),
+)
+
+
+def driver_gate(name: str) -> DriverGate:
+    return _DRIVER_GATE[name]
+
+
+def driver_gates_of(release: str) -> dict[str, bool]:
+    """The driver's gates in ``release`` and their defaults."""
+    index = driver_release_index(release)
+    return {g.name: g.default for g in DRIVER_GATES if driver_release_index(g.since) <= index}
+
+
+def driver_gate_problems(release: str, gates: Mapping[str, bool]) -> list[str]:
+    """What the driver of ``release`` refuses in ``gates`` (names it lacks, exclusions, requirements),
+    each worded as what to change; empty when it starts."""
+    known = driver_gates_of(release)
+    problems = [f"the NVIDIA DRA driver {release} has no feature gate {name} "
+                f"(it has {', '.join(sorted(known))})" for name in gates if name not in known]
+    enabled = {**known, **{k: v for k, v in gates.items() if k in known}}
+    index = driver_release_index(release)
+    for a, b, since in DRIVER_GATE_EXCLUSIONS:
+        if driver_release_index(since) <= index and enabled.get(a) and enabled.get(b):
+            problems.append(f"feature gate {a} is mutually exclusive with {b} in the NVIDIA DRA driver: "
+                            f"turn one of them off")
+    for gate, needed, since in DRIVER_GATE_REQUIREMENTS:
+        if driver_release_index(since) <= index and enabled.get(gate) and not enabled.get(needed):
+            problems.append(f"feature gate {gate} requires {needed} in the NVIDIA DRA driver: enable it too")
+    return problems
+
+
+def driver_gate_requirement(name: str) -> str:
+    """"NVIDIA DRA driver v0.5.0+ with its ConsumableShares feature gate on (off by default)": one
+    wording of what a feature needs, with the exclusions the driver enforces."""
+    gate = _DRIVER_GATE[name]
+    state = "on by default" if gate.default else "off by default"
+    excluded = sorted({b if a == name else a for a, b, _ in DRIVER_GATE_EXCLUSIONS if name in (a, b)})
+    exclusion = f"; the driver refuses it together with {', '.join(excluded)}" if excluded else ""
+    return f"NVIDIA DRA driver {gate.since}+ with its {name} feature gate on ({state}{exclusion})"

@@ -49,7 +49,7 @@ _VERSIONED_DEFAULTS: dict[str, tuple[tuple[int, bool], ...]] = {
 }
 
 DRA_GATES = frozenset(_VERSIONED_DEFAULTS)
-SUPPORTED_MINORS = SUPPORTED_KUBERNETES_MINORS  # Kubernetes 1.32 ... 1.37 (dra/facts.py)
+SUPPORTED_MINORS = SUPPORTED_KUBERNETES_MINORS  # Kubernetes 1.32 ... 1.38 (dra/facts.py)
 # Without a cluster profile: the newest supported release, whose API (resource.k8s.io/v1) is the
 # one migrate writes by default.
 DEFAULT_MINOR = SUPPORTED_MINORS[-1]

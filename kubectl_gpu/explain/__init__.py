@@ -8,7 +8,7 @@
 
 from .allocations import Holder, allocations_from_claims
 from .engine import explain_claim
-from .inputs import ExplainInputs, Explanation, explain_objects, sort_objects
+from .inputs import ExplainInputs, Explanation, allocator_nodes, explain_objects, sort_objects
 from .model import AlternativeResult, ClaimError, ClaimResult, DeviceResult, RequestResult, SelectorResult
 from .specs import (
     BUILTIN_CLASS_SELECTORS,
@@ -37,6 +37,7 @@ __all__ = [
     "RequestResult",
     "SelectorResult",
     "allocations_from_claims",
+    "allocator_nodes",
     "builtin_device_class",
     "explain_claim",
     "explain_objects",

@@ -16,6 +16,7 @@ class Holder:
     request: str
     admin_access: bool = False
     consumed: Mapping[str, Quantity] = field(default_factory=dict)  # consumable capacity (KEP-5075)
+    shared: bool = False  # allocated with a shareID (one of several allocations of the device)
 
     @property
     def label(self) -> str:
@@ -46,7 +47,8 @@ def allocations_from_claims(claims: Iterable[Mapping[str, Any]]) -> dict[str, tu
                     continue  # the API server validated it; an unreadable value cannot be summed
             device = f"{result.get('driver')}/{result.get('pool')}/{result.get('device')}"
             holders.setdefault(device, []).append(
-                Holder(ref, str(result.get("request")), bool(result.get("adminAccess")), consumed)
+                Holder(ref, str(result.get("request")), bool(result.get("adminAccess")), consumed,
+                       bool(result.get("shareID")))
             )
     return {device: tuple(items) for device, items in holders.items()}
 

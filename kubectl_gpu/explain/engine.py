@@ -11,22 +11,27 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
+from kubectl_gpu.allocator import BUDGET_EXHAUSTED, ERROR as ALLOCATOR_ERROR, Allocator, Outcome
 from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Gates, compile_selector
 from kubectl_gpu.dra.devices import Device
-from kubectl_gpu.dra.values import Quantity
 from kubectl_gpu.dra.facts import removed_attribute_advice
+from kubectl_gpu.dra.gates import normalize_gates
+from kubectl_gpu.dra.values import Quantity
 
 from .allocations import Allocations, Holder
+from .judge import ANY_NODE, Cluster, allocated_state, allocator_claim, build_allocator, candidate_nodes, facts_from_devices
 from .model import (
     ERROR,
     MATCHED,
     NOT_EVALUATED,
     NOT_MATCHED,
+    AllocatedDevice,
     AlternativeResult,
     ClaimResult,
     DeviceResult,
@@ -38,7 +43,10 @@ from .model import (
 )
 from .specs import ClaimSpec, DeviceClassSpec, RequestSpec, SubrequestSpec, builtin_device_class
 
-SHARED_NODE = "(any node)"
+SHARED_NODE = ANY_NODE
+
+# Where explain_claim feeds the selector verdicts it computes (the allocator's cache), or None.
+Remember = Callable[[str, Sequence[Device], Sequence[Any]], None] | None
 
 
 @dataclass
@@ -107,7 +115,8 @@ class _ClassPass:
 ClassPasses = dict[DeviceClassSpec, _ClassPass]
 
 
-def _class_pass(device_class: DeviceClassSpec, states: list[_SelectorState], devices: Sequence[Device]) -> _ClassPass:
+def _class_pass(device_class: DeviceClassSpec, states: list[_SelectorState], devices: Sequence[Device],
+                remember: Remember = None) -> _ClassPass:
     # Selector by selector rather than device by device: each selector runs over the devices
     # every earlier one accepted (the scheduler's order and stopping point for each device), in
     # one tight loop, and the outcome tuples are shared by every device that ends the same way.
@@ -122,7 +131,7 @@ def _class_pass(device_class: DeviceClassSpec, states: list[_SelectorState], dev
         rejected = before + (state.rejected_outcome,)
         candidates = devices if k == 0 else [devices[i] for i in accepted]
         still: list[int] = []
-        for i, verdict in zip(accepted, _verdicts(state, candidates)):
+        for i, verdict in zip(accepted, _verdicts(state, candidates, remember)):
             if verdict is True:
                 still.append(i)
             elif verdict is False:
@@ -142,36 +151,45 @@ def explain_claim(
     allocations: Allocations | None = None,
     class_passes: ClassPasses | None = None,
     gates: Gates = None,
+    judge: tuple[Allocator, Cluster] | None = None,
 ) -> ClaimResult:
     """Explain one claim against these devices.  ``classes`` are the cluster's DeviceClasses; the
     NVIDIA driver's classes are assumed when missing (and the result says so).  ``allocations``
     maps device ids to the claims holding them; the claim's own allocation is ignored.
     ``class_passes`` (start with ``{}``) lets several claims over the SAME devices share each
     class's selector evaluation.  ``gates`` are the cluster's enabled DRA feature gates (see
-    :func:`kubectl_gpu.dra.gates.default_gates`; None: that function's default release)."""
+    :func:`kubectl_gpu.dra.gates.default_gates`; None: that function's default release).  ``judge`` is
+    the structured allocator over the cluster's slices (see explain_objects); without it one is
+    built over ``devices`` alone (no counter sets, every pool complete)."""
     passes: ClassPasses = {} if class_passes is None else class_passes
     own = {claim.ref}
     taken = {
         device: tuple(h for h in holders if h.claim not in own)
         for device, holders in (allocations or {}).items()
     }
+    if judge is None:
+        cluster = Cluster(facts_from_devices(devices), normalize_gates(gates))
+        class_names = [a.device_class for r in claim.requests for a in r.alternatives]
+        judge = (build_allocator(cluster, classes, class_names, allocations, ()), cluster)
+    allocator, cluster = judge
     notes: list[str] = []
-    requests = tuple(_explain_request(claim, request, devices, classes, taken, notes, passes, gates) for request in claim.requests)
+    requests = tuple(_explain_request(claim, request, devices, classes, taken, notes, passes, gates, allocator.remember)
+                     for request in claim.requests)
     if claim.allocated:
         notes.append(f"already allocated: {', '.join(claim.allocated)} (explained as if it were not)")
-    # Only matchAttribute constraints look devices up by id: no map of 8,000 ids without them.
-    by_id = {d.id: d for d in devices} if claim.constraints else {}
-    allocatable, node, verdict = _claim_verdict(claim, requests, by_id)
+    verdict = _claim_verdict(claim, requests, allocator, cluster, allocations)
     return ClaimResult(
         kind=claim.kind,
         namespace=claim.namespace,
         name=claim.name,
         api_version=claim.api_version,
-        allocatable=allocatable,
-        node=node,
-        verdict=verdict,
+        allocatable=verdict.allocatable,
+        node=verdict.node,
+        verdict=verdict.text,
         notes=tuple(dict.fromkeys(notes)),
-        requests=requests,
+        requests=verdict.requests,
+        allocation=verdict.allocation,
+        undecided=verdict.undecided,
     )
 
 
@@ -184,9 +202,11 @@ def _explain_request(
     notes: list[str],
     passes: ClassPasses,
     gates: Gates,
+    remember: Remember = None,
 ) -> RequestResult:
     alternatives = tuple(
-        _explain_alternative(claim, sub, devices, classes, taken, notes, passes, gates) for sub in request.alternatives
+        _explain_alternative(claim, sub, devices, classes, taken, notes, passes, gates, remember)
+        for sub in request.alternatives
     )
     mode = "firstAvailable" if request.first_available else "exactly"
     if not request.first_available:
@@ -216,6 +236,7 @@ def _explain_alternative(
     notes: list[str],
     passes: ClassPasses,
     gates: Gates,
+    remember: Remember = None,
 ) -> AlternativeResult:
     device_class = classes.get(sub.device_class)
     source = "given"
@@ -256,13 +277,13 @@ def _explain_alternative(
         )
     class_pass = passes.get(device_class)
     if class_pass is None:
-        class_pass = passes[device_class] = _class_pass(device_class, class_states, devices)
+        class_pass = passes[device_class] = _class_pass(device_class, class_states, devices, remember)
 
     # The request's selectors run one at a time over the devices in the class (each over all of
     # them, for the per-selector counts), then each device's result is put together.
     in_class_devices = [d for d, no, error in zip(devices, class_pass.rejected_by, class_pass.errors)
                         if no is None and error is None]
-    columns = [_verdicts(state, in_class_devices) for state in request_states]
+    columns = [_verdicts(state, in_class_devices, remember) for state in request_states]
     verdicts = iter(zip(*columns)) if columns else itertools.repeat(())
     not_evaluated = tuple(s.not_evaluated_outcome for s in request_states)
     # Devices that end the same way (the same selector outcomes, nobody holding them) share the
@@ -357,9 +378,9 @@ def _ending(first_no: str | None, error: str | None, outcomes: tuple[SelectorOut
     return device_result_fields(MATCHED, None, None, True, (), None, outcomes)  # what _availability says
 
 
-def _verdicts(state: _SelectorState, devices: Sequence[Device]) -> list[bool | str]:
+def _verdicts(state: _SelectorState, devices: Sequence[Device], remember: Remember = None) -> list[bool | str]:
     """The selector's answer for each device: True, False, or its CEL runtime error's message;
-    the state counts them."""
+    the state counts them (and ``remember`` keeps them for the allocator)."""
     assert state.compiled is not None
     verdicts: list[Any] = state.compiled.verdicts(devices)  # one call for every device
     matched, rejected = verdicts.count(True), verdicts.count(False)  # an error is neither
@@ -373,6 +394,8 @@ def _verdicts(state: _SelectorState, devices: Sequence[Device]) -> list[bool | s
     state.evaluated += len(devices)
     state.matched += matched
     state.rejected += rejected
+    if remember is not None:
+        remember(state.expression, devices, verdicts)
     return verdicts
 
 
@@ -521,79 +544,128 @@ def _alternative_verdict(
     return f"{needs}, {matches_text}: " + ("; ".join(reasons) or counts)
 
 
-def _claim_verdict(
-    claim: ClaimSpec, requests: Sequence[RequestResult], devices: Mapping[str, Device]
-) -> tuple[bool, str | None, str]:
+@dataclass(frozen=True)
+class _Verdict:
+    allocatable: bool
+    node: str | None
+    text: str
+    requests: tuple[RequestResult, ...]
+    allocation: tuple[AllocatedDevice, ...] = ()
+    undecided: bool = False
+
+
+def _claim_verdict(claim: ClaimSpec, requests: tuple[RequestResult, ...], allocator: Allocator, cluster: Cluster,
+                   allocations: Allocations | None) -> _Verdict:
+    """The structured allocator decides; explain's per-request findings word the reasons."""
     blocked = [r for r in requests if not r.allocatable]
+    # A missing class or a selector that does not compile: explain's wording says what to fix
+    # (the API server or the scheduler refuses before any search).  A CEL runtime error is the
+    # search's to meet: a device in use is skipped before its selectors run.
+    refused = next((r for r in blocked if all(a.class_source == "missing" or any(s.compile_error for s in a.selectors)
+                                              for a in r.alternatives)), None)
+    if refused is not None:
+        return _Verdict(False, None, f"cannot be allocated: request {refused.name}: {refused.verdict}", requests)
+    state = allocated_state(allocations, (claim.ref,)) if claim.allocated or allocations else None
+    target = allocator_claim(claim)
+    # A node's search can end in an error only where a selector fails on a device: then every
+    # node is tried (the scheduler's filter runs on all of them); otherwise the first fit is the answer.
+    every_node = any(s.errors for r in requests for a in r.alternatives for s in a.selectors)
+    failed_on_node: Outcome | None = None
+    undecided: Outcome | None = None
+    chosen: Outcome | None = None
+    for node in candidate_nodes(allocator, cluster, AVOID_NODES.get()):
+        outcome = allocator.allocate([target], node, state)
+        if outcome.kind == ALLOCATOR_ERROR:
+            if not outcome.node_only:
+                failing = next((r for r in blocked if any(a.fatal_error for a in r.alternatives)), None)
+                reason = f"request {failing.name}: {failing.verdict}" if failing else outcome.error
+                return _Verdict(False, None, f"cannot be allocated: {reason}", requests)
+            failed_on_node = failed_on_node or outcome
+        elif outcome.kind == BUDGET_EXHAUSTED:
+            undecided = undecided or outcome
+        elif outcome.allocated and chosen is None:
+            chosen = outcome
+            if not every_node:
+                break
+    if chosen is not None:
+        (allocation,) = chosen.allocations
+        devices = tuple(AllocatedDevice(d.request, d.driver, d.pool, d.device) for d in allocation.devices)
+        node = chosen.node
+        where = f" on node {node}" if node != SHARED_NODE else ""
+        return _Verdict(True, node, f"can be allocated{where}", _with_choices(requests, allocation.chosen), devices)
+    if undecided is not None:
+        return _Verdict(False, None, (
+            f"cannot be decided: on node {undecided.node} {undecided.error}; no other node fits"), requests,
+            undecided=True)
     if blocked:
         first = blocked[0]
-        return False, None, f"cannot be allocated: request {first.name}: {first.verdict}"
-    node = _fit_together(claim, requests, devices)
-    if node is None:
-        detail = " with the same " + ", ".join(c.match_attribute for c in claim.constraints) if claim.constraints else ""
-        return False, None, (
-            "cannot be allocated: every request fits alone, but no node has enough distinct free devices "
-            f"for all of them together{detail}"
-        )
-    where = f" on node {node}" if node != SHARED_NODE else ""
-    return True, node, f"can be allocated{where}"
+        return _Verdict(False, None, f"cannot be allocated: request {first.name}: {first.verdict}", requests)
+    if failed_on_node is not None:
+        return _Verdict(False, None, f"cannot be allocated: {failed_on_node.error}", requests)
+    detail = ""
+    if claim.constraints:
+        detail = " with " + ", ".join(
+            f"the same {c.match_attribute}" if c.match_attribute else f"distinct {c.distinct_attribute}"
+            for c in claim.constraints)
+    return _Verdict(False, None, (
+        "cannot be allocated: every request fits alone, but no node has enough distinct free devices "
+        f"for all of them together{detail} (the scheduler's allocator tried every combination, with device "
+        "taints, shared counters and devices in use)"), requests)
 
 
-def _fit_together(claim: ClaimSpec, requests: Sequence[RequestResult], devices: Mapping[str, Device]) -> str | None:
-    """Greedy check that all requests fit on one node with distinct devices and the claim's
-    matchAttribute constraints.  The scheduler backtracks, so greedy can only be more pessimistic,
-    and only when requests compete for the same devices."""
-    chosen = []
+def explain_together(results: Sequence[ClaimResult], specs: Sequence[ClaimSpec], allocator: Allocator, cluster: Cluster,
+                     allocations: Allocations | None) -> list[ClaimResult]:
+    """One pod's claims allocated together, on one node, as the scheduler allocates them: each
+    result then says where, and with which devices, or that the claims fit only apart."""
+    claims = [allocator_claim(spec) for spec in specs]
+    state = allocated_state(allocations, [spec.ref for spec in specs])
+    chosen: Outcome | None = None
+    for node in candidate_nodes(allocator, cluster, AVOID_NODES.get()):
+        outcome = allocator.allocate(claims, node, state)
+        if outcome.kind == ALLOCATOR_ERROR and not outcome.node_only:
+            break
+        if outcome.allocated:
+            chosen = outcome
+            break
+    updated = []
+    for index, result in enumerate(results):
+        if chosen is not None:
+            allocation = chosen.allocations[index]
+            where = f" on node {chosen.node}" if chosen.node != SHARED_NODE else ""
+            updated.append(dataclasses.replace(
+                result, allocatable=True, node=chosen.node,
+                verdict=f"can be allocated{where}, together with the pod's other claims",
+                requests=_with_choices(result.requests, allocation.chosen),
+                allocation=tuple(AllocatedDevice(d.request, d.driver, d.pool, d.device) for d in allocation.devices)))
+        elif result.allocatable:
+            updated.append(dataclasses.replace(
+                result, allocatable=False, node=None, allocation=(),
+                verdict=("cannot be allocated together with the pod's other claims: it fits alone, but no node "
+                         "has devices for all of the pod's claims at once")))
+        else:
+            updated.append(result)
+    return updated
+
+
+def _with_choices(requests: tuple[RequestResult, ...], chosen: Mapping[str, str]) -> tuple[RequestResult, ...]:
+    """The firstAvailable alternatives the allocator chose, where explain's first fit alone differs."""
+    updated = []
     for request in requests:
-        alternative = next(a for a in request.alternatives if a.name == request.chosen)
-        by_node: dict[str, list[DeviceResult]] = {}
-        for r in alternative.device_results:
-            if r.result == MATCHED:
-                node = r.node
-                by_node.setdefault(SHARED_NODE if node.startswith("(") else node, []).append(r)
-        chosen.append((request.name, alternative, by_node))
-    avoid = AVOID_NODES.get()
-    nodes = sorted({n for _, _, by_node in chosen for n in by_node if n != SHARED_NODE}) or [SHARED_NODE]
-    if avoid:
-        nodes.sort(key=lambda n: n in avoid)  # stable: by name within each group, avoided last
-    value_sets = []
-    for constraint in claim.constraints:
-        values = {
-            devices[r.device].attribute(constraint.match_attribute)
-            for _, _, by_node in chosen
-            for results in by_node.values()
-            for r in results
-            if r.free and r.device in devices
-        }
-        value_sets.append(sorted((v for v in values if v is not None), key=repr))
-    for node in nodes:
-        for combination in itertools.islice(itertools.product(*value_sets), 1000):
-            if _greedy(node, chosen, combination, claim, devices):
-                return node
-    return None
-
-
-def _greedy(
-    node: str,
-    chosen: Sequence[tuple[str, AlternativeResult, dict[str, list[DeviceResult]]]],
-    combination: Sequence[Any],
-    claim: ClaimSpec,
-    devices: Mapping[str, Device],
-) -> bool:
-    used: set[str] = set()
-    for request_name, alternative, by_node in chosen:
-        reachable = by_node.get(node, []) + (by_node.get(SHARED_NODE, []) if node != SHARED_NODE else [])
-        pool = [r for r in reachable if r.free and r.device not in used]
-        for constraint, wanted in zip(claim.constraints, combination):
-            if constraint.requests and request_name not in constraint.requests and alternative.name not in constraint.requests:
-                continue
-            pool = [r for r in pool if devices[r.device].attribute(constraint.match_attribute) == wanted]
-        if alternative.allocation_mode == "All":
-            if not reachable or any(not r.free or r.device in used for r in reachable):
-                return False
-            used.update(r.device for r in reachable)
+        pick = chosen.get(request.name)
+        full = f"{request.name}/{pick}" if pick else None
+        if full is None:
+            if not request.allocatable:  # a selector failed only on devices the search never reached
+                request = dataclasses.replace(request, allocatable=True, chosen=request.alternatives[0].name, verdict=(
+                    "can be allocated: the devices a selector fails on are in use, and the scheduler skips them "
+                    "before evaluating selectors"))
+            updated.append(request)
             continue
-        if len(pool) < alternative.count:
-            return False
-        used.update(r.device for r in pool[: alternative.count])
-    return True
+        if request.chosen == full:
+            updated.append(request)
+            continue
+        alternative = next(a for a in request.alternatives if a.name == full)
+        skipped = [a.name.split("/", 1)[1] for a in request.alternatives[: request.alternatives.index(alternative)]]
+        before = f" ({', '.join(skipped)} cannot be allocated with the claim's other requests)" if skipped else ""
+        updated.append(dataclasses.replace(request, allocatable=True, chosen=full,
+                                           verdict=f"uses alternative {pick}{before}: {alternative.verdict}"))
+    return tuple(updated)

@@ -6,15 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from kubectl_gpu.allocator import Node
 from kubectl_gpu.cel import Gates
-from kubectl_gpu.dra.devices import Device, devices_from_slice, is_resource_slice
-from kubectl_gpu.dra.devices import current_slices
+from kubectl_gpu.dra.devices import Device, SliceFacts, current_slices, is_resource_slice, read_slice
+from kubectl_gpu.dra.gates import normalize_gates
 from kubectl_gpu.collector import with_collector_paused
 
 from .allocations import allocations_from_claims
-from .engine import AVOID_NODES, ClassPasses, explain_claim
+from .engine import AVOID_NODES, ClassPasses, explain_claim, explain_together
+from .judge import Cluster, build_allocator, facts_from_devices
 from .model import ClaimError, ClaimResult
-from .specs import DeviceClassSpec, InvalidClaim, is_claim, is_device_class, parse_claim, parse_device_class
+from .specs import ClaimSpec, DeviceClassSpec, InvalidClaim, is_claim, is_device_class, parse_claim, parse_device_class
 
 
 @dataclass
@@ -24,6 +26,7 @@ class ExplainInputs:
     claims: list[Mapping[str, Any]] = field(default_factory=list)
     slices: list[Mapping[str, Any]] = field(default_factory=list)
     classes: list[Mapping[str, Any]] = field(default_factory=list)
+    nodes: list[Mapping[str, Any]] = field(default_factory=list)  # core/v1 Nodes (names, labels)
     ignored: list[str] = field(default_factory=list)  # "Kind/name" of objects explain does not use
 
 
@@ -54,6 +57,20 @@ def flatten(objects: Iterable[Any]) -> list[Mapping[str, Any]]:
     return flat
 
 
+def allocator_nodes(objects: Sequence[Mapping[str, Any]], only: str | None = None) -> list[Node] | None:
+    """Node objects as the allocator sees them (name, labels); ``only`` keeps that node (known
+    from the objects, else with unknown labels).  None: no Node given, the slices' nodes count."""
+    nodes = []
+    for obj in objects:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+        labels = meta.get("labels") if isinstance(meta.get("labels"), Mapping) else {}
+        nodes.append(Node(str(meta.get("name") or ""), {str(k): str(v) for k, v in labels.items()}))
+    if only is not None:
+        known = [n for n in nodes if n.name == only]
+        return known or [Node(only, unknown_labels=True)]
+    return nodes or None
+
+
 def sort_objects(objects: Iterable[Any]) -> ExplainInputs:
     inputs = ExplainInputs()
     for obj in flatten(objects):
@@ -63,6 +80,8 @@ def sort_objects(objects: Iterable[Any]) -> ExplainInputs:
             inputs.slices.append(obj)
         elif is_device_class(obj):
             inputs.classes.append(obj)
+        elif obj.get("kind") == "Node" and obj.get("apiVersion") == "v1":
+            inputs.nodes.append(obj)
         else:
             metadata = obj.get("metadata")
             name = metadata.get("name", "") if isinstance(metadata, Mapping) else ""
@@ -80,46 +99,62 @@ def explain_objects(
     gates: Gates = None,
     avoid_nodes: Iterable[str] = (),
     slice_devices: Sequence[Device] | None = None,
+    slice_facts: Sequence[SliceFacts] | None = None,
+    nodes: Sequence[Node] | None = None,
+    one_pod: bool = False,
 ) -> Explanation:
     """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
     :data:`kubectl_gpu.dra.gates.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
     (InvalidResourceSlice / InvalidClaim), since every answer would depend on them.
 
-    ``devices`` are devices beside those of ``slices``; ``slice_devices`` are the devices of the
-    current generation of ``slices`` when the caller has built them already (a ClusterProfile's
-    ``devices``): building 8,000 devices twice was a quarter of `explain -f --slices`."""
+    ``devices`` are devices beside those of ``slices``; ``slice_facts`` are the current generation
+    of ``slices`` read already (a ClusterProfile's ``slice_facts``): building 8,000 devices twice
+    was a quarter of `explain -f --slices`; ``slice_devices`` the same as bare devices, for callers
+    without the slices.  ``nodes`` are the cluster's nodes (names and labels, for node selectors);
+    None: the nodes the slices name.  ``one_pod``: the claims are one pod's, allocated together on
+    one node (the scheduler's way), not each alone."""
     claims, slices, classes, allocated_claims = (flatten(x) for x in (claims, slices, classes, allocated_claims))
-    all_devices = list(devices)
-    if slice_devices is not None:
-        all_devices.extend(slice_devices)
-    else:
-        for slice_obj in current_slices(slices):  # the scheduler ignores older pool generations
-            all_devices.extend(devices_from_slice(slice_obj))
+    if slice_facts is None:
+        # The scheduler ignores older pool generations; the allocator sees the rest as published.
+        slice_facts = [read_slice(s) for s in current_slices(slices)]
+    facts = list(slice_facts)
+    if slice_devices is not None and not facts:
+        facts = facts_from_devices(slice_devices)
+    if devices:
+        facts.extend(facts_from_devices(devices))
+    all_devices = [d for f in facts for d in f.devices]
     class_specs: dict[str, DeviceClassSpec] = {}
     for obj in classes:
         spec = parse_device_class(obj)
         class_specs[spec.name] = spec
     allocations = allocations_from_claims([*allocated_claims, *claims])
     class_passes: ClassPasses = {}  # a class's selectors run once over the devices, whatever the claim count
+    cluster = Cluster(facts, normalize_gates(gates), nodes)
+    specs = _parse_each(claims)
+    class_names = {a.device_class for spec in specs if not isinstance(spec, ClaimError)
+                   for r in spec.requests for a in r.alternatives}
+    # One allocator for every claim: selectors are evaluated once, whatever the claim count.
+    allocator = build_allocator(cluster, class_specs, class_names, allocations, ())
     # ``avoid_nodes`` (double-counted nodes, see doctor) are never suggested while another node fits.
     token = AVOID_NODES.set(frozenset(avoid_nodes))
     try:
-        items = _explain_each(claims, all_devices, class_specs, allocations, class_passes, gates)
+        items = [spec if isinstance(spec, ClaimError) else
+                 explain_claim(spec, all_devices, class_specs, allocations, class_passes, gates, (allocator, cluster))
+                 for spec in specs]
+        explained = [(i, spec) for i, spec in enumerate(specs) if not isinstance(spec, ClaimError)]
+        if one_pod and len(explained) > 1 and len(explained) == len(specs):
+            items = explain_together(items, [spec for _, spec in explained], allocator, cluster, allocations)
     finally:
         AVOID_NODES.reset(token)
     return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))
 
 
-def _explain_each(claims: Sequence[Mapping[str, Any]], all_devices: list[Device],
-                  class_specs: dict[str, DeviceClassSpec], allocations: Any, class_passes: ClassPasses,
-                  gates: Gates) -> list[ClaimResult | ClaimError]:
-    items: list[ClaimResult | ClaimError] = []
+def _parse_each(claims: Sequence[Mapping[str, Any]]) -> list[ClaimSpec | ClaimError]:
+    parsed: list[ClaimSpec | ClaimError] = []
     for obj in claims:
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
         try:
-            spec = parse_claim(obj)
+            parsed.append(parse_claim(obj))
         except InvalidClaim as err:
-            items.append(ClaimError(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name", "")), str(err)))
-            continue
-        items.append(explain_claim(spec, all_devices, class_specs, allocations, class_passes, gates))
-    return items
+            parsed.append(ClaimError(str(obj.get("kind")), meta.get("namespace"), str(meta.get("name", "")), str(err)))
+    return parsed

@@ -125,6 +125,16 @@ class RequestResult:
 
 
 @dataclass(frozen=True)
+class AllocatedDevice:
+    """A device the scheduler would allocate, as a ResourceClaim's status.allocation.devices.results names it."""
+
+    request: str  # "gpu", or "gpu/alternative" for a firstAvailable alternative
+    driver: str
+    pool: str
+    device: str
+
+
+@dataclass(frozen=True)
 class ClaimResult:
     """One claim explained: whether all its requests fit together, and on which node."""
 
@@ -137,6 +147,8 @@ class ClaimResult:
     verdict: str
     notes: tuple[str, ...]
     requests: tuple[RequestResult, ...]
+    allocation: tuple[AllocatedDevice, ...] = ()  # the devices the scheduler's allocator picks, when allocatable
+    undecided: bool = False  # the allocator's search stopped at its step budget before an answer
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
         if not devices:
             for request in data.get("requests", []):
                 for alternative in request["alternatives"]:
-                    alternative.pop("device_results", None)
+                    alternative.pop("deviceResults", None)
         items.append(data)
     return {
         "apiVersion": API_VERSION,
@@ -40,6 +40,11 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
         "deviceClasses": list(explanation.classes),
         "items": items,
     }
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _plain(value: Any) -> Any:
@@ -53,7 +58,9 @@ def _plain(value: Any) -> Any:
     fields = _FIELDS.get(cls)
     if fields is None and dataclasses.is_dataclass(cls):
         names = tuple(f.name for f in dataclasses.fields(cls))
-        fields = _FIELDS[cls] = (names, operator.attrgetter(*names) if len(names) > 1 else lambda v: (getattr(v, names[0]),))
+        # Keys as the Kubernetes API spells them (camelCase), one contract for every -o json.
+        fields = _FIELDS[cls] = (tuple(_camel(n) for n in names),
+                                 operator.attrgetter(*names) if len(names) > 1 else lambda v: (getattr(v, names[0]),))
     if fields is not None:
         names, values = fields
         return dict(zip(names, map(_plain, values(value))))
@@ -71,7 +78,8 @@ _ATOMIC = frozenset({str, int, float, bool})
 _FIELDS: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 
-def render_table(explanation: Explanation, console: Console | PlainConsole, wide: bool = False) -> None:
+def render_table(explanation: Explanation, console: Console | PlainConsole, wide: bool = False,
+                 headers: bool = True) -> None:
     """Tables and verdicts for people, on a rich Console, or on a PlainConsole where there is no
     colour (kubectl_gpu/cli/console.py text_console): the same characters, without loading rich."""
     text = _text_type(console)
@@ -87,7 +95,7 @@ def render_table(explanation: Explanation, console: Console | PlainConsole, wide
             console.print(text(f"{item.kind} {_ref(item.namespace, item.name)}: INVALID", style="bold red"))
             console.print(text(f"  {item.error}"))
             continue
-        _render_claim(item, console, wide, text)
+        _render_claim(item, console, wide, text, headers)
 
 
 def _ref(namespace: str | None, name: str) -> str:
@@ -103,31 +111,37 @@ def _text_type(console: Console | PlainConsole) -> Any:
     return Text
 
 
-def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: bool, text: Any) -> None:
+def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: bool, text: Any,
+                  headers: bool = True) -> None:
     from kubectl_gpu.kubetable import KubeTable
 
     style = "bold green" if claim.allocatable else "bold red"
     console.print(text(f"{claim.kind} {_ref(claim.namespace, claim.name)} ({claim.api_version})", style="bold"))
     console.print(text(f"  {claim.verdict}", style=style))
+    if claim.allocation:
+        chosen = ", ".join(f"{d.request}: {d.pool}/{d.device}" for d in claim.allocation)
+        console.print(text(f"  devices the scheduler would allocate: {chosen}"))
     for note in claim.notes:
         console.print(text(f"  note: {note}"))
-    table = KubeTable("REQUEST", "CLASS", "NEEDS", "IN CLASS", "MATCH", "FREE", "BEST NODE", "RESULT", wide=wide)
+    # Within 80 columns by default (kubectl's tables); where the class came from, how many devices
+    # are in it and the best node are -o wide's.
+    columns = ["REQUEST", "CLASS", "NEEDS", "MATCH", "FREE", "RESULT"]
+    table = KubeTable(*(columns[:3] + ["IN CLASS"] + columns[3:5] + ["BEST NODE"] + columns[5:] if wide else columns),
+                      wide=wide, show_header=headers)
     for request in claim.requests:
         for alternative in request.alternatives:
             marker = " *" if request.mode == "firstAvailable" and alternative.name == request.chosen else ""
             needs = "all" if alternative.allocation_mode == "All" else str(alternative.count)
             if alternative.capacity_requests:
                 needs += " (" + ", ".join(f"{k}={v}" for k, v in alternative.capacity_requests.items()) + ")"
-            table.add_row(
-                text(alternative.name + marker),
-                text(alternative.device_class + ("" if alternative.class_source == "given" else f" ({alternative.class_source})")),
-                text(needs),
-                str(alternative.in_class),
-                str(alternative.matched),
-                str(alternative.free),
-                f"{alternative.best_node or '-'} ({alternative.best_node_free})",
-                _result(alternative.allocatable, alternative.fatal_error, text),
-            )
+            source = "" if alternative.class_source == "given" or not wide else f" ({alternative.class_source})"
+            cells = [text(alternative.name + marker), text(alternative.device_class + source), text(needs),
+                     str(alternative.matched), str(alternative.free),
+                     _result(alternative.allocatable, alternative.fatal_error, text)]
+            if wide:
+                cells[3:3] = [str(alternative.in_class)]
+                cells[6:6] = [f"{alternative.best_node or '-'} ({alternative.best_node_free})"]
+            table.add_row(*cells)
     console.print(table)
     for request in claim.requests:
         for alternative in request.alternatives:
@@ -136,7 +150,9 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
             style = "green" if alternative.allocatable else "red"
             console.print(text(f"  {alternative.name}: {alternative.verdict}", style=style))
     # Which CEL engine evaluated a selector is an implementation detail: JSON keeps it, people don't need it.
-    selectors = KubeTable("REQUEST", "SELECTOR", "EXPRESSION", "MATCHED", "REJECTED", "ERRORS", wide=wide)
+    # The expression itself (long CEL) is -o wide's; the selector's name says which one it is.
+    selectors = KubeTable("REQUEST", "SELECTOR", *(["EXPRESSION"] if wide else []), "MATCHED", "REJECTED", "ERRORS",
+                          wide=wide, show_header=headers)
     rows = 0
     for request in claim.requests:
         for alternative in request.alternatives:
@@ -145,7 +161,7 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
                 selectors.add_row(
                     text(alternative.name),
                     text(selector.selector),
-                    text(" ".join(selector.expression.split())),
+                    *([text(" ".join(selector.expression.split()))] if wide else []),
                     str(selector.matched),
                     str(selector.rejected),
                     text(str(selector.errors) if not selector.compile_error else "does not compile",

@@ -50,6 +50,7 @@ class SubrequestSpec:
     count: int = 1
     capacity_requests: Mapping[str, Quantity] = field(default_factory=dict)
     admin_access: bool = False
+    tolerations: tuple[Mapping[str, str], ...] = ()  # device taint tolerations (key, operator, value, effect)
 
 
 @dataclass(frozen=True)
@@ -63,10 +64,11 @@ class RequestSpec:
 
 @dataclass(frozen=True)
 class ConstraintSpec:
-    """A claim's ``matchAttribute`` constraint over some (or all) of its requests."""
+    """A claim's ``matchAttribute`` or ``distinctAttribute`` constraint over some (or all) of its requests."""
 
     requests: tuple[str, ...]  # empty: all requests
-    match_attribute: str
+    match_attribute: str | None
+    distinct_attribute: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,15 +157,19 @@ def parse_claim(obj: Mapping[str, Any]) -> ClaimSpec:
     constraints = []
     for index, raw in enumerate(_list(devices.get("constraints"), f"{label}: spec.devices.constraints")):
         where = f"{label}: spec.devices.constraints[{index}]"
-        attribute = _map(raw, where).get("matchAttribute")
-        if attribute:
+        raw = _map(raw, where)
+        attribute, distinct = raw.get("matchAttribute"), raw.get("distinctAttribute")
+        if attribute or distinct:
             wanted = tuple(_list(raw.get("requests"), f"{where}.requests"))
             if not all(isinstance(r, str) for r in wanted):
                 raise InvalidClaim(f"{where}.requests must be a list of request names")
             unknown = [r for r in wanted if r.split("/")[0] not in names]
             if unknown:
                 raise InvalidClaim(f"{label}: spec.devices.constraints[{index}] names unknown requests {unknown}")
-            constraints.append(ConstraintSpec(wanted, str(attribute)))
+            if attribute and distinct:
+                raise InvalidClaim(f"{where}: matchAttribute and distinctAttribute exclude each other; keep one")
+            constraints.append(ConstraintSpec(wanted, str(attribute) if attribute else None,
+                                              str(distinct) if distinct else None))
     allocation = _map(_map(obj.get("status"), f"{label}: status").get("allocation"), f"{label}: status.allocation")
     results = _list(_map(allocation.get("devices"), f"{label}: status.allocation.devices").get("results"),
                     f"{label}: status.allocation.devices.results")
@@ -238,6 +244,13 @@ def _subrequest(raw: Mapping[str, Any], name: str, where: str) -> SubrequestSpec
             capacity[str(key)] = Quantity.read(value)
         except InvalidValue as err:
             raise InvalidClaim(f"{where}: capacity.requests.{key}: {value!r}: {err}") from None
+    tolerations = []
+    for position, toleration in enumerate(_list(raw.get("tolerations"), f"{where}: tolerations")):
+        toleration = _map(toleration, f"{where}: tolerations[{position}]")
+        operator = toleration.get("operator") or "Equal"
+        if operator not in ("Equal", "Exists"):
+            raise InvalidClaim(f"{where}: tolerations[{position}].operator must be Equal or Exists, not {operator!r}")
+        tolerations.append({k: str(toleration.get(k) or "") for k in ("key", "value", "effect")} | {"operator": operator})
     return SubrequestSpec(
         name=name,
         device_class=str(device_class),
@@ -246,6 +259,7 @@ def _subrequest(raw: Mapping[str, Any], name: str, where: str) -> SubrequestSpec
         count=count,
         capacity_requests=capacity,
         admin_access=bool(raw.get("adminAccess")),
+        tolerations=tuple(tolerations),
     )
 
 

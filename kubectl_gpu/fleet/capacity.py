@@ -31,7 +31,13 @@ from kubectl_gpu.dra.facts import GFD_PRODUCT_LABEL as GFD_PRODUCT
 from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION, NVIDIA_DRIVER, architecture_of_gfd_family
 from kubectl_gpu.explain.engine import explain_claim
 from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim, parse_device_class
-from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node
+from kubectl_gpu.dra.facts import CAP
+from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node, publishing_nodes
+from kubectl_gpu.inventory import consumable_shares
+from kubectl_gpu.inventory.consumable_shares import MIB
+from kubectl_gpu.inventory.driver_settings import DriverSettings
+from kubectl_gpu.inventory.resource_slice import published_capacity
+
 
 
 def _quantity(text: Any) -> Fraction:
@@ -68,10 +74,13 @@ def _text(value: Fraction) -> str:
 
 
 def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
-              dra_labels: Sequence[NodeLabel]) -> list[GpuNode]:
-    """Every node with GPUs from either side, sorted by name."""
+              dra_labels: Sequence[NodeLabel], driver: DriverSettings = DriverSettings()) -> list[GpuNode]:
+    """Every node with GPUs from either side, sorted by name.  A DRA node is one a DRA label marks
+    or one the NVIDIA driver publishes a ResourceSlice for (GPU Operator installs set no label)."""
+    slices = list(slices)
+    driver_nodes = publishing_nodes(slices)
     published: dict[str, list[Device]] = {}
-    for slice_obj in current_slices(list(slices)):
+    for slice_obj in current_slices(slices):
         try:
             devices = devices_from_slice(slice_obj)
         except (InvalidResourceSlice, AttributeError, TypeError, ValueError):
@@ -86,22 +95,25 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
         labels = meta.get("labels") or {}
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         legacy = {k: _quantity(v) for k, v in allocatable.items() if family_of(k) and _quantity(v) > 0}
-        dra = is_dra_node(labels, dra_labels)
+        dra = is_dra_node(labels, dra_labels) or name in driver_nodes
         devices = tuple(published.get(name, ()))
         if not (legacy or dra or devices or GFD_PRODUCT in labels):
             continue
         predicted = False
         if not devices:
-            devices = predict_devices(name, labels, legacy)
+            devices = predict_devices(name, labels, legacy, driver)
             predicted = bool(devices)
         found.append(GpuNode(name, dra, bool((node.get("spec") or {}).get("unschedulable")), legacy, devices,
                              predicted, labels))
     return sorted(found, key=lambda n: n.name)
 
 
-def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, Fraction]) -> tuple[Device, ...]:
+def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, Fraction],
+                    driver: DriverSettings = DriverSettings()) -> tuple[Device, ...]:
     """The GPUs the NVIDIA DRA driver will publish on ``node``, from GFD labels (or the device
-    plugin's whole-GPU count when GFD is absent)."""
+    plugin's whole-GPU count when GFD is absent), as ``driver`` publishes them: with consumable
+    shares, shareable whole GPUs.  GFD labels do not say which MIG profiles a GPU has, so DynamicMIG's
+    partitions are not predicted: its full GPUs are."""
     count = int(_quantity(labels.get(GFD_COUNT, 0))) or int(legacy.get("nvidia.com/gpu", 0))
     if count <= 0:
         return ()
@@ -113,10 +125,13 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
     family = architecture_of_gfd_family(str(labels.get(GFD_FAMILY, "")))
     if family:
         attributes["architecture"] = {"string": family}
-    capacity = {}
-    if labels.get(GFD_MEMORY):
-        capacity["memory"] = {"value": f"{int(_quantity(labels[GFD_MEMORY]))}Mi"}
-    shape = _predicted_shape(json.dumps([attributes, capacity], sort_keys=True), count)
+    memory = {CAP.memory: int(_quantity(labels[GFD_MEMORY])) * MIB} if labels.get(GFD_MEMORY) else {}
+    shared = consumable_shares.apply(memory, driver.shares)
+    device: dict[str, Any] = {"attributes": attributes,
+                              "capacity": published_capacity(shared.capacity, shared.request_policies)}
+    if shared.allow_multiple_allocations:
+        device["allowMultipleAllocations"] = True
+    shape = _predicted_shape(json.dumps(device, sort_keys=True), count)
     # One node pool's nodes are alike: parse the slice once, then give each node its own copies.
     return tuple(replace(d, pool=node, node_name=node, slice_name=f"{node}-predicted",
                          node_scope=d.node_scope.replace(_SHAPE_NODE, node)) for d in shape)
@@ -127,13 +142,12 @@ _SHAPE_NODE = "predicted-node"
 
 @functools.lru_cache(maxsize=64)
 def _predicted_shape(key: str, count: int) -> tuple[Device, ...]:
-    attributes, capacity = json.loads(key)
+    device = json.loads(key)
     slice_obj = {"apiVersion": NEWEST_DRA_API_VERSION, "kind": "ResourceSlice",
                  "metadata": {"name": f"{_SHAPE_NODE}-predicted"},
                  "spec": {"driver": NVIDIA_DRIVER, "nodeName": _SHAPE_NODE,
                           "pool": {"name": _SHAPE_NODE, "generation": 0, "resourceSliceCount": 1},
-                          "devices": [{"name": f"gpu-{i}", "attributes": attributes, "capacity": capacity}
-                                      for i in range(count)]}}
+                          "devices": [{"name": f"gpu-{i}", **device} for i in range(count)]}}
     return tuple(devices_from_slice(slice_obj))
 
 

@@ -15,6 +15,7 @@ from kubectl_gpu.cluster.profile import ProfileError, profile_from_discovery, re
 from kubectl_gpu.core import KUEUE_GROUP
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, DRA_VERSIONS
 from kubectl_gpu.k8s.client import Client
+from kubectl_gpu.k8s.discovery import custom_resources
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.lists import list_objects
 from kubectl_gpu.k8s.paths import PLURALS, WORKLOAD_RESOURCES, collection_path
@@ -24,37 +25,6 @@ from kubectl_gpu.manifests.locate import find_pod_sites
 from .snapshot import Snapshot, snapshot_from_objects, without_profile
 
 BUILTIN_WORKLOADS = tuple((r.group, r.version, r.plural) for r in WORKLOAD_RESOURCES)
-# Built-in groups whose objects hold no pod template of their own: not listed for custom resources.
-BUILTIN_GROUPS = frozenset({
-    "apps", "batch", "resource.k8s.io", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "networking.k8s.io",
-    "coordination.k8s.io", "events.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
-    "apiregistration.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "certificates.k8s.io",
-    "discovery.k8s.io", "flowcontrol.apiserver.k8s.io", "node.k8s.io", "scheduling.k8s.io", "metrics.k8s.io",
-    "internal.apiserver.k8s.io", "storagemigration.k8s.io", "resource.kubernetes.io"})
-
-
-def custom_workload_resources(api: Client) -> list[tuple[str, str, str]]:
-    """(group, version, plural) of every listable, namespaced custom resource, preferred versions."""
-    found = []
-    groups = get_json(api, "/apis").get("groups") or []
-    for group in groups:
-        name = group.get("name")
-        if name in BUILTIN_GROUPS:
-            continue
-        version = (group.get("preferredVersion") or {}).get("version")
-        if not version:
-            continue
-        try:
-            resources = get_json(api, f"/apis/{name}/{version}").get("resources") or []
-        except ApiError as exc:
-            if exc.not_found or exc.forbidden:
-                continue
-            raise
-        for resource in resources:
-            if "/" in resource.get("name", "") or "list" not in (resource.get("verbs") or ()):
-                continue
-            found.append((name, version, resource["name"]))
-    return found
 
 
 def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str | None = None, *,
@@ -82,7 +52,8 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     workloads: list[dict[str, Any]] = []
     domains: list[dict[str, Any]] = []
     plurals: dict[tuple[str, str], str] = {}
-    for group, version, plural in (*BUILTIN_WORKLOADS, *custom_workload_resources(api)):
+    customs = [(r.group, r.version, r.plural) for r in custom_resources(api)]
+    for group, version, plural in (*BUILTIN_WORKLOADS, *customs):
         for obj in listed(group, version, plural):
             if find_pod_sites(obj):
                 workloads.append(obj)
@@ -108,8 +79,9 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     if not profile:
         return snapshot
     try:
-        profile = profile_from_discovery(source, get_json(api, "/version"), dra_group, dra_objects, gate_overrides,
-                                         read_server_gates(api.get_text))
+        # The Nodes too: their GFD labels say where nvidia.com/gpu counted slots (cluster/shared_gpus.py).
+        profile = profile_from_discovery(source, get_json(api, "/version"), dra_group,
+                                         [*dra_objects, *snapshot.nodes], gate_overrides, read_server_gates(api.get_text))
     except ProfileError as err:  # a ResourceSlice the scheduler could not use either
         return without_profile(snapshot, err)
     return replace(snapshot, profile=profile)

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from kubectl_gpu.cluster.shared_gpus import SharedPool, every_gpu_node_shares, shared_pools
 from kubectl_gpu.core import TranslateOptions
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
+from kubectl_gpu.inventory.driver_settings import DriverSettings
 
 from kubectl_gpu.explain import allocations_from_claims
 
@@ -89,6 +91,9 @@ class MigrationPlan:
     waves: list[Wave]
     unplaced: list[str]  # migratable workloads that fit on no DRA node even after the last wave
     dra_labels: tuple[NodeLabel, ...]
+    # Pools whose device plugin shares each GPU: their legacy counts are slots, their DRA devices GPUs.
+    shared_pools: tuple[SharedPool, ...] = ()
+    every_gpu_node_shares: bool = False  # then nvidia.com/gpu was read as slots (cluster/fit.py)
 
     @property
     def refused(self) -> bool:
@@ -102,6 +107,9 @@ class MigrationPlan:
             "nodes": [n.to_dict() for n in self.nodes],
             "waves": [w.to_dict() for w in self.waves],
             "unplaced": self.unplaced,
+            "sharedPools": [{"nodes": list(p.nodes), "product": p.product, "strategy": p.sharing.strategy,
+                             "replicas": p.sharing.replicas, "gpus": p.gpus, "slots": p.slots}
+                            for p in self.shared_pools],
         }
 
 
@@ -183,10 +191,12 @@ def _selects(selector: Mapping[str, Any] | None, pod: Mapping[str, Any]) -> bool
 
 def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOptions(), *,
                    wave_size: int | None = None, dra_labels: Sequence[NodeLabel] = DEFAULT_DRA_NODE_LABELS,
-                   workloads: list[WorkloadPlan] | None = None) -> MigrationPlan:
+                   workloads: list[WorkloadPlan] | None = None,
+                   driver: DriverSettings = DriverSettings()) -> MigrationPlan:
+    """``driver``: the NVIDIA DRA driver the nodes not yet on DRA will run (their predicted devices)."""
     translate = Translations()
     plans = workloads if workloads is not None else plan_workloads(snapshot, options, translate)
-    nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels)
+    nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels, driver)
     claims = claims_by_name(plans)
     universe = [d for node in nodes for d in node.devices]
     pool = DraPool(snapshot.device_classes, universe,
@@ -248,7 +258,8 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
         _migrate_fitting(wave, pending, migrated, claims, pool, loads, free, shapes)
         _close(wave, pool, remaining, free)
     unplaced = [p.ref for p in pending if p.ref not in migrated and not any(w.refused for w in waves)]
-    return MigrationPlan(plans, nodes, waves, unplaced, tuple(dra_labels))
+    return MigrationPlan(plans, nodes, waves, unplaced, tuple(dra_labels), tuple(shared_pools(snapshot.nodes)),
+                         every_gpu_node_shares(snapshot.nodes))
 
 
 def _close(wave: Wave, pool: DraPool, remaining: Sequence[str], free: Mapping[str, Mapping[str, Fraction]]) -> None:

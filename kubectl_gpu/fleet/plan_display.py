@@ -21,17 +21,26 @@ def _bar(used: int, total: int) -> str:
     return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
 
 
-def render_plan(plan: MigrationPlan) -> str:
+def render_plan(plan: MigrationPlan, wide: bool = False, headers: bool = True) -> str:
+    """The default workload table fits kubectl's 80 columns: what each workload becomes, or why
+    it cannot (a sentence), is a line under the table; -o wide makes it the last column."""
     lines: list[str] = []
     counts = {s: sum(1 for w in plan.workloads if w.status == s) for s in STATUSES}
     lines.append("WORKLOADS (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")")
     if plan.workloads:
-        rows = [["NAMESPACE", "KIND", "NAME", "STATUS", "PODS", "LEGACY/POD", "BECOMES / WHY NOT"]]
+        # kind/name in one column, as `kubectl get` names objects of several kinds (and as -o name does).
+        header = ["NAMESPACE", "WORKLOAD", "STATUS", "PODS", "LEGACY/POD"] + (["BECOMES / WHY NOT"] if wide else [])
+        rows, details = [header], []
         for w in plan.workloads:
             legacy = ",".join(f"{k}={_text(v)}" for k, v in sorted(w.legacy.items())) or "-"
             detail = "; ".join(w.reasons) if w.reasons else ", ".join(c["metadata"]["name"] for c in w.claims) or "-"
-            rows.append([w.namespace or "-", w.kind, w.name, w.status, str(w.pods), legacy, detail])
-        lines.extend(_table(rows))
+            workload = f"{w.kind.lower()}/{w.name}"
+            rows.append([w.namespace or "-", workload, w.status, str(w.pods), legacy] + ([detail] if wide else []))
+            details.append(f"  {w.namespace or '-'}/{workload}: {detail}")
+        lines.extend(_table(rows)[0 if headers else 1:])
+        if not wide:
+            lines.append("")
+            lines.extend(details)
     lines.append("")
     dra = [n for n in plan.nodes if n.dra]
     legacy_nodes = [n for n in plan.nodes if not n.dra]
@@ -42,6 +51,8 @@ def render_plan(plan: MigrationPlan) -> str:
     if predicted:
         lines.append(f"  devices of {len(predicted)} node(s) not yet on DRA are predicted from their GPU Feature "
                      "Discovery labels")
+    for pool in plan.shared_pools:
+        lines.append(f"  SHARED GPUS: {pool.describe(plan.every_gpu_node_shares)}")
     for wave in plan.waves:
         lines.append("")
         lines.extend(_wave(wave))

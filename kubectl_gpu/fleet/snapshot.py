@@ -184,7 +184,7 @@ def with_file_profile(snapshot: Snapshot, source: str, *, kubernetes_minor: int 
     if not snapshot.resource_slices and not snapshot.device_classes:
         return snapshot
     try:
-        profile = build_profile(source, objects=[*snapshot.device_classes, *snapshot.resource_slices],
+        profile = build_profile(source, objects=[*snapshot.device_classes, *snapshot.resource_slices, *snapshot.nodes],
                                 kubernetes_minor=kubernetes_minor, gate_overrides=gate_overrides)
     except ProfileError as err:
         return without_profile(snapshot, err)

@@ -29,7 +29,7 @@ class ClusterReport:
         for node in self.nodes:
             summary = node.summary
             counts["nodes"] += 1
-            counts["draNodes"] += node.dra_label is not None
+            counts["draNodes"] += node.is_dra_node
             counts["gpus"] += summary.gpu_count
             counts.update(summary.states)
             counts["mig"] += len(node.mig_rows)
@@ -113,7 +113,7 @@ def _node_summary(node: NodeReport) -> dict[str, Any]:
     gpus = node.gpu_rows
     return {
         "name": node.name,
-        "draNode": node.dra_label is not None,
+        "draNode": node.is_dra_node,
         "gpus": node.gpu_count,
         "allocated": node.count(ALLOCATED),
         "shared": node.count(SHARED),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from kubectl_gpu.dra.facts import NVIDIA_DRIVER
 from kubectl_gpu.inspect.devices import SliceDevice
 from kubectl_gpu.inspect.dra_nodes import NodeLabel
 from kubectl_gpu.inspect.findings import Finding, Severity
@@ -31,10 +32,14 @@ def double_counting_finding(node: str, dra_label: NodeLabel | None,
     if dra_label is not None and offered:
         reasons.append(f"it is labelled {dra_label} (DRA driver) but still advertises "
                        f"device-plugin GPUs ({offered_text})")
-    if dra_label is not None and holders:
+    # A node without the label that publishes the NVIDIA driver's devices runs its kubelet plugin
+    # (GPU Operator installs label nothing).
+    runs_driver = dra_label is None and any(d.driver == NVIDIA_DRIVER for d in dra_gpus)
+    if (dra_label is not None or runs_driver) and holders:
         names = ", ".join(p.ref for p in holders[:_POD_LIST_LIMIT])
         more = f" and {len(holders) - _POD_LIST_LIMIT} more" if len(holders) > _POD_LIST_LIMIT else ""
-        reasons.append(f"it is labelled {dra_label} (DRA driver) but runs {len(holders)} pod(s) "
+        marked = f"labelled {dra_label}" if dra_label is not None else f"publishing {NVIDIA_DRIVER} ResourceSlices"
+        reasons.append(f"it is {marked} (DRA driver) but runs {len(holders)} pod(s) "
                        f"holding device-plugin GPUs ({names}{more})")
     if dra_gpus and offered:
         drivers = ", ".join(sorted({d.driver for d in dra_gpus}))

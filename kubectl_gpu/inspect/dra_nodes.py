@@ -1,10 +1,15 @@
-"""Which nodes run a DRA GPU driver instead of the device plugin, by node label."""
+"""Which nodes run a DRA GPU driver instead of the device plugin: by node label (ACK's, or one the
+admin names), or by what the node publishes: a current ResourceSlice of the NVIDIA driver
+(gpu.nvidia.com) on it.  GPU Operator installs of the DRA driver (its GPUCluster resource) set no
+label and no GPU Feature Discovery labels; their kubelet plugins' slices say where they run."""
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
+from kubectl_gpu.dra.devices import nodes_of_driver
+from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
+
 
 # The same marker type as the webhook's (KEY=VALUE, or KEY for any value).
 NodeLabel = DraNodeMarker
@@ -19,3 +24,8 @@ def is_dra_node(labels: Mapping[str, str], selectors: Iterable[NodeLabel]) -> bo
 
 def matching_label(labels: Mapping[str, str], selectors: Iterable[NodeLabel]) -> NodeLabel | None:
     return next((s for s in selectors if s.matches(labels)), None)
+
+
+def publishing_nodes(resource_slices: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The nodes a current ResourceSlice of the NVIDIA driver names: its kubelet plugin runs there."""
+    return nodes_of_driver(resource_slices, NVIDIA_DRIVER)

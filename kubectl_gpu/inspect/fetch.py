@@ -277,14 +277,14 @@ def pod_claim_objects(api: Client, dra: DraApi, pod: Mapping[str, Any],
 
 
 def explain_pod_objects(pod: Mapping[str, Any], claim_objects: Objects, dra_objects: DraObjects,
-                        gates: GatesFor | None = None) -> Any:
+                        gates: GatesFor | None = None, node: str | None = None) -> Any:
     """Run the explain engine over the pod's claims (pure; the objects are already fetched)."""
     if not claim_objects:
         metadata = pod.get("metadata") or {}
         raise NothingToExplain(
             f"pod {metadata.get('namespace')}/{metadata.get('name')} has no DRA resource claims to "
             "explain (describe it to see its legacy GPU requests; `kubectl gpu migrate` converts them)")
-    return explain_claims(claim_objects, dra_objects, gates)
+    return explain_claims(claim_objects, dra_objects, gates, one_pod=True, node=node)
 
 
 class CompileProfile(Protocol):
@@ -303,9 +303,13 @@ class CompileProfile(Protocol):
 GatesFor = Callable[[DraObjects], "CompileProfile | None"]
 
 
-def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: GatesFor | None = None) -> Any:
+def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: GatesFor | None = None,
+                   one_pod: bool = False, node: str | None = None) -> Any:
     """Explain these claims against the cluster's slices and classes, every other claim's
-    allocation telling free devices from taken (pure; the objects are already fetched)."""
+    allocation telling free devices from taken (pure; the objects are already fetched);
+    ``one_pod``: they are one pod's, allocated together; ``node``: only on that node (its labels
+    unknown: every node selector is taken to match it)."""
+    from kubectl_gpu.allocator import Node
     from kubectl_gpu.explain import explain_objects
 
     own = {(c.get("metadata") or {}).get("uid") for c in claim_objects}
@@ -315,10 +319,12 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: Gates
                            classes=dra_objects.classes, allocated_claims=others,
                            avoid_nodes=dra_objects.double_counted_nodes(),
                            gates=profile.feature_gates if profile is not None else None,
-                           slice_devices=profile.devices if profile is not None else None)
+                           slice_facts=profile.slice_facts if profile is not None else None, one_pod=one_pod,
+                           nodes=[Node(node, unknown_labels=True)] if node else None)
 
 
-def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: GatesFor | None = None) -> Any:
+def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: GatesFor | None = None,
+                     node: str | None = None) -> Any:
     """Explain, as the scheduler sees it, how each device request of a pod's claims matches the
     cluster's devices.  Returns kubectl_gpu.explain.Explanation.
 
@@ -330,19 +336,20 @@ def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: G
                      "dra": lambda: fetch_dra(api_client, dra)})
     pod, dra_objects = got["pod"], got["dra"]
     claims = pod_claim_objects(api_client, dra, pod, dra_objects.claims)
-    return explain_pod_objects(pod, claims, dra_objects, gates)
+    return explain_pod_objects(pod, claims, dra_objects, gates, node)
 
 
-def explain_claim_live(api_client: Client, namespace: str, name: str, gates: GatesFor | None = None) -> Any:
+def explain_claim_live(api_client: Client, namespace: str, name: str, gates: GatesFor | None = None,
+                       node: str | None = None) -> Any:
     """`explain claim/NAME`: one ResourceClaim against the cluster's devices."""
     dra = discover_dra(api_client)
     got = _parallel({"claim": lambda: fetch_claim(api_client, dra, namespace, name),
                      "dra": lambda: fetch_dra(api_client, dra)})
-    return explain_claims([got["claim"]], got["dra"], gates)
+    return explain_claims([got["claim"]], got["dra"], gates, node=node)
 
 
 def explain_pods_live(api_client: Client, namespace: str | None, label_selector: str | None,
-                      gates: GatesFor | None = None) -> Any:
+                      gates: GatesFor | None = None, node: str | None = None) -> Any:
     """`explain -A` / `explain -l SELECTOR`: the claims of every pod that has DRA claims, each
     claim once (pods sharing a ResourceClaim share its answer)."""
     dra = discover_dra(api_client)
@@ -363,7 +370,7 @@ def explain_pods_live(api_client: Client, namespace: str | None, label_selector:
         where = f'namespace "{namespace}"' if namespace else "any namespace"
         raise NothingToExplain(f"no pod in {where}" + (f" matching -l {label_selector}" if label_selector else "")
                                + " has DRA resource claims to explain")
-    return explain_claims(objects, got["dra"], gates)
+    return explain_claims(objects, got["dra"], gates, node=node)
 
 
 # -------------------------------------------------------------------- doctor

@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.dra.quantity import format_bytes, format_plain, parse_quantity, QuantityError
+from kubectl_gpu.dra.facts import NVIDIA_DRIVER
 from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
 from kubectl_gpu.inspect.double_counting import double_counting_finding
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, matching_label
@@ -116,6 +117,12 @@ class NodeReport:
     legacy_resources: tuple[LegacyResource, ...]
     legacy_pods: tuple[LegacyPod, ...]
     findings: tuple[Finding, ...]
+
+    @cached_property
+    def is_dra_node(self) -> bool:
+        """Labelled as a DRA node, or publishing the NVIDIA driver's devices (a GPU Operator install
+        of the DRA driver sets no label)."""
+        return self.dra_label is not None or any(r.device.driver == NVIDIA_DRIVER for r in self.devices)
 
     # Cached: the summary table, its JSON and the totals each read them for 1,000 nodes.
     @cached_property
@@ -226,7 +233,7 @@ class NodeReport:
         return {
             "kind": "GpuNode",
             "name": self.name,
-            "draNode": self.dra_label is not None,
+            "draNode": self.is_dra_node,
             "draNodeLabel": str(self.dra_label) if self.dra_label else None,
             "devices": [r.to_dict() for r in self.devices],
             "legacyResources": [r.to_dict() for r in self.legacy_resources],

@@ -44,23 +44,30 @@ def findings(items: Iterable[Finding], title: str = "Findings") -> RenderableTyp
 
 
 def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> RenderableType:
-    columns = ["NODE", "DRA", "GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "GPU USE",
-               "LEGACY (ALLOCATABLE)", "LEGACY PODS"]
+    """One row per GPU node.  The default columns fit kubectl's 80; -o wide adds how the DRA
+    GPUs are used, the device plugin's resources, products and memory.  DRA GPUS counts DRA
+    devices only: a device plugin's GPUs are its resources (LEGACY (ALLOCATABLE)) and the GPU USE
+    bar, never one number under the same name."""
     if wide:
-        columns += ["PRODUCT", "MEMORY"]
-    columns.append("FINDINGS")
+        columns = ["NODE", "DRA", "DRA GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "GPU USE",
+                   "LEGACY (ALLOCATABLE)", "LEGACY PODS", "PRODUCT", "MEMORY", "FINDINGS"]
+    else:
+        # No FREE: the GPU USE bar says how many of the node's GPUs are in use (used/total).
+        columns = ["NODE", "DRA", "DRA GPUS", "GPU USE", "LEGACY PODS", "FINDINGS"]
     table = KubeTable(*columns, wide=wide, show_header=headers)
     for node in report.nodes:
         gpus = node.gpu_rows
-        legacy = ", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)
-        mig = f"{len(node.mig_rows)} ({node.mig_used})" if node.mig_rows else "-"
-        row = [node.name, "yes" if node.dra_label else "no", str(node.gpu_count), str(node.count(ALLOCATED)),
-               str(node.count(SHARED)), str(node.count(FREE)), mig, bar(node), _dash(legacy),
-               str(len(node.legacy_pods))]
+        row: list[Any] = [node.name, "yes" if node.dra_label else "no", str(node.gpu_count)]
         if wide:
+            mig = f"{len(node.mig_rows)} ({node.mig_used})" if node.mig_rows else "-"
+            row += [str(node.count(ALLOCATED)), str(node.count(SHARED)), str(node.count(FREE)), mig, bar(node),
+                    _dash(", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)),
+                    str(len(node.legacy_pods))]
             products = {r.device.product for r in (*gpus, *node.mig_rows) if r.device.product}
             row += [_dash(", ".join(sorted(products))),
                     _dash(", ".join(sorted({r.device.memory for r in gpus if r.device.memory})))]
+        else:
+            row += [bar(node), str(len(node.legacy_pods))]
         row.append(Text(", ".join(f.code for f in node.findings), style="bold red") if node.findings else Text("-"))
         table.add_row(*row)
     parts: list[RenderableType] = [table if report.nodes else Text("No GPU nodes found.")]
@@ -150,21 +157,25 @@ def _holders(row: Any) -> list[Branch]:
 def node(report: NodeReport, wide: bool = False) -> RenderableType:
     label = f"yes ({report.dra_label})" if report.dra_label else "no"
     parts: list[RenderableType] = [Text.assemble(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]
-    # UUIDs (40 characters) and the driver's pool names are for -o wide.
-    columns = ["DEVICE", "TYPE", "PRODUCT", "MEMORY", "MIG PROFILE", "STATE", "CLAIM", "PODS", "CONSUMED"]
+    # The default columns fit 80: what each device is (product, memory, MIG profile) is said once
+    # per kind above the table; those, UUIDs (40 characters) and the driver's pools are -o wide's.
+    columns = ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS"]
     if wide:
-        columns += ["UUID", "DRIVER", "POOL", "SHARE ID"]
+        columns += ["PRODUCT", "MEMORY", "MIG PROFILE", "CONSUMED", "UUID", "DRIVER", "POOL", "SHARE ID"]
     table = _table(*columns, title="DRA devices (ResourceSlices)", wide=wide)
     for row in report.devices:
         d = row.device
         claims = ", ".join(dict.fromkeys(f"{h.claim}" + (f" [{h.request}]" if wide else "") for h in row.holders))
-        values = [d.name, _dash(d.type), _dash(d.product), _dash(d.memory), _dash(d.mig_profile),
-                  Text(row.state, style=_STATE_STYLE[row.state]), _dash(claims), _dash(", ".join(row.pods)),
-                  _dash(", ".join(f"{k} {v}" for k, v in row.consumed.items()))]
+        values = [d.name, _dash(d.type), Text(row.state, style=_STATE_STYLE[row.state]), _dash(claims),
+                  _dash(", ".join(row.pods))]
         if wide:
-            values += [_dash(d.uuid), d.driver, d.pool,
+            values += [_dash(d.product), _dash(d.memory), _dash(d.mig_profile),
+                       _dash(", ".join(f"{k} {v}" for k, v in row.consumed.items())), _dash(d.uuid), d.driver, d.pool,
                        _dash(", ".join(h.share_id for h in row.holders if h.share_id))]
         table.add_row(*values)
+    kinds = _device_kinds(report)
+    if kinds:
+        parts.append(Text(kinds))
     parts += [Text(""), table if report.devices else Text("DRA devices: none published for this node")]
     if report.legacy_resources:
         legacy = _table("RESOURCE", "FAMILY", "CAPACITY", "ALLOCATABLE", title="Device-plugin resources")
@@ -183,19 +194,32 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
     return Group(*parts)
 
 
+def _device_kinds(report: NodeReport) -> str | None:
+    """`GPUs: 8 NVIDIA H100 80GB HBM3 (80Gi)`: the node's devices by kind, product and memory."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for row in report.devices:
+        d = row.device
+        key = (d.type or "", d.mig_profile or d.product or "", d.memory or "")
+        counts[key] = counts.get(key, 0) + 1
+    parts = [f"{'GPUs' if kind == 'gpu' else (kind or 'other') + ' devices'}: {count} {_dash(what)}"
+             + (f" ({memory})" if memory else "") for (kind, what, memory), count in counts.items()]
+    return "; ".join(parts) or None
+
+
 def _device_rows(rows: Iterable[AllocatedDeviceRow], wide: bool) -> KubeTable:
-    columns = ["REQUEST", "DEVICE", "NODE", "PRODUCT", "MEMORY", "MIG PROFILE", "CONSUMED"]
+    # Within 80 columns by default; what the device is comes with -o wide.
+    columns = ["REQUEST", "DEVICE", "NODE", "CONSUMED"]
     if wide:
-        columns += ["UUID", "DRIVER", "POOL", "SHARE ID", "ATTRIBUTES"]
+        columns += ["PRODUCT", "MEMORY", "MIG PROFILE", "UUID", "DRIVER", "POOL", "SHARE ID", "ATTRIBUTES"]
     table = _table(*columns, wide=wide)
     for r in rows:
         d = r.detail
-        values = [r.request, r.device, _dash(r.node), _dash(d.product if d else "(not published)"),
-                  _dash(d.memory if d else None), _dash(d.mig_profile if d else None),
-                  _dash(", ".join(f"{k} {v}" for k, v in r.consumed_capacity.items()))]
+        values = [r.request, r.device, _dash(r.node), _dash(", ".join(f"{k} {v}" for k, v in r.consumed_capacity.items()))]
         if wide:
             attrs = ", ".join(f"{k.rsplit('/', 1)[-1]}={v}" for k, v in (d.attributes.items() if d else ()))
-            values += [_dash(d.uuid if d else None), r.driver, r.pool, _dash(r.share_id), _dash(attrs)]
+            values += [_dash(d.product if d else "(not published)"), _dash(d.memory if d else None),
+                       _dash(d.mig_profile if d else None), _dash(d.uuid if d else None), r.driver, r.pool,
+                       _dash(r.share_id), _dash(attrs)]
         table.add_row(*values)
     return table
 
@@ -306,8 +330,8 @@ def explanation(result: Any) -> RenderableType:
     return Group(*parts)
 
 
-def doctor(report: DoctorReport) -> RenderableType:
-    table = _table("CHECK", "STATUS", "LOOKED AT")
+def doctor(report: DoctorReport, wide: bool = False, headers: bool = True) -> RenderableType:
+    table = KubeTable("CHECK", "STATUS", "LOOKED AT", wide=wide, show_header=headers)
     for check in report.checks:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[check.status]
         table.add_row(check.title, Text(check.status.upper(), style=style), check.summary)

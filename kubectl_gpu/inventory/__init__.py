@@ -12,15 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubectl_gpu.inventory.driver_settings import DriverSettings
 from kubectl_gpu.inventory.failures import ExitCode, InventoryUnavailable
 from kubectl_gpu.inventory.nvml_reader import read_node
 from kubectl_gpu.inventory.published_devices import InventoryPlan, PublishedDevice, plan_inventory
 from kubectl_gpu.inventory.readings import DeviceFailure, NodeReadings
-from kubectl_gpu.inventory.resource_slice import DRIVER_NAME, resource_slice
+from kubectl_gpu.inventory.resource_slice import DRIVER_NAME, resource_slice, resource_slices
+from kubectl_gpu.inventory.sysfs import Sysfs
 
 __all__ = [
     "DRIVER_NAME",
     "DeviceFailure",
+    "DriverSettings",
     "ExitCode",
     "Inventory",
     "InventoryPlan",
@@ -33,6 +36,7 @@ __all__ = [
     "plan_inventory",
     "read_node",
     "resource_slice",
+    "resource_slices",
 ]
 
 
@@ -41,6 +45,7 @@ class Inventory:
     node_name: str
     plan: InventoryPlan
     slices: tuple[dict[str, Any], ...]
+    readings: NodeReadings  # what was read, for --record
 
 
 def default_node_name() -> str:
@@ -48,13 +53,18 @@ def default_node_name() -> str:
     return socket.gethostname().lower()
 
 
-def local_inventory(node_name: str | None = None, sysfs_root: Path = Path("/sys")) -> Inventory:
-    """Read this machine's GPUs and preview them.  Raises :class:`InventoryUnavailable`
-    when no GPU can be listed; devices NVML could not describe are in ``plan.failures``
-    (and named in an annotation of the slice)."""
+def local_inventory(node_name: str | None = None, sysfs_root: Path | Sysfs = Path("/sys"),
+                    settings: DriverSettings = DriverSettings(), node_uid: str | None = None,
+                    nvml: Any = None) -> Inventory:
+    """Read this machine's GPUs (sysfs: /sys, or a recording's; nvml: pynvml, or a recording's) and
+    preview what the driver of ``settings`` publishes for them.  Raises :class:`InventoryUnavailable` when no GPU can be
+    listed; devices NVML could not describe are in ``plan.failures`` (and named in an annotation
+    of the slices)."""
     name = node_name or default_node_name()
-    plan = plan_inventory(read_node(sysfs_root))
-    return Inventory(node_name=name, plan=plan, slices=(resource_slice(plan, name),))
+    readings = read_node(sysfs_root, nvml)
+    plan = plan_inventory(readings, settings)
+    return Inventory(node_name=name, plan=plan, slices=tuple(resource_slices(plan, name, node_uid)),
+                     readings=readings)
 
 
 def local_resource_slices(node_name: str | None = None) -> list[dict[str, Any]]:

@@ -146,10 +146,10 @@ def gpu_device_name(minor: int) -> str:
 
 
 def mig_device_name(parent_minor: int, profile: str, profile_id: int, placement_start: int) -> str:
-    return f"gpu-{parent_minor}-mig-{_rfc1123(profile.replace('.', ''))}-{profile_id}-{placement_start}"
+    return f"gpu-{parent_minor}-mig-{rfc1123(profile.replace('.', ''))}-{profile_id}-{placement_start}"
 
 
-def _rfc1123(name: str) -> str:
+def rfc1123(name: str) -> str:
     # The driver's toRFC1123Compliant: lower case, anything but [a-z0-9-.] becomes '-'.
     name = re.sub(r"[^a-z0-9.\-]", "-", name.lower()).strip("-")
     return name.removesuffix(".")[:253]

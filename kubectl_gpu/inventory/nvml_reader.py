@@ -12,7 +12,7 @@ read.  NVML is always shut down again once it was initialised.
 
 from __future__ import annotations
 
-import os
+import ctypes
 import re
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +25,9 @@ from kubectl_gpu.inventory.readings import (
     GpuReading,
     MigReading,
     NodeReadings,
+    Placement,
 )
+from kubectl_gpu.inventory.sysfs import LiveSysfs, Sysfs
 
 _PCI_BDF = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]$")
 _MIG_ENABLED = 1  # NVML_DEVICE_MIG_ENABLE
@@ -40,19 +42,22 @@ class _DeviceReadError(Exception):
         self.uuid = uuid
 
 
-def read_node(sysfs_root: Path = Path("/sys")) -> NodeReadings:
-    """Everything NVML says about this node's GPUs.
+def read_node(sysfs: Sysfs | Path = Path("/sys"), nvml: Any = None) -> NodeReadings:
+    """Everything NVML says about this node's GPUs, with the facts the driver reads from sysfs
+    (``sysfs``: a root directory, or a recording's; ``nvml``: pynvml, or a recording's face of it).
 
     Raises :class:`InventoryUnavailable` when no device can be listed at all (no NVIDIA
     library, driver not loaded, no permission, no GPU).
     """
-    nvml = _import_pynvml()
+    nvml = nvml or _import_pynvml()
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as error:
         raise _unavailable(nvml, error) from None
+    if isinstance(sysfs, Path):
+        sysfs = LiveSysfs(sysfs)
     try:
-        return _read_initialised(nvml, sysfs_root)
+        return _read_initialised(nvml, sysfs)
     finally:
         try:
             nvml.nvmlShutdown()
@@ -92,7 +97,7 @@ def _unavailable(nvml: ModuleType, error: Exception) -> InventoryUnavailable:
     return InventoryUnavailable(f"NVML failed before listing GPUs: {error}", ExitCode.NVML_FAILED)
 
 
-def _read_initialised(nvml: ModuleType, sysfs_root: Path) -> NodeReadings:
+def _read_initialised(nvml: ModuleType, sysfs: Sysfs) -> NodeReadings:
     try:
         driver_version = nvml.nvmlSystemGetDriverVersion()
         cuda_driver_version = nvml.nvmlSystemGetCudaDriverVersion()
@@ -107,7 +112,7 @@ def _read_initialised(nvml: ModuleType, sysfs_root: Path) -> NodeReadings:
     failures: list[DeviceFailure] = []
     for index in range(count):
         try:
-            gpu, mig_failures = _read_gpu(nvml, index, sysfs_root)
+            gpu, mig_failures = _read_gpu(nvml, index, sysfs)
         except _DeviceReadError as error:
             failures.append(DeviceFailure(f"GPU index {index}", str(error), error.uuid))
             continue
@@ -130,7 +135,7 @@ def _call(nvml: ModuleType, name: str, *args: Any, uuid: str | None = None) -> A
 
 
 def _read_gpu(
-    nvml: ModuleType, index: int, sysfs_root: Path
+    nvml: ModuleType, index: int, sysfs: Sysfs
 ) -> tuple[GpuReading, list[DeviceFailure]]:
     handle = _call(nvml, "nvmlDeviceGetHandleByIndex", index)
     uuid = _text(_call(nvml, "nvmlDeviceGetUUID", handle))
@@ -145,13 +150,17 @@ def _read_gpu(
     major, minor_cc = call("nvmlDeviceGetCudaComputeCapability", handle)
     memory_bytes = _memory_bytes(nvml, handle, uuid)
     pci_bus_id = _pci_bus_id(_text(call("nvmlDeviceGetPciInfo", handle).busId), uuid)
-    mig_enabled = _mig_enabled(nvml, handle, uuid)
+    mig_mode = _mig_mode(nvml, handle, uuid)
+    mig_enabled = mig_mode == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", _MIG_ENABLED)
     addressing_mode = _addressing_mode(nvml, handle, uuid)
 
     migs: tuple[MigReading, ...] = ()
     failures: list[DeviceFailure] = []
+    profiles: dict[int, GpuInstanceProfile] = {}
+    if mig_mode is not None:  # MIG capable: DynamicMIG announces every profile and placement
+        profiles = _gpu_instance_profiles(nvml, handle, uuid)
     if mig_enabled:
-        migs, failures = _read_migs(nvml, handle, index, uuid)
+        migs, failures = _read_migs(nvml, handle, index, uuid, profiles)
     gpu = GpuReading(
         index=index,
         minor=int(minor),
@@ -162,10 +171,13 @@ def _read_gpu(
         compute_capability=(int(major), int(minor_cc)),
         memory_bytes=memory_bytes,
         pci_bus_id=pci_bus_id,
-        pcie_root=_pcie_root(sysfs_root, pci_bus_id),
+        pcie_root=sysfs.pcie_root(pci_bus_id),
         mig_enabled=mig_enabled,
         migs=migs,
         addressing_mode=addressing_mode,
+        numa_node=sysfs.numa_node(pci_bus_id),
+        mig_capable=mig_mode is not None,
+        instance_profiles=tuple(sorted(profiles.values(), key=lambda p: p.profile_enum)),
     )
     return gpu, failures
 
@@ -191,21 +203,25 @@ def _memory_bytes(nvml: ModuleType, handle: Any, uuid: str) -> int | None:
         raise _DeviceReadError(f"nvmlDeviceGetMemoryInfo failed: {error}", uuid) from None
 
 
-def _mig_enabled(nvml: ModuleType, handle: Any, uuid: str) -> bool:
+def _mig_mode(nvml: ModuleType, handle: Any, uuid: str) -> int | None:
+    """The current MIG mode; None on a GPU that is not MIG capable (NotSupported)."""
     try:
         current, _pending = nvml.nvmlDeviceGetMigMode(handle)
     except nvml.NVMLError_NotSupported:
-        return False  # not MIG capable
+        return None
     except nvml.NVMLError as error:
         raise _DeviceReadError(f"nvmlDeviceGetMigMode failed: {error}", uuid) from None
-    return int(current) == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", _MIG_ENABLED)
+    return int(current)
+
+
+def go_nvlib_bus_id(raw: str) -> str:
+    """NVML says "00000000:3B:00.0"; go-nvlib lower-cases it and keeps a 4-digit domain."""
+    bus_id = raw.lower()
+    return bus_id if bus_id == "0000" else bus_id.removeprefix("0000")
 
 
 def _pci_bus_id(raw: str, uuid: str) -> str:
-    # NVML says "00000000:3B:00.0"; go-nvlib lower-cases it and keeps a 4-digit domain.
-    bus_id = raw.lower()
-    if bus_id != "0000":
-        bus_id = bus_id.removeprefix("0000")
+    bus_id = go_nvlib_bus_id(raw)
     if not _PCI_BDF.match(bus_id):
         raise _DeviceReadError(
             f"NVML reports PCI bus ID {raw!r}, which is not in domain:bus:device.function form; "
@@ -213,22 +229,6 @@ def _pci_bus_id(raw: str, uuid: str) -> str:
             uuid,
         )
     return bus_id
-
-
-def _pcie_root(sysfs_root: Path, pci_bus_id: str | None) -> str | None:
-    """``pci0000:00`` for a device under /sys/devices/pci0000:00/..., like the driver's
-    deviceattribute.GetPCIeRootAttributeByPCIBusID; None when sysfs does not say."""
-    if pci_bus_id is None:
-        return None
-    link = sysfs_root / "bus" / "pci" / "devices" / pci_bus_id
-    try:
-        target = Path(os.path.realpath(link))
-        relative = target.relative_to(Path(os.path.realpath(sysfs_root / "devices")))
-    except (OSError, ValueError):
-        return None
-    if not link.exists() or not relative.parts or not relative.parts[0].startswith("pci"):
-        return None
-    return relative.parts[0]
 
 
 def _supported_profiles(
@@ -266,14 +266,34 @@ def _gpu_instance_profiles(nvml: ModuleType, handle: Any, uuid: str) -> dict[int
             jpeg_engines=int(info.jpegCount),
             ofa_engines=int(info.ofaCount),
             memory_mib=int(info.memorySizeMB),
+            instance_count=int(info.instanceCount),
+            placements=_possible_placements(nvml, handle, info, uuid),
         )
     return profiles
 
 
+def _possible_placements(nvml: ModuleType, handle: Any, info: Any, uuid: str) -> tuple[Placement, ...]:
+    """go-nvml GetGpuInstancePossiblePlacements: nvmlDeviceGetGpuInstancePossiblePlacements_v2 for the
+    profile's id, first for the count (no array), then for the placements.  NotSupported and
+    InvalidArgument give none, as the driver then skips the profile."""
+    count = ctypes.c_uint(0)
+    name = "nvmlDeviceGetGpuInstancePossiblePlacements"
+    try:
+        nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, int(info.id), None, ctypes.byref(count))
+        if count.value == 0:
+            return ()
+        placements = (nvml.c_nvmlGpuInstancePlacement_t * count.value)()
+        nvml.nvmlDeviceGetGpuInstancePossiblePlacements(handle, int(info.id), placements, ctypes.byref(count))
+    except (nvml.NVMLError_NotSupported, nvml.NVMLError_InvalidArgument):
+        return ()
+    except nvml.NVMLError as error:
+        raise _DeviceReadError(f"{name} failed: {error}", uuid) from None
+    return tuple(Placement(int(p.start), int(p.size)) for p in placements[: count.value])
+
+
 def _read_migs(
-    nvml: ModuleType, handle: Any, gpu_index: int, uuid: str
+    nvml: ModuleType, handle: Any, gpu_index: int, uuid: str, profiles: dict[int, GpuInstanceProfile]
 ) -> tuple[tuple[MigReading, ...], list[DeviceFailure]]:
-    profiles = _gpu_instance_profiles(nvml, handle, uuid)
     slots = _call(nvml, "nvmlDeviceGetMaxMigDeviceCount", handle, uuid=uuid)
     migs: list[MigReading] = []
     failures: list[DeviceFailure] = []

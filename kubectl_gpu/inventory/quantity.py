@@ -15,11 +15,11 @@ _DECIMAL_SUFFIXES = {0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 
 def binary_si(value: int) -> str:
     if -1024 < value < 1024:
-        return _decimal_si(value)
+        return decimal_si(value)
     return format_bytes(value)  # the largest exact binary suffix, as the core writes byte counts
 
 
-def _decimal_si(value: int) -> str:
+def decimal_si(value: int) -> str:
     if value == 0:
         return "0"
     amount, exponent = value, 0

@@ -12,6 +12,15 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
+class Placement:
+    """One possible placement of a GPU instance: its first memory slice and how many it covers
+    (``nvmlDeviceGetGpuInstancePossiblePlacements``, what ``nvidia-smi mig -lgipp`` lists)."""
+
+    start: int
+    size: int
+
+
+@dataclass(frozen=True)
 class GpuInstanceProfile:
     """One row of ``nvmlDeviceGetGpuInstanceProfileInfo`` (what ``nvidia-smi mig -lgip`` lists)."""
 
@@ -25,6 +34,10 @@ class GpuInstanceProfile:
     jpeg_engines: int
     ofa_engines: int
     memory_mib: int  # info.memorySizeMB; nvml.h documents the unit as MiB
+    instance_count: int = 0  # info.instanceCount: how many such instances fit at once
+    # Where a GPU instance of this profile may sit; empty when NVML gave none (NotSupported),
+    # and then the driver's DynamicMIG skips the profile (nvlib.go inspectMigProfilesAndPlacements).
+    placements: tuple[Placement, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,12 @@ class GpuReading:
     # NVML_DEVICE_ADDRESSING_MODE_* from nvmlDeviceGetAddressingMode; None: the library lacks the call
     # or the platform does not support it (no coherent memory), so the driver publishes no attribute.
     addressing_mode: int | None = None
+    # sysfs numa_node of the GPU's PCI device (-1: no affinity); None when sysfs has no such device.
+    numa_node: int | None = None
+    mig_capable: bool = False  # nvmlDeviceGetMigMode answered (go-nvlib IsMigCapable)
+    # Every GPU instance profile the GPU supports, in NVML enum order (read when MIG capable):
+    # DynamicMIG announces one device per profile and placement.
+    instance_profiles: tuple[GpuInstanceProfile, ...] = ()
 
 
 @dataclass(frozen=True)

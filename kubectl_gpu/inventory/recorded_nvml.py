@@ -18,6 +18,7 @@ from typing import Any
 import pynvml
 
 from kubectl_gpu.input_text import json_problem
+from kubectl_gpu.inventory.nvml_reader import go_nvlib_bus_id
 
 FUNCTIONS = (
     "nvmlInit",
@@ -37,6 +38,7 @@ FUNCTIONS = (
     "nvmlDeviceGetMigMode",
     "nvmlDeviceGetAddressingMode",
     "nvmlDeviceGetGpuInstanceProfileInfo",
+    "nvmlDeviceGetGpuInstancePossiblePlacements",
     "nvmlDeviceGetMaxMigDeviceCount",
     "nvmlDeviceGetMigDeviceHandleByIndex",
     "nvmlDeviceGetGpuInstanceId",
@@ -114,11 +116,31 @@ def _schema() -> dict[str, Any]:
     return json.loads((Path(__file__).parent / "recording.schema.json").read_text(encoding="utf-8"))
 
 
+@dataclass(frozen=True)
+class RecordedSysfs:
+    """The sysfs facts a recording carries beside NVML (``gpus[i].sysfs``: pcieRoot, numaNode), by
+    the PCI bus ID NVML reports for that GPU, so a replay never reads this machine's /sys."""
+
+    by_bus_id: dict[str, dict[str, Any]]
+
+    @classmethod
+    def of(cls, node: dict[str, Any]) -> "RecordedSysfs":
+        return cls({go_nvlib_bus_id(gpu["pciBusId"]): gpu.get("sysfs", {})
+                    for gpu in node.get("gpus", ()) if "pciBusId" in gpu})
+
+    def pcie_root(self, pci_bus_id: str) -> str | None:
+        return self.by_bus_id.get(pci_bus_id, {}).get("pcieRoot")
+
+    def numa_node(self, pci_bus_id: str) -> int | None:
+        return self.by_bus_id.get(pci_bus_id, {}).get("numaNode")
+
+
 class RecordedNvml:
     def __init__(self, node: dict[str, Any]) -> None:
         self.node = node
         self.inits = 0
         self.shutdowns = 0
+        self.sysfs = RecordedSysfs.of(node)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "RecordedNvml":
@@ -137,6 +159,14 @@ class RecordedNvml:
         if problem:
             raise RecordingError(f"the NVML recording {path}: {problem} (see docs/inventory.md for the format)")
         return cls(node)
+
+    def module(self) -> SimpleNamespace:
+        """pynvml as the reader sees it, with the recording's functions: for one read, leaving the
+        process's pynvml alone."""
+        module = SimpleNamespace(**{name: getattr(pynvml, name) for name in dir(pynvml) if not name.startswith("__")})
+        for name in FUNCTIONS:
+            setattr(module, name, getattr(self, name))
+        return module
 
     def install(self, setattr_: Any = setattr) -> "RecordedNvml":
         """Serve pynvml's functions from the recording (`setattr_`: e.g. pytest's
@@ -248,8 +278,26 @@ class RecordedNvml:
         gpu = self._gpu(handle, "nvmlDeviceGetGpuInstanceProfileInfo")
         for info in gpu.get("gpuInstanceProfiles", []):
             if info["profile"] == profile:
-                return SimpleNamespace(**{k: v for k, v in info.items() if k != "profile"})
+                return SimpleNamespace(**{k: v for k, v in info.items() if k not in ("profile", "placements")})
         raise _error("NotSupported")
+
+    def nvmlDeviceGetGpuInstancePossiblePlacements(self, handle: _Gpu, profile_id: int, placements: Any,
+                                                   count: Any) -> int:
+        """pynvml's C-shaped call: fills ``placements`` and sets ``*count``; a profile recorded
+        without placements is NotSupported, as NVML answers for one it cannot place."""
+        gpu = self._gpu(handle, "nvmlDeviceGetGpuInstancePossiblePlacements")
+        info = next((p for p in gpu.get("gpuInstanceProfiles", []) if p["id"] == profile_id), None)
+        if info is None or "placements" not in info:
+            raise _error("NotSupported" if info is not None else "InvalidArgument")
+        recorded = info["placements"]
+        room = count._obj  # the c_uint behind ctypes.byref(count)
+        if placements is not None:  # None: the call that asks for the count
+            if len(recorded) > room.value:
+                raise _error("InsufficientSize")
+            for i, placement in enumerate(recorded):
+                placements[i].start, placements[i].size = placement["start"], placement["size"]
+        room.value = len(recorded)
+        return pynvml.NVML_SUCCESS
 
     def nvmlDeviceGetMaxMigDeviceCount(self, handle: _Gpu) -> int:
         return self._gpu(handle, "nvmlDeviceGetMaxMigDeviceCount").get("maxMigDeviceCount", 0)

@@ -1,5 +1,6 @@
-"""Discovery: which versions of an API group the cluster serves (GET /apis/GROUP), and which
-resource a person names by `deploy`, `deployment` or `deployments.apps` (as kubectl resolves TYPE)."""
+"""Discovery: which versions of an API group the cluster serves (GET /apis/GROUP), which
+resource a person names by `deploy`, `deployment` or `deployments.apps` (as kubectl resolves TYPE),
+and which custom resources the cluster serves."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ class ServedResource:
     kind: str
     namespaced: bool
     short_names: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -95,5 +97,23 @@ def _served_resources(api: Client, group: str | None) -> list[ServedResource]:
             found.append(ServedResource(name, version, plural, (entry.get("singularName") or
                                                                 entry["kind"]).lower(),
                                         entry["kind"], bool(entry.get("namespaced")),
-                                        tuple(s.lower() for s in entry.get("shortNames") or ())))
+                                        tuple(s.lower() for s in entry.get("shortNames") or ()),
+                                        tuple(entry.get("verbs") or ())))
     return found
+
+
+# Built-in groups whose objects hold no pod template of their own (the built-in workloads of apps
+# and batch are known kinds, read without discovery): not listed as custom resources.
+BUILTIN_GROUPS = frozenset({
+    "apps", "batch", "resource.k8s.io", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "networking.k8s.io",
+    "coordination.k8s.io", "events.k8s.io", "admissionregistration.k8s.io", "apiextensions.k8s.io",
+    "apiregistration.k8s.io", "authentication.k8s.io", "authorization.k8s.io", "autoscaling", "certificates.k8s.io",
+    "discovery.k8s.io", "flowcontrol.apiserver.k8s.io", "node.k8s.io", "scheduling.k8s.io", "metrics.k8s.io",
+    "internal.apiserver.k8s.io", "storagemigration.k8s.io", "resource.kubernetes.io"})
+
+
+def custom_resources(api: Client) -> list[ServedResource]:
+    """Every listable custom resource (a group outside BUILTIN_GROUPS), at its group's preferred
+    version; a group whose discovery is missing or forbidden is left out."""
+    return [r for r in _served_resources(api, None)
+            if r.group and r.group not in BUILTIN_GROUPS and "list" in r.verbs]

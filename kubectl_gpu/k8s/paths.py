@@ -19,6 +19,7 @@ PLURALS = {
     "Job": "jobs",
     "CronJob": "cronjobs",
     "ReplicationController": "replicationcontrollers",
+    "PodTemplate": "podtemplates",
     "ResourceClaim": "resourceclaims",
     "ResourceClaimTemplate": "resourceclaimtemplates",
     "ResourceSlice": "resourceslices",

@@ -61,7 +61,11 @@ class Informer:
                  field_selector: str | None = None, on_change: OnChange | None = None,
                  watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
                  backoff_seconds: tuple[float, float] = BACKOFF_SECONDS,
-                 page_size: int = DEFAULT_PAGE_SIZE) -> None:
+                 page_size: int = DEFAULT_PAGE_SIZE,
+                 transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        # `transform`: what of each object to keep, applied before it is stored (client-go's
+        # SharedIndexInformer.SetTransform): a copy of thousands of objects is held for days.
+        self.transform = transform
         self.api = api
         self.path = path
         self.label_selector = label_selector
@@ -150,6 +154,8 @@ class Informer:
             self.api.get_json, self.path, label_selector=self.label_selector,
             field_selector=self.field_selector, page_size=self.page_size)
         self.lists += 1
+        if self.transform is not None:
+            items = [self.transform(item) for item in items]
         fresh = {key_of(item): item for item in items}
         old, self.objects = self.objects, fresh
         self.resource_version = version
@@ -173,6 +179,8 @@ class Informer:
                 label_selector=self.label_selector, field_selector=self.field_selector,
                 timeout_seconds=int(self.watch_timeout_seconds * (1 + random.random()))):
             kind, obj = event.get("type"), event["object"]
+            if self.transform is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
+                obj = self.transform(obj)
             version = _version(obj)
             if kind in ("ADDED", "MODIFIED"):
                 self.objects[key_of(obj)] = obj

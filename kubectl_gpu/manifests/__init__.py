@@ -30,6 +30,10 @@ class MigrationResult:
     def not_migrated(self) -> bool:
         return any(f.not_migrated for f in self.files)
 
+    @property
+    def legacy_left(self) -> bool:
+        return any(f.plan.legacy_left for f in self.files)
+
 
 def migrate_files(
     sources: Sequence[Source],

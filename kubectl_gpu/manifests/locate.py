@@ -28,14 +28,34 @@ class PodSite:
     # A PodSpec with no pod metadata beside it (KServe's `template`/`worker`, a predictor's
     # inline spec): the core sees it with empty metadata, and annotation changes have no home.
     inline: bool
+    label: str = "pod template"  # what the report calls it (a container spec of a custom resource: its name)
+
+
+# Places named up front in a finding seen in many; the rest follow after "and N more:".
+_PLACES_FIRST = 3
 
 
 @dataclass(frozen=True)
 class Unrewritable:
-    """A GPU spec migrate sees but must not rewrite; the message says what to do instead."""
+    """A GPU spec migrate sees but must not rewrite; the message says what to do instead.  A long
+    pipeline repeats the same spec: one finding per message, naming every place it was seen."""
 
     pointer: str
     message: str
+    others: tuple[str, ...] = ()  # further places with the same message, in document order
+    # A GPU request left behind (the pods will still ask a device plugin), not a setting that merely
+    # names a legacy resource: `migrate --check` fails on these (exits.LEGACY_LEFT).
+    request_left: bool = True
+
+    @property
+    def pointers(self) -> tuple[str, ...]:
+        return (self.pointer, *self.others)
+
+    @property
+    def where(self) -> str:
+        places = [p or "/" for p in self.pointers]
+        first, rest = places[:_PLACES_FIRST], places[_PLACES_FIRST:]
+        return ", ".join(first) + (f" and {len(rest)} more: {', '.join(rest)}" if rest else "")
 
 
 # Argo's containerSet holds containers but is no PodSpec: adding resourceClaims there breaks it.
@@ -91,14 +111,16 @@ _RESOURCE_IN_TEXT = re.compile(
 )
 
 
-def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
-    """GPU specs outside the pod templates migrate rewrites: inside strings (embedded
-    manifests, pipeline IR), container specs outside a PodSpec, obsolete count fields."""
-    spec_prefixes = tuple(site.spec_pointer + "/" for site in sites)
-    findings: dict[str, Unrewritable] = {}  # one per message: a long pipeline repeats the same spec
+def find_unrewritable(obj: Any, sites: list[PodSite], rewritten_containers: tuple[str, ...] = ()) -> list[Unrewritable]:
+    """GPU specs outside the pod templates and the container specs (`rewritten_containers`, see
+    container_sites.py) migrate rewrites: inside strings (embedded manifests, pipeline IR), other
+    container specs outside a PodSpec, operators' GPU count fields."""
+    spec_prefixes = tuple(site.spec_pointer + "/" for site in sites) + tuple(p + "/" for p in rewritten_containers)
+    places: dict[str, list[str]] = {}  # message -> where it was seen
+    settings: set[str] = set()  # the messages about settings, not requests
 
     def add(pointer: str, message: str) -> None:
-        findings.setdefault(message, Unrewritable(pointer, message))
+        places.setdefault(message, []).append(pointer)
 
     serves_legacy_name = _is_device_class(obj)
     for path, key, value in _iter_nodes(obj, []):
@@ -114,18 +136,34 @@ def find_unrewritable(obj: Any, sites: list[PodSite]) -> list[Unrewritable]:
                 add(pointer, f"{', '.join(names)} requested inside a string value: embedded manifests and "
                              "pipeline specs are not rewritten; migrate them where they are generated")
             elif family_of(value) and key not in ("key", "operator") and "tolerations" not in path:
-                add(pointer, f"refers to the legacy resource {value.strip()} (a quota, accelerator type or "
-                             "setting): migrated pods no longer request it, so point it at the DRA device "
-                             "class instead")
+                message = (f"refers to the legacy resource {value.strip()} (a quota, accelerator type or "
+                           "setting): migrated pods no longer request it, so point it at the DRA device class instead")
+                add(pointer, message)
+                settings.add(message)
         elif key == "resources" and isinstance(value, Mapping) and not pointer.startswith(spec_prefixes):
             names = _legacy_resource_keys(value)
             if names:
-                add(pointer, f"{', '.join(names)} in a container spec outside any pod template (e.g. an Argo "
-                             "template's container, a KServe predictor framework): not rewritten; use a pod "
-                             "template or the admission webhook")
-    findings_list = list(findings.values())
-    findings_list.extend(_obsolete_count_fields(obj))
-    return findings_list
+                add(pointer, f"{', '.join(names)} {_outside_template_advice(obj)}")
+    findings = [Unrewritable(pointers[0], message, tuple(pointers[1:]), request_left=message not in settings)
+                for message, pointers in places.items()]
+    findings.extend(_count_fields(obj))
+    return findings
+
+
+# NVIDIA's NIM operator (apps.nvidia.com): `resources` is put on the container the operator creates; its
+# API takes claims in `draResources` beside it (NVIDIA/k8s-nim-operator api/apps/v1alpha1/dra_types.go).
+_NIM_KINDS = frozenset({"NIMService", "NIMPipeline"})
+
+
+def _outside_template_advice(obj: Any) -> str:
+    kind = obj.get("kind") if isinstance(obj, Mapping) else None
+    if kind in _NIM_KINDS and str(obj.get("apiVersion", "")).startswith("apps.nvidia.com/"):
+        return ("in a NIM service's resources, which the NIM operator puts on the container it creates: not "
+                "rewritten; with a NIM operator whose API has draResources, remove the GPU limit and add "
+                "draResources beside it ([{resourceClaimTemplateName: <a ResourceClaimTemplate>}] or a claimSpec "
+                "with the devices); with an older operator, the admission webhook rewrites the pods it creates")
+    return ("in a container spec outside any pod template, in a custom resource migrate has no mapping for: "
+            "not rewritten; use a pod template, or the admission webhook for the pods its operator creates")
 
 
 def _is_device_class(obj: Any) -> bool:
@@ -177,9 +215,33 @@ def _is_zero(amount: Any) -> bool:
         return False
 
 
-def _obsolete_count_fields(obj: Any) -> list[Unrewritable]:
+# Operators' own GPU count fields, by kind: (pointer, what the operator does with it).  production-stack
+# VLLMRuntime (vllm-project/production-stack operator/api/v1alpha1/common.go ResourceRequirements.GPU, a
+# count string) for the vLLM container and for its sidecar.
+_COUNT_FIELDS = {
+    "VLLMRuntime": (("spec", "deploymentConfig", "resources", "gpu"),
+                    ("spec", "deploymentConfig", "sidecarConfig", "resources", "gpu")),
+}
+
+
+def _count_fields(obj: Any) -> list[Unrewritable]:
     if not isinstance(obj, Mapping):
         return []
+    found = []
+    for path in _COUNT_FIELDS.get(str(obj.get("kind")), ()):
+        node: Any = obj
+        for key in path:
+            node = node.get(key) if isinstance(node, Mapping) else None
+        if node is not None and not _is_zero(node):
+            found.append(Unrewritable(
+                join_pointer(path),
+                f"{obj.get('kind')} {'.'.join(path[1:])}: {node!r} is a GPU count the operator turns into an "
+                "nvidia.com/gpu limit on the pods it creates: not rewritten; the admission webhook rewrites those "
+                "pods (or deploy them from a pod template of your own and migrate that)"))
+    return found + _obsolete_count_fields(obj)
+
+
+def _obsolete_count_fields(obj: Any) -> list[Unrewritable]:
     spec = obj.get("spec")
     if (
         obj.get("kind") == "MPIJob"

@@ -24,9 +24,11 @@ from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
 from .read_back import is_live, live_pod_warning, server_set_pointers
+from .container_sites import ContainerSite, find_container_sites, plan_container_site
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
+from .ray import KeptCount, keep_gpu_count, ray_groups
 from .tree_patch import PatchError, apply_patch, resolve
 
 Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
@@ -108,6 +110,7 @@ class ObjectNote:
     obj: ObjectRef
     severity: Severity
     message: str
+    legacy_left: bool = False  # a GPU request migrate cannot rewrite stays in this object
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,11 @@ class FilePlan:
         """Something in this file could not be migrated (exit code 3)."""
         return (any(i.severity is Severity.ERROR for i in self.issues) or any(t.failed for t in self.templates)
                 or any(q.failed for q in self.quotas))
+
+    @property
+    def legacy_left(self) -> bool:
+        """GPU requests are left that migrate cannot rewrite (`--check` fails: exits.LEGACY_LEFT)."""
+        return any(n.legacy_left for n in self.object_notes)
 
 
 ObjectKey = tuple[str, str | None, str]
@@ -214,8 +222,10 @@ class Planner:
                     plan.quotas.append(quota)
                 continue
             sites = find_pod_sites(obj)
-            for finding in find_unrewritable(obj, sites):
-                plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding)))
+            container_sites = find_container_sites(obj)
+            for finding in find_unrewritable(obj, sites, tuple(c.container_pointer for c in container_sites)):
+                plan.object_notes.append(ObjectNote(ref, Severity.WARNING, _finding_text(finding),
+                                                    legacy_left=finding.request_left))
             first_template = len(plan.templates)
             for site in sites:
                 try:
@@ -228,7 +238,32 @@ class Planner:
                         "please report this as a kubectl-gpu bug with the manifest"),)), ()
                 plan.templates.append(template_plan)
                 _place_claims(plan, ref, claims, options, self.present, self.emitted)
+            for container_site in container_sites:
+                template_plan, claims = _plan_container_site(ref, obj, container_site, options, translate)
+                plan.templates.append(template_plan)
+                _place_claims(plan, ref, claims, options, self.present, self.emitted)
+            _keep_ray_gpu_counts(plan, ref, obj, first_template)
             _prepare_live_object(plan, ref, obj, first_template)
+
+
+def _keep_ray_gpu_counts(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any], first_template: int) -> None:
+    """A Ray group whose GPU limit became a claim gets the `num-gpus` KubeRay read from it (ray.py),
+    added to that group's template plan so it is written with it or not at all."""
+    by_pointer = {plan.templates[i].site.pointer: i for i in range(first_template, len(plan.templates))
+                  if plan.templates[i].changed}
+    for group in ray_groups(obj):
+        index = by_pointer.get(group.template_pointer)
+        if index is None:
+            continue
+        template = plan.templates[index]
+        relative = [{**op, "path": str(op["path"])[len(ref.pointer):]} for op in template.operations]
+        kept = keep_gpu_count(obj, group, relative)
+        if isinstance(kept, KeptCount):
+            operation = {**kept.operation, "path": ref.pointer + kept.operation["path"]}
+            plan.templates[index] = replace(template, operations=template.operations + (operation,))
+            plan.object_notes.append(ObjectNote(ref, Severity.INFO, kept.message))
+        elif kept is not None:
+            plan.object_notes.append(ObjectNote(ref, Severity.WARNING, kept))
 
 
 def _prepare_live_object(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any], first_template: int) -> None:
@@ -308,7 +343,7 @@ def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:
 
 
 def _finding_text(finding: Unrewritable) -> str:
-    return f"{finding.pointer or '/'}: {finding.message}"
+    return f"{finding.where}: {finding.message}"
 
 
 def _plan_template(
@@ -323,10 +358,7 @@ def _plan_template(
     misshapen = _misshapen_fields(template)
     if misshapen:
         return TemplatePlan(ref, site, (), (Note(Severity.ERROR, misshapen),)), ()
-    # An object that names no namespace goes where kubectl puts it: perhaps the pod's.
-    namespace = ref.namespace or options.namespace
-    known = options.known_claims.get(namespace, ()) + (options.known_claims.get(None, ()) if namespace else ())
-    translation = translate(template, replace(options.translate, sharing_group=_sharing_group(ref), known_claims=known))
+    translation = translate(template, _translate_options(ref, options))
     notes = list(translation.notes)
     if translation.errors or not translation.patch:
         return TemplatePlan(ref, site, (), tuple(notes)), () if translation.errors else translation.claims
@@ -348,6 +380,22 @@ def _plan_template(
         notes.append(Note(Severity.INFO, "this pod spec has no pod metadata of its own, so the record of the "
                                          "original requests (annotation) was not added"))
     return TemplatePlan(ref, site, tuple(operations), tuple(notes)), translation.claims
+
+
+def _plan_container_site(ref: ObjectRef, obj: Mapping[str, Any], site: ContainerSite, options: MigrateOptions,
+                         translate: Translator) -> tuple[TemplatePlan, tuple[ClaimObject, ...]]:
+    """A container spec outside a pod template whose CRD keeps the pod's fields elsewhere
+    (container_sites.py), planned as a pod template: reported under the container's place."""
+    translate_options = _translate_options(ref, options)
+    where = PodSite(site.container_pointer, site.container_pointer, inline=True, label=site.crd)
+    try:
+        planned = plan_container_site(obj, site, lambda template: translate(template, translate_options))
+    except Exception as err:  # noqa: BLE001 - one odd container must not stop the run
+        return TemplatePlan(ref, where, (), (Note(
+            Severity.ERROR, f"could not plan this {site.crd} ({type(err).__name__}: {err}); left unchanged: "
+                            "please report this as a kubectl-gpu bug with the manifest"),)), ()
+    operations = tuple({**op, "path": ref.pointer + str(op["path"])} for op in planned.operations)
+    return TemplatePlan(ref, where, operations, planned.notes), planned.claims
 
 
 # The fields a rewrite reads or writes, with the JSON type Kubernetes requires of each: a
@@ -397,6 +445,14 @@ def _wrong_type(field_name: str, value: Any, expected: str) -> str:
     found = "a mapping" if isinstance(value, Mapping) else "a list" if isinstance(value, list) else "a scalar"
     return (f"{field_name} is {found}, but Kubernetes requires {expected} here (the API server would reject "
             "this object); left unchanged so nothing you wrote is overwritten: fix the field and run migrate again")
+
+
+def _translate_options(ref: ObjectRef, options: MigrateOptions) -> TranslateOptions:
+    """The core's options for one object's pods: its workload to share with, the claims it can see."""
+    # An object that names no namespace goes where kubectl puts it: perhaps the pod's.
+    namespace = ref.namespace or options.namespace
+    known = options.known_claims.get(namespace, ()) + (options.known_claims.get(None, ()) if namespace else ())
+    return replace(options.translate, sharing_group=_sharing_group(ref), known_claims=known)
 
 
 def _sharing_group(ref: ObjectRef) -> str | None:

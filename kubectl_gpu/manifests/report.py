@@ -61,27 +61,31 @@ def _severities(file: FileResult) -> Iterable[Severity]:
         yield Severity.ERROR
 
 
-def print_report(result: MigrationResult, console: Console) -> None:
+def print_report(result: MigrationResult, console: Console, written: bool = True) -> None:
+    """``written``: False for --check and --diff, which write no manifest, so the report says what
+    would change."""
     for file in result.files:
         lines = list(_file_lines(file))
         if lines:
-            console.print(f"[bold]{escape(file.rendered.source.display)}[/bold]{_file_status(file)}")
+            console.print(f"[bold]{escape(file.rendered.source.display)}[/bold]{_file_status(file, written)}")
             for line in lines:
                 console.print(line)
     t = totals(result)
+    migrated, added = ("migrated", "added") if written else ("to migrate", "to add")
     console.print(
         f"[bold]{t.files} file(s), {t.changed_files} changed:[/bold] {t.objects} object(s) read, "
-        f"{t.templates_migrated} pod template(s) "
-        f"migrated, {t.objects_added} DRA object(s) added, "
+        f"{t.templates_migrated} pod template(s) {migrated}, {t.objects_added} DRA object(s) {added}, "
         + (f"{t.quotas_changed} ResourceQuota(s) given DRA caps, " if t.quotas_changed else "") +
         f"[{_STYLE[Severity.WARNING]}]{t.warnings} warning(s)[/], [{_STYLE[Severity.ERROR]}]{t.errors} error(s)[/]"
     )
 
 
-def _file_status(file: FileResult) -> str:
+def _file_status(file: FileResult, written: bool = True) -> str:
     if file.not_migrated:
-        return " [bold red](not fully migrated)[/]"
-    return " [green](migrated)[/]" if file.changed else " (unchanged)"
+        return " [bold red](not fully migrated)[/]" if written else " [bold red](cannot be fully migrated)[/]"
+    if file.changed:
+        return " [green](migrated)[/]" if written else " [yellow](would be migrated)[/]"
+    return " (unchanged)"
 
 
 def _line(indent: int, severity: Severity, text: str) -> str:
@@ -103,7 +107,7 @@ def _file_lines(file: FileResult) -> Iterable[str]:
         lines = by_object.setdefault(template.obj, [])
         where = template.site.pointer or "/"
         status = "rewritten" if template.changed else "not changed"
-        lines.append(f"    pod template {escape(where)}: {status}")
+        lines.append(f"    {escape(template.site.label)} {escape(where)}: {status}")
         lines.extend(_line(6, note.severity, note.render()) for note in template.notes)
     for quota in plan.quotas:
         lines = by_object.setdefault(quota.obj, [])

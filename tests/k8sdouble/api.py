@@ -14,6 +14,7 @@ import yaml
 
 from . import discovery, errors
 from .conversion import clone, convert
+from .defaulting import apply_defaults
 from .errors import ApiError
 from .eviction import evict
 from .faults import RecordedRequest
@@ -316,7 +317,9 @@ class Api:
             raise errors.invalid(req.kind, str(meta.get("name") or meta.get("generateName") or ""), causes)
 
     def _to_hub(self, req: ResourceRequest, obj: dict) -> dict:
-        return convert(obj, req.kind, req.version, req.kind.storage_version)
+        hub = convert(obj, req.kind, req.version, req.kind.storage_version)
+        apply_defaults(req.kind, hub)
+        return hub
 
     def _create(self, req: ResourceRequest, obj: dict, dry_run: bool, manager: str) -> Response:
         if req.name:

@@ -89,6 +89,7 @@ KINDS: tuple[ResourceKind, ...] = (
     _r("", "v1", "serviceaccounts", "ServiceAccount", NS, short_names=("sa",)),
     _r("", "v1", "resourcequotas", "ResourceQuota", NS, short_names=("quota",), subresources=("status",)),
     _r("", "v1", "limitranges", "LimitRange", NS, short_names=("limits",)),
+    _r("", "v1", "podtemplates", "PodTemplate", NS),
     _r("coordination.k8s.io", "v1", "leases", "Lease", NS),
     _r("apps", "v1", "deployments", "Deployment", NS, short_names=("deploy",), **WORKLOAD),
     _r("apps", "v1", "replicasets", "ReplicaSet", NS, short_names=("rs",), **WORKLOAD),
@@ -103,6 +104,10 @@ KINDS: tuple[ResourceKind, ...] = (
     _r("resource.k8s.io", RESOURCE_VERSIONS, "resourceclaimtemplates", "ResourceClaimTemplate", NS),
     _r("resource.k8s.io", RESOURCE_VERSIONS, "resourceslices", "ResourceSlice", CLUSTER,
        field_labels=("spec.nodeName", "spec.driver")),
+    # Served so that clients can read custom resources' schemas; seeding one does not serve its kind
+    # (pass the kind in `extra_kinds`).
+    _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", CLUSTER,
+       short_names=("crd", "crds"), subresources=("status",)),
     _r("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
        "MutatingWebhookConfiguration", CLUSTER),
     _r("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",

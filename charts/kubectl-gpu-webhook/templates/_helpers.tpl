@@ -173,12 +173,18 @@ The legacy resource names, by family (docs/design.md):
   aliyun        aliyun.com/gpu-mem, aliyun.com/gpu-count, aliyun.com/gpu-core.percentage
   vgpu-manager  nvidia.com/vgpu-number, nvidia.com/vgpu-cores, nvidia.com/vgpu-memory
   volcano       volcano.sh/vgpu-number, volcano.sh/vgpu-cores, volcano.sh/vgpu-memory
+  volcano-gpushare  volcano.sh/gpu-memory, volcano.sh/gpu-number
+  koordinator   koordinator.sh/gpu, koordinator.sh/gpu.shared, koordinator.sh/gpu-core,
+                koordinator.sh/gpu-memory, koordinator.sh/gpu-memory-ratio
   tpu           google.com/tpu
 */}}
 
 {{- /* The GPU names, one alternation: the two regexes below must never drift apart. */}}
 {{- define "kubectl-gpu-webhook.legacyGpuResourceNames" -}}
-nvidia[.]com/(gpu|gpu[.]shared|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage)|volcano[.]sh/vgpu-(number|cores|memory)
+nvidia[.]com/(gpu|gpu[.]shared|vcuda-core|vcuda-memory|mig-.+|gpumem|gpumem-percentage|gpucores|vgpu-number|vgpu-cores|vgpu-memory)|alpha[.]kubernetes[.]io/nvidia-gpu|tencent[.]com/vcuda-(core|memory)|aliyun[.]com/(gpu-mem|gpu-count|gpu-core[.]percentage)|volcano[.]sh/vgpu-(number|cores|memory)|volcano[.]sh/gpu-(memory|number)|koordinator[.]sh/(gpu|gpu[.]shared|gpu-core|gpu-memory|gpu-memory-ratio)
+{{- /* config.extraLegacyResources: names a device plugin advertises under a name of its own.  The
+schema lets a name hold no regex metacharacter but "."; [.] needs no backslash in a CEL string. */}}
+{{- range .Values.config.extraLegacyResources }}|{{ replace "." "[.]" . }}{{ end }}
 {{- end }}
 
 {{- define "kubectl-gpu-webhook.legacyResourceRegex" -}}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from kubectl_gpu.inspect.devices import current_devices
-from kubectl_gpu.inspect.doctor import api_versions, device_taints, double_counted_nodes, extended_resources, \
-    quotas, selectors, unused, webhooks
+from kubectl_gpu.inspect.doctor import api_versions, device_taints, double_counted_nodes, dra_node_resources, \
+    extended_resources, quotas, selectors, unused, webhooks
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult, DoctorReport
 from kubectl_gpu.inspect.findings import Finding, Severity
@@ -12,6 +12,7 @@ from kubectl_gpu.inspect.findings import Finding, Severity
 # The objects each check reads: a check whose objects could not be listed is skipped, not passed.
 NEEDS: dict[str, tuple[str, ...]] = {
     double_counted_nodes.NAME: ("nodes", "resourceslices", "resourceclaims", "pods"),
+    dra_node_resources.NAME: ("nodes", "resourceslices"),
     extended_resources.NAME: ("deviceclasses", "nodes"),
     webhooks.NAME: ("mutatingwebhookconfigurations", "validatingwebhookconfigurations", "services"),
     selectors.NAME: ("resourceslices", "resourceclaimtemplates", "resourceclaims", "deviceclasses"),
@@ -20,7 +21,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     device_taints.NAME: ("resourceslices",),
     quotas.NAME: ("resourcequotas", "resourceclaims", "deviceclasses"),
 }
-TITLES = {double_counted_nodes.NAME: double_counted_nodes.TITLE, extended_resources.NAME: extended_resources.TITLE,
+TITLES = {double_counted_nodes.NAME: double_counted_nodes.TITLE, dra_node_resources.NAME: dra_node_resources.TITLE,
+          extended_resources.NAME: extended_resources.TITLE,
           webhooks.NAME: webhooks.TITLE, selectors.NAME: selectors.TITLE, unused.NAME: unused.TITLE,
           api_versions.NAME: api_versions.TITLE, device_taints.NAME: device_taints.TITLE, quotas.NAME: quotas.TITLE}
 
@@ -30,6 +32,7 @@ def run_doctor(inputs: DoctorInputs) -> DoctorReport:
     runners = {
         api_versions.NAME: lambda: api_versions.check_api_versions(inputs, webhooks.installed(inputs)),
         double_counted_nodes.NAME: lambda: double_counted_nodes.check_double_counting(inputs, devices),
+        dra_node_resources.NAME: lambda: dra_node_resources.check_dra_node_resources(inputs, devices),
         extended_resources.NAME: lambda: extended_resources.check_extended_resources(inputs),
         webhooks.NAME: lambda: webhooks.check_webhooks(inputs),
         selectors.NAME: lambda: selectors.check_selectors(inputs, devices),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubectl_gpu.dra.facts import NVIDIA_DRIVER
 from kubectl_gpu.inspect.cluster import build_node_reports
 from kubectl_gpu.inspect.devices import SliceDevice
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
@@ -14,7 +15,8 @@ TITLE = "GPUs offered by both the device plugin and a DRA driver"
 def check_double_counting(inputs: DoctorInputs, devices: list[SliceDevice]) -> CheckResult:
     reports, _ = build_node_reports(inputs.nodes, devices, inputs.resource_claims, inputs.pods,
                                     inputs.dra_node_labels)
-    dra_nodes = sum(1 for r in reports if r.dra_label is not None)
+    dra_nodes = sum(1 for r in reports if r.is_dra_node)
     labels = ", ".join(str(label) for label in inputs.dra_node_labels)
-    summary = f"{len(reports)} GPU node(s), {dra_nodes} labelled as DRA nodes ({labels})"
+    summary = (f"{len(reports)} GPU node(s), {dra_nodes} DRA node(s) (labelled {labels}, or publishing "
+               f"{NVIDIA_DRIVER} ResourceSlices)")
     return CheckResult(NAME, TITLE, summary, tuple(f for r in reports for f in r.findings))

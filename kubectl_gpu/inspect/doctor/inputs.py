@@ -30,5 +30,7 @@ class DoctorInputs:
     endpoint_slices: Objects | None = None
     endpoints: Objects = ()
     dra_node_labels: tuple[NodeLabel, ...] = DEFAULT_DRA_NODE_LABELS
+    # Device-plugin GPU resources under names of their own (the webhook's extraLegacyResources).
+    extra_legacy_resources: frozenset[str] = frozenset()
     # Resource (e.g. "mutatingwebhookconfigurations") -> why it could not be read (RBAC...).
     unavailable: Mapping[str, str] = field(default_factory=dict)

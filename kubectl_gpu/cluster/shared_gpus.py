@@ -1,0 +1,126 @@
+"""Node pools where NVIDIA's device plugin shares each GPU (time-slicing or MPS replicas), read from
+GPU Feature Discovery's labels: there `nvidia.com/gpu: 1` asked for one slot of a GPU, not a GPU.
+
+Migrated as whole GPUs, a pool of 2 GPUs x 8 replicas that ran 16 such pods runs 2, so migrate
+names each pool and what its pods need instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kubectl_gpu.dra.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
+                                    GFD_SHARING_STRATEGY_LABEL)
+
+SHARED = "shared"  # only the product label says so: an older GFD, strategy and replicas unknown
+
+
+@dataclass(frozen=True)
+class GpuSharing:
+    strategy: str  # "time-slicing", "mps", or SHARED
+    replicas: int | None  # slots per GPU, when labelled
+
+    def describe(self) -> str:
+        if self.strategy == SHARED:
+            return f"shares its GPUs ({GFD_PRODUCT_LABEL} ends in {GFD_SHARED_PRODUCT_SUFFIX})"
+        return (f"shares its GPUs by {self.strategy} ({GFD_SHARING_STRATEGY_LABEL}={self.strategy}, "
+                f"{GFD_REPLICAS_LABEL}={self.replicas})")
+
+
+def device_plugin_sharing(labels: Mapping[str, Any]) -> GpuSharing | None:
+    """How the device plugin shares this node's GPUs, None when it does not."""
+    strategy = str(labels.get(GFD_SHARING_STRATEGY_LABEL, "")).strip()
+    replicas = _int(labels.get(GFD_REPLICAS_LABEL))
+    if strategy and strategy != "none" and (replicas is None or replicas > 1):
+        return GpuSharing(strategy, replicas)
+    if replicas is not None and replicas > 1:
+        return GpuSharing(strategy or SHARED, replicas)
+    if str(labels.get(GFD_PRODUCT_LABEL, "")).endswith(GFD_SHARED_PRODUCT_SUFFIX) and not strategy:
+        return GpuSharing(SHARED, None)
+    return None
+
+
+@dataclass(frozen=True)
+class SharedPool:
+    """Nodes alike (same product and sharing) whose device plugin shares each GPU."""
+
+    product: str
+    sharing: GpuSharing
+    nodes: tuple[str, ...]
+    gpus: int  # physical GPUs (GFD's count), over all its nodes
+
+    @property
+    def slots(self) -> int | None:
+        return self.gpus * self.sharing.replicas if self.sharing.replicas else None
+
+    def describe(self, every_gpu_node_shares: bool) -> str:
+        size = (f"{self.gpus} GPU(s) as {self.slots} slots" if self.slots is not None else f"{self.gpus} GPU(s)")
+        head = (f"node pool {', '.join(self.nodes)} ({self.product or 'GPU'}) {self.sharing.describe()}: {size}; "
+                "a pod there asking nvidia.com/gpu: 1 asked for one slot")
+        shared_claim = ("--sharing timeslicing (one ResourceClaim per workload with the driver's TimeSlicing config: "
+                        "its pods share that claim's GPU, so they run on its node)")
+        consumable = ("where the NVIDIA DRA driver publishes consumable `shares` capacity (driver v0.5, "
+                      "DRAConsumableCapacity on), a share of a GPU each")
+        if every_gpu_node_shares:
+            return (f"{head}, so nvidia.com/gpu is read as slots; keep them shared with {shared_claim} or, "
+                    f"{consumable}; otherwise each becomes a whole GPU and the pool runs {self.gpus} such pod(s)")
+        return (f"{head}, and migrated as a whole GPU the pool runs {self.gpus} such pod(s). Other GPU nodes do not "
+                "share, so a pod whose nodeSelector does not keep it in this pool keeps whole GPUs; one that does has "
+                "its nvidia.com/gpu read as slots (or ask for nvidia.com/gpu.shared, the name the device plugin's "
+                f"renameByDefault gives replicas); keep them shared with {shared_claim} or, {consumable}")
+
+
+def shared_pools(nodes: Iterable[Mapping[str, Any]]) -> list[SharedPool]:
+    """The shared pools among ``nodes`` (Node objects), by product and sharing, in name order."""
+    pools: dict[tuple[str, GpuSharing], tuple[list[str], list[int]]] = {}
+    for node in nodes:
+        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+        sharing = device_plugin_sharing(labels)
+        if sharing is None:
+            continue
+        names, gpus = pools.setdefault((str(labels.get(GFD_PRODUCT_LABEL, "")), sharing), ([], []))
+        names.append(str(metadata.get("name")))
+        gpus.append(_int(labels.get(GFD_COUNT_LABEL)) or 0)
+    return [SharedPool(product, sharing, tuple(sorted(names)), sum(gpus))
+            for (product, sharing), (names, gpus) in sorted(pools.items(), key=lambda item: sorted(item[1][0]))]
+
+
+def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """Some node has GPUs (GFD's labels or device-plugin nvidia.com/gpu) and every such node's device
+    plugin shares them: wherever a pod lands, nvidia.com/gpu was a slot."""
+    gpu_nodes = 0
+    for node in nodes:
+        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+        status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+        allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
+        if GFD_PRODUCT_LABEL not in labels and GFD_COUNT_LABEL not in labels and "nvidia.com/gpu" not in allocatable:
+            continue
+        gpu_nodes += 1
+        if device_plugin_sharing(labels) is None:
+            return False
+    return gpu_nodes > 0
+
+
+def lands_only_on_shared_gpus(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """The GPU nodes a pod template's nodeSelector admits all share their GPUs (and there is one): its
+    nvidia.com/gpu can only have been a slot.  Node affinity can only narrow that set further."""
+    spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
+    selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
+    admitted = []
+    for node in nodes:
+        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+        if all(str(labels.get(key)) == str(value) for key, value in selector.items()):
+            admitted.append(node)
+    return every_gpu_node_shares(admitted)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None

@@ -1,0 +1,106 @@
+"""What a command loads before it answers: `--help` and `migrate FILE` work offline, so they must
+not pay for the Kubernetes client (the kubernetes package and aiohttp, ~0.5-1 s of imports) that
+only a command reaching a cluster needs.  The speed itself is scripts/bench_migrate.py's (start-up
+next to `python -c pass`); these tests pin what is imported, which is what makes it slow."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.main import SUBCOMMANDS
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "nvidia-gpu-deployment.yaml"
+CLUSTER_CLIENT = ("kubernetes", "aiohttp")
+
+# Runs the CLI as `kubectl-gpu` does and prints, as its last line, which of the client's packages
+# were loaded by the time the process exits.
+PROBE = ("import atexit, sys, runpy\n"
+         "packages = sys.argv[1].split(',')\n"
+         "atexit.register(lambda: print('LOADED', *sorted(p for p in packages if p in sys.modules)))\n"
+         "sys.argv = ['kubectl-gpu', *sys.argv[2:]]\n"
+         "runpy.run_module('kubectl_gpu.cli.main', run_name='__main__')\n")
+
+
+def loaded_client_modules(*args: str, packages: tuple[str, ...] = CLUSTER_CLIENT) -> list[str]:
+    env = {**os.environ, "NO_COLOR": "1", "KUBECONFIG": os.devnull}
+    result = subprocess.run([sys.executable, "-c", PROBE, ",".join(packages), *args], capture_output=True,
+                            text=True, env=env, timeout=120)
+    last = result.stdout.splitlines()[-1] if result.stdout else ""
+    assert last.startswith("LOADED"), result.stdout[-2000:] + result.stderr[-2000:]
+    return last.split()[1:]
+
+
+HELPS = [[name, "--help"] for name in sorted(SUBCOMMANDS)] + [
+    ["--help"], ["migrate", "nodes", "--help"], ["migrate", "--from-cluster", "--help"]]
+
+
+@pytest.mark.parametrize("args", HELPS, ids=" ".join)
+def test_help_of_every_command_loads_no_cluster_client(args):
+    assert loaded_client_modules(*args) == []
+
+
+def test_migrating_a_file_offline_loads_no_cluster_client():
+    assert loaded_client_modules("migrate", str(EXAMPLE)) == []
+    assert loaded_client_modules("migrate", "--check", str(EXAMPLE)) == []
+
+
+def test_migrating_without_a_cluster_profile_loads_neither_explain_nor_a_second_yaml_library():
+    """explain checks claims against a profile's devices; PyYAML writes only --device-classes."""
+    assert loaded_client_modules("migrate", str(EXAMPLE), packages=("kubectl_gpu.explain", "yaml")) == []
+
+
+# The executable's own start: `--help` from the user's cache (kubectl_gpu/cli/launch.py).
+LAUNCH_PROBE = ("import atexit, sys\n"
+                "atexit.register(lambda: sys.stderr.write('CLICK %s\\n' % ('click' in sys.modules)))\n"
+                "sys.argv = ['kubectl-gpu', *sys.argv[1:]]\n"
+                "from kubectl_gpu.cli.launch import run\nrun()\n")
+
+
+def launch(cache: Path, *args: str, columns: str = "100") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "COLUMNS": columns, "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-c", LAUNCH_PROBE, *args], capture_output=True, text=True, env=env,
+                          timeout=120)
+
+
+def loaded_click(result: subprocess.CompletedProcess[str]) -> bool:
+    return result.stderr.splitlines()[-1] == "CLICK True"
+
+
+@pytest.mark.parametrize("args", [["migrate", "--help"], ["migrate", "nodes", "-h"], ["--help"]], ids=" ".join)
+def test_help_is_rendered_once_then_printed_from_the_cache_without_click(tmp_path, args):
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
+    direct = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", *args], capture_output=True, text=True,
+                            env=env, timeout=120)
+    first, second = launch(tmp_path, *args), launch(tmp_path, *args)
+    assert first.returncode == second.returncode == direct.returncode == 0
+    assert first.stdout == second.stdout == direct.stdout
+    assert "Usage: kubectl gpu" in second.stdout
+    assert loaded_click(first) and not loaded_click(second)
+
+
+def test_a_kept_help_is_not_used_for_another_terminal_width_or_when_damaged(tmp_path):
+    narrow = launch(tmp_path, "describe", "--help", columns="60")
+    wide = launch(tmp_path, "describe", "--help", columns="100")
+    assert loaded_click(wide) and narrow.stdout != wide.stdout
+    for kept in (tmp_path / "kubectl-gpu").glob("help-*"):
+        kept.write_text("not a stamp\nstale help\n")
+    again = launch(tmp_path, "describe", "--help", columns="100")
+    assert loaded_click(again) and again.stdout == wide.stdout
+
+
+def test_what_is_not_a_plain_help_request_runs_the_command(tmp_path):
+    bad = launch(tmp_path, "nosuch", "--help")
+    assert bad.returncode == exits.USAGE and "unknown command \"nosuch\"" in bad.stderr
+    assert not list((tmp_path / "kubectl-gpu").glob("help-*"))  # a usage error is not kept
+    migrated = launch(tmp_path, "migrate", str(EXAMPLE))
+    assert migrated.returncode == 0 and "kind: ResourceClaimTemplate" in migrated.stdout
+    with_file = launch(tmp_path, "migrate", str(EXAMPLE), "--help")
+    assert with_file.returncode == 0 and "Usage: kubectl gpu migrate" in with_file.stdout
+    assert not list((tmp_path / "kubectl-gpu").glob("help-*"))  # a file name is no cache key

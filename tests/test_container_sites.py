@@ -1,0 +1,182 @@
+"""Container specs outside a pod template: migrated where the CRD's API can carry the claims, named with
+what to do where it cannot.  Each decision comes from the CRD's Go types at a named commit:
+
+  Argo Workflows  pkg/apis/workflow/v1alpha1/workflow_types.go @ 7ea36dc47c0f31be7aa803d4e263170736c7c577:
+      a Template's `container` and `script` are corev1.Container; the pod's metadata, nodeSelector, affinity
+      and tolerations are Template fields; every other pod field only through `podSpecPatch`, a strategic
+      merge patch (YAML or JSON) validated as a PodSpec (workflow/util/util.go @ 5cf1b63c1d9afcdcf0186672c385e31070e69fbe,
+      ApplyPodSpecPatch). Argo names that container `main`.
+  KServe          pkg/apis/serving/v1beta1/predictor.go @ 6382cb355200af7094ce4c256f68cdbf0a455a22: a predictor
+      framework (`model`, `pytorch`, `triton`, ...) inlines corev1.Container; PredictorSpec inlines PodSpec
+      (so `resourceClaims` sits beside it) and ComponentExtensionSpec (`annotations` for the pod).
+  NIM operator    api/apps/v1alpha1/nimservice_types.go @ d7030c10748d77044fe74c7cdfcd0217de9fdec8 (`resources`,
+      a corev1.ResourceRequirements the operator puts on its own container) and dra_types.go
+      @ dee531176f0e0535762b584f6bc4ba137bbc016a (`draResources`: resourceClaimTemplateName or claimSpec).
+  production-stack operator/api/v1alpha1/common.go @ a7d2672bd43c79fea3dbb8312bb68508b60060df: VLLMRuntime's
+      `deploymentConfig.resources.gpu` is a count string the operator turns into nvidia.com/gpu itself.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.main import main
+
+
+def run(obj, *args):
+    return CliRunner().invoke(main, ["migrate", *args, "-"], input=yaml.safe_dump(obj, sort_keys=False))
+
+
+def migrated(obj, kind=None):
+    result = run(obj)
+    assert result.exit_code == 0, result.output
+    documents = [d for d in yaml.safe_load_all(result.stdout) if d]
+    (out,) = [d for d in documents if d["kind"] == (kind or obj["kind"])]
+    templates = [d for d in documents if d["kind"] == "ResourceClaimTemplate"]
+    return out, templates, result
+
+
+GPU_CONTAINER = {"image": "nvcr.io/nvidia/pytorch:24.01-py3", "command": ["python", "train.py"],
+                 "resources": {"limits": {"nvidia.com/gpu": 2, "cpu": "8"}}}
+
+
+def argo(kind="WorkflowTemplate", field="container", extra=None):
+    template = {"name": "train", field: dict(GPU_CONTAINER), **(extra or {})}
+    if field == "script":
+        template[field]["source"] = "print('hi')"
+    spec = {"entrypoint": "train", "templates": [template]}
+    if kind == "CronWorkflow":
+        spec = {"schedule": "0 * * * *", "workflowSpec": spec}
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": kind, "metadata": {"name": "w", "namespace": "ml"},
+            "spec": spec}
+
+
+def argo_template(obj):
+    spec = obj["spec"].get("workflowSpec", obj["spec"])
+    return spec["templates"][0]
+
+
+@pytest.mark.parametrize("kind", ["Workflow", "WorkflowTemplate", "ClusterWorkflowTemplate", "CronWorkflow"])
+@pytest.mark.parametrize("field", ["container", "script"])
+def test_an_argo_templates_gpu_becomes_a_claim_through_pod_spec_patch(kind, field):
+    out, templates, result = migrated(argo(kind, field))
+    template = argo_template(out)
+    assert "nvidia.com/gpu" not in template[field]["resources"]["limits"]
+    patch = json.loads(template["podSpecPatch"])
+    (pod_claim,) = patch["resourceClaims"]
+    (main_container,) = patch["containers"]
+    assert main_container == {"name": "main", "resources": {"claims": [{"name": pod_claim["name"]}]}}
+    (claim_template,) = templates
+    assert pod_claim["resourceClaimTemplateName"] == claim_template["metadata"]["name"]
+    assert claim_template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 2
+    assert "podSpecPatch" in result.stderr
+    # Done once: the output migrates to itself.
+    again = CliRunner().invoke(main, ["migrate", "--check", "-"], input=result.stdout)
+    assert again.exit_code == 0, again.output
+
+
+def test_an_argo_templates_node_fields_and_metadata_are_its_own():
+    extra = {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"},
+             "metadata": {"labels": {"team": "ml"}}}
+    out, templates, _ = migrated(argo(extra=extra))
+    template = argo_template(out)
+    assert "nodeSelector" not in template  # moved into the claim's selector
+    assert "kubectl-gpu.io/original-resources" in template["metadata"]["annotations"]
+    selectors = templates[0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
+    assert "A100-SXM4-80GB" in json.dumps(selectors)
+
+
+def test_an_existing_pod_spec_patch_is_kept_and_extended():
+    existing = "terminationGracePeriodSeconds: 30\ncontainers:\n- name: main\n  env:\n  - {name: A, value: b}\n"
+    out, _, _ = migrated(argo(extra={"podSpecPatch": existing}))
+    patch = json.loads(argo_template(out)["podSpecPatch"])
+    assert patch["terminationGracePeriodSeconds"] == 30
+    (main_container,) = patch["containers"]
+    assert main_container["env"] == [{"name": "A", "value": "b"}] and main_container["resources"]["claims"]
+
+
+def test_a_templated_pod_spec_patch_is_left_with_an_error_saying_what_to_add():
+    obj = argo(extra={"podSpecPatch": '{"containers":[{"name":"main","resources":{"limits":{"cpu":"{{inputs.parameters.cpu}}"}}}]}'})
+    result = run(obj)
+    assert result.exit_code == exits.NOT_MIGRATED
+    assert "podSpecPatch" in result.stderr and "{{" in result.stderr
+    (out,) = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert argo_template(out)["container"]["resources"]["limits"]["nvidia.com/gpu"] == 2
+
+
+def kserve(framework="model"):
+    return {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "llm", "namespace": "ml"},
+            "spec": {"predictor": {"minReplicas": 1, framework: {
+                "modelFormat": {"name": "huggingface"}, "storageUri": "hf://meta-llama/Llama-3.1-8B",
+                "resources": {"limits": {"nvidia.com/gpu": 1, "memory": "24Gi"}}}}}}
+
+
+@pytest.mark.parametrize("framework", ["model", "huggingface", "pytorch", "triton"])
+def test_a_kserve_predictor_frameworks_gpu_becomes_a_claim_beside_it(framework):
+    out, templates, _ = migrated(kserve(framework))
+    predictor = out["spec"]["predictor"]
+    container = predictor[framework]
+    assert "nvidia.com/gpu" not in container["resources"]["limits"]
+    (pod_claim,) = predictor["resourceClaims"]
+    assert container["resources"]["claims"] == [{"name": pod_claim["name"]}]
+    assert pod_claim["resourceClaimTemplateName"] == templates[0]["metadata"]["name"]
+    assert "kubectl-gpu.io/original-resources" in predictor["annotations"]
+
+
+def test_nim_services_gpus_are_named_with_the_field_that_takes_a_claim():
+    service = {"image": {"repository": "nvcr.io/nim/meta/llama3-8b-instruct", "tag": "1.0.3"},
+               "authSecret": "ngc", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+    nim = {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService", "metadata": {"name": "llama"},
+           "spec": service}
+    result = run(nim)
+    assert result.exit_code == 0
+    assert "/spec/resources" in result.stderr and "draResources" in result.stderr
+    assert run(nim, "--check").exit_code == exits.LEGACY_LEFT
+    pipeline = {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMPipeline", "metadata": {"name": "p"},
+                "spec": {"services": [{"name": "a", "enabled": True, "spec": service},
+                                      {"name": "b", "enabled": True, "spec": service}]}}
+    report = run(pipeline).stderr
+    assert "/spec/services/0/spec/resources" in report and "/spec/services/1/spec/resources" in report
+    assert "draResources" in report
+
+
+def test_an_operators_gpu_count_field_is_named():
+    runtime = {"apiVersion": "production-stack.vllm.ai/v1alpha1", "kind": "VLLMRuntime", "metadata": {"name": "v"},
+               "spec": {"model": {"modelURL": "meta-llama/Llama-3.1-8B"},
+                        "deploymentConfig": {"replicas": 1, "resources": {"cpu": "8", "memory": "32Gi", "gpu": "1"},
+                                             "image": {"registry": "docker.io", "name": "vllm/vllm-openai"}}}}
+    result = run(runtime)
+    assert "/spec/deploymentConfig/resources/gpu" in result.stderr and "VLLMRuntime" in result.stderr
+    assert run(runtime, "--check").exit_code == exits.LEGACY_LEFT
+    runtime["spec"]["deploymentConfig"]["resources"]["gpu"] = "0"
+    assert run(runtime, "--check").exit_code == exits.OK
+
+
+@pytest.mark.parametrize("api_version", ["v1", "v1beta2", "v1beta1"])
+def test_what_migrate_writes_into_argo_and_kserve_objects_is_strictly_valid_for_1_32_to_1_37(api_version):
+    from tests.strict_validation import RELEASES, assert_strictly_valid, pod_of
+
+    for obj, kind in ((argo(), "WorkflowTemplate"), (kserve(), "InferenceService")):
+        result = run(obj, "--api-version", api_version)
+        assert result.exit_code == 0, result.output
+        documents = [d for d in yaml.safe_load_all(result.stdout) if d]
+        for claim in (d for d in documents if d["kind"] == "ResourceClaimTemplate"):
+            assert_strictly_valid(claim, RELEASES[api_version])
+        (out,) = [d for d in documents if d["kind"] == kind]
+        if kind == "WorkflowTemplate":
+            patch = json.loads(argo_template(out)["podSpecPatch"])
+            container = {**GPU_CONTAINER, "name": "main", "resources": {
+                **argo_template(out)["container"]["resources"], **patch["containers"][0]["resources"]}}
+            pod = pod_of({"containers": [container], "resourceClaims": patch["resourceClaims"]})
+        else:
+            predictor = out["spec"]["predictor"]
+            container = {"name": "kserve-container", "image": "kserve/huggingfaceserver",
+                         "resources": predictor["model"]["resources"]}
+            pod = pod_of({"containers": [container], "resourceClaims": predictor["resourceClaims"]})
+        assert_strictly_valid(pod)
