@@ -57,8 +57,8 @@ def test_healthy_cluster_exits_zero(k8s_double):
     assert data["servedDRAVersions"] == ["v1", "v1beta2", "v1beta1"]
     assert {c["name"]: c["status"] for c in data["checks"]} == {
         "api-versions": "ok", "double-counting": "ok", "extended-resources": "ok", "webhook": "ok",
-        "selectors": "ok", "unused-templates": "ok", "device-taints": "ok", "quotas": "ok"}
-        "selectors": "ok", "unused-templates": "ok", "device-taints": "ok", "dra-node-resources": "ok"}
+        "selectors": "ok", "unused-templates": "ok", "device-taints": "ok", "quotas": "ok",
+        "dra-node-resources": "ok"}
     table = doctor(k8s_double)
     assert table.exit_code == 0 and "No problems found." in table.output
 
