@@ -178,4 +178,5 @@ def test_every_legacy_resource_is_known_as_a_device_count_or_a_share():
     assert shares <= set(LEGACY_RESOURCE_NAMES)
     counts = set(LEGACY_RESOURCE_NAMES) - shares
     assert counts == {"nvidia.com/gpu", "alpha.kubernetes.io/nvidia-gpu", "nvidia.com/gpu.shared",
-                      "aliyun.com/gpu-count", "nvidia.com/vgpu-number", "volcano.sh/vgpu-number", "google.com/tpu"}
+                      "aliyun.com/gpu-count", "nvidia.com/vgpu-number", "volcano.sh/vgpu-number", "google.com/tpu",
+                      "volcano.sh/gpu-number", "koordinator.sh/gpu.shared"}

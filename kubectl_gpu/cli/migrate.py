@@ -251,6 +251,8 @@ def command(
     kueue_config = kueue_configuration(mappings)
 
     writes = WriteReport()
+    if classes or kueue_config is not None:  # only then: migrate FILE loads no YAML writer it does not use
+        from kubectl_gpu.cli import yaml_output
     if not check:
         if classes and output_dir is None and not show_diff:
             # The classes come first, in the stream's own format (JSON values, or YAML documents).

@@ -48,7 +48,11 @@ SHARE_RESOURCES: dict[str, str] = {
     "aliyun.com/gpu-core.percentage": "cores", "nvidia.com/vgpu-cores": "cores", "volcano.sh/vgpu-cores": "cores",
     "nvidia.com/vcuda-memory": "memory", "tencent.com/vcuda-memory": "memory", "nvidia.com/gpumem": "memory",
     "nvidia.com/gpumem-percentage": "memory", "aliyun.com/gpu-mem": "memory", "nvidia.com/vgpu-memory": "memory",
-    "volcano.sh/vgpu-memory": "memory",
+    "volcano.sh/vgpu-memory": "memory", "volcano.sh/gpu-memory": "memory",
+    # Koordinator (apis/extension/device_share.go): gpu is core and memory ratio together (100 = one GPU);
+    # gpu.shared is the number of GPUs a share is spread over, a count.
+    "koordinator.sh/gpu": "cores and memory", "koordinator.sh/gpu-core": "cores",
+    "koordinator.sh/gpu-memory": "memory", "koordinator.sh/gpu-memory-ratio": "memory",
 }
 
 
