@@ -149,7 +149,9 @@ DOCUMENTS = st.recursive(SCALARS, lambda inner: st.one_of(
 def _pyyaml_reads(text: str):
     try:
         return [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d is not None]
-    except yaml.YAMLError:
+    except (yaml.YAMLError, IndexError, ValueError):
+        # PyYAML refuses it: a tag that cannot hold its value can also escape as Python's own error
+        # (`!!int` alone: construct_yaml_int reads value[0] of '' and raises IndexError).
         return UnreadableInput
 
 
@@ -175,6 +177,15 @@ def _reads_as_pyyaml_reads(text: str) -> None:
             load_documents(text, "claim.yaml")
     else:
         assert _same(load_documents(text, "claim.yaml"), expected), text
+
+
+@pytest.mark.parametrize("text", ["!!int", "!!int\n", "a: !!int", "- !!float"])
+def test_a_tag_with_no_value_is_refused_with_the_line_where_pyyaml_crashes(text):
+    """Found by the property below: PyYAML itself raises IndexError on `!!int` with nothing after
+    it; explain refuses such a file with an error naming the line and what to change."""
+    assert _pyyaml_reads(text) is UnreadableInput
+    with pytest.raises(UnreadableInput, match="line 1"):
+        load_documents(text, "claim.yaml")
 
 
 @settings(max_examples=1500, deadline=None)
