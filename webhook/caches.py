@@ -21,7 +21,9 @@ Unsatisfiable      why no device can satisfy   (profile revision, claim name;   
 =================  ==========================  ===============================  ==========  ==================================
 
 What is not kept here changes with the cluster and has its own cache with its own rule: the
-labels of namespaces, nodes and owners (``labelcache.py``, a TTL), the managed templates
+labels of namespaces, nodes and owners (``labelcache.py``, a TTL), a namespace's ResourceQuotas
+(``quota_guard.py``, a TTL per namespace), the claim objects created per namespace and minute
+(``ratelimit.py``, a sliding window: a count, not an answer), the managed templates
 (``templates.py``, an informer: ``ensure`` runs on every review, so a deleted template is made
 again whatever was kept above) and the cluster profile itself (``cluster_profile.py``,
 informers; its ``revision`` is a digest of its content, the key everything fitted uses).
