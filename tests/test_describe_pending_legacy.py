@@ -68,3 +68,12 @@ def test_describe_pod_reads_the_nodes_and_quotes_the_scheduler(k8s_double):
     assert "didn't match Pod's node affinity/selector" in text
     assert "Next step:" in text and "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3" in text
     assert "no longer offer device-plugin GPUs" not in text
+
+
+def test_a_toleration_without_a_key_tolerates_a_taint_of_that_value_as_kubernetes_does():
+    """v1 ToleratesTaint: an empty key matches any key; Equal then compares the values."""
+    node = b.node("gpu-1", legacy={"nvidia.com/gpu": "4"})
+    node["spec"] = {"taints": [{"key": "dedicated", "value": "ml", "effect": "NoSchedule"}]}
+    pod = pending(message="0/1 nodes are available: ...")
+    pod["spec"]["tolerations"] = [{"operator": "Equal", "value": "ml", "effect": "NoSchedule"}]
+    assert "taint" not in legacy_pending_step(pod, [node], pods=[])

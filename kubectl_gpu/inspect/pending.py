@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
+from kubectl_gpu.allocator import Toleration
+from kubectl_gpu.dra.devices import Taint
 from kubectl_gpu.dra.quantity import QuantityError, parse_kubernetes_quantity
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel, is_dra_node
 from kubectl_gpu.inspect.legacy import legacy_pod
@@ -136,15 +138,10 @@ def _expression_mismatch(expr: Mapping[str, Any], labels: Mapping[str, str]) -> 
 
 
 def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """v1 helper ToleratesTaint: effect empty or equal, key empty with Exists or equal, and the value
-    equal under Equal (the default operator)."""
-    if toleration.get("effect") and toleration.get("effect") != taint.get("effect"):
-        return False
-    if toleration.get("key") and toleration.get("key") != taint.get("key"):
-        return False
-    if toleration.get("operator") == "Exists":
-        return True
-    return bool(toleration.get("key")) and toleration.get("value", "") == taint.get("value", "")
+    """v1's ToleratesTaint, which device tolerations share: the allocator's rule."""
+    return Toleration(str(toleration.get("key") or ""), str(toleration.get("operator") or "Equal"),
+                      str(toleration.get("value") or ""), str(toleration.get("effect") or "")).tolerates(
+        Taint(str(taint.get("key") or ""), str(taint.get("value") or ""), str(taint.get("effect") or "")))
 
 
 def _taint_text(taint: Mapping[str, Any]) -> str:
