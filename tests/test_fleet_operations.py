@@ -8,7 +8,6 @@ node/NAME` undoes a wave, and long waits say on stderr what they wait for, in th
 """
 from __future__ import annotations
 
-import json
 
 from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
 from kubectl_gpu.fleet.cluster_io import send
@@ -166,12 +165,16 @@ def test_a_rollout_wait_says_what_it_waits_for(cluster):
     assert 'Waiting for deployment "infer" rollout to finish:' in result.stderr
 
 
-def _unused(cluster):
-    from click.testing import CliRunner
+def test_reading_the_cluster_shows_the_consoles_progress(cluster, monkeypatch):
+    """Reading a large cluster takes a while: plan, migrate --from-cluster and migrate nodes show
+    the console's progress (a spinner on a terminal's stderr, nothing when piped)."""
+    from contextlib import nullcontext
 
-    from kubectl_gpu.cli.main import main
+    import kubectl_gpu.cli.console as console
 
-    result = CliRunner().invoke(main, ["plan", "-o", "json"], env=cluster.double.kubectl_env(),
-                                catch_exceptions=False)
-    json.loads(result.stdout)
-    assert "reading the cluster" in result.stderr
+    shown: list[str] = []
+    monkeypatch.setattr(console, "progress", lambda message, stream=None: shown.append(message) or nullcontext())
+    for args in (["plan", "-o", "json"], ["migrate", "--from-cluster"], ["migrate", "nodes", "legacy-4"]):
+        shown.clear()
+        cluster.kubectl_gpu(*args, expect=None)
+        assert shown and shown[0].startswith("reading the cluster at "), args
