@@ -8,7 +8,6 @@ node/NAME` undoes a wave, and long waits say on stderr what they wait for, in th
 """
 from __future__ import annotations
 
-
 from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
 from kubectl_gpu.fleet.cluster_io import send
 from tests.test_fleet_e2e import cluster  # noqa: F401  (the fixture)
