@@ -10,6 +10,7 @@ import click
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_labels
+from kubectl_gpu.cli.reports import object_list
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 CLAIM_KIND = "resourceclaim.resource.k8s.io"  # as kubectl -o name spells it
@@ -18,10 +19,6 @@ CLAIM_KIND = "resourceclaim.resource.k8s.io"  # as kubectl -o name spells it
 def tree_option(func: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--tree", is_flag=True, default=False,
                         help="Show node -> GPU (MIG devices inside their GPU) -> pod, one line each.")(func)
-
-
-def as_list(items: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"kind": "List", "items": items}
 
 
 def emit_reports(options: ClusterOptions, reports: list[Any], render_one: Callable[[Any, bool], Any],
@@ -40,7 +37,7 @@ def emit_reports(options: ClusterOptions, reports: list[Any], render_one: Callab
                             namespaces=options.all_namespaces)
         return Group(*[part for r in reports for part in (render_one(r, wide), Text(""))])
 
-    emit(options, as_list([r.to_dict() for r in reports]), tables,
+    emit(options, object_list([r.to_dict() for r in reports]), tables,
          lambda: [f"{kind}/{r.name}" for r in reports])
 
 
@@ -167,7 +164,7 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
                                         objects.pods, settings.dra_labels, only_gpu_nodes=name is None)
         wide = settings.options.output == "wide"
         if settings.tree:
-            emit(settings.options, as_list([r.to_dict() for r in reports]), lambda: tables.tree(reports),
+            emit(settings.options, object_list([r.to_dict() for r in reports]), lambda: tables.tree(reports),
                  lambda: [f"node/{r.name}" for r in reports])
             return
         if name:

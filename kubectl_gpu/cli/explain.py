@@ -8,7 +8,6 @@ claim can be allocated, 1 when one cannot (or is invalid), 2 for bad usage or un
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -124,13 +123,9 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     except InputError as err:
         raise exits.bad_input(err) from None
     if output in {"json", "yaml"}:
-        data = to_dict(explanation)
-        if output == "json":
-            click.echo(json.dumps(data, indent=2))
-        else:
-            from kubectl_gpu.cli import yaml_output  # only here: JSON inputs and other outputs never load PyYAML
+        from kubectl_gpu.cli.reports import print_structured
 
-            click.echo(yaml_output.dump(data), nl=False)
+        print_structured(to_dict(explanation), output)
     else:
         from kubectl_gpu.cli.console import text_console
 

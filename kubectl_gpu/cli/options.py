@@ -4,7 +4,6 @@ for: inventory, plan), and printing a result in the form -o asks for."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 import click
@@ -55,11 +54,10 @@ def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], A
             raise click.UsageError("-o name needs objects to name: use it with describe node|pod|claim")
         for name in names():
             click.echo(name)
-    elif options.output == "json":
-        click.echo(json.dumps(payload, indent=2))
-    elif options.output == "yaml":
-        from kubectl_gpu.cli import yaml_output
-        click.echo(yaml_output.dump(payload), nl=False)
+    elif options.output in ("json", "yaml"):
+        from kubectl_gpu.cli.reports import print_structured
+
+        print_structured(payload, options.output)
     else:
         from kubectl_gpu.cli.console import console
         console().print(table())

@@ -95,7 +95,13 @@ def dra_version_for(minor: int) -> str:
                      f"(DRA needs 1.{DRA_VERSION_SINCE['v1beta1'][1]}+)")
 
 
-# --- kubectl-gpu's own labels and annotations ---------------------------------------------------
+# --- kubectl-gpu's own labels, annotations and report kinds --------------------------------------
+
+# The apiVersion of every report kubectl-gpu prints for scripts (-o json|yaml: GpuClusterSummary,
+# GpuNode, GpuPod, GpuClaim, GpuDoctorReport, Explanation, MigrationPlan, MigrationResult, NodeWave,
+# RollbackResult); each kind's JSON Schema is docs/schemas/<Kind>.json.  Not served by any API server:
+# the group only keeps these kinds apart from Kubernetes' own.
+REPORT_API_VERSION = "kubectl-gpu.io/v1alpha1"
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "kubectl-gpu"

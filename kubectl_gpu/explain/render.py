@@ -7,6 +7,7 @@ import dataclasses
 import operator
 from typing import TYPE_CHECKING, Any
 
+from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from .inputs import Explanation
 from .model import ERROR, ClaimError, ClaimResult
 
@@ -15,9 +16,6 @@ from kubectl_gpu.kubetable import PlainConsole
 if TYPE_CHECKING:  # rich is loaded by the table printer in colour only: -o json/yaml never import it
     from rich.console import Console
     from rich.text import Text
-
-API_VERSION = "kubectl-gpu.io/v1alpha1"
-
 
 def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
     """Stable structure: field order is the dataclasses' order; ``devices=False`` drops the
@@ -32,7 +30,7 @@ def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
                     alternative.pop("deviceResults", None)
         items.append(data)
     return {
-        "apiVersion": API_VERSION,
+        "apiVersion": REPORT_API_VERSION,
         "kind": "Explanation",
         "allocatable": explanation.allocatable,
         "devices": explanation.devices,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from kubectl_gpu.cluster.shared_gpus import SharedPool, every_gpu_node_shares, shared_pools
 from kubectl_gpu.core import TranslateOptions
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
@@ -101,7 +102,7 @@ class MigrationPlan:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "apiVersion": "kubectl-gpu.io/v1alpha1", "kind": "MigrationPlan",
+            "apiVersion": REPORT_API_VERSION, "kind": "MigrationPlan",
             "draNodeLabel": [str(label) for label in self.dra_labels],
             "workloads": [w.to_dict() for w in self.workloads],
             "nodes": [n.to_dict() for n in self.nodes],

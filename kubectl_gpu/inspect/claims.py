@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from kubectl_gpu.core.constants import MANAGED_BY_LABEL, MANAGED_BY_VALUE
 from kubectl_gpu.inspect.claims_model import Request, read_claim
 from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
@@ -32,7 +33,7 @@ class ClaimReport:
     def to_dict(self) -> dict[str, Any]:
         explanation = explanation_dict(self.explanation)
         return {
-            "kind": "GpuClaim", "namespace": self.namespace, "name": self.name,
+            "apiVersion": REPORT_API_VERSION, "kind": "GpuClaim", "namespace": self.namespace, "name": self.name,
             "state": self.state, "requests": [r.to_dict() for r in self.requests],
             "devices": [d.to_dict() for d in self.devices], "node": self.node,
             "reservedFor": list(self.reserved_for), "ownerPod": self.owner_pod,

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from kubectl_gpu.inspect.claims_model import read_claims
 from kubectl_gpu.collector import with_collector_paused
 from kubectl_gpu.inspect.devices import SliceDevice, current_devices
@@ -55,6 +56,7 @@ class ClusterReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "apiVersion": REPORT_API_VERSION,
             "kind": "GpuClusterSummary",
             "totals": self.totals(),
             "byProduct": self.by_product(),

@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.dra.quantity import format_bytes, format_plain, parse_quantity, QuantityError
-from kubectl_gpu.dra.facts import NVIDIA_DRIVER
+from kubectl_gpu.dra.facts import NVIDIA_DRIVER, REPORT_API_VERSION
 from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
 from kubectl_gpu.inspect.double_counting import double_counting_finding
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, matching_label
@@ -231,6 +231,7 @@ class NodeReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "apiVersion": REPORT_API_VERSION,
             "kind": "GpuNode",
             "name": self.name,
             "draNode": self.is_dra_node,

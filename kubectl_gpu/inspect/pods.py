@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
 from kubectl_gpu.inspect.claims_model import ClaimView, Request, read_claim
 from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
@@ -96,7 +97,7 @@ class PodReport:
     def to_dict(self) -> dict[str, Any]:
         explanation = explanation_dict(self.explanation)
         return {
-            "kind": "GpuPod", "namespace": self.namespace, "name": self.name,
+            "apiVersion": REPORT_API_VERSION, "kind": "GpuPod", "namespace": self.namespace, "name": self.name,
             "phase": self.phase, "node": self.node, "scheduling": self.scheduling,
             "nextStep": self.next_step,
             "legacyRequests": [r.to_dict() for r in self.legacy_requests],

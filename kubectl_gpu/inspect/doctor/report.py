@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from kubectl_gpu.inspect.findings import Finding, failing, sort_findings
 
 
@@ -42,7 +43,7 @@ class DoctorReport:
         return not failing(self.findings)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "GpuDoctorReport", "healthy": self.healthy,
+        return {"apiVersion": REPORT_API_VERSION, "kind": "GpuDoctorReport", "healthy": self.healthy,
                 "servedDRAVersions": list(self.served_dra_versions),
                 "checks": [c.to_dict() for c in self.checks],
                 "findings": [f.to_dict() for f in self.findings]}
