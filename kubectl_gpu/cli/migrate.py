@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +26,7 @@ from kubectl_gpu.cli.console import migrate_progress
 from kubectl_gpu.cli.options import gpu_memory_quantity
 from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    is_stream, migrate_files, unified_diff)
-from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
+from kubectl_gpu.manifests.output import (JsonList, OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
                                           write_files)
 from kubectl_gpu.manifests.report import print_report, print_write_failures
 
@@ -232,11 +231,17 @@ def command(
     to_stdout = not (check or show_diff or in_place or output_dir is not None)
     streaming = to_stdout and not device_classes
     joiner = StreamJoiner(_stdout_write)
+    # -o json prints one value, however many files (kubectl's List of several objects).
+    json_list = JsonList(_stdout_write) if to_stdout and output_format == "json" else None
     files: list[FileResult] = []
     with migrate_progress(len(sources), writes_stdout=to_stdout or show_diff) as progress:
         for migration in migrations:
             progress.file(migration)
-            if streaming:
+            if streaming and json_list is not None:
+                for _ in progress.counting(migration.pieces()):
+                    pass
+                json_list.file(migration.result.rendered)
+            elif streaming:
                 joiner.file(progress.counting(migration.pieces()), lambda m=migration: m.format)
             else:
                 for _ in progress.counting(migration.pieces()):
@@ -256,8 +261,9 @@ def command(
     if not check:
         if classes and output_dir is None and not show_diff:
             # The classes come first, in the stream's own format (JSON values, or YAML documents).
-            if output_format == "json":
-                _stdout_write("".join(json.dumps(c, indent=2) + "\n" for c in classes))
+            if json_list is not None:
+                for device_class in classes:
+                    json_list.value(device_class)
             else:
                 from kubectl_gpu.cli import yaml_output
 
@@ -280,12 +286,19 @@ def command(
         elif in_place:
             writes = write_files([(file.source.path, file.text, file.source.path, file.source.encoding)
                                   for file in rendered if file.changed and file.source.path is not None])
+        elif to_stdout and not streaming and json_list is not None:
+            for file in rendered:
+                json_list.file(file)
         elif to_stdout and not streaming:
             _stdout_write(join_stream(rendered))
         if kueue_config is not None and to_stdout:
             # After the manifests: Kueue's own configuration, to merge into its manager's (not to apply).
-            _stdout_write(json.dumps(kueue_config, indent=2) + "\n" if output_format == "json"
-                          else "---\n" + yaml_output.dump(kueue_config))
+            if json_list is not None:
+                json_list.value(kueue_config)
+            else:
+                _stdout_write("---\n" + yaml_output.dump(kueue_config))
+        if json_list is not None:
+            json_list.close()
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if profile is not None:

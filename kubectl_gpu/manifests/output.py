@@ -4,14 +4,17 @@ destination was checked)."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .loader import Format, encode
-from .serialize import RenderedFile
+from .objects import is_list
+from .serialize import RenderedFile, json_text
 
 
 class OutputError(Exception):
@@ -38,9 +41,9 @@ class StreamJoiner:
     """`join_stream` for files that arrive piece by piece: each file's pieces are written as
     they come, with the same separators `join_stream` puts between whole files."""
 
-    def __init__(self, write: Callable[[str], None]) -> None:
+    def __init__(self, write: Callable[[str], None], after_text: bool = False) -> None:
         self._write = write
-        self._last = ""  # the last character written ("" before the first)
+        self._last = "\n" if after_text else ""  # the last character written ("" before the first)
 
     def file(self, pieces: Iterable[str], file_format: Callable[[], Format]) -> None:
         """Write one file's pieces; `file_format` says (once its first content is there) whether
@@ -65,6 +68,64 @@ class StreamJoiner:
         if text:
             self._write(text)
             self._last = text[-1]
+
+
+class JsonList:
+    """-o json on stdout: one JSON value however many files, as kubectl prints several objects: an
+    object alone as itself (the file's text as it was), several as one v1 List whose items are every
+    file's objects (a file's own List flattened), written as they come.  A file that could not be
+    written as JSON (its report says why) follows the List, as it was."""
+
+    _HEAD = '{\n  "apiVersion": "v1",\n  "kind": "List",\n  "items": [\n'
+    _TAIL = "\n  ]\n}\n"
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self._write = write
+        self._held: str | None = None  # the first value's text, written whole if no other follows
+        self._open = False
+        self._left: list[RenderedFile] = []
+
+    def file(self, rendered: RenderedFile) -> None:
+        if not rendered.text.strip():
+            return
+        if rendered.format is not Format.JSON or rendered.fallback_reason is not None:
+            self._left.append(rendered)
+        else:
+            self.value_text(rendered.text)
+
+    def value_text(self, text: str) -> None:
+        if self._held is None and not self._open:
+            self._held = text
+            return
+        self._start()
+        self._items(json.loads(text))
+
+    def value(self, value: Any) -> None:
+        self.value_text(json_text([value], 2))
+
+    def close(self) -> None:
+        if self._open:
+            self._write(self._TAIL)
+        elif self._held is not None:
+            self._write(self._held)
+        if self._left:
+            joiner = StreamJoiner(self._write, after_text=self._open or self._held is not None)
+            for rendered in self._left:
+                joiner.file([rendered.text], lambda r=rendered: r.format)
+
+    def _start(self) -> None:
+        if self._open:
+            return
+        self._write(self._HEAD)
+        self._open, held, self._held = True, self._held, None
+        self._first = True
+        self._items(json.loads(held))
+
+    def _items(self, value: Any) -> None:
+        for item in value["items"] if is_list(value) else [value]:
+            text = json_text([item], 2).rstrip("\n").replace("\n", "\n    ")
+            self._write(("    " if self._first else ",\n    ") + text)
+            self._first = False
 
 
 def output_paths(files: Sequence[RenderedFile], directory: Path) -> list[Path]:

@@ -1,0 +1,87 @@
+"""One contract for scripts (issue 29): what `-o json|yaml` prints.
+
+kubectl prints one value however many objects it was given: an object alone as itself, several as
+one `v1` List (`kubectl get -f a.yaml -f b.yaml -o json`).  `migrate -o json` over several files
+does the same, streaming the items as each file is done; `-o yaml` stays a stream of YAML documents
+(what `kubectl apply -f` and GitOps tools read, with each file's comments), as inventory's does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+from kubectl_gpu.manifests.loader import Format
+from kubectl_gpu.manifests.output import JsonList
+from kubectl_gpu.manifests.serialize import RenderedFile
+
+POD = """\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+spec:
+  containers:
+  - name: main
+    image: cuda
+    resources:
+      limits:
+        nvidia.com/gpu: 1
+"""
+CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n"
+
+
+def migrate(*args: str):
+    return CliRunner().invoke(main, ["migrate", *args])
+
+
+def test_migrate_o_json_over_several_files_prints_one_list_of_every_object(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(POD.format(name="a") + "---\n" + CONFIG_MAP)
+    (tmp_path / "b.yaml").write_text(POD.format(name="b"))
+    result = migrate("-o", "json", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    value = json.loads(result.stdout)  # one JSON value, not one per file
+    assert value["apiVersion"] == "v1" and value["kind"] == "List"
+    assert [f"{i['kind']}/{i['metadata']['name']}" for i in value["items"]] == [
+        "ResourceClaimTemplate/kgpu-gpu-1-d8614e7bb2", "Pod/a", "ConfigMap/settings", "Pod/b"]
+    assert result.stdout == json.dumps(value, indent=2) + "\n"  # as kubectl indents it
+
+
+def test_migrate_o_json_of_one_file_is_that_files_json_as_before(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(CONFIG_MAP)
+    result = migrate("-o", "json", str(tmp_path / "a.yaml"))
+    assert result.stdout == json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"}},
+                                       indent=2) + "\n"
+
+
+def test_migrate_o_json_puts_the_device_classes_in_the_same_list(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(POD.format(name="a").replace("nvidia.com/gpu", "nvidia.com/mig-1g.10gb"))
+    result = migrate("-o", "json", "--device-classes", str(tmp_path))
+    value = json.loads(result.stdout)
+    assert value["kind"] == "List"
+    assert [i["kind"] for i in value["items"]] == ["DeviceClass", "Pod"]
+
+
+def test_migrate_o_yaml_stays_a_stream_of_documents(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(CONFIG_MAP)
+    (tmp_path / "b.yaml").write_text(CONFIG_MAP.replace("settings", "other"))
+    result = migrate("-o", "yaml", str(tmp_path))
+    assert result.stdout == CONFIG_MAP + "---\n" + CONFIG_MAP.replace("settings", "other")
+
+
+def test_a_file_that_cannot_be_json_follows_the_list_as_it_was(tmp_path: Path) -> None:
+    written: list[str] = []
+    values = JsonList(written.append)
+    for name in ("a", "b"):
+        values.value({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}})
+    broken = RenderedFile(source=None, text="kind: [oops\n", format=Format.YAML,  # type: ignore[arg-type]
+                          fallback_reason="not written as JSON")
+    values.file(broken)
+    values.close()
+    text = "".join(written)
+    end = text.index("\n}\n") + 3
+    assert [i["metadata"]["name"] for i in json.loads(text[:end])["items"]] == ["a", "b"]
+    assert text[end:] == "---\nkind: [oops\n"  # the separator a YAML file gets after another file
