@@ -445,7 +445,8 @@ def test_live_plan_narrows_to_a_node_pool_and_names_workloads(cluster):
     doc = json.loads(cluster.kubectl_gpu("plan", "-l", "kubernetes.io/hostname=legacy-1", "-o", "json", expect=None))
     assert [n["name"] for n in doc["nodes"]] == ["legacy-1"]
     names = cluster.kubectl_gpu("plan", "-o", "name", expect=None).split()
-    assert "deployment/web" in names and "pytorchjob/bert" in names
+    # as kubectl -o name spells them: kind.group/name (tests/test_output_contract.py)
+    assert "deployment.apps/web" in names and "pytorchjob.kubeflow.org/bert" in names
 
 
 @pytest.mark.parametrize("shareable", [False, True])

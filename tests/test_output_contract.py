@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
@@ -85,3 +86,31 @@ def test_a_file_that_cannot_be_json_follows_the_list_as_it_was(tmp_path: Path) -
     end = text.index("\n}\n") + 3
     assert [i["metadata"]["name"] for i in json.loads(text[:end])["items"]] == ["a", "b"]
     assert text[end:] == "---\nkind: [oops\n"  # the separator a YAML file gets after another file
+
+
+# ----------------------------------------------------------------- -o name
+
+def test_o_name_spells_objects_as_kubectl_get_o_name_does() -> None:
+    """k8s.io/cli-runtime pkg/printers/name.go: strings.ToLower(GroupKind.String()) + "/" + name, the kind
+    with its group for every
+    group but the core one."""
+    from kubectl_gpu.cli.reports import object_name
+
+    assert object_name("Deployment", "apps/v1", "web") == "deployment.apps/web"
+    assert object_name("Pod", "v1", "train-0") == "pod/train-0"
+    assert object_name("PyTorchJob", "kubeflow.org/v1", "bert") == "pytorchjob.kubeflow.org/bert"
+
+
+@pytest.mark.parametrize("command", ["doctor", "explain"])
+def test_commands_that_print_no_objects_do_not_offer_o_name(command: str) -> None:
+    help_text = CliRunner().invoke(main, [command, "--help"], terminal_width=200).output
+    assert "[table|wide|json|yaml]" in help_text and "KIND/NAME per object" not in help_text
+    refused = CliRunner().invoke(main, [command, "-o", "name"])
+    assert refused.exit_code == 2 and "'name' is not one of" in refused.output
+
+
+@pytest.mark.parametrize("command", [["describe"], ["describe", "node"], ["describe", "pod"], ["describe", "claim"],
+                                     ["plan"]])
+def test_commands_that_list_objects_offer_o_name(command: list[str]) -> None:
+    help_text = CliRunner().invoke(main, [*command, "--help"], terminal_width=200).output
+    assert "[table|wide|json|yaml|name]" in help_text and "KIND/NAME per object" in help_text

@@ -18,7 +18,7 @@ from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 
 @click.command("doctor", epilog=exits.TABLE)
-@cluster_options
+@cluster_options(outputs=("table", "wide", "json", "yaml"))  # one report: no objects to name
 @dra_node_label_option
 @click.option("--extra-legacy-resource", "extra_legacy_resources", multiple=True, metavar="NAME",
               help="A device-plugin GPU resource under a name of its own (the webhook's extraLegacyResources, "

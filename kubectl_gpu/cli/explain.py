@@ -60,7 +60,7 @@ def _local_slices() -> list[dict[str, Any]]:
 @click.command(name="explain", epilog=exits.TABLE)
 @click.argument("pod", required=False, metavar="[POD | pod/NAME | claim/NAME]",
                 shell_complete=names_from_cluster("pods"))
-@cluster_options
+@cluster_options(outputs=("table", "wide", "json", "yaml"))  # explanations, not objects to name
 @click.option("-f", "--filename", "files", multiple=True, metavar="FILE",
               help="ResourceClaim/ResourceClaimTemplate manifests (may also hold slices and classes; - for stdin).")
 @click.option("--slices", "slice_files", multiple=True, metavar="FILE",
@@ -107,8 +107,6 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     options = ClusterOptions(**values)
     output = options.output
     read: Any = None  # the objects read from the files, kept until the end (see skip_teardown below)
-    if output == "name":
-        raise click.UsageError("explain prints explanations, not objects: use -o table, wide, json or yaml")
     try:
         if pod:
             explanation = _explain_live(pod, options, kubernetes_version, feature_gates, node)

@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli.options import dra_node_label_option, driver_options, driver_settings, emit, parse_dra_labels
+from kubectl_gpu.cli.reports import object_name
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, ProfileChoices, fail, fitted_translate_options,
                                           read_files, translate_options)
@@ -101,7 +102,7 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
     document = {**plan.to_dict(), "cluster": fitted, **({"kueue": kueue.to_dict()} if kueue.notes else {})}
     emit(options, document, lambda: _text(render_plan(plan, wide=options.output == "wide", headers=not options.no_headers)
                                           + render_kueue(kueue)),
-         names=lambda: [w.ref.rsplit("/", 1)[0].split("/")[0].lower() + "/" + w.name for w in plan.workloads])
+         names=lambda: [object_name(w.kind, w.api_version, w.name) for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
 
 

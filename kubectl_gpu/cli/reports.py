@@ -22,6 +22,13 @@ def object_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
+def object_name(kind: str, api_version: str, name: str) -> str:
+    """An object as `kubectl get -o name` names it: lower-case kind, its API group (none for the core
+    group), the name (deployment.apps/web, pod/train-0, pytorchjob.kubeflow.org/bert)."""
+    group = api_version.rpartition("/")[0]
+    return f"{kind.lower()}{'.' + group if group else ''}/{name}"
+
+
 def print_structured(payload: Any, output: str) -> None:
     """`payload` on stdout as JSON (indented by 2, as kubectl) or YAML."""
     if output == "json":

@@ -75,7 +75,11 @@ def request_timeout_callback(_ctx: click.Context, _param: click.Parameter, value
         raise click.BadParameter(str(exc)) from None
 
 
-def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
+def cluster_options(func: Callable[..., Any] | None = None, *, outputs: tuple[str, ...] = OUTPUT_FORMATS) -> Any:
+    """The flags above; `outputs`: the -o forms the command prints (-o name only where it lists objects)."""
+    if func is None:
+        return lambda f: cluster_options(f, outputs=outputs)
+    names = " name: KIND/NAME per object, as kubectl -o name." if "name" in outputs else ""
     decorators = [
         click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
                      help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
@@ -89,9 +93,8 @@ def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Look in all namespaces."),
         click.option("-l", "--selector", default=None,
                      help="Label selector, e.g. -l app=web or -l 'pool in (a100,h100)'."),
-        click.option("-o", "--output", type=click.Choice(OUTPUT_FORMATS), default="table",
-                     show_default=True, help="table/wide for people; json/yaml (stable keys) for scripts; "
-                                             "name: KIND/NAME per object, as kubectl -o name."),
+        click.option("-o", "--output", type=click.Choice(outputs), default="table",
+                     show_default=True, help="table/wide for people; json/yaml (stable keys) for scripts;" + names),
         click.option("--no-headers", is_flag=True, default=False,
                      help="Tables without their header line (as kubectl --no-headers)."),
     ]
