@@ -91,9 +91,8 @@ def test_a_file_that_cannot_be_json_follows_the_list_as_it_was(tmp_path: Path) -
 # ----------------------------------------------------------------- -o name
 
 def test_o_name_spells_objects_as_kubectl_get_o_name_does() -> None:
-    """k8s.io/cli-runtime pkg/printers/name.go: strings.ToLower(GroupKind.String()) + "/" + name, the kind
-    with its group for every
-    group but the core one."""
+    """k8s.io/cli-runtime pkg/printers/name.go: strings.ToLower(GroupKind.String()) + "/" + name: the kind
+    in lower case, with its group for every group but the core one."""
     from kubectl_gpu.cli.reports import object_name
 
     assert object_name("Deployment", "apps/v1", "web") == "deployment.apps/web"
