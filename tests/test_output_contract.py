@@ -18,6 +18,7 @@ from kubectl_gpu.cli.main import main
 from kubectl_gpu.manifests.loader import Format
 from kubectl_gpu.manifests.output import JsonList
 from kubectl_gpu.manifests.serialize import RenderedFile
+from tests.test_fleet_e2e import cluster  # noqa: F401  (the fixture: tests/fleet_cluster.py's mixed cluster)
 
 POD = """\
 apiVersion: v1
@@ -113,3 +114,40 @@ def test_commands_that_print_no_objects_do_not_offer_o_name(command: str) -> Non
 def test_commands_that_list_objects_offer_o_name(command: list[str]) -> None:
     help_text = CliRunner().invoke(main, [*command, "--help"], terminal_width=200).output
     assert "[table|wide|json|yaml|name]" in help_text and "KIND/NAME per object" in help_text
+
+
+# ----------------------------------------------------------------- the fleet commands that write
+
+def _report(cluster, *args: str, expect: int = 0) -> dict:
+    result = cluster.runner.invoke(main, [*args, "-o", "json"], env=cluster.double.kubectl_env())
+    assert result.exit_code == expect, result.output
+    return json.loads(result.stdout)  # nothing else on stdout: the lines for people went to stderr
+
+
+def test_migrate_from_cluster_o_json_reports_each_object_and_what_was_done(cluster) -> None:
+    report = _report(cluster, "migrate", "--from-cluster", "-A")
+    assert (report["apiVersion"], report["kind"], report["dryRun"], report["error"]) == (
+        "kubectl-gpu.io/v1alpha1", "MigrationResult", True, None)
+    results = {step["object"]: step["result"] for step in report["steps"]}
+    assert results["Deployment/serving/infer"].startswith("would")
+    assert results["Deployment/ml/broken"].startswith("blocked: ")
+    applied = _report(cluster, "migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "5")
+    assert applied["dryRun"] is False
+    assert [s["result"] for s in applied["steps"] if s["object"] == "Deployment/serving/infer"][-1] == \
+        "successfully rolled out"
+
+
+def test_rollback_o_json_reports_each_object(cluster) -> None:
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "5")
+    report = _report(cluster, "rollback", "deploy/infer", "-n", "serving")
+    assert report["kind"] == "RollbackResult" and report["steps"][0]["object"] == "Deployment/serving/infer"
+    missing = _report(cluster, "rollback", "deploy/nosuch", "-n", "serving", expect=1)
+    assert missing["steps"] == [] and "not found" in missing["error"]
+
+
+def test_migrate_nodes_o_json_reports_each_node_and_pod(cluster) -> None:
+    node = next(p for p in cluster.pods() if p["metadata"]["labels"].get("app") == "bert")["spec"]["nodeName"]
+    report = _report(cluster, "migrate", "nodes", node)
+    assert report["kind"] == "NodeWave" and report["dryRun"] is True
+    assert report["steps"][0] == {"object": f"node/{node}", "result": "would be cordoned", "notes": []}
+    assert report["steps"][-1]["result"].startswith("would be labelled ")

@@ -15,6 +15,7 @@ from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, fail,
                                           fitted_translate_options, translate_options)
+from kubectl_gpu.cli.step_report import StepReport, output_option
 
 EPILOG = exits.epilog("""\b
 Without --apply nothing is written: every write is sent with dryRun=All
@@ -45,11 +46,12 @@ Examples:
               help="Write the migrated objects and their claim templates as files under DIR instead.")
 @click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
               help="Seconds to wait for each wave's rollouts to become ready.")
+@output_option
 @dra_node_label_option
 @translate_options
 def command(from_cluster: bool, kubeconfig: str | None, context: str | None, namespace: str | None,
             all_namespaces: bool, selector: str | None, do_apply: bool, dry_run: str | None, output_dir: Path | None, timeout: float,
-            dra_node_labels: tuple[str, ...], **translate: Any) -> None:
+            dra_node_labels: tuple[str, ...], output: str | None, **translate: Any) -> None:
     """Rewrite the live workloads the plan can move now, with server-side apply (field manager
     kubectl-gpu): claim templates first, then each workload, one namespace at a time, waiting
     for every rollout to become ready and stopping at the first that does not."""
@@ -83,15 +85,18 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     if snapshot.dra_version is None:
         fail("the cluster serves no resource.k8s.io version: DRA needs Kubernetes 1.32 or newer", EXIT_STOPPED)
     options, fitted = fitted_translate_options(snapshot, **translate)
+    report = StepReport("MigrationResult", output, dry_run=not do_apply)
     for line in fitted:
-        click.echo(line)
+        report.say(line)
     plan = plan_migration(snapshot, options, dra_labels=parse_dra_labels(dra_node_labels))
     by_ref = {_ref(w): w for w in (*snapshot.workloads, *snapshot.pods)}
     chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]
 
     if output_dir is not None:
-        written = _write_files(output_dir, [w for w in chosen if w.status in (MIGRATE, RECREATE)])
-        click.echo(f"wrote {written} file(s) under {output_dir}")
+        for path in _write_files(output_dir, [w for w in chosen if w.status in (MIGRATE, RECREATE)]):
+            report.record(str(path), "written")
+        report.say(f"wrote {len(report.steps)} file(s) under {output_dir}")
+        report.finish()
         return
 
     fits_now = set(plan.waves[0].workloads) if plan.waves and plan.waves[0].index == 0 else set()
@@ -101,10 +106,10 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
             f"{now.dra_devices_allocated} of them by claims already allocated" if now is not None else "")
     for w in chosen:
         if w.status == MIGRATE and w.ref not in fits_now:
-            click.echo(f"{w.ref}: waits: its pods do not fit on the DRA nodes yet{room} (kubectl gpu plan shows "
-                       "its wave)")
+            report.step(w.ref, f"waits: its pods do not fit on the DRA nodes yet{room} (kubectl gpu plan shows "
+                               "its wave)")
         elif w.status not in (MIGRATE, "migrated"):
-            click.echo(f"{w.ref}: {w.status}: {'; '.join(w.reasons)}")
+            report.step(w.ref, f"{w.status}: {'; '.join(w.reasons)}")
     simulate = not do_apply
     waves: OrderedDict[str, list] = OrderedDict()
     for w in movable:
@@ -112,33 +117,36 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     try:
         target = quota_target(snapshot.profile)
         for ns, workloads in waves.items():
-            click.echo(f"namespace {ns}: {len(workloads)} workload(s)")
+            report.say(f"namespace {ns}: {len(workloads)} workload(s)")
             # The quota first: the moment a pod holds a claim, only a DRA entry counts it.
             for quota in plan_quotas(list_quotas(connection.api, ns), options, target):
-                click.echo(f"  {apply_quota(connection.api, quota, FIELD_MANAGER, simulate)}")
+                report.line_step(apply_quota(connection.api, quota, FIELD_MANAGER, simulate), "  ")
                 for note in quota.notes:
-                    click.echo(f"    {note.severity.value}: {note.render()}")
+                    report.note(f"{note.severity.value}: {note.render()}")
             claims = {c["metadata"]["name"]: c for w in workloads for c in w.claims}
             for done in apply_claims(connection.api, list(claims.values()), FIELD_MANAGER, simulate):
-                click.echo(f"  {done}: {'would apply (server dry run)' if simulate else 'applied'}")
+                report.step(done, "would apply (server dry run)" if simulate else "applied", "  ")
             targets = []
             for w in workloads:
                 target = _target(w, snapshot)
-                click.echo(f"  {w.ref}: {apply_workload(connection.api, target, w.migrated, FIELD_MANAGER, simulate)}")
+                report.step(w.ref, apply_workload(connection.api, target, w.migrated, FIELD_MANAGER, simulate), "  ")
                 for note in w.notes:  # what each request became and what to know, as migrate reports it
-                    click.echo(f"    {note}")
+                    report.note(str(note))
                 targets.append(target)
             if not simulate:
                 for target in targets:
-                    click.echo(f"  {target.ref}: {wait_ready(connection.api, target, timeout, progress=_say)}")
+                    report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say), "  ")
     except StepFailed as exc:
+        report.finish(str(exc))
         fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:
+        report.finish(str(exc))
         exits.fail(exc)
     if not movable:
-        click.echo("nothing to migrate now")
+        report.say("nothing to migrate now")
     elif simulate:
-        click.echo("server dry run: nothing was written; run with --apply to migrate")
+        report.say("server dry run: nothing was written; run with --apply to migrate")
+    report.finish()
     sys.exit(0)
 
 
@@ -180,12 +188,12 @@ def _target(plan: Any, snapshot: Any):
     return Target(plan.api_version, plan.kind, plural, plan.namespace, plan.name)
 
 
-def _write_files(output_dir: Path, plans: list) -> int:
+def _write_files(output_dir: Path, plans: list) -> list[Path]:
     from kubectl_gpu.cli import yaml_output
     from kubectl_gpu.fleet.apply import clean_for_file
     from kubectl_gpu.fleet.workloads import recreate_manifest
 
-    count = 0
+    written: list[Path] = []
     for plan in plans:
         folder = output_dir / (plan.namespace or "_cluster")
         folder.mkdir(parents=True, exist_ok=True)
@@ -193,21 +201,21 @@ def _write_files(output_dir: Path, plans: list) -> int:
             path = folder / f"{claim['kind'].lower()}-{claim['metadata']['name']}.yaml"
             if not path.exists():
                 path.write_text(yaml_output.dump(claim))
-                count += 1
+                written.append(path)
         if plan.kind == "Pod":
             pod = recreate_manifest(plan)
             if pod is None:
                 continue
             ref = f"pod/{plan.name} -n {plan.namespace}"
-            (folder / f"pod-{plan.name}.yaml").write_text(
-                f"# kubectl-gpu: replaces the bare pod {plan.ref}, which cannot be changed in place: "
-                f"kubectl delete {ref}, then kubectl create -f this file\n" + yaml_output.dump(pod))
-            count += 1
+            path = folder / f"pod-{plan.name}.yaml"
+            path.write_text(f"# kubectl-gpu: replaces the bare pod {plan.ref}, which cannot be changed in place: "
+                            f"kubectl delete {ref}, then kubectl create -f this file\n" + yaml_output.dump(pod))
+            written.append(path)
             continue
         migrated = plan.migrated
         if migrated is None:
             continue
-        (folder / f"{plan.kind.lower()}-{plan.name}.yaml").write_text(
-            yaml_output.dump(clean_for_file(migrated)))
-        count += 1
-    return count
+        path = folder / f"{plan.kind.lower()}-{plan.name}.yaml"
+        path.write_text(yaml_output.dump(clean_for_file(migrated)))
+        written.append(path)
+    return written

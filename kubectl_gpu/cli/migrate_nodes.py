@@ -11,6 +11,7 @@ import click
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, fail
+from kubectl_gpu.cli.step_report import StepReport, output_option
 
 EPILOG = exits.epilog("""\b
 Steps, for each node: cordon (and record on the node, in the
@@ -49,9 +50,11 @@ Examples:
               help="Without NODE arguments: the size of the plan's waves (as in kubectl gpu plan).")
 @click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
               help="Seconds to keep retrying evictions a PodDisruptionBudget refuses.")
+@output_option
 @dra_node_label_option
 def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, do_apply: bool,
-            dry_run: str | None, wave_size: int | None, timeout: float, dra_node_labels: tuple[str, ...]) -> None:
+            dry_run: str | None, wave_size: int | None, timeout: float, dra_node_labels: tuple[str, ...],
+            output: str | None) -> None:
     """Switch one wave of GPU nodes (the plan's next, or the NODEs given) to the DRA driver."""
     from kubectl_gpu.fleet.execute import NodeBefore, StepFailed, cordon_and_record, label_dra_node, read_node
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
@@ -69,16 +72,19 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
             snapshot = fetch_snapshot(connection.api, profile=False)  # cordons and evicts: fits no claim
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
+    simulate = not do_apply
+    report = StepReport("NodeWave", output, dry_run=simulate)
     chosen = list(nodes) or next_wave_nodes(plan_migration(snapshot, wave_size=wave_size, dra_labels=labels))
     if not chosen:
-        click.echo("nothing to switch: every GPU node is already a DRA node")
+        report.say("nothing to switch: every GPU node is already a DRA node")
+        report.finish()
         sys.exit(0)
     wave = check_wave(snapshot, chosen, dra_labels=labels)
     if wave.refused:
         for reason in wave.refused:
             click.echo(f"refused: {reason}", err=True)
+        report.finish("refused: " + "; ".join(wave.refused))
         fail(f"nothing was changed on {', '.join(chosen)}", EXIT_REFUSED)
-    simulate = not do_apply
     evictees = [p for p in snapshot.pods if (p.get("spec") or {}).get("nodeName") in chosen and pod_demand(p)
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
                 and not any(o.get("kind") == "DaemonSet" for o in (p.get("metadata") or {}).get("ownerReferences") or ())]
@@ -88,29 +94,31 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
         for node in chosen:
             started[node] = cordon_and_record(connection.api, read_node(connection.api, node), list(wanted_labels),
                                               FIELD_MANAGER, simulate)
-            click.echo(f"node/{node}: {'would be ' if simulate else ''}cordoned")
-        _evict_all(connection.api, evictees, simulate, timeout)
+            report.step(f"node/{node}", f"{'would be ' if simulate else ''}cordoned")
+        _evict_all(connection.api, evictees, simulate, timeout, report)
         for node in chosen:
             label_dra_node(connection.api, node, wanted_labels, FIELD_MANAGER, simulate)
-            click.echo(f"node/{node}: {'would be ' if simulate else ''}labelled "
-                       + ", ".join(str(label) for label in labels))
+            report.step(f"node/{node}", f"{'would be ' if simulate else ''}labelled "
+                        + ", ".join(str(label) for label in labels))
     except (StepFailed, ApiError) as exc:
         if not simulate:
-            _undo(connection.api, started)
+            _undo(connection.api, started, report)
+        report.finish(str(exc))
         if isinstance(exc, ApiError):
             exits.fail(exc)
         fail(str(exc), EXIT_STOPPED)
     if simulate:
-        click.echo("server dry run: nothing was written; run with --apply to switch these nodes")
+        report.say("server dry run: nothing was written; run with --apply to switch these nodes")
     else:
-        click.echo(f"switched {len(chosen)} node(s): turn the device plugin off there, install the DRA driver, then "
+        report.say(f"switched {len(chosen)} node(s): turn the device plugin off there, install the DRA driver, then "
                    f"`kubectl uncordon {' '.join(chosen)}` once their ResourceSlices are published")
+    report.finish()
 
 
 RETRY_SECONDS = 2.0  # between rounds of refused evictions (kubectl drain waits 5 s)
 
 
-def _evict_all(api, evictees: list, simulate: bool, timeout: float) -> None:
+def _evict_all(api, evictees: list, simulate: bool, timeout: float, report: StepReport) -> None:
     """Evict every pod, retrying those a budget refuses until ``timeout``; each attempt and each
     refusal is said on stderr in `kubectl drain`'s words, so a long wait is never silent."""
     from kubectl_gpu.fleet.execute import StepFailed, evict
@@ -124,7 +132,7 @@ def _evict_all(api, evictees: list, simulate: bool, timeout: float) -> None:
             click.echo(f"evicting pod {meta['namespace']}/{meta['name']}", err=True)
             ok, message = evict(api, meta["namespace"], meta["name"], simulate)
             if ok:
-                click.echo(f"pod/{meta['namespace']}/{meta['name']}: {message}")
+                report.step(f"pod/{meta['namespace']}/{meta['name']}", message)
             else:
                 waiting.append((pod, message))
         if not waiting:
@@ -140,7 +148,7 @@ def _evict_all(api, evictees: list, simulate: bool, timeout: float) -> None:
         time.sleep(RETRY_SECONDS)
 
 
-def _undo(api, started: dict) -> None:
+def _undo(api, started: dict, report: StepReport) -> None:
     """Put back the nodes a stopped wave touched; where the API refuses, print the commands."""
     from kubectl_gpu.fleet.execute import StepFailed, undo_commands, undo_wave
     from kubectl_gpu.k8s import ApiError
@@ -150,7 +158,8 @@ def _undo(api, started: dict) -> None:
             changed = undo_wave(api, node, before, FIELD_MANAGER, False)
         except (StepFailed, ApiError) as exc:
             click.echo(f"node/{node}: could not be put back ({exc}); run:", err=True)
+            report.record(f"node/{node}", f"could not be put back ({exc}); run: " + "; ".join(undo_commands(node, before)))
             for command in undo_commands(node, before):
                 click.echo(f"  {command}", err=True)
             continue
-        click.echo(f"node/{node}: {', '.join(changed) or 'unchanged'} (the wave stopped: the node is as it was)")
+        report.step(f"node/{node}", f"{', '.join(changed) or 'unchanged'} (the wave stopped: the node is as it was)")

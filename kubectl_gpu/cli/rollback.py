@@ -10,6 +10,7 @@ import click
 
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, fail
+from kubectl_gpu.cli.step_report import StepReport, output_option
 
 EPILOG = exits.epilog("""\b
 Each workload's pod templates carry the kubectl-gpu.io/original-resources
@@ -53,8 +54,9 @@ class Named:
 @click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
 @click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
               help="Seconds to wait for each rollout to become ready.")
+@output_option
 def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, namespace: str | None,
-            all_namespaces: bool, do_apply: bool, timeout: float) -> None:
+            all_namespaces: bool, do_apply: bool, timeout: float, output: str | None) -> None:
     """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...),
     and nodes to what they were before `migrate nodes` (node/NAME)."""
     from kubectl_gpu.fleet.apply import RollbackError
@@ -77,21 +79,27 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     simulate = not do_apply
+    report = StepReport("RollbackResult", output, dry_run=simulate)
     try:
         if named:
-            missing = _roll_back_named(connection, named, namespace or connection.namespace, simulate, timeout)
+            missing = _roll_back_named(connection, named, namespace or connection.namespace, simulate, timeout,
+                                       report)
             if missing:
                 for line in missing:
                     click.echo(f"error: {line}", err=True)
+                report.finish("; ".join(missing))
                 sys.exit(exits.FINDINGS)
         else:
-            _roll_back_all(connection, None if all_namespaces else namespace, simulate, timeout)
+            _roll_back_all(connection, None if all_namespaces else namespace, simulate, timeout, report)
     except (StepFailed, RollbackError) as exc:
+        report.finish(str(exc))
         fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:
+        report.finish(str(exc))
         exits.fail(exc)
     if simulate:
-        click.echo("server dry run: nothing was written; run with --apply to roll back")
+        report.say("server dry run: nothing was written; run with --apply to roll back")
+    report.finish()
 
 
 def _resolve(api: Any, ref: str) -> Named:
@@ -105,7 +113,7 @@ def _resolve(api: Any, ref: str) -> Named:
 
 
 def _roll_back_named(connection: Any, named: list[Named], namespace: str, simulate: bool,
-                     timeout: float) -> list[str]:
+                     timeout: float, report: StepReport) -> list[str]:
     """Roll back each named object; returns the "not found" lines (the answer is no)."""
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
     from kubectl_gpu.fleet.cluster_io import object_path, send
@@ -116,7 +124,7 @@ def _roll_back_named(connection: Any, named: list[Named], namespace: str, simula
     for item in named:
         resource = item.resource
         if resource.kind == "Node" and resource.group == "":
-            line = _roll_back_node(connection.api, item.name, simulate)
+            line = _roll_back_node(connection.api, item.name, simulate, report)
             if line is None:
                 missing.append(f'nodes "{item.name}" not found')
             continue
@@ -137,15 +145,16 @@ def _roll_back_named(connection: Any, named: list[Named], namespace: str, simula
                            f"instead (its controller rolls the change down)")
             continue
         if not _recorded(obj, ORIGINAL_RESOURCES_ANNOTATION):
-            click.echo(f"{target.ref}: nothing to roll back (no {ORIGINAL_RESOURCES_ANNOTATION} annotation)")
+            report.step(target.ref, f"nothing to roll back (no {ORIGINAL_RESOURCES_ANNOTATION} annotation)")
             continue
-        click.echo(f"{target.ref}: {rollback_workload(connection.api, target, FIELD_MANAGER, simulate)}")
+        report.step(target.ref, rollback_workload(connection.api, target, FIELD_MANAGER, simulate))
         if not simulate:
-            click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout, progress=_say)}")
+            report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say))
     return missing
 
 
-def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeout: float) -> None:
+def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeout: float,
+                   report: StepReport) -> None:
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
     from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, Target, rollback_workload, wait_ready
     from kubectl_gpu.dra.facts import QUOTA_ENTRIES_ANNOTATION
@@ -169,18 +178,21 @@ def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeo
               if QUOTA_ENTRIES_ANNOTATION in ((q.get("metadata") or {}).get("annotations") or {})]
     if not targets and not quotas:
         where = f" in namespace {namespace}" if namespace else ""
-        click.echo(f"nothing to roll back{where}: no workload carries the {ORIGINAL_RESOURCES_ANNOTATION} annotation")
+        report.say(f"nothing to roll back{where}: no workload carries the {ORIGINAL_RESOURCES_ANNOTATION} annotation")
+        report.finish()
         sys.exit(0)
     for target in targets:
-        click.echo(f"{target.ref}: {rollback_workload(connection.api, target, FIELD_MANAGER, simulate)}")
+        report.step(target.ref, rollback_workload(connection.api, target, FIELD_MANAGER, simulate))
         if not simulate:
-            click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout, progress=_say)}")
+            report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say))
     # The quota last: the DRA entries it loses would have counted the claims the workloads held.
     for quota in quotas:
-        click.echo(rollback_quota(connection.api, quota, FIELD_MANAGER, simulate))
+        line = rollback_quota(connection.api, quota, FIELD_MANAGER, simulate)
+        if line is not None:  # None only for a quota migrate never changed, which the list above left out
+            report.line_step(line)
 
 
-def _roll_back_node(api: Any, name: str, simulate: bool) -> str | None:
+def _roll_back_node(api: Any, name: str, simulate: bool, report: StepReport) -> str | None:
     """Undo the node wave recorded on the node; None when there is no such node."""
     from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
     from kubectl_gpu.fleet.execute import NodeBefore, read_node, undo_wave
@@ -194,16 +206,16 @@ def _roll_back_node(api: Any, name: str, simulate: bool) -> str | None:
         raise
     before = NodeBefore.recorded(node)
     if before is None:
-        line = f"node/{name}: nothing to roll back (no {NODE_WAVE_ANNOTATION} annotation)"
+        result = f"nothing to roll back (no {NODE_WAVE_ANNOTATION} annotation)"
     else:
         changed = undo_wave(api, name, before, FIELD_MANAGER, simulate)
         done = ", ".join(changed) or "its record removed"
         if simulate:
             done = "would be " + done
-        line = (f"node/{name}: {done}; legacy GPU pods may be scheduled there again: turn the NVIDIA device plugin "
-                f"back on there (and the DRA driver off) before they are")
-    click.echo(line)
-    return line
+        result = (f"{done}; legacy GPU pods may be scheduled there again: turn the NVIDIA device plugin "
+                  f"back on there (and the DRA driver off) before they are")
+    report.step(f"node/{name}", result)
+    return result
 
 
 def _recorded(obj: Any, annotation: str) -> bool:
