@@ -203,3 +203,22 @@ def eventually(condition: Callable[[], bool], seconds: float = 15.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "it did not happen"
         time.sleep(0.01)
+
+
+@pytest.fixture(autouse=True)
+def _json_reports_follow_their_schemas(monkeypatch):
+    """Every `-o json` report a test prints through click's CliRunner is held to its JSON Schema
+    (docs/schemas/, tests/output_schemas.py): the schemas are checked against all the suite shows."""
+    from click.testing import CliRunner
+
+    from tests.output_schemas import asks_for_json, check_json_output
+
+    invoke = CliRunner.invoke
+
+    def invoke_and_check(self, cli, args=None, *rest, **options):
+        result = invoke(self, cli, args, *rest, **options)
+        if asks_for_json(args):
+            check_json_output(result.stdout)
+        return result
+
+    monkeypatch.setattr(CliRunner, "invoke", invoke_and_check)

@@ -9,15 +9,20 @@ does the same, streaming the items as each file is done; `-o yaml` stays a strea
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
+from kubectl_gpu.cli.reports import object_list
+from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from kubectl_gpu.manifests.loader import Format
 from kubectl_gpu.manifests.output import JsonList
 from kubectl_gpu.manifests.serialize import RenderedFile
+from tests.output_schemas import SCHEMAS, check_json_output
 from tests.test_fleet_e2e import cluster  # noqa: F401  (the fixture: tests/fleet_cluster.py's mixed cluster)
 
 POD = """\
@@ -151,3 +156,51 @@ def test_migrate_nodes_o_json_reports_each_node_and_pod(cluster) -> None:
     assert report["kind"] == "NodeWave" and report["dryRun"] is True
     assert report["steps"][0] == {"object": f"node/{node}", "result": "would be cordoned", "notes": []}
     assert report["steps"][-1]["result"].startswith("would be labelled ")
+
+
+# ----------------------------------------------------------------- the schemas (docs/schemas/)
+
+def _object_schemas(schema: Any, path: str = "") -> Iterator[tuple[str, dict]]:
+    if isinstance(schema, dict):
+        if "properties" in schema:
+            yield path, schema
+        for key, value in schema.items():
+            yield from _object_schemas(value, f"{path}/{key}")
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            yield from _object_schemas(value, f"{path}/{index}")
+
+
+SCHEMA_FILES = sorted(SCHEMAS.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", SCHEMA_FILES, ids=lambda p: p.stem)
+def test_each_schema_is_a_json_schema_for_its_kind(path: Path) -> None:
+    import jsonschema
+
+    schema = json.loads(path.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["title"] == path.stem
+    assert schema["properties"]["kind"] == {"const": path.stem}
+    assert schema["properties"]["apiVersion"] == {"const": REPORT_API_VERSION}
+    assert schema["required"][:2] == ["apiVersion", "kind"]
+
+
+@pytest.mark.parametrize("path", SCHEMA_FILES, ids=lambda p: p.stem)
+def test_every_key_of_a_report_is_camel_case(path: Path) -> None:
+    """Each object the schema describes lists its keys (no others allowed), all camelCase; maps keyed
+    by data (attributes, capacities, resources) are `additionalProperties` of a value type."""
+    for where, schema in _object_schemas(json.loads(path.read_text())):
+        assert schema.get("additionalProperties") is False, f"{path.name}{where}: keys other than its own"
+        for key in schema["properties"]:
+            assert re.fullmatch(r"[a-z][a-zA-Z0-9]*", key), f"{path.name}{where}: {key!r} is not camelCase"
+
+
+def test_a_report_that_breaks_its_schema_fails_the_test_that_printed_it() -> None:
+    node = {"apiVersion": REPORT_API_VERSION, "kind": "GpuNode", "name": "n", "draNode": True,
+            "draNodeLabel": None, "devices": [], "legacyResources": [], "legacyPods": [], "findings": []}
+    assert check_json_output(json.dumps(object_list([node]))) == 1
+    with pytest.raises(AssertionError, match="gpu_count"):
+        check_json_output(json.dumps({**node, "gpu_count": 1}))
+    with pytest.raises(AssertionError, match="has no schema"):
+        check_json_output(json.dumps({**node, "kind": "GpuThing"}))
