@@ -89,6 +89,19 @@ def test_cluster_summary_table_for_people(gpu_cluster):
     assert "NVIDIA H100 80GB HBM3" in wide and "80Gi" in wide and "nvidia.com/gpu=4" in wide
 
 
+def test_namespace_narrows_the_summary_to_the_gpus_its_pods_use(gpu_cluster):
+    """-n NS: the nodes where NS's pods hold GPUs (a DRA claim's devices, device-plugin GPUs), each
+    device as the cluster sees it (another namespace's claim still takes it), and NS's legacy pods only."""
+    summary = as_json(run(gpu_cluster, "describe", "-n", "ml", "-o", "json"))
+    assert [n["name"] for n in summary["nodes"]] == ["dra-a", "legacy-1"]  # train-0's claim, old-job
+    assert summary["totals"]["legacyGpuPods"] == 1 and summary["totals"]["allocated"] == 1
+    default = as_json(run(gpu_cluster, "describe", "-n", "default", "-o", "json"))
+    assert [n["name"] for n in default["nodes"]] == ["dra-bad"]  # sneaky; done has finished
+    assert [(f["code"], f["subject"]) for f in default["findings"]] == [("double-counting", "node/dra-bad")]
+    everyone = as_json(run(gpu_cluster, "describe", "-A", "-o", "json"))
+    assert everyone["totals"]["nodes"] == 4 and everyone["totals"]["legacyGpuPods"] == 2
+
+
 def test_label_selector_narrows_the_nodes(gpu_cluster):
     summary = as_json(run(gpu_cluster, "describe", "-l", "ack.node.gpu.schedule=disabled", "-o", "json"))
     assert sorted(n["name"] for n in summary["nodes"]) == ["dra-a", "dra-b", "dra-bad"]

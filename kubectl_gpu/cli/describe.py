@@ -93,6 +93,7 @@ def command(ctx: click.Context, dra_node_labels: tuple[str, ...], tree: bool, **
     \b
     kubectl gpu describe                  every GPU node: DRA devices, holders, legacy GPUs,
                                           and a bar of GPUs in use (MIG devices in brackets)
+    kubectl gpu describe -n NS            only the nodes where NS's pods hold GPUs
     kubectl gpu describe --tree           node -> GPU -> pod
     kubectl gpu describe node NAME        each device with product, memory, UUID, claim and pod
     kubectl gpu describe pod NAME         legacy requests vs DRA claims; for a Pending pod, why
@@ -123,7 +124,9 @@ def _describe_cluster(settings: _Settings) -> None:
     with _reading("nodes, pods, ResourceClaims and ResourceSlices"):
         objects = fetch_cluster(connection.api, dra, node_selector=settings.options.selector,
                                 namespace=settings.options.namespace or connection.namespace)
-    report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels)
+    options = settings.options
+    report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels,
+                            namespace=options.namespace if not options.all_namespaces else None)
     warn_unreadable(objects.unreadable)
     people = (lambda: tables.tree(report.nodes)) if settings.tree else (
         lambda: tables.cluster(report, settings.options.output == "wide", headers=not settings.options.no_headers))

@@ -104,11 +104,25 @@ def build_node_reports(nodes: Iterable[Mapping[str, Any]], devices: Iterable[Sli
 @with_collector_paused
 def cluster_report(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
                    claims: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
-                   dra_labels: Iterable[NodeLabel]) -> ClusterReport:
+                   dra_labels: Iterable[NodeLabel], namespace: str | None = None) -> ClusterReport:
+    """The cluster's GPUs; with `namespace`, the part its pods use: the nodes and pools where its
+    claims hold devices or its pods hold device-plugin GPUs.  Every claim still decides whether a
+    device is taken (a device another namespace holds is not free), but the legacy pods counted
+    and judged are the namespace's own."""
+    if namespace is not None:
+        pods = [p for p in pods if (p.get("metadata") or {}).get("namespace") == namespace]
     reports, pools = build_node_reports(nodes, current_devices(slices), claims, pods, dra_labels)
+    if namespace is not None:
+        reports = tuple(r for r in reports if r.legacy_pods or _held_by(r.devices, namespace))
+        pools = {pool: rows for pool, rows in pools.items() if _held_by(rows, namespace)}
     findings = [f for r in reports for f in r.findings]
     return ClusterReport(reports, tuple(sorted((p, tuple(rows)) for p, rows in pools.items())),
                          sort_findings(findings))
+
+
+def _held_by(rows: Iterable[DeviceRow], namespace: str) -> bool:
+    prefix = f"{namespace}/"
+    return any(h.claim.startswith(prefix) for row in rows for h in row.holders)
 
 
 def _node_summary(node: NodeReport) -> dict[str, Any]:
