@@ -378,3 +378,47 @@ def test_plan_and_a_cluster_profile_read_pipes_too(tmp_path: Path, pipe_with) ->
     assert migrated.exit_code == 0, migrated.output
     planned = CliRunner().invoke(main, ["plan", "-f", pipe_with(POD), "-o", "json"], catch_exceptions=False)
     assert "Pod" in planned.output and "symbolic link" not in planned.output, planned.output
+
+
+FRACTION = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+spec:
+  template:
+    spec:
+      containers:
+      - name: main
+        image: cuda
+        resources:
+          limits:
+            aliyun.com/gpu-mem: 8
+"""
+
+
+def test_a_warning_repeated_across_files_is_printed_once_with_its_count(tmp_path: Path) -> None:
+    """A GitOps repository of 1,200 files printed the same --sharing warning 600 times: it is said
+    once, where it first occurs, with how often ("(x3)"); the totals still count every one."""
+    for name in ("a", "b", "c"):
+        (tmp_path / f"{name}.yaml").write_text(FRACTION.format(name=name))
+    result = migrate(str(tmp_path))
+    warnings = [line for line in result.stderr.splitlines() if "warning:" in line]
+    assert len(warnings) == 1 and warnings[0].endswith("instead of 8Gi memory (x3)"), result.stderr
+    assert result.stderr.index("(x3)") < result.stderr.index("b.yaml")  # under the first file
+    assert "3 warning(s)" in result.stderr
+
+
+def test_quiet_reports_only_errors_and_leaves_the_exit_code_to_say_the_rest(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.yaml").write_text(FRACTION.format(name=name))
+    fine = migrate("-q", str(tmp_path))
+    assert (fine.exit_code, fine.stderr) == (0, "")
+    assert fine.stdout.count("kind: Deployment") == 2  # the manifests as ever
+    (tmp_path / "bad.yaml").write_text(POD.replace("nvidia.com/gpu: 1", "nvidia.com/vcuda-core: 150"))
+    failed = migrate("-q", str(tmp_path))
+    assert failed.exit_code == 3
+    assert failed.stderr.splitlines() == [
+        f"{tmp_path / 'bad.yaml'} (not fully migrated)", "  Pod p",
+        "      error: container 'main': nvidia.com/vcuda-core: 150 is not valid: 100 is one GPU, so use a value "
+        "below 100 (a share of one GPU) or a multiple of 100 (whole GPUs)"]

@@ -131,12 +131,13 @@ class _Progress:
 
 
 @contextmanager
-def migrate_progress(total_files: int, *, writes_stdout: bool, stream: TextIO | None = None) -> Iterator[_Progress]:
+def migrate_progress(total_files: int, *, writes_stdout: bool, stream: TextIO | None = None,
+                     quiet: bool = False) -> Iterator[_Progress]:
     """Progress of a long migrate on stderr: files and documents done, and the file at hand.
     Shown only when stderr is a terminal and stdout does not print onto that same terminal
-    (there, the manifests themselves show the progress); piped or redirected: nothing."""
+    (there, the manifests themselves show the progress); piped or redirected, or -q: nothing."""
     stream = stream or sys.stderr
-    shown = _interactive(stream) and not (writes_stdout and _interactive(sys.stdout))
+    shown = not quiet and _interactive(stream) and not (writes_stdout and _interactive(sys.stdout))
     progress = _Progress(stream if shown else None, total_files)
     try:
         yield progress

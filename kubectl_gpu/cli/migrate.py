@@ -134,6 +134,8 @@ Live clusters (see their --help):
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
               help="Unit of aliyun.com/gpu-mem (the gpushare plugin's --memory-unit).")
 @click.option("-n", "--namespace", help="Namespace for objects that name none (claims go there too).")
+@click.option("-q", "--quiet", is_flag=True,
+              help="Report only errors (each under its file and object); the exit code says the rest.")
 def command(
     inputs: tuple[str, ...],
     in_place: bool,
@@ -155,6 +157,7 @@ def command(
     gpu_memory: str | None,
     aliyun_memory_unit: str,
     namespace: str | None,
+    quiet: bool,
 ) -> None:
     """Rewrite legacy GPU requests (nvidia.com/gpu, fractions, vcuda, MIG, HAMi, ACK gpushare,
     TPU) in manifests into DRA claims: ResourceClaimTemplates, or with --sharing timeslicing|mps
@@ -234,7 +237,7 @@ def command(
     # -o json prints one value, however many files (kubectl's List of several objects).
     json_list = JsonList(_stdout_write) if to_stdout and output_format == "json" else None
     files: list[FileResult] = []
-    with migrate_progress(len(sources), writes_stdout=to_stdout or show_diff) as progress:
+    with migrate_progress(len(sources), writes_stdout=to_stdout or show_diff, quiet=quiet) as progress:
         for migration in migrations:
             progress.file(migration)
             if streaming and json_list is not None:
@@ -301,21 +304,23 @@ def command(
             json_list.close()
 
     console = Console(stderr=True, highlight=False, soft_wrap=True)
-    if profile is not None:
-        console.print(profile.describe(), markup=False)
-    for line in fitted.notes:
-        console.print(line, markup=False)
-    if device_classes:
-        console.print(_device_classes_report(classes, mig_requests, profile), markup=False)
-    for line in _shared_pool_warnings(profile, whole_gpus[0]):
-        console.print(line, markup=False)
-    print_report(result, console, written=not (check or show_diff))
-    for line in kueue_notes(mappings):
-        console.print(f"kueue: {line}", markup=False)
-    if kueue_config is not None and not to_stdout and output_dir is None:
-        console.print("kueue: merge into Kueue's Configuration:\n" + yaml_output.dump(kueue_config), markup=False)
+    if not quiet:
+        if profile is not None:
+            console.print(profile.describe(), markup=False)
+        for line in fitted.notes:
+            console.print(line, markup=False)
+        if device_classes:
+            console.print(_device_classes_report(classes, mig_requests, profile), markup=False)
+        for line in _shared_pool_warnings(profile, whole_gpus[0]):
+            console.print(line, markup=False)
+    print_report(result, console, written=not (check or show_diff), quiet=quiet)
+    if not quiet:
+        for line in kueue_notes(mappings):
+            console.print(f"kueue: {line}", markup=False)
+        if kueue_config is not None and not to_stdout and output_dir is None:
+            console.print("kueue: merge into Kueue's Configuration:\n" + yaml_output.dump(kueue_config), markup=False)
     if writes.failed:
-        print_write_failures(writes, console)
+        print_write_failures(writes, console, quiet=quiet)
         sys.exit(EXIT_NOT_MIGRATED)
     sys.exit(_exit_code(result, check or show_diff))
 

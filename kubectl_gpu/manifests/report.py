@@ -4,6 +4,7 @@ otherwise (rich drops styling by itself when stderr is not a TTY)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -61,15 +62,22 @@ def _severities(file: FileResult) -> Iterable[Severity]:
         yield Severity.ERROR
 
 
-def print_report(result: MigrationResult, console: Console, written: bool = True) -> None:
+def print_report(result: MigrationResult, console: Console, written: bool = True, quiet: bool = False) -> None:
     """``written``: False for --check and --diff, which write no manifest, so the report says what
-    would change."""
+    would change.  A warning whose words recur (the same --sharing consequence in 600 files) is
+    printed once, where it first occurs, with its count ("(x600)").  ``quiet`` (-q): only the
+    errors, each under its file and object, and no totals."""
+    repeats = Counter(text for file in result.files for _, lines in _file_lines(file)
+                      for _, severity, text in lines if severity is Severity.WARNING)
+    shown: set[str] = set()
     for file in result.files:
-        lines = list(_file_lines(file))
+        lines = _kept(_file_lines(file), repeats, shown, quiet)
         if lines:
             console.print(f"[bold]{escape(file.rendered.source.display)}[/bold]{_file_status(file, written)}")
             for line in lines:
                 console.print(line)
+    if quiet:
+        return
     t = totals(result)
     migrated, added = ("migrated", "added") if written else ("to migrate", "to add")
     console.print(
@@ -78,6 +86,35 @@ def print_report(result: MigrationResult, console: Console, written: bool = True
         + (f"{t.quotas_changed} ResourceQuota(s) given DRA caps, " if t.quotas_changed else "") +
         f"[{_STYLE[Severity.WARNING]}]{t.warnings} warning(s)[/], [{_STYLE[Severity.ERROR]}]{t.errors} error(s)[/]"
     )
+
+
+# One line of a file's report: its indent, its severity (None: what changed, not a note) and its
+# text (rich markup, escaped).
+_Line = tuple[int, "Severity | None", str]
+
+
+def _kept(groups: Iterable[tuple[str | None, list[_Line]]], repeats: Counter[str], shown: set[str],
+          quiet: bool) -> list[str]:
+    """The lines to print of one file's groups (see print_report)."""
+    out: list[str] = []
+    for header, entries in groups:
+        kept = []
+        for indent, severity, text in entries:
+            if quiet and severity is not Severity.ERROR:
+                continue
+            if severity is Severity.WARNING and repeats[text] > 1:
+                if text in shown:
+                    continue
+                shown.add(text)
+                text += f" (x{repeats[text]})"
+            kept.append(f"{' ' * indent}[{_STYLE[severity]}]{severity.value}:[/] {text}" if severity is not None
+                        else f"{' ' * indent}{text}")
+        if quiet and not kept:
+            continue
+        if header is not None:
+            out.append(header)
+        out.extend(kept)
+    return out
 
 
 def _file_status(file: FileResult, written: bool = True) -> str:
@@ -92,42 +129,48 @@ def _line(indent: int, severity: Severity, text: str) -> str:
     return f"{' ' * indent}[{_STYLE[severity]}]{severity.value}:[/] {escape(text)}"
 
 
-def _file_lines(file: FileResult) -> Iterable[str]:
+def _note(indent: int, severity: Severity, text: str) -> _Line:
+    return indent, severity, escape(text)
+
+
+def _file_lines(file: FileResult) -> Iterable[tuple[str | None, list[_Line]]]:
+    """The file's report in groups: (the object's line, or None for the file's own notes; its lines)."""
     plan = file.plan
-    for issue in plan.issues:
-        yield _line(2, issue.severity, issue.message)
+    own = [_note(2, issue.severity, issue.message) for issue in plan.issues]
     if file.rendered.fallback_reason:
-        yield _line(2, Severity.ERROR, file.rendered.fallback_reason)
-    for error in file.rendered.document_errors:
-        yield _line(2, Severity.ERROR, error)
-    by_object: dict[ObjectRef, list[str]] = {}
+        own.append(_note(2, Severity.ERROR, file.rendered.fallback_reason))
+    own.extend(_note(2, Severity.ERROR, error) for error in file.rendered.document_errors)
+    yield None, own
+    by_object: dict[ObjectRef, list[_Line]] = {}
     for template in plan.templates:
         if not template.notes and not template.changed:
             continue
         lines = by_object.setdefault(template.obj, [])
         where = template.site.pointer or "/"
         status = "rewritten" if template.changed else "not changed"
-        lines.append(f"    {escape(template.site.label)} {escape(where)}: {status}")
-        lines.extend(_line(6, note.severity, note.render()) for note in template.notes)
+        lines.append((4, None, f"{escape(template.site.label)} {escape(where)}: {status}"))
+        lines.extend(_note(6, note.severity, note.render()) for note in template.notes)
     for quota in plan.quotas:
         lines = by_object.setdefault(quota.obj, [])
-        lines.append(f"    quota: {'added ' + escape(', '.join(quota.added)) if quota.changed else 'not changed'}")
-        lines.extend(_line(6, note.severity, note.render()) for note in quota.notes)
+        lines.append((4, None, f"quota: {'added ' + escape(', '.join(quota.added)) if quota.changed else 'not changed'}"))
+        lines.extend(_note(6, note.severity, note.render()) for note in quota.notes)
     for note in plan.object_notes:
-        by_object.setdefault(note.obj, []).append(_line(4, note.severity, note.message))
+        by_object.setdefault(note.obj, []).append(_note(4, note.severity, note.message))
     for emission in plan.emissions:
         where = f"{emission.namespace}/" if emission.namespace else ""
         by_object.setdefault(emission.before, []).append(
-            f"    [cyan]+ {emission.kind} {escape(where + emission.name)}[/] added before it")
+            (4, None, f"[cyan]+ {emission.kind} {escape(where + emission.name)}[/] added before it"))
     for obj, lines in by_object.items():
-        yield f"  [bold]{escape(obj.label)}[/]"
-        yield from lines
+        yield f"  [bold]{escape(obj.label)}[/]", lines
 
 
-def print_write_failures(writes: WriteReport, console: Console) -> None:
-    """Which files were written and which were not (each one whole or not at all)."""
+def print_write_failures(writes: WriteReport, console: Console, quiet: bool = False) -> None:
+    """Which files were written and which were not (each one whole or not at all); ``quiet``: only
+    those that were not."""
     for path, reason in writes.failed:
         console.print(_line(0, Severity.ERROR, f"{path}: not written ({reason}); it is left as it was"))
+    if quiet:
+        return
     if writes.written:
         console.print(f"written: {escape(', '.join(str(p) for p in writes.written))}")
     console.print(f"[bold]{len(writes.written)} file(s) written, {len(writes.failed)} not written[/bold]")
