@@ -107,7 +107,7 @@ class QuotaPlan:
         return bool(self.entries)
 
 
-def _stays_legacy(resource: str, options: TranslateOptions) -> str | None:
+def stays_legacy(resource: str, options: TranslateOptions) -> str | None:
     """Why pods keep asking for ``resource`` after migration (so its entry keeps counting), or None."""
     family = family_of(resource)
     if family in options.pass_through_families:
@@ -120,7 +120,7 @@ def _stays_legacy(resource: str, options: TranslateOptions) -> str | None:
     return None
 
 
-def _target_class(resource: str, options: TranslateOptions) -> str:
+def target_class(resource: str, options: TranslateOptions) -> str:
     family = family_of(resource)
     if family == c.MIG:
         return options.mig_device_class
@@ -153,10 +153,10 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
             notes.append(Note(Severity.WARNING,
                               f"{label}: {key}: {raw_value} caps nothing: Kubernetes counts extended resources only "
                               f"as {REQUESTS_PREFIX}{resource} (pkg/quota/v1/evaluator/core/pods.go); to cap these "
-                              f"GPUs, write {REQUESTS_PREFIX}{resource} and {devices_entry(_target_class(resource, options))}"
+                              f"GPUs, write {REQUESTS_PREFIX}{resource} and {devices_entry(target_class(resource, options))}"
                               , resource=resource))
             continue
-        why = _stays_legacy(resource, options)
+        why = stays_legacy(resource, options)
         if why is not None:
             notes.append(Note(Severity.INFO, f"{label}: {key} keeps its cap: {why}", resource=resource))
             continue
@@ -167,7 +167,7 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
             continue
         caps_gpus = True
         role = SHARE_RESOURCES.get(resource)
-        device_class = _target_class(resource, options)
+        device_class = target_class(resource, options)
         if role is not None:
             uncapped.append(key)
             notes.append(Note(Severity.WARNING,
