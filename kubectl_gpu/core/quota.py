@@ -19,7 +19,9 @@ ResourceQuota, the entries to add so the same devices stay capped, and keeps the
 (pods not yet migrated still use them).  Legacy entries that map to one DeviceClass add up: after
 the move one counter holds what several did.  What no quota entry can express is a WARNING naming
 the quota, the resource and what to do: a MIG profile's own cap (claims of every profile share the
-MIG class's count), and the memory or cores of a shared GPU (quota counts devices, not capacity).
+MIG class's count), the memory or cores of a shared GPU (quota counts devices, not capacity), and any
+cap in a scoped quota (``scopes``/``scopeSelector``: the claim evaluator matches no scope, so a scoped
+quota never counts claims).
 
 Pure: a quota mapping in, a ``QuotaPlan`` out (entries, notes and the JSON patch that adds them).
 """
@@ -136,6 +138,7 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
     spec = quota.get("spec") if isinstance(quota.get("spec"), Mapping) else {}
     hard = spec.get("hard") if isinstance(spec.get("hard"), Mapping) else {}
     label = f"ResourceQuota {namespace + '/' if namespace else ''}{name}"
+    scoped = bool(spec.get("scopes") or spec.get("scopeSelector"))
     notes: list[Note] = []
     sums: dict[str, Fraction] = {}
     classes: dict[str, str] = {}
@@ -176,6 +179,16 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
                               f"{devices_entry(device_class)} to the number of GPUs (whole or shared) the namespace "
                               "may hold, or keep these workloads on the device plugin (--pass-through)",
                               resource=resource))
+            continue
+        if scoped:
+            uncapped.append(key)
+            notes.append(Note(Severity.WARNING,
+                              f"{label}: {key}: {raw_value} is in a scoped quota, which never counts ResourceClaims "
+                              "(the claim evaluator matches no scope: pkg/quota/v1/evaluator/core/resource_claims.go), "
+                              "so no entry here can cap these pods once they hold claims; cap the namespace's claims "
+                              f"with {devices_entry(device_class)} in an unscoped quota (it counts every claim of the "
+                              "namespace, whatever the scope picked), or keep these workloads on the device plugin "
+                              "(--pass-through)", resource=resource))
             continue
         counted = target.counted_as(device_class)
         if counted == resource:
