@@ -176,7 +176,11 @@ def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeo
         targets.append(Target(obj["apiVersion"], obj["kind"], plural, meta.get("namespace", ""), meta["name"]))
     quotas = [q for q in list_quotas(connection.api, namespace)
               if QUOTA_ENTRIES_ANNOTATION in ((q.get("metadata") or {}).get("annotations") or {})]
-    if not targets and not quotas:
+    from kubectl_gpu.fleet.queues import recorded_queues, rollback_queue
+
+    # Cluster-wide queues only when rolling back every namespace: they cap all of them.
+    queues = recorded_queues((*snapshot.cluster_queues, *snapshot.volcano_queues)) if namespace is None else []
+    if not targets and not quotas and not queues:
         where = f" in namespace {namespace}" if namespace else ""
         report.say(f"nothing to roll back{where}: no workload carries the {ORIGINAL_RESOURCES_ANNOTATION} annotation")
         report.finish()
@@ -190,6 +194,8 @@ def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeo
         line = rollback_quota(connection.api, quota, FIELD_MANAGER, simulate)
         if line is not None:  # None only for a quota migrate never changed, which the list above left out
             report.line_step(line)
+    for queue in queues:
+        report.line_step(rollback_queue(connection.api, queue, FIELD_MANAGER, simulate))
 
 
 def _roll_back_node(api: Any, name: str, simulate: bool, report: StepReport) -> str | None:
