@@ -206,19 +206,20 @@ def eventually(condition: Callable[[], bool], seconds: float = 15.0) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _json_reports_follow_their_schemas(monkeypatch):
-    """Every `-o json` report a test prints through click's CliRunner is held to its JSON Schema
-    (docs/schemas/, tests/output_schemas.py): the schemas are checked against all the suite shows."""
+def _reports_follow_their_schemas(monkeypatch):
+    """Every `-o json|yaml` report a test prints through click's CliRunner is held to its JSON
+    Schema (docs/schemas/, tests/output_schemas.py): the schemas are checked against all the suite shows."""
     from click.testing import CliRunner
 
-    from tests.output_schemas import asks_for_json, check_json_output
+    from tests.output_schemas import asked_output, check_output
 
     invoke = CliRunner.invoke
 
     def invoke_and_check(self, cli, args=None, *rest, **options):
         result = invoke(self, cli, args, *rest, **options)
-        if asks_for_json(args):
-            check_json_output(result.stdout)
+        output = asked_output(args)
+        if output in ("json", "yaml"):
+            check_output(result.stdout, output)
         return result
 
     monkeypatch.setattr(CliRunner, "invoke", invoke_and_check)

@@ -1,7 +1,7 @@
 """Every -o json|yaml report of kubectl-gpu against its JSON Schema (docs/schemas/<Kind>.json).
 
-tests/conftest.py runs `check_json_output` on the stdout of every CLI run through click's CliRunner
-that asks for `-o json`, so each report the suite produces is held to its schema; Kubernetes'
+tests/conftest.py runs `check_output` on the stdout of every CLI run through click's CliRunner
+that asks for `-o json` or `-o yaml`, so each report the suite produces is held to its schema; Kubernetes'
 own objects (migrate's manifests, inventory's ResourceSlices) are left to Kubernetes' schemas
 (tests/strict_validation.py)."""
 
@@ -17,11 +17,18 @@ from kubectl_gpu.dra.facts import REPORT_API_VERSION
 SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
 
 
-def asks_for_json(args: Sequence[str] | None) -> bool:
+def asked_output(args: Sequence[str] | None) -> str | None:
+    """The -o a command line asks for (json, yaml, ...), or None."""
     words = [str(a) for a in args or ()]
-    return any(w in ("-ojson", "--output=json") or (w in ("-o", "--output") and i + 1 < len(words)
-                                                     and words[i + 1] == "json")
-               for i, w in enumerate(words))
+    found = None
+    for index, word in enumerate(words):
+        if word in ("-o", "--output") and index + 1 < len(words):
+            found = words[index + 1]
+        elif word.startswith("--output="):
+            found = word.partition("=")[2]
+        elif word.startswith("-o") and len(word) > 2:
+            found = word[2:]
+    return found
 
 
 def reports_in(value: Any) -> Iterator[dict[str, Any]]:
@@ -59,12 +66,18 @@ def check_report(report: dict[str, Any]) -> None:
         f"  at /{'/'.join(map(str, e.absolute_path))}: {e.message[:300]}" for e in errors[:10])
 
 
-def check_json_output(stdout: str) -> int:
-    """Hold every kubectl-gpu report in a command's JSON output to its schema; how many there were."""
+def check_output(stdout: str, output: str) -> int:
+    """Hold every kubectl-gpu report in a command's -o json|yaml output to its schema; how many
+    there were."""
     text = stdout.lstrip()
-    if not text.startswith("{"):
+    if output == "json" and text.startswith("{"):
+        value, _ = json.JSONDecoder().raw_decode(text)
+    elif output == "yaml" and text.startswith(("apiVersion:", "kind:")):
+        import yaml
+
+        value = next(yaml.safe_load_all(text), None)
+    else:
         return 0  # an error on stderr, or nothing printed
-    value, _ = json.JSONDecoder().raw_decode(text)
     count = 0
     for report in reports_in(value):
         check_report(report)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
@@ -22,7 +23,7 @@ from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from kubectl_gpu.manifests.loader import Format
 from kubectl_gpu.manifests.output import JsonList
 from kubectl_gpu.manifests.serialize import RenderedFile
-from tests.output_schemas import SCHEMAS, check_json_output
+from tests.output_schemas import SCHEMAS, check_output
 from tests.test_fleet_e2e import cluster  # noqa: F401  (the fixture: tests/fleet_cluster.py's mixed cluster)
 
 POD = """\
@@ -199,8 +200,9 @@ def test_every_key_of_a_report_is_camel_case(path: Path) -> None:
 def test_a_report_that_breaks_its_schema_fails_the_test_that_printed_it() -> None:
     node = {"apiVersion": REPORT_API_VERSION, "kind": "GpuNode", "name": "n", "draNode": True,
             "draNodeLabel": None, "devices": [], "legacyResources": [], "legacyPods": [], "findings": []}
-    assert check_json_output(json.dumps(object_list([node]))) == 1
+    assert check_output(json.dumps(object_list([node])), "json") == 1
+    assert check_output(yaml.safe_dump(node), "yaml") == 1
     with pytest.raises(AssertionError, match="gpu_count"):
-        check_json_output(json.dumps({**node, "gpu_count": 1}))
+        check_output(json.dumps({**node, "gpu_count": 1}), "json")
     with pytest.raises(AssertionError, match="has no schema"):
-        check_json_output(json.dumps({**node, "kind": "GpuThing"}))
+        check_output(json.dumps({**node, "kind": "GpuThing"}), "json")
