@@ -53,20 +53,38 @@ def run_in_terminal(columns: int, args: list[str], env: dict[str, str]) -> str:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
 
+def _sections(lines: list[str]) -> tuple[list[str], list[str]]:
+    """The lines before the findings (tables, headings) and the findings' lines."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("Findings:")), len(lines))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), len(lines))
+    return lines[:start] + lines[end:], lines[start:end]
+
+
 @pytest.mark.parametrize("columns", [80, 160])
 @pytest.mark.parametrize("args", [["describe", "-o", "wide"], ["describe", "node", "dra-a"], ["doctor"]],
                          ids=" ".join)
-def test_the_terminal_shows_what_a_pipe_gets_whatever_its_width(wide_cluster, columns, args):
+def test_the_terminal_shows_the_tables_a_pipe_gets_and_wraps_only_the_findings(wide_cluster, columns, args):
+    """Tables are never wrapped (the terminal wraps a line too long for it, as for kubectl); the
+    findings' sentences are wrapped to the terminal's width, the lines after the first indented under
+    it, words whole (kubectl_gpu/prose.py); piped, each finding is one line."""
     env = {**os.environ, "KUBECONFIG": wide_cluster.kubeconfig_path(), "PYTHONPATH": str(REPO)}
     env.pop("NO_COLOR", None)
     piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", *args], capture_output=True, text=True,
-                           env=env, timeout=120).stdout
+                           env=env, timeout=120).stdout.rstrip("\n").splitlines()
     screen = run_in_terminal(columns, args, env)
     shown = [line.rstrip() for line in screen.splitlines()]
     while shown and not shown[-1]:
         shown.pop()
-    assert shown == piped.rstrip("\n").splitlines()
-    assert any(len(line) > 80 for line in shown) or columns == 160  # the 80-column case did wrap lines
+    tables, findings = _sections(shown)
+    piped_tables, piped_findings = _sections(piped)
+    assert tables == piped_tables
+    assert any(len(line) > 80 for line in tables) or columns == 160  # the 80-column case did wrap lines
+    assert findings and " ".join(findings).split() == " ".join(piped_findings).split()  # the same words
+    too_long = [line for line in findings if len(line) > columns and len(line.split()) > 1]
+    assert not too_long  # only a word longer than the terminal (a command to copy) passes its edge
+    assert any(len(line) > columns for line in piped_findings)  # so the terminal's lines were wrapped by us
+    for line in findings[1:]:  # a finding, its continuation lines, its fix and the fix's continuation lines
+        assert line.startswith(("  ERROR ", "  WARNING ", "  INFO ", "    fix: ", " " * 7)), line
 
 
 def test_describe_by_default_fits_an_80_column_terminal(wide_cluster):
@@ -77,3 +95,20 @@ def test_describe_by_default_fits_an_80_column_terminal(wide_cluster):
     table = shown[:shown.index("")] if "" in shown else shown
     assert table[0].split()[:3] == ["NODE", "DRA", "DRA"] and len(table) == 4, shown
     assert max(len(line) for line in table) <= 80, table
+
+
+def test_migrate_wraps_its_report_notes_to_the_terminal_and_not_into_a_pipe(tmp_path):
+    manifest = tmp_path / "half.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: main\n"
+                        "    image: cuda\n    resources:\n      limits:\n        aliyun.com/gpu-mem: 8\n")
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "none"), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", "migrate", str(manifest)],
+                           capture_output=True, text=True, env=env, timeout=120).stderr.splitlines()
+    (note,) = [line for line in piped if "warning:" in line]
+    assert len(note) > 80  # one line on the pipe
+    shown = [line.rstrip() for line in run_in_terminal(80, ["migrate", str(manifest), ">/dev/null"], env).splitlines()]
+    start = next(i for i, line in enumerate(shown) if "warning:" in line)
+    lines = [shown[start]] + [line for line in shown[start + 1:start + 4] if line.startswith(" " * 15)]
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), shown
+    assert " ".join(lines).split() == note.split()

@@ -14,6 +14,7 @@ from kubectl_gpu.inspect.cluster import ClusterReport
 from kubectl_gpu.inspect.doctor import DoctorReport
 from kubectl_gpu.inspect.findings import Finding, Severity
 from kubectl_gpu.kubetable import KubeTable
+from kubectl_gpu.prose import wrapped
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
 from kubectl_gpu.inspect.pods import AllocatedDeviceRow, PodReport
 
@@ -35,12 +36,27 @@ def findings(items: Iterable[Finding], title: str = "Findings") -> RenderableTyp
     items = list(dict.fromkeys(items))
     if not items:
         return Text(f"{title}: none", style="green")
-    parts: list[RenderableType] = [Text(f"{title}:", style="bold")]
-    for f in items:
-        parts.append(Text.assemble("  ", (f.severity.value.upper(), _STYLE[f.severity]),
-                                   f" {f.subject} ({f.code}): {f.message}"))
-        parts.append(Text(f"    fix: {f.fix}"))
-    return Group(*parts)
+    return Group(Text(f"{title}:", style="bold"), *(_Finding(f) for f in items))
+
+
+class _Finding:
+    """One finding: `  SEVERITY subject (code): message` and `    fix: ...`, each wrapped to the
+    terminal's width (COLUMNS, else the terminal's) on a terminal, one line piped
+    (kubectl_gpu/prose.py)."""
+
+    def __init__(self, finding: Finding) -> None:
+        self.finding = finding
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        f = self.finding
+        severity = f.severity.value.upper()
+        width = options.max_width if console.is_terminal else None
+        for number, line in enumerate(wrapped(f"  {severity} {f.subject} ({f.code}): {f.message}", width,
+                                               " " * (3 + len(severity)))):
+            yield Text.assemble("  ", (severity, _STYLE[f.severity]), line[2 + len(severity):]) if number == 0 \
+                else Text(line)
+        for line in wrapped(f"    fix: {f.fix}", width, " " * 9):
+            yield Text(line)
 
 
 def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> RenderableType:

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from kubectl_gpu.core import Severity
+from kubectl_gpu.prose import wrapped
 
 from . import FileResult, MigrationResult
 from .objects import ObjectRef
@@ -70,8 +71,9 @@ def print_report(result: MigrationResult, console: Console, written: bool = True
     repeats = Counter(text for file in result.files for _, lines in _file_lines(file)
                       for _, severity, text in lines if severity is Severity.WARNING)
     shown: set[str] = set()
+    width = console.width if console.is_terminal else None
     for file in result.files:
-        lines = _kept(_file_lines(file), repeats, shown, quiet)
+        lines = _kept(_file_lines(file), repeats, shown, quiet, width)
         if lines:
             console.print(f"[bold]{escape(file.rendered.source.display)}[/bold]{_file_status(file, written)}")
             for line in lines:
@@ -89,13 +91,15 @@ def print_report(result: MigrationResult, console: Console, written: bool = True
 
 
 # One line of a file's report: its indent, its severity (None: what changed, not a note) and its
-# text (rich markup, escaped).
+# text (a note's as written; the others' rich markup).
 _Line = tuple[int, "Severity | None", str]
 
 
 def _kept(groups: Iterable[tuple[str | None, list[_Line]]], repeats: Counter[str], shown: set[str],
-          quiet: bool) -> list[str]:
-    """The lines to print of one file's groups (see print_report)."""
+          quiet: bool, width: int | None) -> list[str]:
+    """The lines to print of one file's groups (see print_report).  On a terminal (``width``) a note
+    is wrapped to it, the lines after the first indented under its text, words never split (as the
+    findings of describe and doctor); on a pipe each note stays one line."""
     out: list[str] = []
     for header, entries in groups:
         kept = []
@@ -107,8 +111,13 @@ def _kept(groups: Iterable[tuple[str | None, list[_Line]]], repeats: Counter[str
                     continue
                 shown.add(text)
                 text += f" (x{repeats[text]})"
-            kept.append(f"{' ' * indent}[{_STYLE[severity]}]{severity.value}:[/] {text}" if severity is not None
-                        else f"{' ' * indent}{text}")
+            if severity is None:
+                kept.append(f"{' ' * indent}{text}")
+                continue
+            lead = f"{' ' * indent}{severity.value}: "
+            first, *rest = wrapped(lead + text, width, " " * len(lead))
+            kept.append(f"{' ' * indent}[{_STYLE[severity]}]{severity.value}:[/] {escape(first[len(lead):])}")
+            kept.extend(escape(line) for line in rest)
         if quiet and not kept:
             continue
         if header is not None:
@@ -130,7 +139,7 @@ def _line(indent: int, severity: Severity, text: str) -> str:
 
 
 def _note(indent: int, severity: Severity, text: str) -> _Line:
-    return indent, severity, escape(text)
+    return indent, severity, text
 
 
 def _file_lines(file: FileResult) -> Iterable[tuple[str | None, list[_Line]]]:
