@@ -24,22 +24,14 @@ from kubectl_gpu.manifests.loader import Format
 from kubectl_gpu.manifests.output import JsonList
 from kubectl_gpu.manifests.serialize import RenderedFile
 from tests.output_schemas import SCHEMAS, check_output
+from tests.test_migrate_cli import POD
 from tests.test_fleet_e2e import cluster  # noqa: F401  (the fixture: tests/fleet_cluster.py's mixed cluster)
 
-POD = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: {name}
-spec:
-  containers:
-  - name: main
-    image: cuda
-    resources:
-      limits:
-        nvidia.com/gpu: 1
-"""
 CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n"
+
+
+def pod(name: str) -> str:
+    return POD.replace("name: p\n", f"name: {name}\n")
 
 
 def migrate(*args: str):
@@ -47,8 +39,8 @@ def migrate(*args: str):
 
 
 def test_migrate_o_json_over_several_files_prints_one_list_of_every_object(tmp_path: Path) -> None:
-    (tmp_path / "a.yaml").write_text(POD.format(name="a") + "---\n" + CONFIG_MAP)
-    (tmp_path / "b.yaml").write_text(POD.format(name="b"))
+    (tmp_path / "a.yaml").write_text(pod("a") + "---\n" + CONFIG_MAP)
+    (tmp_path / "b.yaml").write_text(pod("b"))
     result = migrate("-o", "json", str(tmp_path))
     assert result.exit_code == 0, result.output
     value = json.loads(result.stdout)  # one JSON value, not one per file
@@ -66,7 +58,7 @@ def test_migrate_o_json_of_one_file_is_that_files_json_as_before(tmp_path: Path)
 
 
 def test_migrate_o_json_puts_the_device_classes_in_the_same_list(tmp_path: Path) -> None:
-    (tmp_path / "a.yaml").write_text(POD.format(name="a").replace("nvidia.com/gpu", "nvidia.com/mig-1g.10gb"))
+    (tmp_path / "a.yaml").write_text(pod("a").replace("nvidia.com/gpu", "nvidia.com/mig-1g.10gb"))
     result = migrate("-o", "json", "--device-classes", str(tmp_path))
     value = json.loads(result.stdout)
     assert value["kind"] == "List"
