@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import attr, guarded_attr, literal
 from .model import Note, Severity
 
@@ -13,10 +14,10 @@ ANNOTATION_ONLY_KEYS = ("gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"
 _MIG_ANNOTATION_PREFIX = "nvidia.com/mig-"
 # HAMi's card choice: (annotation, attribute, excludes, matched as a case-insensitive substring).
 HAMI_CARD_ANNOTATIONS = (
-    ("nvidia.com/use-gputype", "productName", False, True),
-    ("nvidia.com/nouse-gputype", "productName", True, True),
-    ("nvidia.com/use-gpuuuid", "uuid", False, False),
-    ("nvidia.com/nouse-gpuuuid", "uuid", True, False),
+    (hami.USE_GPU_TYPE, "productName", False, True),
+    (hami.NO_USE_GPU_TYPE, "productName", True, True),
+    (hami.USE_GPU_UUID, "uuid", False, False),
+    (hami.NO_USE_GPU_UUID, "uuid", True, False),
 )
 
 
