@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import yaml
 
 from kubectl_gpu.cluster import ProfileError, parse_feature_gates
-from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TargetDriver, TranslateOptions
+from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TargetDriver, TranslateOptions, for_target
 from kubectl_gpu.input_text import load
 
 from .fencing import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
@@ -334,7 +334,7 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
             f"{k}={str(_bool(v, f'cluster.featureGates.{k}')).lower()}" for k, v in gates.items()))
     except ProfileError as exc:
         raise ConfigError(f"cluster.featureGates: {exc}") from exc
-    options = TranslateOptions(
+    options = for_target(TranslateOptions(
         api_version=api_version,
         sharing=_enum(Sharing, tr["sharing"], "translation.sharing"),
         integer_gpus=_enum(IntegerGpuMode, tr["integerGpus"], "translation.integerGpus"),
@@ -343,7 +343,7 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
         target_driver=_enum(TargetDriver, tr["targetDriver"], "translation.targetDriver"),
         pass_through_families=frozenset(families),
         known_claims=None,  # admission reads a pod's claims from the API
-    )
+    ))
     from .quota_guard import QUOTA_MODES
 
     quota = str(raw["quota"])
