@@ -138,3 +138,14 @@ def test_a_device_class_of_hamis_driver_is_known_by_name_or_by_selector():
     nvidia = {"metadata": {"name": facts.GPU_DEVICE_CLASS},
               "spec": {"selectors": [{"cel": {"expression": facts.DEVICE_CLASS_SELECTORS[facts.GPU_DEVICE_CLASS]}}]}}
     assert not hami.is_hami_device_class(nvidia)
+
+
+def test_hamis_names_are_spelled_only_in_dra_hami():
+    from tests.test_one_home_per_fact import ROOT, _string_constants
+
+    home = ROOT / "kubectl_gpu" / "dra" / "hami.py"
+    names = {hami.HAMI_DRIVER, hami.HAMI_GPU_TYPE, hami.HAMI_DEVICE_CLASS_SELECTOR, hami.HAMI_DRA_TYPE_SELECTOR,
+             *(a.key for a in hami.CARD_ANNOTATIONS)}
+    found = {str(path.relative_to(ROOT)): hits for package in ("kubectl_gpu", "webhook")
+             for path in (ROOT / package).rglob("*.py") if path != home and (hits := _string_constants(path) & names)}
+    assert found == {}
