@@ -128,6 +128,20 @@ def test_mig_requests_stay_with_nvidias_driver_which_hamis_does_not_replace():
     assert any("no MIG devices" in n.message for n in result.warnings)
 
 
+def test_a_mig_claim_beside_a_hami_share_keeps_selectors_on_nvidias_attributes():
+    spec = {"containers": [
+        {"name": "mig", "resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}},
+        {"name": "share", "resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1024}}}]}
+    result = translate_pod_template({"metadata": {"annotations": {"nvidia.com/use-gpuuuid": "GPU-1"}}, "spec": spec},
+                                    HAMI)
+    assert not result.errors
+    expressions = {c.claim_spec["devices"]["requests"][0]["exactly"]["deviceClassName"]:
+                   " ".join(s["cel"]["expression"] for s in c.claim_spec["devices"]["requests"][0]["exactly"]["selectors"])
+                   for c in result.claims}
+    assert hami.HAMI_DRIVER not in expressions[facts.MIG_DEVICE_CLASS]
+    assert facts.NVIDIA_DRIVER not in expressions[hami.HAMI_DEVICE_CLASS]
+
+
 def test_node_labels_become_selectors_on_hamis_attributes():
     cluster = hami_cluster(80 * GIB)
     _, exactly = only_request(translate({"nvidia.com/gpu": 1}, node_selector={"nvidia.com/gpu.product": "A100-SXM4-80GB"}))

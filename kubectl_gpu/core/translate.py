@@ -72,8 +72,12 @@ def translate_pod_template(template: Mapping[str, Any],
     extra_selectors, hint_notes = hami_selectors(annotations, hami_dra=is_hami(options)) if gpu_demands else ([], [])
     if any(n.severity is Severity.ERROR for n in hint_notes):
         return replace(unchanged, notes=tuple([*notes, *hint_notes]))
-    node_selectors = [retarget_selector(s) for s in constraints.selectors] if is_hami(options) else constraints.selectors
-    selectors = [*node_selectors, *extra_selectors]
+    selectors = [*constraints.selectors, *extra_selectors]
+    # MIG claims stay NVIDIA's on HAMi's target (HAMi publishes no MIG devices): they keep its selectors.
+    mig_selectors = selectors
+    if is_hami(options):
+        mig_selectors = [*constraints.selectors, *hami_selectors(annotations)[0]]
+        selectors = [*map(retarget_selector, constraints.selectors), *extra_selectors]
 
     leave_integer = options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE
     if leave_integer and (selectors or constraints.mig_profile):
@@ -105,7 +109,7 @@ def translate_pod_template(template: Mapping[str, Any],
                 demand = replace(demand, kind="mig", profile=constraints.mig_profile)
             kept.append(demand)
         plan.container(demands.container, container, kept, demands.zero_requests,
-                       selectors if kept else [], notes)
+                       selectors if kept else [], mig_selectors if kept else [], notes)
     if not plan.ops:
         return replace(unchanged, notes=tuple(notes))
     notes.extend(constraints.notes)
@@ -158,7 +162,8 @@ class _Plan:
         self.replaced: list[LegacyRequest] = []  # removed from the template by this patch
 
     def container(self, ref: ContainerRef, container: Mapping[str, Any], demands: list[Demand],
-                  zero: tuple[LegacyRequest, ...], selectors: list[str], notes: list[Note]) -> None:
+                  zero: tuple[LegacyRequest, ...], selectors: list[str], mig_selectors: list[str],
+                  notes: list[Note]) -> None:
         replaced = [r for d in demands for r in d.requests] + list(zero)
         if not replaced:
             return
@@ -166,7 +171,7 @@ class _Plan:
         self._remove_requests(ref, container, replaced)
         references: list[str] = []
         for demand in demands:
-            planned, claim_notes = plan_claim(demand, selectors if demand.kind != "tpu" else [],
+            planned, claim_notes = plan_claim(demand, {"tpu": [], "mig": mig_selectors}.get(demand.kind, selectors),
                                               self.options, ref.name)
             notes.extend(claim_notes)
             pod_claim = self._pod_claim_for(ref, planned, demand)
