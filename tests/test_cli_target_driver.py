@@ -102,3 +102,29 @@ def test_a_namespace_cap_on_gpus_counts_claims_of_hamis_class(tmp_path):
     assert result.exit_code == 0, result.output
     (migrated,) = [d for d in yaml.safe_load_all(result.stdout) if d and d["kind"] == "ResourceQuota"]
     assert migrated["spec"]["hard"][f"{hami.HAMI_DEVICE_CLASS}.deviceclass.resource.k8s.io/devices"] == "4"
+
+
+def test_plan_predicts_hamis_gpus_on_nodes_not_yet_on_dra(tmp_path):
+    """Before any node runs HAMi's driver, the nodes a wave switches are predicted from their GPU Feature
+    Discovery labels as HAMi's driver publishes GPUs: shareable hami-gpus, so two 1Gi shares take one GPU."""
+    from kubectl_gpu.fleet.capacity import predict_devices
+    from kubectl_gpu.core import TargetDriver
+    from tests.fleet_cluster import GFD
+
+    predicted = predict_devices("legacy-0", GFD, {}, target=TargetDriver.HAMI)
+    assert {d.driver for d in predicted} == {hami.HAMI_DRIVER}
+    assert [d.name for d in predicted] == [hami.device_name(i) for i in range(len(predicted))]
+    assert all(d.allow_multiple_allocations and d.attribute("type") == hami.HAMI_GPU_TYPE for d in predicted)
+
+    tmpl = template("train", container("1024", resource="nvidia.com/gpumem"))
+    train = workload("Deployment", "train", "team", tmpl, replicas=2)
+    files = write(tmp_path, "cluster.yaml", [
+        HAMI_CLASS, node("legacy-0"), node("legacy-1"), train,
+        *(owned_by(pod(f"train-{i}", "team", tmpl, "legacy-1"), train) for i in range(2))])
+    result = CliRunner().invoke(main, ["plan", "-f", files, "--target-driver", "hami",
+                                       "--feature-gates", "DRAConsumableCapacity=true", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    (first, *_) = json.loads(result.stdout)["waves"]
+    assert first["workloads"] == ["Deployment/team/train"]
+    assert (first["dra"]["devices"], first["dra"]["devicesUsed"]) == (4, 1)  # both pods' shares on one GPU
+    assert "kgpu-hami-1-cores0-memory1gi" in result.stdout
