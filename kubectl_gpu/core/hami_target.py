@@ -55,9 +55,8 @@ def share_capacity(share: Share, options: TranslateOptions, legacy_text: str,
     """The capacity requests for one device of a share: ``cores`` and ``memory``, and notes on what
     each means.  None when the share states no size at all (a time-sliced replica).
 
-    cores: the compute limit the legacy plugin enforced, else 0: HAMi-core limits nothing at 0
-    (src/multiprocess/multiprocess_utilization_watcher.c rate_limiter: 0 or 100 and more is no
-    limit), as the legacy plugins did for a request without a compute figure.
+    cores: the compute limit the legacy plugin enforced, else hami.NO_CORE_LIMIT (0): HAMi-core limits
+    nothing at 0, as the legacy plugins did for a request without a compute figure.
     memory: the stated bytes, else the fraction of --gpu-memory, rounded up to the driver's 1Mi
     step; without either the claim takes all of the GPU's memory (the request policy's default)."""
     fraction, memory, compute = share.fraction, share.memory, share.compute_percent
@@ -69,7 +68,7 @@ def share_capacity(share: Share, options: TranslateOptions, legacy_text: str,
             memory = int(parse_quantity(options.gpu_memory) * fraction)
         except QuantityError:
             memory = None
-    requests: list[tuple[str, str]] = [(hami.CORES.name, str(compute if compute is not None else 0))]
+    requests: list[tuple[str, str]] = [(hami.CORES.name, str(compute if compute is not None else hami.NO_CORE_LIMIT))]
     if memory is not None:
         requests.append((hami.MEMORY.name, format_bytes(_round_up_to_step(memory))))
     else:
@@ -85,5 +84,6 @@ def enforcement_text(capacity: tuple[tuple[str, str], ...]) -> str:
     memory = values.get(hami.MEMORY.name)
     cores = values.get(hami.CORES.name)
     parts = [f"memory limit {memory}" if memory else "all of the GPU's memory",
-             f"compute limit {cores}% of the GPU's SMs" if cores not in (None, "0", "100") else "compute not limited"]
+             f"compute limit {cores}% of the GPU's SMs" if cores not in (None, str(hami.NO_CORE_LIMIT), "100")
+             else "compute not limited"]
     return "HAMi-core enforces " + ", ".join(parts)

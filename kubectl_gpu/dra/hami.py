@@ -22,8 +22,8 @@ Upstream references:
     pkg/constants/constants.go               the annotations, driver and device type it writes
     pkg/config/dra_device.go at ff6cfea3     ConvertMemory (MiB -> bytes), ConvertCores (as is),
                                              draDeviceFromNvidia (resource names, request name)
-    pkg/webhook/dra/mutating.go, mutating_test.go at 6ab986b7 and the later stored version
-                                             handleContainer, addAnnotationSelectors (the selectors)
+    pkg/webhook/dra/mutating_test.go at 6ab986b7, and mutating.go with mutating_test.go as stored
+    later (the search index that holds them names no commit): handleContainer, addAnnotationSelectors
 """
 
 from __future__ import annotations
@@ -148,7 +148,10 @@ HAMI_CONFIG_KINDS = (GPU_CONFIG,)
 
 # --- Enforcement ------------------------------------------------------------------------------
 # hami_core.go GetCDIContainerEdits: HAMi-core (libvgpu.so, preloaded) is given, per allocated
-# device, the consumed capacities as limits: memory in MiB and cores as the SM percentage.
+# device, the consumed capacities as limits: memory in MiB and cores as the SM percentage.  HAMi-core
+# limits no compute at 0 or at 100 and more (Project-HAMi/HAMi-core src/multiprocess/
+# multiprocess_utilization_watcher.c, rate_limiter).
+NO_CORE_LIMIT = 0  # the cores a share asks for when it states no compute: accounted as none, not limited
 ENFORCED_BY_HAMI_CORE = {
     MEMORY.name: "CUDA_DEVICE_MEMORY_LIMIT_<i> (consumed memory, MiB)",
     CORES.name: "CUDA_DEVICE_SM_LIMIT_<i> (consumed cores, % of the GPU's SMs)",
