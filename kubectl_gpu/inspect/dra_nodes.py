@@ -8,7 +8,11 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.dra.devices import nodes_of_driver
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
+
+# The GPU DRA drivers whose kubelet plugin, publishing on a node, makes it a DRA node for describe and doctor.
+GPU_DRA_DRIVERS = (NVIDIA_DRIVER, hami.HAMI_DRIVER)
 
 
 # The same marker type as the webhook's (KEY=VALUE, or KEY for any value).
