@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.devices import Device, SliceFacts, current_slices, is_resource_slice, read_slice
 from kubectl_gpu.dra.facts import DRA_VERSION_SINCE, DRA_VERSIONS, served_dra_versions
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
@@ -95,6 +96,12 @@ class ClusterProfile:
     def shareable_devices(self, driver: str) -> tuple[Device, ...]:
         """Devices of ``driver`` that accept several claims at once (consumable capacity)."""
         return tuple(d for d in self.devices if d.driver == driver and d.allow_multiple_allocations)
+
+    @functools.cached_property
+    def publishes_hami(self) -> bool:
+        """HAMi's DRA driver runs here: a slice of its driver, or its DeviceClass (kubectl_gpu.dra.hami)."""
+        return (any(d.driver == hami.HAMI_DRIVER for d in self.devices)
+                or any(hami.is_hami_device_class(c) for c in self.device_classes))
 
     def describe(self) -> str:
         version = f"Kubernetes 1.{self.kubernetes_minor}" if self.kubernetes_minor else "Kubernetes version unknown"

@@ -25,12 +25,16 @@ def _values(raw: object) -> list[str]:
     return [v.strip() for v in str(raw).split(",") if v.strip()]
 
 
-def hami_selectors(annotations: Mapping[str, object]) -> tuple[list[str], list[Note]]:
-    """HAMi's `nvidia.com/use-gputype` & co. become device selectors.  An annotation with no value
-    in it (`""`, `","`) is an ERROR: dropping it would let the pod have any GPU (fail closed)."""
+def hami_selectors(annotations: Mapping[str, object], hami_dra: bool = False) -> tuple[list[str], list[Note]]:
+    """HAMi's `nvidia.com/use-gputype` & co. become device selectors: on NVIDIA's attributes, or with
+    ``hami_dra`` exactly as HAMi-DRA writes them for HAMi's driver (dra/hami.py card_selector).  An
+    annotation with no value in it (`""`, `","`) is an ERROR: dropping it would let the pod have any
+    GPU (fail closed), as HAMi-DRA refuses it too."""
     selectors: list[str] = []
     notes: list[Note] = []
-    for key, name, negate, substring in HAMI_CARD_ANNOTATIONS:
+    order = [(a.key, a.attribute, a.excludes, a.attribute == "productName") for a in hami.CARD_ANNOTATIONS] \
+        if hami_dra else HAMI_CARD_ANNOTATIONS
+    for key, name, negate, substring in order:
         if key not in annotations:
             continue
         values = _values(annotations[key])
@@ -38,6 +42,16 @@ def hami_selectors(annotations: Mapping[str, object]) -> tuple[list[str], list[N
             what = "card types (e.g. A100,H100)" if substring else "GPU UUIDs (GPU-...)"
             notes.append(Note(Severity.ERROR, f"annotation {key}={annotations[key]!r} is empty: it names no "
                                               f"{what}; list them comma-separated, or remove the annotation"))
+            continue
+        if hami_dra:
+            annotation = next(a for a in hami.CARD_ANNOTATIONS if a.key == key)
+            selectors.append(hami.card_selector(annotation, values))
+            if substring:
+                notes.append(Note(Severity.WARNING, f"annotation {key}={annotations[key]} became HAMi-DRA's selector, "
+                                                    "which compares the whole productName (e.g. \"NVIDIA A100-SXM4-80GB\"); "
+                                                    "HAMi's scheduler matched a part of it, so name the GPUs in full"))
+            else:
+                notes.append(Note(Severity.INFO, f"annotation {key}={annotations[key]} became a device selector"))
             continue
         if substring:  # HAMi matches card types as case-insensitive substrings of the product name
             parts = [f"{attr(name)}.upperAscii().contains({literal(v.upper())})" for v in values]

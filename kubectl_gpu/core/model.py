@@ -61,6 +61,17 @@ class Sharing(str, Enum):
     AUTO = "auto"
 
 
+class TargetDriver(str, Enum):
+    """Which DRA driver the claims are written for."""
+
+    NVIDIA = "nvidia"  # NVIDIA's driver (gpu.nvidia.com): memory shares accounted, not enforced
+    # HAMi's driver (hami-core-gpu.project-hami.io): cores and memory consumed and enforced by HAMi-core
+    HAMI = "hami"
+    # HAMi's where the cluster publishes its slices or DeviceClass, else NVIDIA's (kubectl_gpu.cluster.fit);
+    # unresolved (no cluster profile) it is NVIDIA's.
+    AUTO = "auto"
+
+
 class IntegerGpuMode(str, Enum):
     """What to do with a plain integer ``nvidia.com/gpu: N`` with no selectors."""
 
@@ -133,6 +144,8 @@ class TranslateOptions:
     # DeviceClasses under names of their own whose selectors select the driver's GPUs (facts.
     # selects_nvidia_gpus), from the input or the cluster: their claims are GPU claims too.
     gpu_device_classes: frozenset[str] = frozenset()
+    # The driver the claims are for (hami_target.py holds what changes for HAMi's).
+    target_driver: TargetDriver = TargetDriver.NVIDIA
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from .claims import PlannedClaim, plan_claim
 from .existing_claims import gpus_asked_twice, unseen_claim_notes
 from .demand import ContainerDemands, Demand, container_demands
 from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_containers, read_container
+from .hami_target import for_target, is_hami, retarget_selector
 from .hints import annotation_only_notes, hami_selectors
 from .model import IntegerGpuMode, Note, PodTranslation, Severity, TranslateOptions
 from .node_constraints import NodeConstraints, translate_node_constraints
@@ -40,6 +41,7 @@ def translate_pod_template(template: Mapping[str, Any],
     annotations = annotations if isinstance(annotations, Mapping) else {}
     # A scheduler that accounts DRA devices itself gets only the claim shapes it can (schedulers.py).
     options, scheduler_notes = fit_to_scheduler(spec, options)
+    options = for_target(options)
 
     notes: list[Note] = []
     containers: list[tuple[ContainerDemands, Mapping[str, Any]]] = []
@@ -67,10 +69,11 @@ def translate_pod_template(template: Mapping[str, Any],
 
     gpu_demands = [d for cd, _ in containers for d in cd.demands if d.kind in ("gpu", "mig")]
     constraints = translate_node_constraints(spec) if gpu_demands else NodeConstraints()
-    extra_selectors, hint_notes = hami_selectors(annotations) if gpu_demands else ([], [])
+    extra_selectors, hint_notes = hami_selectors(annotations, hami_dra=is_hami(options)) if gpu_demands else ([], [])
     if any(n.severity is Severity.ERROR for n in hint_notes):
         return replace(unchanged, notes=tuple([*notes, *hint_notes]))
-    selectors = [*constraints.selectors, *extra_selectors]
+    node_selectors = [retarget_selector(s) for s in constraints.selectors] if is_hami(options) else constraints.selectors
+    selectors = [*node_selectors, *extra_selectors]
 
     leave_integer = options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE
     if leave_integer and (selectors or constraints.mig_profile):
