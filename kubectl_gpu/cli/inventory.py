@@ -11,6 +11,7 @@ from rich.text import Text
 from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cli.console import console, progress
 from kubectl_gpu.cli.options import driver_options, driver_settings
+from kubectl_gpu.core import TargetDriver
 from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import NEWEST_KUBERNETES_MINOR, NVIDIA_DRIVER
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
@@ -24,8 +25,8 @@ from kubectl_gpu.inventory import (
 )
 from kubectl_gpu.inventory.table import COLUMNS, table_rows
 
-# --target-driver: whose kubelet plugin's slices to preview.
-TARGET_DRIVERS = {"nvidia": NVIDIA_DRIVER, "hami": hami.HAMI_DRIVER}
+# --target-driver: whose kubelet plugin's slices to preview (no auto: a node alone says nothing of the cluster).
+TARGET_DRIVERS = {TargetDriver.NVIDIA.value: NVIDIA_DRIVER, TargetDriver.HAMI.value: hami.HAMI_DRIVER}
 _NVIDIA_ONLY_OPTIONS = ("driver_version", "driver_gates", "consumable_shares", "kubernetes_version")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -67,7 +68,7 @@ What inventory's exit codes mean (table below):
 @click.option("--record", "record_file", metavar="FILE",
               help="Also write what NVML and sysfs said (the recording of docs/inventory.md) to FILE, so "
                    "--nvml-recording FILE gives this node's slices anywhere ('-': stdout, instead of the preview).")
-@click.option("--target-driver", type=click.Choice(sorted(TARGET_DRIVERS)), default="nvidia", show_default=True,
+@click.option("--target-driver", type=click.Choice(sorted(TARGET_DRIVERS)), default=TargetDriver.NVIDIA.value, show_default=True,
               help=f"Whose slices to preview: NVIDIA's DRA driver ({NVIDIA_DRIVER}), or HAMi's "
                    f"({hami.HAMI_DRIVER}: one {hami.HAMI_GPU_TYPE} device per GPU, MIG mode or not, with "
                    "consumable cores (0-100) and memory that HAMi-core enforces).  HAMi's driver has no "
