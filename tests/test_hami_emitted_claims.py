@@ -1,0 +1,128 @@
+"""Every claim the translation emits for HAMi's DRA driver (--target-driver auto over a cluster that publishes
+HAMi's slices) is allocatable on the fake HAMi nodes, and never on a GPU without the cores or memory it asks for:
+judged by Kubernetes' structured allocator through explain, as the scheduler would judge it."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubectl_gpu.cluster import load_profile_files
+from kubectl_gpu.cluster.fit import fit_options
+from kubectl_gpu.core import TargetDriver, TranslateOptions, translate_pod_template
+from kubectl_gpu.dra import hami
+from kubectl_gpu.dra.quantity import format_bytes, parse_quantity
+from kubectl_gpu.explain import explain_objects
+
+SLICES = Path(__file__).parent / "data" / "slices"
+NODES = [SLICES / f"hami-{gpu}-node.yaml" for gpu in ("a100", "h100", "h200")]
+
+# One container's legacy requests per fractional family, and whole GPUs.
+LEGACY = {
+    "hami": {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000", "nvidia.com/gpucores": "30"},
+    "hami-percentage": {"nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "50", "nvidia.com/gpucores": "20"},
+    "gpu-manager": {"tencent.com/vcuda-core": "50", "tencent.com/vcuda-memory": "20"},
+    "aliyun": {"aliyun.com/gpu-mem": "8"},
+    "volcano": {"volcano.sh/vgpu-number": "1", "volcano.sh/vgpu-memory": "4096", "volcano.sh/vgpu-cores": "25"},
+    "whole": {"nvidia.com/gpu": "1"},
+}
+
+
+def slices(path: Path) -> list[dict]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def emitted(node: Path, limits: dict[str, str]) -> list[dict]:
+    """The claim templates migrate writes for a pod with ``limits``, fitted to the node's cluster."""
+    fitted = fit_options(TranslateOptions(target_driver=TargetDriver.AUTO), load_profile_files([str(node)]),
+                         api_version_given=False)
+    assert fitted.options.target_driver is TargetDriver.HAMI, fitted.notes
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "main", "resources": {"limits": limits}}]}}
+    result = translate_pod_template(pod, fitted.options)
+    assert not result.errors and result.claims, result.notes
+    return [claim.manifest("ml") for claim in result.claims]
+
+
+def capacity_requests(template: dict) -> dict[str, str]:
+    [request] = template["spec"]["spec"]["devices"]["requests"]
+    return (request["exactly"].get("capacity") or {}).get("requests") or {}
+
+
+def allocatable(template: dict, node_slices: list[dict], held: list[dict] = ()) -> bool:
+    [item] = explain_objects([template], node_slices, (), list(held)).items
+    return item.allocatable
+
+
+def with_capacity(node_slices: list[dict], name: str, amount: int) -> list[dict]:
+    """The node's GPU as if ``name`` held ``amount`` in all (its request policy's default and maximum too)."""
+    changed = copy.deepcopy(node_slices)
+    capacity = changed[0]["spec"]["devices"][0]["capacity"][name]
+    text = format_bytes(amount) if name == hami.MEMORY.name else str(amount)
+    capacity["value"] = capacity["requestPolicy"]["default"] = capacity["requestPolicy"]["validRange"]["max"] = text
+    return changed
+
+
+def one_share_held(node_slices: list[dict]) -> dict:
+    """Another claim holding one core and 1Mi of the node's GPU."""
+    spec = node_slices[0]["spec"]
+    result = {"request": "gpu", "driver": hami.HAMI_DRIVER, "pool": spec["pool"]["name"],
+              "device": spec["devices"][0]["name"], "shareID": "other",
+              "consumedCapacity": {hami.CORES.name: "1", hami.MEMORY.name: "1Mi"}}
+    request = {"name": "gpu", "exactly": {"deviceClassName": hami.HAMI_DEVICE_CLASS,
+                                          "capacity": {"requests": {hami.CORES.name: "1", hami.MEMORY.name: "1Mi"}}}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"namespace": "ml", "name": "other"},
+            "spec": {"devices": {"requests": [request]}},
+            "status": {"allocation": {"devices": {"results": [result]}}}}
+
+
+@pytest.mark.parametrize("node", NODES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("family", LEGACY)
+def test_every_emitted_claim_is_allocatable_on_each_fake_hami_node(family, node):
+    for template in emitted(node, LEGACY[family]):
+        assert allocatable(template, slices(node)), (family, template)
+
+
+@pytest.mark.parametrize("family", [f for f in LEGACY if f != "whole"])
+def test_a_share_is_allocatable_exactly_while_the_gpu_has_what_it_asks_for(family):
+    node = slices(NODES[1])
+    [template] = emitted(NODES[1], LEGACY[family])
+    asked = capacity_requests(template)
+    assert set(asked) == {hami.CORES.name, hami.MEMORY.name}
+    for name, text in asked.items():
+        amount = int(parse_quantity(text))
+        if amount == 0:
+            continue  # cores 0: HAMi-core limits nothing, and nothing is consumed
+        step = next(c.step for c in hami.CAPACITIES if c.name == name)
+        assert allocatable(template, with_capacity(node, name, amount)), (name, text)
+        assert not allocatable(template, with_capacity(node, name, amount - step)), (name, text)
+
+
+def test_a_whole_gpu_is_never_allocatable_beside_any_share():
+    """A whole GPU asks for no capacity, so it consumes the policies' defaults: all cores and memory."""
+    node = slices(NODES[1])
+    [template] = emitted(NODES[1], LEGACY["whole"])
+    assert capacity_requests(template) == {}
+    assert allocatable(template, node)
+    assert not allocatable(template, node, [one_share_held(node)])
+
+
+def test_shares_of_one_family_fill_one_gpu_until_its_memory_runs_out():
+    """ACK's 8 GiB shares on the H100's 81559Mi: nine fit beside each other, a tenth does not."""
+    node = slices(NODES[1])
+    [template] = emitted(NODES[1], LEGACY["aliyun"])
+    held: list[dict] = []
+    for n in range(10):
+        fits = allocatable(template, node, held)
+        if not fits:
+            break
+        holder = one_share_held(node)
+        holder["metadata"]["name"] = f"share-{n}"
+        result = holder["status"]["allocation"]["devices"]["results"][0]
+        result["shareID"] = f"share-{n}"
+        result["consumedCapacity"] = dict(capacity_requests(template))
+        held.append(holder)
+    assert len(held) == 9 and not fits
