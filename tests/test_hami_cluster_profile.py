@@ -1,7 +1,6 @@
 """The cluster profile says whether HAMi's DRA driver runs in the cluster (``publishes_hami``), which
-`--target-driver auto` reads: a current ResourceSlice of hami-core-gpu.project-hami.io, or HAMi's DeviceClass
-(its chart installs it: chart/hami-dra-driver/templates/deviceclass-hami-gpu.yaml at ebeaad97), from files
-(`kubectl get resourceslices,deviceclasses -o yaml`) or read live."""
+`--target-driver auto` reads, from HAMi's fake published slices, in files (`kubectl get resourceslices -o yaml`)
+or read live.  (HAMi's DeviceClass alone, and NVIDIA's objects: tests/test_core_hami_target.py.)"""
 
 from __future__ import annotations
 
@@ -9,11 +8,10 @@ from pathlib import Path
 
 import yaml
 
-from kubectl_gpu.cluster import build_profile, load_profile_files, read_live_profile
+from kubectl_gpu.cluster import load_profile_files, read_live_profile
 from kubectl_gpu.dra import hami
 from kubectl_gpu.k8s import Client
 from kubectl_gpu.k8s.rest import get_json
-from tests import builders as b
 from tests.k8sdouble import K8sDouble
 
 SLICES = Path(__file__).parent / "data" / "slices"
@@ -30,17 +28,6 @@ def test_files_with_hamis_slices_say_its_driver_publishes():
     profile = load_profile_files([str(HAMI_NODE)])
     assert profile.publishes_hami
     assert [d.driver for d in profile.devices] == [hami.HAMI_DRIVER]
-
-
-def test_hamis_device_class_alone_says_its_driver_is_installed():
-    device_class = b.device_class(hami.HAMI_DEVICE_CLASS, hami.HAMI_DEVICE_CLASS_SELECTOR)
-    assert build_profile("files", objects=[device_class]).publishes_hami
-
-
-def test_nvidias_slices_and_classes_say_nothing_of_hami():
-    profile = load_profile_files([str(SLICES / "nvidia-h100-node.yaml"), str(SLICES / "nvidia-consumable-memory.yaml")])
-    assert profile.devices and not profile.publishes_hami
-    assert not build_profile("files", objects=b.nvidia_device_classes()).publishes_hami
 
 
 def test_a_live_cluster_publishing_hamis_slices_is_read_as_running_its_driver():
