@@ -99,3 +99,8 @@ def test_describe_counts_a_node_publishing_hamis_slices_as_a_dra_node():
     report = cluster_report([b.node("driver-only")], [hami_slice("driver-only")], [], [], DEFAULT_DRA_NODE_LABELS)
     [node] = report.to_dict()["nodes"]
     assert node["draNode"] is True and node["gpus"] == 1 and node["memory"] == ["81559Mi"]
+
+
+def test_doctor_help_names_hamis_double_counting():
+    text = " ".join(CliRunner().invoke(main, ["doctor", "--help"]).output.split())
+    assert "NVIDIA's or HAMi's (double counting)" in text
