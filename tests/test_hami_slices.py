@@ -147,3 +147,23 @@ def test_help_says_what_is_modelled_for_hamis_driver():
     assert "--target-driver [hami|nvidia]" in text
     assert "hami-gpu" in text and "cores" in text and "allowMultipleAllocations" in text
 
+
+
+def test_a_remote_nodes_hami_slice_is_owned_by_the_node(k8s_double, tmp_path, monkeypatch):
+    """`--node NODE --target-driver hami`: the node's recording, read through its pod, previewed for HAMi's
+    driver, owned by the Node as the vendored v0.34.1 controller owns it (kubeletplugin PublishResources)."""
+    from tests import builders as b
+    from tests import test_inventory_remote as remote
+
+    monkeypatch.setattr(remote, "RECORDING", recording_with_sysfs(H100, tmp_path))
+    k8s_double.seed(b.node("hami-h100-node"))
+    uid = k8s_double.get("nodes", "hami-h100-node")["metadata"]["uid"]
+    kubelet = remote.play_kubelet(k8s_double, [])
+    result = inventory("--node", "hami-h100-node", "-o", "json", "--image", "example/kgpu:1",
+                       "--kubeconfig", k8s_double.kubeconfig_path())
+    kubelet.join(10)
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "hami-h100-node", "uid": uid, "controller": True}]
+    assert document["spec"] == published(H100)["spec"]
