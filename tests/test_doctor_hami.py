@@ -104,3 +104,16 @@ def test_describe_counts_a_node_publishing_hamis_slices_as_a_dra_node():
 def test_doctor_help_names_hamis_double_counting():
     text = " ".join(CliRunner().invoke(main, ["doctor", "--help"]).output.split())
     assert "NVIDIA's or HAMi's (double counting)" in text
+
+
+def test_describe_shows_a_hami_gpu_that_claims_share_as_shared():
+    from kubectl_gpu.inspect.cluster import cluster_report
+    from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS
+    from tests.test_hami_allocation import claim, holding, request
+
+    held = [holding(claim(f"c{n}", request(cores=40, memory="1Gi")), "hami-1") for n in range(2)]
+    pods = [b.pod(f"p{n}", "ml", node_name="hami-1", claims=[{"name": "gpu", "resourceClaimName": f"c{n}"}])
+            for n in range(2)]
+    report = cluster_report([b.node("hami-1")], [hami_slice("hami-1")], held, pods, DEFAULT_DRA_NODE_LABELS)
+    [node] = report.to_dict()["nodes"]
+    assert (node["gpus"], node["shared"], node["free"], node["allocated"]) == (1, 1, 0, 0)
