@@ -22,8 +22,10 @@ def slices(path: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def request(name: str = "gpu", **capacity: Any) -> dict:
+def request(name: str = "gpu", selectors: tuple[str, ...] = (), **capacity: Any) -> dict:
     body: dict[str, Any] = {"deviceClassName": hami.HAMI_DEVICE_CLASS}
+    if selectors:
+        body["selectors"] = [{"cel": {"expression": s}} for s in selectors]
     if capacity:
         body["capacity"] = {"requests": capacity}
     return {"name": name, "exactly": body}
@@ -130,3 +132,19 @@ def test_hamis_device_class_is_known_without_being_given():
     [alternative] = item.requests[0].alternatives
     assert alternative.class_source == "built-in (HAMi driver)" and alternative.in_class == 1
     assert any(hami.HAMI_DEVICE_CLASS_SELECTOR in note and "HAMi's DRA driver" in note for note in item.notes)
+
+
+@pytest.mark.parametrize("selector, matches", [
+    ("device.attributes['hami-core-gpu.project-hami.io'].minor == 0", True),
+    ("device.attributes['hami-core-gpu.project-hami.io'].cudaComputeCapability.isGreaterThan(semver('8.9.0'))", True),
+    ("device.attributes['hami-core-gpu.project-hami.io'].productName == 'NVIDIA H100 80GB HBM3'", True),
+    ("device.attributes['hami-core-gpu.project-hami.io'].pcieBusID == '0000:18:00.0'", True),
+    ("device.attributes['resource.kubernetes.io'].pcieRoot == 'pci0000:17'", True),
+    ("device.capacity['hami-core-gpu.project-hami.io'].memory.compareTo(quantity('80Gi')) >= 0", False),
+    ("device.capacity['hami-core-gpu.project-hami.io'].cores.compareTo(quantity('100')) == 0", True),
+])
+def test_selectors_read_hamis_attributes_and_capacities_as_the_scheduler_does(selector, matches):
+    """The one slice reader (kubectl_gpu/dra/devices.py) gives CEL HAMi's values with their kinds: minor an int,
+    versions semvers, capacities quantities (81559Mi is less than 80Gi)."""
+    item = explain(claim("s", request(selectors=(selector,), cores=10, memory="1Gi")), H100)
+    assert item.allocatable is matches, item.verdict
