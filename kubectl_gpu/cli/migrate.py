@@ -18,13 +18,13 @@ from kubectl_gpu.cluster.quota import quota_target
 from kubectl_gpu.core import kueue_configuration, kueue_notes, merged_mappings
 from kubectl_gpu.cluster.shared_gpus import every_gpu_node_shares, lands_only_on_shared_gpus, shared_pools
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
-from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, is_plain_integer_gpu,
-                              known_claims, legacy_requests, mig_profile_of, translate_pod_template)
+from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TargetDriver, TranslateOptions,
+                              is_plain_integer_gpu, known_claims, legacy_requests, mig_profile_of, translate_pod_template)
 from kubectl_gpu.core.constants import MIG
 from kubectl_gpu.dra.facts import DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, versions_served_text
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.cli.console import migrate_progress
-from kubectl_gpu.cli.options import gpu_memory_quantity
+from kubectl_gpu.cli.options import gpu_memory_quantity, target_driver_option
 from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    is_stream, migrate_files, unified_diff)
 from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
@@ -134,6 +134,7 @@ Live clusters (see their --help):
               help="Memory of one GPU in the node pool (e.g. 80Gi): lets fractions become memory shares.")
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
               help="Unit of aliyun.com/gpu-mem (the gpushare plugin's --memory-unit).")
+@target_driver_option
 @click.option("-n", "--namespace", help="Namespace for objects that name none (claims go there too).")
 def command(
     inputs: tuple[str, ...],
@@ -155,6 +156,7 @@ def command(
     kueue: bool,
     gpu_memory: str | None,
     aliyun_memory_unit: str,
+    target_driver: str,
     namespace: str | None,
 ) -> None:
     """Rewrite legacy GPU requests (nvidia.com/gpu, fractions, vcuda, MIG, HAMi, ACK gpushare,
@@ -183,6 +185,7 @@ def command(
             integer_gpus=IntegerGpuMode(integer_gpus),
             gpu_memory=gpu_memory,
             aliyun_memory_unit=aliyun_memory_unit,
+            target_driver=TargetDriver(target_driver),
         ),
         profile,
         api_version_given=api_version is not None,

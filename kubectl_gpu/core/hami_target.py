@@ -27,10 +27,9 @@ ON_NVIDIA = "on NVIDIA's driver the same share would have its memory only accoun
 
 def for_target(options: TranslateOptions, target: TargetDriver | None = None) -> TranslateOptions:
     """``options`` for ``target`` (default: their own): HAMi's DeviceClass for HAMi's driver where the
-    GPU class is still NVIDIA's default.  AUTO that nothing resolved is NVIDIA's."""
+    GPU class is still NVIDIA's default.  AUTO stays AUTO until a cluster profile resolves it
+    (cluster/fit.py); until then the claims are NVIDIA's."""
     wanted = options.target_driver if target is None else target
-    if wanted is TargetDriver.AUTO:
-        wanted = TargetDriver.NVIDIA
     if wanted is TargetDriver.HAMI and options.gpu_device_class == GPU_DEVICE_CLASS:
         return replace(options, target_driver=wanted, gpu_device_class=hami.HAMI_DEVICE_CLASS)
     return options if wanted is options.target_driver else replace(options, target_driver=wanted)
