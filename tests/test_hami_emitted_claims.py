@@ -5,6 +5,7 @@ judged by Kubernetes' structured allocator through explain, as the scheduler wou
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -126,3 +127,32 @@ def test_shares_of_one_family_fill_one_gpu_until_its_memory_runs_out():
         result["consumedCapacity"] = dict(capacity_requests(template))
         held.append(holder)
     assert len(held) == 9 and not fits
+
+
+def test_preview_migrate_and_explain_a_node_moving_to_hamis_driver(tmp_path):
+    """The whole story at the command line: preview the node's HAMi slice from its NVML recording, migrate a
+    gpu-manager workload with --target-driver auto against it, and explain the claim on the preview: it fits."""
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+    from tests.hami_slices import NODES as HAMI_NODES, recording_with_sysfs
+
+    def run(*args: str):
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result
+
+    preview = run("inventory", "--target-driver", "hami", "--nvml-recording",
+                  str(recording_with_sysfs(HAMI_NODES[1], tmp_path)), "--node-name", "node-1", "-o", "yaml")
+    (tmp_path / "slices.yaml").write_text(preview.stdout)
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "ml"},
+                  "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+                      "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{
+                          "name": "infer", "image": "x", "resources": {"limits": LEGACY["gpu-manager"]}}]}}}}
+    (tmp_path / "web.yaml").write_text(yaml.safe_dump(deployment))
+    migrated = run("migrate", str(tmp_path / "web.yaml"), "--target-driver", "auto",
+                   "--cluster", str(tmp_path / "slices.yaml"))
+    (tmp_path / "out.yaml").write_text(migrated.stdout)
+    explained = run("explain", "-f", str(tmp_path / "out.yaml"), "--slices", str(tmp_path / "slices.yaml"), "-o", "json")
+    [item] = json.loads(explained.stdout)["items"]
+    assert item["kind"] == "ResourceClaimTemplate" and item["allocatable"] is True and item["node"] == "node-1"
