@@ -7,7 +7,6 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -18,6 +17,7 @@ from kubectl_gpu.core import TargetDriver, TranslateOptions, translate_pod_templ
 from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.quantity import format_bytes, parse_quantity
 from kubectl_gpu.explain import explain_objects
+from tests.test_hami_allocation import holding
 
 SLICES = Path(__file__).parent / "data" / "slices"
 NODES = [SLICES / f"hami-{gpu}-node.yaml" for gpu in ("a100", "h100", "h200")]
@@ -67,17 +67,11 @@ def with_capacity(node_slices: list[dict], name: str, amount: int) -> list[dict]
     return changed
 
 
-def one_share_held(node_slices: list[dict]) -> dict:
-    """Another claim holding one core and 1Mi of the node's GPU."""
-    spec = node_slices[0]["spec"]
-    result = {"request": "gpu", "driver": hami.HAMI_DRIVER, "pool": spec["pool"]["name"],
-              "device": spec["devices"][0]["name"], "shareID": "other",
-              "consumedCapacity": {hami.CORES.name: "1", hami.MEMORY.name: "1Mi"}}
-    request = {"name": "gpu", "exactly": {"deviceClassName": hami.HAMI_DEVICE_CLASS,
-                                          "capacity": {"requests": {hami.CORES.name: "1", hami.MEMORY.name: "1Mi"}}}}
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"namespace": "ml", "name": "other"},
-            "spec": {"devices": {"requests": [request]}},
-            "status": {"allocation": {"devices": {"results": [result]}}}}
+def held_as(template: dict, name: str, node_slices: list[dict]) -> dict:
+    """A pod's claim from ``template``, allocated on the node's GPU (tests.test_hami_allocation.holding)."""
+    claim_obj = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"namespace": "ml", "name": name}, "spec": template["spec"]["spec"]}
+    return holding(claim_obj, node_slices[0]["spec"]["pool"]["name"])
 
 
 @pytest.mark.parametrize("node", NODES, ids=lambda p: p.stem)
@@ -108,7 +102,8 @@ def test_a_whole_gpu_is_never_allocatable_beside_any_share():
     [template] = emitted(NODES[1], LEGACY["whole"])
     assert capacity_requests(template) == {}
     assert allocatable(template, node)
-    assert not allocatable(template, node, [one_share_held(node)])
+    [share] = emitted(NODES[1], LEGACY["hami"])
+    assert not allocatable(template, node, [held_as(share, "other", node)])
 
 
 def test_shares_of_one_family_fill_one_gpu_until_its_memory_runs_out():
@@ -116,17 +111,11 @@ def test_shares_of_one_family_fill_one_gpu_until_its_memory_runs_out():
     node = slices(NODES[1])
     [template] = emitted(NODES[1], LEGACY["aliyun"])
     held: list[dict] = []
-    for n in range(10):
-        fits = allocatable(template, node, held)
-        if not fits:
+    for n in range(20):  # bounded: more than any GPU here holds
+        if not allocatable(template, node, held):
             break
-        holder = one_share_held(node)
-        holder["metadata"]["name"] = f"share-{n}"
-        result = holder["status"]["allocation"]["devices"]["results"][0]
-        result["shareID"] = f"share-{n}"
-        result["consumedCapacity"] = dict(capacity_requests(template))
-        held.append(holder)
-    assert len(held) == 9 and not fits
+        held.append(held_as(template, f"share-{n}", node))
+    assert len(held) == 9
 
 
 def test_preview_migrate_and_explain_a_node_moving_to_hamis_driver(tmp_path):

@@ -7,7 +7,6 @@ and ``wrapHAMiCoreGpu``, nvlib.go ``GetPerGpuAllocatableDevices`` and ``getGpuIn
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
