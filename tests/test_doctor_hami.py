@@ -117,3 +117,12 @@ def test_describe_shows_a_hami_gpu_that_claims_share_as_shared():
     report = cluster_report([b.node("hami-1")], [hami_slice("hami-1")], held, pods, DEFAULT_DRA_NODE_LABELS)
     [node] = report.to_dict()["nodes"]
     assert (node["gpus"], node["shared"], node["free"], node["allocated"]) == (1, 1, 0, 0)
+
+
+def test_plan_takes_an_unlabelled_node_publishing_hamis_slices_for_a_dra_node():
+    from kubectl_gpu.fleet import snapshot_from_objects
+    from kubectl_gpu.fleet.migration_plan import plan_migration
+
+    plan = plan_migration(snapshot_from_objects([b.node("driver-only"), hami_slice("driver-only")]))
+    [gpu_node] = plan.nodes
+    assert gpu_node.dra and not gpu_node.predicted
