@@ -126,3 +126,19 @@ def test_plan_takes_an_unlabelled_node_publishing_hamis_slices_for_a_dra_node():
     plan = plan_migration(snapshot_from_objects([b.node("driver-only"), hami_slice("driver-only")]))
     [gpu_node] = plan.nodes
     assert gpu_node.dra and not gpu_node.predicted
+
+
+def test_describe_node_says_a_node_publishing_hamis_slices_is_a_dra_node():
+    from rich.console import Console
+
+    from kubectl_gpu.inspect import tables
+    from kubectl_gpu.inspect.cluster import build_node_reports
+    from kubectl_gpu.inspect.devices import current_devices
+    from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS
+
+    [report], _ = build_node_reports([b.node("driver-only")], current_devices([hami_slice("driver-only")]), [], [],
+                                     DEFAULT_DRA_NODE_LABELS)
+    console = Console(width=200, record=True)
+    console.print(tables.node(report))
+    first = console.export_text().splitlines()[0]
+    assert first.split() == ["Node:", "driver-only", "DRA", "node:", "yes", "(publishes", hami.HAMI_DRIVER, "ResourceSlices)"]
