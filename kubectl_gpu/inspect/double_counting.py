@@ -45,14 +45,14 @@ def double_counting_finding(node: str, dra_label: NodeLabel | None,
                   else f"publishing {', '.join(publishing)} ResourceSlices")
         reasons.append(f"it is {marked} (DRA driver) but runs {len(holders)} pod(s) "
                        f"holding device-plugin GPUs ({names}{more})")
+    published = f"it publishes {len(dra_gpus)} GPU device(s) through DRA ({drivers})"
     if dra_gpus and offered:
-        reasons.append(f"it publishes {len(dra_gpus)} GPU device(s) through DRA ({drivers}) and "
-                       f"also offers {offered_text} through the device plugin")
+        reasons.append(f"{published} and also offers {offered_text} through the device plugin")
     hami_plugin = hami_registered is not None
     if hami_plugin and dra_gpus:
-        reasons.append(f"HAMi's device plugin registered {hami_registered} GPU(s) for HAMi's scheduler "
-                       f"(annotation {hami_device_plugin.REGISTER_ANNOTATION}), which hands them out whatever the "
-                       f"node's status offers, while it publishes {len(dra_gpus)} GPU device(s) through DRA ({drivers})")
+        registered = (f"HAMi's device plugin registered {hami_registered} GPU(s) for HAMi's scheduler (annotation "
+                      f"{hami_device_plugin.REGISTER_ANNOTATION}), which hands them out whatever the node's status offers")
+        reasons.append(registered if offered else f"{published} while {registered}")
     if not reasons:
         return None
     fixes = []
