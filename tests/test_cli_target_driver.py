@@ -91,3 +91,14 @@ def test_plan_places_hami_shares_on_hamis_gpus(tmp_path):
     document = json.loads(result.stdout)
     assert any(line.startswith("--target-driver auto: claims are for HAMi's") for line in document["cluster"])
     assert "kgpu-hami-1-cores0-memory1gi" in result.stdout
+
+
+def test_a_namespace_cap_on_gpus_counts_claims_of_hamis_class(tmp_path):
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus", "namespace": "ml"},
+             "spec": {"hard": {"requests.nvidia.com/gpu": "4"}}}
+    path = tmp_path / "quota.yaml"
+    path.write_text(yaml.safe_dump(quota))
+    result = migrate(str(path), manifest(tmp_path), "--target-driver", "hami")
+    assert result.exit_code == 0, result.output
+    (migrated,) = [d for d in yaml.safe_load_all(result.stdout) if d and d["kind"] == "ResourceQuota"]
+    assert migrated["spec"]["hard"][f"{hami.HAMI_DEVICE_CLASS}.deviceclass.resource.k8s.io/devices"] == "4"

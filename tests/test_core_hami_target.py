@@ -186,3 +186,10 @@ def test_auto_picks_hamis_driver_only_where_the_cluster_publishes_it():
         kubernetes_minor=34)
     assert fit_options(auto, nvidia, api_version_given=False).options.target_driver is TargetDriver.NVIDIA
     assert fit_options(auto, None, api_version_given=False).options.target_driver is TargetDriver.NVIDIA
+
+
+def test_a_count_of_vgpus_takes_that_many_distinct_gpus_as_hami_placed_them():
+    # HAMi places nvidia.com/gpu: 2 vGPUs on two GPUs; one request of count 2 never takes one device twice.
+    result = translate({"nvidia.com/gpu": 2, "nvidia.com/gpumem": 1024})
+    assert set(unsatisfiable(result.claims, hami_cluster(80 * GIB))) == {c.name for c in result.claims}
+    assert unsatisfiable(result.claims, hami_cluster(80 * GIB, 80 * GIB)) == {}

@@ -7,6 +7,7 @@ from click.testing import CliRunner
 from cryptography import x509
 
 from kubectl_gpu.core.model import ApiVersion, IntegerGpuMode, Sharing, TargetDriver
+from kubectl_gpu.dra import hami
 from webhook.cli import main
 from webhook.config import ConfigError, load_config
 
@@ -55,7 +56,7 @@ def test_every_key_of_the_design_format_is_read(tmp_path):
     assert options.api_version is ApiVersion.V1BETA2 and options.sharing is Sharing.EXCLUSIVE
     assert options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE and options.gpu_memory == "80Gi"
     assert options.aliyun_memory_unit == "MiB" and options.pass_through_families == {"tpu"}
-    assert options.target_driver is TargetDriver.HAMI
+    assert options.target_driver is TargetDriver.HAMI and options.gpu_device_class == hami.HAMI_DEVICE_CLASS
     assert config.rewrite_workloads is False and config.node_status_guard is True and config.audit is True
     assert [(s.key, s.value) for s in config.dra_node_selectors] == [("ack.node.gpu.schedule", "disabled"), ("nvidia.com/dra", None)]
     assert config.opt_out_label == "example.com/no-dra" and config.api_timeout_seconds == 3
