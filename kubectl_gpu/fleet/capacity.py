@@ -78,7 +78,8 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
               dra_labels: Sequence[NodeLabel], driver: DriverSettings = DriverSettings(),
               target: TargetDriver = TargetDriver.NVIDIA) -> list[GpuNode]:
     """Every node with GPUs from either side, sorted by name.  A DRA node is one a DRA label marks
-    or one the NVIDIA driver publishes a ResourceSlice for (GPU Operator installs set no label)."""
+    or one a GPU DRA driver, NVIDIA's or HAMi's, publishes a ResourceSlice for (GPU Operator installs set no
+    label, nor does HAMi's chart)."""
     slices = list(slices)
     driver_nodes = publishing_nodes(slices)
     published: dict[str, list[Device]] = {}
