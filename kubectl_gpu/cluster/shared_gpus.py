@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_gpu.allocator.node_selection import InvalidNodeSelector, Node, selector_matches
 from kubectl_gpu.dra.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
                                     GFD_SHARING_STRATEGY_LABEL)
 
@@ -105,18 +106,75 @@ def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
     return gpu_nodes > 0
 
 
+def slot_pools(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> tuple[SharedPool, ...]:
+    """The shared pools a pod of ``template`` can land in, when every GPU node its nodeSelector and
+    required node affinity admit shares its GPUs (and there is one): its nvidia.com/gpu can only have
+    been a slot of one of them.  Empty when some admitted GPU node does not share, or none is admitted."""
+    admitted = [node for node in nodes if admits(template, _labels(node), _name(node))]
+    return tuple(shared_pools(admitted)) if every_gpu_node_shares(admitted) else ()
+
+
 def lands_only_on_shared_gpus(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
-    """The GPU nodes a pod template's nodeSelector admits all share their GPUs (and there is one): its
-    nvidia.com/gpu can only have been a slot.  Node affinity can only narrow that set further."""
+    return bool(slot_pools(template, nodes))
+
+
+def admits(template: Mapping[str, Any], labels: Mapping[str, Any], name: str) -> bool:
+    """The node with these labels can run a pod of ``template`` by its nodeSelector and required node
+    affinity (the scheduler's NodeAffinity filter: both must hold; the affinity's terms are ORed).  A
+    selector the scheduler could not parse admits nothing."""
     spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
-    admitted = []
-    for node in nodes:
-        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
-        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
-        if all(str(labels.get(key)) == str(value) for key, value in selector.items()):
-            admitted.append(node)
-    return every_gpu_node_shares(admitted)
+    if not all(str(labels.get(key)) == str(value) for key, value in selector.items()):
+        return False
+    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), Mapping) else {}
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), Mapping) else {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not isinstance(required, Mapping):
+        return True
+    try:
+        return selector_matches(required, Node(name, {str(k): str(v) for k, v in labels.items()}))
+    except InvalidNodeSelector:
+        return False
+
+
+@dataclass(frozen=True)
+class SlotReading:
+    """A workload whose nvidia.com/gpu was read as slots: the pools its pods could land in and the slots
+    they held there, counted in that pool's GPUs (its own replicas, not a cluster-wide figure)."""
+
+    pools: tuple[SharedPool, ...]
+    slots: int  # the workload's pods times the slots each asked for
+
+    @property
+    def replicas(self) -> int | None:
+        """Slots per GPU: the fewest among its pools that say (the most GPUs the slots may have taken)."""
+        known = [p.sharing.replicas for p in self.pools if p.sharing.replicas]
+        return min(known) if known else None
+
+    @property
+    def gpus(self) -> int | None:
+        """The pool's GPUs those slots took: ceil(slots / replicas)."""
+        return -(-self.slots // self.replicas) if self.replicas else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": [n for p in self.pools for n in p.nodes], "replicas": self.replicas, "slots": self.slots,
+                "gpus": self.gpus}
+
+    def describe(self) -> str:
+        where = "; ".join(f"{', '.join(p.nodes)} ({p.sharing.describe()})" for p in self.pools)
+        size = (f"{self.slots} slot(s) at {self.replicas} per GPU: {self.gpus} GPU(s)" if self.replicas
+                else f"{self.slots} slot(s) (replicas per GPU not labelled)")
+        return f"its pods held {size} of node pool {where}"
+
+
+def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+    return metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+
+
+def _name(node: Mapping[str, Any]) -> str:
+    metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+    return str(metadata.get("name", ""))
 
 
 def _int(value: Any) -> int | None:
