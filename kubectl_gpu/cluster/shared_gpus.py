@@ -7,6 +7,7 @@ names each pool and what its pods need instead.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +16,7 @@ from kubectl_gpu.allocator.node_selection import InvalidNodeSelector, Node, sele
 from kubectl_gpu.dra.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
                                     GFD_SHARING_STRATEGY_LABEL)
 
+_DEVICE_PLUGIN_GPU = "nvidia.com/gpu"
 SHARED = "shared"  # only the product label says so: an older GFD, strategy and replicas unknown
 
 
@@ -77,13 +79,12 @@ def shared_pools(nodes: Iterable[Mapping[str, Any]]) -> list[SharedPool]:
     """The shared pools among ``nodes`` (Node objects), by product and sharing, in name order."""
     pools: dict[tuple[str, GpuSharing], tuple[list[str], list[int]]] = {}
     for node in nodes:
-        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
-        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+        labels = _labels(node)
         sharing = device_plugin_sharing(labels)
         if sharing is None:
             continue
         names, gpus = pools.setdefault((str(labels.get(GFD_PRODUCT_LABEL, "")), sharing), ([], []))
-        names.append(str(metadata.get("name")))
+        names.append(_name(node))
         gpus.append(_int(labels.get(GFD_COUNT_LABEL)) or 0)
     return [SharedPool(product, sharing, tuple(sorted(names)), sum(gpus))
             for (product, sharing), (names, gpus) in sorted(pools.items(), key=lambda item: sorted(item[1][0]))]
@@ -94,16 +95,43 @@ def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
     plugin shares them: wherever a pod lands, nvidia.com/gpu was a slot."""
     gpu_nodes = 0
     for node in nodes:
-        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
-        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
-        status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
-        allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
-        if GFD_PRODUCT_LABEL not in labels and GFD_COUNT_LABEL not in labels and "nvidia.com/gpu" not in allocatable:
+        if not is_gpu_node(node):
             continue
         gpu_nodes += 1
-        if device_plugin_sharing(labels) is None:
+        if device_plugin_sharing(_labels(node)) is None:
             return False
     return gpu_nodes > 0
+
+
+def is_gpu_node(node: Mapping[str, Any]) -> bool:
+    """GFD labels it, or its device plugin advertises nvidia.com/gpu."""
+    labels = _labels(node)
+    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
+    return GFD_PRODUCT_LABEL in labels or GFD_COUNT_LABEL in labels or _DEVICE_PLUGIN_GPU in allocatable
+
+
+def node_as_read(node: dict[str, Any]) -> dict[str, Any]:
+    """What slot reading needs of a Node (a watch keeps only this): a GPU node's name, labels (which a
+    pod's node selection is matched against) and whether it advertises nvidia.com/gpu; of any other
+    node only its name.  Heartbeats change nothing here (sharing_identity)."""
+    metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+    kept: dict[str, Any] = {k: metadata[k] for k in ("name", "resourceVersion") if k in metadata}
+    if not is_gpu_node(node):
+        return {"metadata": kept}
+    kept["labels"] = {sys.intern(str(k)): sys.intern(str(v)) for k, v in _labels(node).items()}
+    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
+    read = {"metadata": kept}
+    if _DEVICE_PLUGIN_GPU in allocatable:
+        read["status"] = {"allocatable": {_DEVICE_PLUGIN_GPU: str(allocatable[_DEVICE_PLUGIN_GPU])}}
+    return read
+
+
+def sharing_identity(nodes: Iterable[Mapping[str, Any]]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """What of ``nodes`` slot reading depends on (GPU nodes' names and labels), for a cache key."""
+    return sorted((_name(node), sorted((str(k), str(v)) for k, v in _labels(node).items()))
+                  for node in nodes if is_gpu_node(node))
 
 
 def slot_pools(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> tuple[SharedPool, ...]:
