@@ -9,9 +9,11 @@ what to do where it cannot.  Each decision comes from the CRD's Go types at a na
   KServe          pkg/apis/serving/v1beta1/predictor.go @ 6382cb355200af7094ce4c256f68cdbf0a455a22: a predictor
       framework (`model`, `pytorch`, `triton`, ...) inlines corev1.Container; PredictorSpec inlines PodSpec
       (so `resourceClaims` sits beside it) and ComponentExtensionSpec (`annotations` for the pod).
-  NIM operator    api/apps/v1alpha1/nimservice_types.go @ d7030c10748d77044fe74c7cdfcd0217de9fdec8 (`resources`,
-      a corev1.ResourceRequirements the operator puts on its own container) and dra_types.go
-      @ dee531176f0e0535762b584f6bc4ba137bbc016a (`draResources`: resourceClaimTemplateName or claimSpec).
+  NIM operator    api/apps/v1alpha1/nimservice_types.go and dra_types.go @ f63f74d7ad22eaea7943cc640e545f4ccdbb8077
+      (`resources`, a corev1.ResourceRequirements the operator puts on its own container, which ignores claims;
+      `draResources`, since v3.0.0 (33fb25b3): each names a ResourceClaimTemplate or ResourceClaim, exactly one
+      of resourceClaimName/resourceClaimTemplateName/claimCreationSpec, immutable once created), and
+      internal/shared/resourceclaims.go (the operator adds each to the pod and its containers).
   production-stack operator/api/v1alpha1/common.go @ a7d2672bd43c79fea3dbb8312bb68508b60060df: VLLMRuntime's
       `deploymentConfig.resources.gpu` is a count string the operator turns into nvidia.com/gpu itself.
 """
@@ -129,21 +131,51 @@ def test_a_kserve_predictor_frameworks_gpu_becomes_a_claim_beside_it(framework):
     assert "kubectl-gpu.io/original-resources" in predictor["annotations"]
 
 
-def test_nim_services_gpus_are_named_with_the_field_that_takes_a_claim():
-    service = {"image": {"repository": "nvcr.io/nim/meta/llama3-8b-instruct", "tag": "1.0.3"},
-               "authSecret": "ngc", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+NIM_SERVICE = {"image": {"repository": "nvcr.io/nim/meta/llama3-8b-instruct", "tag": "1.0.3"},
+               "authSecret": "ngc", "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "8"}}}
+
+
+def assert_dra_resource(entry):
+    """dra_types.go's DRAResource rule: exactly one of resourceClaimName, resourceClaimTemplateName,
+    claimCreationSpec; requests (if any) non-empty strings."""
+    assert sum(k in entry for k in ("resourceClaimName", "resourceClaimTemplateName", "claimCreationSpec")) == 1
+    assert set(entry) <= {"resourceClaimName", "resourceClaimTemplateName", "claimCreationSpec", "requests"}
+    assert all(isinstance(r, str) and r for r in entry.get("requests", []))
+
+
+def test_a_nim_service_gets_its_gpus_as_draresources():
+    """NIMServiceSpec.Resources "Any DRA claim references are ignored. Use DRAResources instead": the GPU
+    leaves `resources`, its ResourceClaimTemplate is named in `draResources`, which the operator adds to
+    the pod and to its containers (internal/shared/resourceclaims.go GetPodResourceClaims)."""
     nim = {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService", "metadata": {"name": "llama"},
-           "spec": service}
-    result = run(nim)
-    assert result.exit_code == 0
-    assert "/spec/resources" in result.stderr and "draResources" in result.stderr
-    assert run(nim, "--check").exit_code == exits.LEGACY_LEFT
+           "spec": {**NIM_SERVICE, "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}}
+    out, templates, result = migrated(nim)
+    assert out["spec"]["resources"] == {"limits": {"cpu": "8"}}
+    (entry,) = out["spec"]["draResources"]
+    assert_dra_resource(entry)
+    assert entry == {"resourceClaimTemplateName": templates[0]["metadata"]["name"]}
+    assert "kubectl-gpu.io/original-resources" in out["spec"]["annotations"]  # the pod's annotations
+    assert "nodeSelector" not in out["spec"]  # moved into the claim's selectors, as for a pod template
+    assert "immutable" in result.stderr and "v3.0.0" in result.stderr
+    assert run(nim, "--check").exit_code == exits.FINDINGS  # would be migrated, with nothing left behind (not 9)
+    assert run(out, "--check").exit_code == exits.OK  # idempotent
+
+
+def test_each_service_of_a_nim_pipeline_gets_its_own_draresources_beside_those_it_had():
+    own = {"resourceClaimName": "shared-nic"}
     pipeline = {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMPipeline", "metadata": {"name": "p"},
-                "spec": {"services": [{"name": "a", "enabled": True, "spec": service},
-                                      {"name": "b", "enabled": True, "spec": service}]}}
-    report = run(pipeline).stderr
-    assert "/spec/services/0/spec/resources" in report and "/spec/services/1/spec/resources" in report
-    assert "draResources" in report
+                "spec": {"services": [{"name": "a", "enabled": True, "spec": NIM_SERVICE},
+                                      {"name": "b", "enabled": True,
+                                       "spec": {**NIM_SERVICE, "draResources": [own]}}]}}
+    out, templates, result = migrated(pipeline)
+    first, second = (s["spec"] for s in out["spec"]["services"])
+    name = templates[0]["metadata"]["name"]
+    assert first["draResources"] == [{"resourceClaimTemplateName": name}]
+    assert second["draResources"] == [own, {"resourceClaimTemplateName": name}]
+    for entry in [*first["draResources"], *second["draResources"]]:
+        assert_dra_resource(entry)
+    assert "nvidia.com/gpu" not in first["resources"]["limits"] and "nvidia.com/gpu" not in second["resources"]["limits"]
+    assert "NIMPipeline service a" in result.stderr and "NIMPipeline service b" in result.stderr
 
 
 def test_an_operators_gpu_count_field_is_named():

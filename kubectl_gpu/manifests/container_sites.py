@@ -10,6 +10,13 @@ the rewrite goes where the operator reads each of them.
   KServe InferenceService: a predictor framework (`model`, `pytorch`, `triton`, ...) inlines a
       corev1.Container; the predictor inlines PodSpec (resourceClaims, nodeSelector, ...) and the
       component's pod `annotations` (kserve/kserve pkg/apis/serving/v1beta1/predictor.go).
+  NVIDIA NIM operator (NIMService, and each service of a NIMPipeline): `spec.resources` goes on the
+      container the operator makes; `nodeSelector`, `affinity`, `tolerations` and `annotations` (the
+      pod's) are spec fields; claims only through `spec.draResources` (NVIDIA/k8s-nim-operator
+      api/apps/v1alpha1/nimservice_types.go, dra_types.go @ f63f74d7; since v3.0.0): each entry names a
+      ResourceClaimTemplate or ResourceClaim, which the operator adds to the pod under a name of its own and
+      to every container with its `requests` (internal/shared/resourceclaims.go).  The field is immutable
+      once the NIMService exists (its CEL rule), so a running one is recreated.
 
 Other custom resources' container specs are reported, not rewritten (locate.find_unrewritable).
 """
@@ -33,6 +40,7 @@ ARGO_MAIN_CONTAINER = "main"
 _KSERVE_FRAMEWORKS = ("sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx", "huggingface", "pmml",
                       "lightgbm", "paddle", "model")
 KSERVE_CONTAINER = "kserve-container"
+_NIM_GROUP = "apps.nvidia.com/"
 _NODE_FIELDS = ("nodeSelector", "affinity", "tolerations")
 
 
@@ -48,6 +56,14 @@ class ContainerSite:
     # Argo: the podSpecPatch string that carries resourceClaims and the container's claims (None: the
     # pod's resourceClaims is one of pod_fields, and the claims go on the container itself).
     patch_pointer: str | None = None
+    # NIM: the `draResources` list that carries the claims instead (container_pointer then holds the
+    # container's `resources` beside the service's other settings, not a container).
+    dra_resources_pointer: str | None = None
+
+    @property
+    def claims_elsewhere(self) -> bool:
+        """The pod's and the container's claims are written somewhere other than where the core puts them."""
+        return self.patch_pointer is not None or self.dra_resources_pointer is not None
 
 
 def find_container_sites(obj: Any) -> list[ContainerSite]:
@@ -61,7 +77,20 @@ def find_container_sites(obj: Any) -> list[ContainerSite]:
         return _argo_sites(spec, kind)
     if api_version.startswith("serving.kserve.io/") and kind == "InferenceService":
         return _kserve_sites(spec)
+    if api_version.startswith(_NIM_GROUP) and kind == "NIMService":
+        return _nim_sites(["spec"], f"NIMService {(obj.get('metadata') or {}).get('name', '')}".strip())
+    if api_version.startswith(_NIM_GROUP) and kind == "NIMPipeline":
+        services = spec.get("services")
+        return [site for index, service in enumerate(services if isinstance(services, list) else [])
+                if isinstance(service, Mapping) and isinstance(service.get("spec"), Mapping)
+                for site in _nim_sites(["spec", "services", index, "spec"],
+                                       f"NIMPipeline service {service.get('name') or index}")]
     return []
+
+
+def _nim_sites(at: list[str | int], crd: str) -> list[ContainerSite]:
+    return [ContainerSite(crd, join_pointer(at), "nim", tuple((f, join_pointer([*at, f])) for f in _NODE_FIELDS),
+                          join_pointer(at), dra_resources_pointer=join_pointer([*at, "draResources"]))]
 
 
 def _argo_sites(spec: Mapping[str, Any], kind: str) -> list[ContainerSite]:
@@ -118,9 +147,9 @@ def plan_container_site(obj: Mapping[str, Any], site: ContainerSite,
     fields = dict(site.pod_fields)
     for op in translation.patch:
         path = str(op["path"])
-        if site.patch_pointer is not None and path.startswith("/spec/resourceClaims"):
+        if site.claims_elsewhere and path.startswith("/spec/resourceClaims"):
             pod_claims.extend(op["value"] if path == "/spec/resourceClaims" else [op["value"]])
-        elif site.patch_pointer is not None and path.startswith("/spec/containers/0/resources/claims"):
+        elif site.claims_elsewhere and path.startswith("/spec/containers/0/resources/claims"):
             container_claims.extend(op["value"] if path.endswith("/claims") else [op["value"]])
         elif path.startswith("/spec/containers/0/") or path == "/spec/containers/0":
             operations.append({**op, "path": site.container_pointer + path[len("/spec/containers/0"):]})
@@ -134,7 +163,22 @@ def plan_container_site(obj: Mapping[str, Any], site: ContainerSite,
                                                   "admission webhook"))
                 return SitePlan((), tuple(notes), ())
             operations.append({**op, "path": fields[field] + path[len("/spec/" + field):]})
-    if pod_claims or container_claims:
+    if (pod_claims or container_claims) and site.dra_resources_pointer is not None:
+        entries = _dra_resources(pod_claims, container_claims)
+        written = _get(obj, site.dra_resources_pointer)
+        if written is not None and not isinstance(written, list):
+            notes.append(Note(Severity.ERROR, "draResources is not a list; left unchanged"))
+            return SitePlan((), tuple(notes), ())
+        if written is None:
+            operations.append({"op": "add", "path": site.dra_resources_pointer, "value": entries})
+        else:
+            operations.extend({"op": "add", "path": site.dra_resources_pointer + "/-", "value": e} for e in entries)
+        notes.append(Note(Severity.INFO, "the claims are added as draResources, which the NIM operator puts on its "
+                                         "pods and containers (NIM operator v3.0.0 or later; an older one ignores "
+                                         "them: use the admission webhook there)"))
+        notes.append(Note(Severity.WARNING, "draResources is immutable once the NIM service exists: apply this to "
+                                            "a running one by deleting and recreating it"))
+    elif pod_claims or container_claims:
         patched = _pod_spec_patch(obj, site, pod_claims, container_claims, notes)
         if patched is None:
             return SitePlan((), tuple(notes), ())
@@ -150,8 +194,24 @@ def plan_container_site(obj: Mapping[str, Any], site: ContainerSite,
     return SitePlan(tuple(operations), tuple(notes), translation.claims)
 
 
+def _dra_resources(pod_claims: list[Any], container_claims: list[Any]) -> list[dict[str, Any]]:
+    """NIM's draResources for the pod's claims: the claim object each names, and the requests of it
+    the container uses (all of it when the container names no request)."""
+    entries = []
+    for claim in pod_claims:
+        entry = ({"resourceClaimName": claim["resourceClaimName"]} if claim.get("resourceClaimName")
+                 else {"resourceClaimTemplateName": claim["resourceClaimTemplateName"]})
+        requests = [c["request"] for c in container_claims if c.get("name") == claim.get("name") and c.get("request")]
+        if requests:
+            entry["requests"] = requests
+        entries.append(entry)
+    return entries
+
+
 def _pod_template(obj: Mapping[str, Any], site: ContainerSite) -> dict[str, Any]:
     container = dict(to_plain(resolve(obj, site.container_pointer)))
+    if site.dra_resources_pointer is not None:  # a NIM service's settings: only its resources are the container's
+        container = {k: v for k, v in container.items() if k == "resources"}
     container["name"] = site.container_name
     spec: dict[str, Any] = {"containers": [container]}
     for field, pointer in site.pod_fields:
