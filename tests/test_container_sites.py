@@ -111,6 +111,101 @@ def test_a_templated_pod_spec_patch_is_left_with_an_error_saying_what_to_add():
     assert argo_template(out)["container"]["resources"]["limits"]["nvidia.com/gpu"] == 2
 
 
+def container_set_workflow():
+    """A containerSet template (ContainerNode inlines corev1.Container beside `dependencies`)."""
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": "w", "namespace": "ml"},
+            "spec": {"entrypoint": "set", "templates": [{"name": "set", "containerSet": {"containers": [
+                {"name": "prep", "image": "busybox", "resources": {"limits": {"cpu": "1"}}},
+                {"name": "train", "image": "cuda", "dependencies": ["prep"],
+                 "resources": {"limits": {"nvidia.com/gpu": 2, "cpu": "8"}}},
+                {"name": "eval", "image": "cuda", "dependencies": ["train"],
+                 "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}]}}
+
+
+def test_each_gpu_container_of_an_argo_container_set_gets_its_claim_under_its_own_name():
+    """The containerSet's containers are the pod's containers, named as written: the claims go through the
+    template's podSpecPatch, each container's under its own name (strategic merge by name)."""
+    out, templates, result = migrated(container_set_workflow())
+    containers = argo_template(out)["containerSet"]["containers"]
+    assert [c.get("dependencies") for c in containers] == [None, ["prep"], ["train"]]
+    assert all("nvidia.com/gpu" not in c["resources"].get("limits", {}) for c in containers)
+    assert containers[1]["resources"]["limits"] == {"cpu": "8"}
+    patch = json.loads(argo_template(out)["podSpecPatch"])
+    claims = {c["name"]: c["resourceClaimTemplateName"] for c in patch["resourceClaims"]}
+    by_container = {c["name"]: c["resources"]["claims"] for c in patch["containers"]}
+    assert set(by_container) == {"train", "eval"}
+    counts = {t["metadata"]["name"]: t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"]
+              for t in templates}
+    assert [counts[claims[c["name"]]] for c in by_container["train"]] == [2]
+    assert [counts[claims[c["name"]]] for c in by_container["eval"]] == [1]
+    assert run(container_set_workflow(), "--check").exit_code == exits.FINDINGS  # would migrate, nothing left
+    assert run(out, "--check").exit_code == exits.OK
+
+
+def test_argo_template_defaults_gpu_is_rewritten_with_the_defaults_pod_spec_patch():
+    """templateDefaults is merged under every template of its type (operator.go mergedTemplateDefaultsInto)."""
+    obj = argo(field="script")
+    spec = obj["spec"]
+    spec["templates"][0]["script"]["resources"] = {"limits": {"cpu": "1"}}
+    spec["templateDefaults"] = {"script": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    out, templates, _ = migrated(obj)
+    defaults = out["spec"]["templateDefaults"]
+    assert "nvidia.com/gpu" not in defaults["script"]["resources"].get("limits", {})
+    patch = json.loads(defaults["podSpecPatch"])
+    (pod_claim,) = patch["resourceClaims"]
+    assert patch["containers"] == [{"name": "main", "resources": {"claims": [{"name": pod_claim["name"]}]}}]
+    assert pod_claim["resourceClaimTemplateName"] == templates[0]["metadata"]["name"]
+
+
+def test_argo_template_defaults_gpu_is_left_where_a_template_writes_its_own_pod_spec_patch():
+    """A template's own podSpecPatch replaces the default's (the template's fields win the merge)."""
+    obj = argo(field="script", extra={"podSpecPatch": "terminationGracePeriodSeconds: 30\n"})
+    obj["spec"]["templates"][0]["script"]["resources"] = {"limits": {"cpu": "1"}}
+    obj["spec"]["templateDefaults"] = {"script": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    result = run(obj)
+    assert result.exit_code == exits.NOT_MIGRATED
+    assert "own podSpecPatch (train)" in result.stderr
+    (out,) = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert out["spec"]["templateDefaults"]["script"]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+
+
+def test_a_workflows_pod_spec_patch_asking_for_gpus_is_rewritten_inside_itself():
+    """WorkflowSpec.podSpecPatch is applied to every pod of the workflow (workflowpod.go processPodSpecPatch):
+    a PodSpec fragment whose containers' GPUs become claims in the same fragment."""
+    obj = argo(extra={})
+    obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+    obj["spec"]["podSpecPatch"] = ("containers:\n- name: main\n  resources:\n    limits:\n"
+                                   "      nvidia.com/gpu: 1\n")
+    out, templates, result = migrated(obj)
+    patch = json.loads(out["spec"]["podSpecPatch"])
+    (pod_claim,) = patch["resourceClaims"]
+    (main_container,) = patch["containers"]
+    assert main_container["name"] == "main" and "nvidia.com/gpu" not in main_container["resources"].get("limits", {})
+    assert main_container["resources"]["claims"] == [{"name": pod_claim["name"]}]
+    assert pod_claim["resourceClaimTemplateName"] == templates[0]["metadata"]["name"]
+    assert "Argo workflow podSpecPatch /spec/podSpecPatch: rewritten" in result.stderr
+    assert run(out, "--check").exit_code == exits.OK
+
+
+def test_a_templates_own_pod_spec_patch_asking_for_gpus_is_rewritten_inside_itself():
+    """Argo's documented use of a template's podSpecPatch: the container's limits set through it."""
+    obj = argo(extra={"podSpecPatch": '{"containers":[{"name":"main","resources":{"limits":{"nvidia.com/gpu":"4"}}}]}'})
+    obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+    out, templates, _ = migrated(obj)
+    patch = json.loads(argo_template(out)["podSpecPatch"])
+    (pod_claim,) = patch["resourceClaims"]
+    assert patch["containers"][0]["resources"]["claims"] == [{"name": pod_claim["name"]}]
+    assert templates[0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 4
+
+
+def test_a_workflows_pod_spec_patch_is_left_when_its_templates_ask_for_gpus_too():
+    obj = argo()
+    obj["spec"]["podSpecPatch"] = '{"containers":[{"name":"main","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}'
+    result = run(obj)
+    assert result.exit_code == exits.NOT_MIGRATED
+    assert "the workflow's podSpecPatch asks for GPUs and so do its templates" in result.stderr
+
+
 def kserve(framework="model"):
     return {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
             "metadata": {"name": "llm", "namespace": "ml"},
