@@ -6,9 +6,14 @@ what to do where it cannot.  Each decision comes from the CRD's Go types at a na
       and tolerations are Template fields; every other pod field only through `podSpecPatch`, a strategic
       merge patch (YAML or JSON) validated as a PodSpec (workflow/util/util.go @ 5cf1b63c1d9afcdcf0186672c385e31070e69fbe,
       ApplyPodSpecPatch). Argo names that container `main`.
+  Argo (more)     @ f016ad89eb269d282aec06dc491c29f396a38df4: container_set_template_types.go (ContainerNode inlines
+      corev1.Container beside `dependencies`), workflow/controller/operator.go mergedTemplateDefaultsInto
+      (templateDefaults under every template of its type, the template's own fields win),
+      workflow/controller/workflowpod.go processPodSpecPatch (the workflow's podSpecPatch, then the template's).
   KServe          pkg/apis/serving/v1beta1/predictor.go @ 6382cb355200af7094ce4c256f68cdbf0a455a22: a predictor
       framework (`model`, `pytorch`, `triton`, ...) inlines corev1.Container; PredictorSpec inlines PodSpec
-      (so `resourceClaims` sits beside it) and ComponentExtensionSpec (`annotations` for the pod).
+      (so `resourceClaims` sits beside it) and ComponentExtensionSpec (`annotations` for the pod).  Its CRD
+      takes resourceClaims as written only from v0.15.0 (see the test below).
   NIM operator    api/apps/v1alpha1/nimservice_types.go and dra_types.go @ f63f74d7ad22eaea7943cc640e545f4ccdbb8077
       (`resources`, a corev1.ResourceRequirements the operator puts on its own container, which ignores claims;
       `draResources`, since v3.0.0 (33fb25b3): each names a ResourceClaimTemplate or ResourceClaim, exactly one
@@ -224,6 +229,22 @@ def test_a_kserve_predictor_frameworks_gpu_becomes_a_claim_beside_it(framework):
     assert container["resources"]["claims"] == [{"name": pod_claim["name"]}]
     assert pod_claim["resourceClaimTemplateName"] == templates[0]["metadata"]["name"]
     assert "kubectl-gpu.io/original-resources" in predictor["annotations"]
+
+
+@pytest.mark.parametrize("predictor", [
+    {"model": {"modelFormat": {"name": "huggingface"}, "resources": {"limits": {"nvidia.com/gpu": 1}}}},
+    {"containers": [{"name": "kserve-container", "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+])
+def test_a_kserve_rewrite_names_the_release_whose_crd_takes_flat_resource_claims(predictor):
+    """kserve/kserve config/crd/full/serving.kserve.io_inferenceservices.yaml: at v0.14.0 (7e436424) a
+    predictor's resourceClaims items hold `source: {resourceClaimName, resourceClaimTemplateName}`
+    (k8s.io/api v0.30); from v0.15.0 (d20d4228, k8s.io/api v0.32) the names sit on the item, as written."""
+    obj = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "llm"},
+           "spec": {"predictor": predictor}}
+    out, _, result = migrated(obj)
+    (claim,) = out["spec"]["predictor"]["resourceClaims"]
+    assert "resourceClaimTemplateName" in claim and "source" not in claim
+    assert "needs KServe v0.15.0 or later" in result.stderr
 
 
 NIM_SERVICE = {"image": {"repository": "nvcr.io/nim/meta/llama3-8b-instruct", "tag": "1.0.3"},

@@ -19,7 +19,10 @@ the rewrite goes where the operator reads each of them.
       All at argoproj/argo-workflows @ f016ad89eb269d282aec06dc491c29f396a38df4.
   KServe InferenceService: a predictor framework (`model`, `pytorch`, `triton`, ...) inlines a
       corev1.Container; the predictor inlines PodSpec (resourceClaims, nodeSelector, ...) and the
-      component's pod `annotations` (kserve/kserve pkg/apis/serving/v1beta1/predictor.go).
+      component's pod `annotations` (kserve/kserve pkg/apis/serving/v1beta1/predictor.go).  Its PodSpec
+      (podspec.go) has had resourceClaims since v0.11.0, but in Kubernetes 1.26-1.30's shape (a `source`
+      holding the claim's name) until v0.15.0 (k8s.io/api v0.32): the CRD before it prunes the fields
+      written here, so the report names the release needed.
   NVIDIA NIM operator (NIMService, and each service of a NIMPipeline): `spec.resources` goes on the
       container the operator makes; `nodeSelector`, `affinity`, `tolerations` and `annotations` (the
       pod's) are spec fields; claims only through `spec.draResources` (NVIDIA/k8s-nim-operator
@@ -52,6 +55,10 @@ _KSERVE_FRAMEWORKS = ("sklearn", "xgboost", "tensorflow", "pytorch", "triton", "
                       "lightgbm", "paddle", "model")
 KSERVE_CONTAINER = "kserve-container"
 _NIM_GROUP = "apps.nvidia.com/"
+# kserve/kserve config/crd/full/serving.kserve.io_inferenceservices.yaml at v0.14.0 (7e436424) and v0.15.0 (d20d4228).
+KSERVE_REQUIREMENT = ("needs KServe v0.15.0 or later: earlier InferenceService CRDs take resourceClaims in Kubernetes "
+                      "1.26-1.30's shape (`source: {resourceClaimTemplateName}`) and drop the fields written here, "
+                      "leaving the pods a claim without a source; upgrade KServe first, or use the admission webhook")
 _NODE_FIELDS = ("nodeSelector", "affinity", "tolerations")
 _RESOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*\.[A-Za-z]+/[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -76,6 +83,7 @@ class ContainerSite:
     # Argo podSpecPatch: container_pointer is a string holding a PodSpec fragment, rewritten in place.
     spec_in_patch: bool = False
     refused: str | None = None  # why this site cannot be rewritten (an error note), or None
+    requirement: str | None = None  # what the operator must be to take the rewrite (a warning with it)
 
     @property
     def claims_elsewhere(self) -> bool:
@@ -195,7 +203,7 @@ def _kserve_sites(spec: Mapping[str, Any]) -> list[ContainerSite]:
     at = ["spec", "predictor"]
     return [ContainerSite(f"KServe predictor {framework}", join_pointer([*at, framework]), KSERVE_CONTAINER,
                           tuple((f, join_pointer([*at, f])) for f in (*_NODE_FIELDS, "resourceClaims")),
-                          join_pointer(at))
+                          join_pointer(at), requirement=KSERVE_REQUIREMENT)
             for framework in _KSERVE_FRAMEWORKS if isinstance(predictor.get(framework), Mapping)]
 
 
@@ -276,6 +284,8 @@ def plan_container_site(obj: Mapping[str, Any], site: ContainerSite,
         notes.append(Note(Severity.ERROR, f"the rewrite does not fit this {site.crd} ({err}); left unchanged; "
                                           "please report this as a kubectl-gpu bug"))
         return SitePlan((), tuple(notes), ())
+    if site.requirement is not None:
+        notes.append(Note(Severity.WARNING, site.requirement))
     return SitePlan(tuple(operations), tuple(notes), translation.claims)
 
 
