@@ -215,6 +215,10 @@ def test_plan_reads_slots_per_workload_from_the_pool_its_node_selection_picks():
         runner = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()})
         shared = yaml.safe_load(runner.invoke(main, ["plan", "--sharing", "timeslicing", "-o", "json"]).output)
         whole = yaml.safe_load(runner.invoke(main, ["plan", "-o", "json"]).output)
+        table = runner.invoke(main, ["plan", "--sharing", "timeslicing"]).output
+    assert "SLOTS: Deployment/ml/on-l4: its pods held 8 slot(s) at 4 per GPU: 2 GPU(s) of node pool l4-1" in table
+    assert "8 per GPU where the pool ran at most 4" in table
+    assert "SLOTS: Deployment/ml/on-t4: its pods held 8 slot(s) at 8 per GPU: 1 GPU(s)" in table
     by_name = {w["name"]: w for w in shared["workloads"]}
     assert by_name["on-l4"]["sharedPool"] == {"nodes": ["l4-1"], "replicas": 4, "slots": 8, "gpus": 2}
     assert by_name["on-t4"]["sharedPool"] == {"nodes": ["t4-1"], "replicas": 8, "slots": 8, "gpus": 1}

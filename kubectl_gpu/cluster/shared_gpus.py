@@ -195,6 +195,21 @@ class SlotReading:
         return f"its pods held {size} of node pool {where}"
 
 
+    def density(self, pods: int, shared_claim: bool) -> str | None:
+        """What the rewrite does to these slots, when it packs the pods more densely than the pool did or
+        gives each whole GPUs: one shared claim puts every pod on its GPUs (as many per GPU as there are
+        pods), per-pod claims give each pod whole GPUs.  None when it keeps to the pool's figures."""
+        if self.gpus is None:
+            return None
+        if shared_claim and pods > (self.replicas or 0):
+            return (f"all {pods} pods share one ResourceClaim's GPU(s): {pods} per GPU where the pool ran at most "
+                    f"{self.replicas}; split the workload or give each pod a share of a GPU")
+        if not shared_claim and self.slots > self.gpus:
+            return (f"each pod gets whole GPUs: {self.slots} GPU(s) where its slots took {self.gpus}; keep them "
+                    "shared (--sharing timeslicing) or give each pod a share of a GPU")
+        return None
+
+
 def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
     return metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}

@@ -418,20 +418,8 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
 
 
 def _density(slots: SlotReading, pods: int, claims: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """What the rewrite does to the slots a workload's pods held in their time-sliced pool: one shared
-    claim puts every pod on its GPUs (as many per GPU as there are pods), per-pod claims give each pod
-    whole GPUs."""
-    line = f"info: {slots.describe()}"
-    if slots.gpus is None or not claims:
-        return [line]
-    shared = [c for c in claims.values() if c.get("kind") == "ResourceClaim"]
-    if shared and pods > (slots.replicas or 0):
-        return [line, f"warning: all {pods} pods share one ResourceClaim's GPU(s): {pods} per GPU where the pool "
-                      f"ran at most {slots.replicas}; split the workload or give each pod a share of a GPU"]
-    if not shared and slots.slots > slots.gpus:
-        return [line, f"warning: each pod gets whole GPUs: {slots.slots} GPU(s) where its slots took {slots.gpus}; "
-                      "keep them shared (--sharing timeslicing) or give each pod a share of a GPU"]
-    return [line]
+    warning = slots.density(pods, any(c.get("kind") == "ResourceClaim" for c in claims.values())) if claims else None
+    return [f"info: {slots.describe()}"] + ([f"warning: {warning}"] if warning else [])
 
 
 RECREATES_ANNOTATION = "kubectl-gpu.io/recreates"  # on a migrated bare pod's manifest: the pod it replaces
