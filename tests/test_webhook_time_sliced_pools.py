@@ -36,10 +36,12 @@ def node(name: str, labels: dict) -> dict:
 NODES = [node("h100-s1", SLICED), node("h100-a", WHOLE)]
 
 
-def deployment(node_selector: dict | None = None) -> dict:
+def deployment(node_selector: dict | None = None, affinity: dict | None = None) -> dict:
     spec: dict = {"containers": [{"name": "c", "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
     if node_selector:
         spec["nodeSelector"] = node_selector
+    if affinity:
+        spec["affinity"] = affinity
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "infer", "namespace": "default"},
             "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "infer"}},
                      "template": {"metadata": {"labels": {"app": "infer"}}, "spec": spec}}}
@@ -73,12 +75,18 @@ def by_webhook(workload: dict, webhook_on) -> tuple[dict, list[dict]]:
     return migrated, claims
 
 
-@pytest.mark.parametrize("pinned, kind", [
-    ({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"}, "ResourceClaim"),  # slots of the shared pool
-    (None, "ResourceClaimTemplate"),  # may land on the whole H100s: whole GPUs
+BY_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "nvidia.com/gpu.sharing-strategy", "operator": "In", "values": ["time-slicing"]}]}]}}}
+
+
+@pytest.mark.parametrize("pinned, affinity, kind", [
+    ({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"}, None, "ResourceClaim"),  # slots of the shared pool
+    (None, BY_AFFINITY, "ResourceClaim"),  # kept there by required node affinity
+    (None, None, "ResourceClaimTemplate"),  # may land on the whole H100s: whole GPUs
 ])
-def test_the_webhook_and_migrate_agree_on_a_pod_pinned_to_a_time_sliced_pool(pinned, kind, webhook_on, tmp_path):
-    workload = deployment(pinned)
+def test_the_webhook_and_migrate_agree_on_a_pod_pinned_to_a_time_sliced_pool(pinned, affinity, kind, webhook_on,
+                                                                              tmp_path):
+    workload = deployment(pinned, affinity)
     cli_object, cli_claims = by_migrate(workload, tmp_path)
     hook_object, hook_claims = by_webhook(workload, webhook_on)
     assert [c["kind"] for c in cli_claims] == [c["kind"] for c in hook_claims] == [kind]
