@@ -143,6 +143,7 @@ def slot_pools(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) 
 
 
 def lands_only_on_shared_gpus(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """A pod of ``template`` asked nvidia.com/gpu for slots (migrate and the webhook read it so)."""
     return bool(slot_pools(template, nodes))
 
 

@@ -123,21 +123,19 @@ def _argo_sites(spec: Mapping[str, Any], kind: str) -> list[ContainerSite]:
     if kind == "CronWorkflow":
         spec = spec.get("workflowSpec") if isinstance(spec.get("workflowSpec"), Mapping) else {}
         path.append("workflowSpec")
-    templates = [t for t in spec.get("templates") or [] if isinstance(t, Mapping)] \
-        if isinstance(spec.get("templates"), list) else []
+    listed = spec.get("templates") if isinstance(spec.get("templates"), list) else []
+    templates = [(index, t) for index, t in enumerate(listed) if isinstance(t, Mapping)]
     sites = []
-    for index, template in enumerate(spec.get("templates") if isinstance(spec.get("templates"), list) else []):
-        if isinstance(template, Mapping):
-            sites.extend(_argo_template_sites(template, [*path, "templates", index],
-                                              f"Argo template {template.get('name') or index}"))
-            if not _containers_ask_for_gpus(template) and _gpu_in_patch(template.get("podSpecPatch")):
-                sites.append(_argo_patch_site([*path, "templates", index, "podSpecPatch"],
-                                              f"Argo template {template.get('name') or index} podSpecPatch"))
+    for index, template in templates:
+        sites.extend(site for _, site in _argo_template_sites(template, [*path, "templates", index],
+                                                              f"Argo template {template.get('name') or index}"))
+        if not _containers_ask_for_gpus(template) and _gpu_in_patch(template.get("podSpecPatch")):
+            sites.append(_argo_patch_site([*path, "templates", index, "podSpecPatch"],
+                                          f"Argo template {template.get('name') or index} podSpecPatch"))
     defaults = spec.get("templateDefaults")
     if isinstance(defaults, Mapping):
-        for site in _argo_template_sites(defaults, [*path, "templateDefaults"], "Argo templateDefaults"):
-            field = site.crd.rsplit("(", 1)[-1].rstrip(")")
-            own = [str(t.get("name") or i) for i, t in enumerate(templates) if field in t and t.get("podSpecPatch")]
+        for field, site in _argo_template_sites(defaults, [*path, "templateDefaults"], "Argo templateDefaults"):
+            own = [str(t.get("name") or i) for i, t in templates if field in t and t.get("podSpecPatch")]
             if own:
                 site = replace(site, refused=(
                     f"templates of this type write their own podSpecPatch ({', '.join(own)}), which replaces the "
@@ -147,7 +145,7 @@ def _argo_sites(spec: Mapping[str, Any], kind: str) -> list[ContainerSite]:
     if _gpu_in_patch(spec.get("podSpecPatch")):
         site = _argo_patch_site([*path, "podSpecPatch"], "Argo workflow podSpecPatch")
         if any(_containers_ask_for_gpus(t) or _gpu_in_patch(t.get("podSpecPatch"))
-               for t in [*templates, *([defaults] if isinstance(defaults, Mapping) else [])]):
+               for t in [*(t for _, t in templates), *([defaults] if isinstance(defaults, Mapping) else [])]):
             # Argo applies the workflow's patch before a template's: its limits beat the container's, but its
             # claims would lose to a template's claims of the same name.
             site = replace(site, refused=(
@@ -158,16 +156,18 @@ def _argo_sites(spec: Mapping[str, Any], kind: str) -> list[ContainerSite]:
     return sites
 
 
-def _argo_template_sites(template: Mapping[str, Any], at: list[str | int], name: str) -> list[ContainerSite]:
+def _argo_template_sites(template: Mapping[str, Any], at: list[str | int],
+                         name: str) -> list[tuple[str, ContainerSite]]:
+    """(the template's field, its site): a container, a script or a containerSet."""
     fields = tuple((f, join_pointer([*at, f])) for f in _NODE_FIELDS)
-    sites = [ContainerSite(f"{name} ({field})", join_pointer([*at, field]), ARGO_MAIN_CONTAINER, fields,
-                           join_pointer([*at, "metadata"]), join_pointer([*at, "podSpecPatch"]))
+    sites = [(field, ContainerSite(f"{name} ({field})", join_pointer([*at, field]), ARGO_MAIN_CONTAINER, fields,
+                                   join_pointer([*at, "metadata"]), join_pointer([*at, "podSpecPatch"])))
              for field in ("container", "script") if isinstance(template.get(field), Mapping)]
     container_set = template.get("containerSet")
     if isinstance(container_set, Mapping) and isinstance(container_set.get("containers"), list):
-        sites.append(ContainerSite(f"{name} (containerSet)", join_pointer([*at, "containerSet", "containers"]), "",
-                                   fields, join_pointer([*at, "metadata"]), join_pointer([*at, "podSpecPatch"]),
-                                   container_set=True))
+        sites.append(("containerSet", ContainerSite(
+            f"{name} (containerSet)", join_pointer([*at, "containerSet", "containers"]), "", fields,
+            join_pointer([*at, "metadata"]), join_pointer([*at, "podSpecPatch"]), container_set=True)))
     return sites
 
 
