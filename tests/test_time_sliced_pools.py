@@ -182,3 +182,54 @@ def test_in_a_mixed_cluster_a_workload_pinned_to_the_shared_pool_is_read_as_slot
     assert result.exit_code == 0, result.output
     assert [d["kind"] for d in yaml.safe_load_all(result.stdout) if d] == ["ResourceClaim", "Deployment"]
     assert "slot" in result.stderr
+
+
+def test_plan_reads_slots_per_workload_from_the_pool_its_node_selection_picks():
+    """Two time-sliced pools of different replica counts (L4s at 4 per GPU, T4s at 8) beside a pool of
+    whole H100s: plan reads each workload's nvidia.com/gpu from the pool its nodeSelector or required node
+    affinity keeps it in, counted in THAT pool's replicas; a workload free to land on the H100s keeps whole
+    GPUs.  8 pods of 1 slot are 2 L4s at 4 per GPU, 1 T4 at 8 per GPU."""
+    from tests import fleet_cluster as fc
+    from tests.k8sdouble import K8sDouble
+
+    l4 = {"nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.count": "2",
+          "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
+    t4 = {"nvidia.com/gpu.product": "Tesla-T4-SHARED", "nvidia.com/gpu.count": "2",
+          "nvidia.com/gpu.replicas": "8", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
+    h100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
+            "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": "none"}
+    nodes = [fc.node("l4-1", gpus=8, labels=l4), fc.node("t4-1", gpus=16, labels=t4),
+             fc.node("h100-1", gpus=8, labels=h100)]
+    on_l4 = fc.template("on-l4", node_selector={"nvidia.com/gpu.product": "NVIDIA-L4-SHARED"})
+    on_t4 = fc.template("on-t4")
+    on_t4["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                                                     "values": ["Tesla-T4-SHARED"]}]}]}}}
+    anywhere = fc.template("anywhere")
+    workloads = [fc.workload("Deployment", name, "ml", tmpl, replicas=8)
+                 for name, tmpl in (("on-l4", on_l4), ("on-t4", on_t4), ("anywhere", anywhere))]
+    pods = [fc.pod(f"on-l4-{i}", "ml", on_l4, "l4-1", owner=workloads[0]) for i in range(8)] + \
+        [fc.pod(f"on-t4-{i}", "ml", on_t4, "t4-1", owner=workloads[1]) for i in range(8)]
+    with K8sDouble() as api:
+        api.seed(*nodes, *workloads, *pods, fc.device_class())
+        runner = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()})
+        shared = yaml.safe_load(runner.invoke(main, ["plan", "--sharing", "timeslicing", "-o", "json"]).output)
+        whole = yaml.safe_load(runner.invoke(main, ["plan", "-o", "json"]).output)
+        table = runner.invoke(main, ["plan", "--sharing", "timeslicing"]).output
+    assert "SLOTS: Deployment/ml/on-l4: its pods held 8 slot(s) at 4 per GPU: 2 GPU(s) of node pool l4-1" in table
+    assert "8 per GPU where the pool ran at most 4" in table
+    assert "SLOTS: Deployment/ml/on-t4: its pods held 8 slot(s) at 8 per GPU: 1 GPU(s)" in table
+    by_name = {w["name"]: w for w in shared["workloads"]}
+    assert by_name["on-l4"]["sharedPool"] == {"nodes": ["l4-1"], "replicas": 4, "slots": 8, "gpus": 2}
+    assert by_name["on-t4"]["sharedPool"] == {"nodes": ["t4-1"], "replicas": 8, "slots": 8, "gpus": 1}
+    assert "sharedPool" not in by_name["anywhere"]  # the H100s do not share: whole GPUs
+    assert [c.split("/")[0] for c in by_name["on-l4"]["claims"]] == ["ResourceClaim"]
+    assert [c.split("/")[0] for c in by_name["anywhere"]["claims"]] == ["ResourceClaimTemplate"]
+    # One shared claim puts all 8 pods on one GPU: twice the L4 pool's 4 per GPU, within the T4s' 8.
+    assert any(n.startswith("warning: all 8 pods share one ResourceClaim") and "at most 4" in n
+               for n in by_name["on-l4"]["notes"])
+    assert not any(n.startswith("warning: all 8 pods") for n in by_name["on-t4"]["notes"])
+    # Per-pod claims give each pod a whole GPU: 8 where the L4 slots took 2, where the T4 slots took 1.
+    whole_by_name = {w["name"]: w for w in whole["workloads"]}
+    assert any("8 GPU(s) where its slots took 2" in n for n in whole_by_name["on-l4"]["notes"])
+    assert any("8 GPU(s) where its slots took 1" in n for n in whole_by_name["on-t4"]["notes"])

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
 from kubectl_gpu.cluster.quota import quota_target
+from kubectl_gpu.cluster.shared_gpus import lands_only_on_shared_gpus
 from kubectl_gpu.core import (KnownClaim, QuotaTarget, TranslateOptions, claims_beside_legacy_gpus, gpus_asked_twice,
                               known_claims)
 from kubectl_gpu.dra.devices import nodes_of_driver
@@ -267,6 +268,11 @@ class Admission:
     def _fit(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
                 profile: ClusterProfile) -> MutationPlan | Verdict:
         config, _notes = self._config_for(profile)
+        options = config.translate_options
+        if profile.nodes and not options.gpu_slots and lands_only_on_shared_gpus(site.template, profile.nodes):
+            # As migrate reads it: the time-sliced pool the pod's node selection keeps it in counted slots.
+            # A pure function of the template and the profile (its revision covers the nodes' labels).
+            config = replace(config, translate_options=replace(options, gpu_slots=True))
         mutation = self.caches.plans.get_or_plan(site, config, skip, request.strict_json, profile.revision)
         warnings: list[str] = []
         if mutation.claims and self.config.unsatisfiable_claims != "ignore":

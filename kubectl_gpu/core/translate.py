@@ -17,7 +17,7 @@ from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
 from . import constants as c
 from .claims import PlannedClaim, plan_claim
 from .existing_claims import gpus_asked_twice, unseen_claim_notes
-from .demand import ContainerDemands, Demand, container_demands
+from .demand import ContainerDemands, Demand, container_demands, pod_level_demands
 from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_containers, read_container
 from .hami_target import for_target, is_hami, retarget_selector
 from .hints import annotation_only_notes, hami_selectors
@@ -66,6 +66,11 @@ def translate_pod_template(template: Mapping[str, Any],
         notes.extend(unseen_claim_notes(template, options.known_claims, options))
     if any(n.severity is Severity.ERROR for n in notes):
         return replace(unchanged, notes=tuple(notes))
+    pooled, pooled_notes = pod_level_demands([cd for cd, _ in containers], annotations, options)
+    notes.extend(pooled_notes)
+    if any(n.severity is Severity.ERROR for n in pooled_notes):
+        return replace(unchanged, notes=tuple(notes))
+    containers = [(cd, container) for cd, (_, container) in zip(pooled, containers)]
 
     gpu_demands = [d for cd, _ in containers for d in cd.demands if d.kind in ("gpu", "mig")]
     constraints = translate_node_constraints(spec) if gpu_demands else NodeConstraints()
@@ -207,7 +212,7 @@ class _Plan:
                 continue
             # One shared claim serves the whole workload anyway; an init container that runs
             # before the others can reuse a device no other init container holds at that time.
-            if planned.shared or ref.sequential_init:
+            if planned.shared or ref.sequential_init or demand.pod_level:
                 return pod_claim
         name = self._unique_name(f"{ref.name}-{planned.request}"
                                  + (f"-{demand.profile}" if demand.profile else ""))

@@ -24,7 +24,7 @@ from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
 from .read_back import is_live, live_pod_warning, server_set_pointers
-from .container_sites import ContainerSite, find_container_sites, plan_container_site
+from .container_sites import KSERVE_REQUIREMENT, ContainerSite, find_container_sites, plan_container_site
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
@@ -397,6 +397,9 @@ def _plan_template(
     if dropped_metadata:
         notes.append(Note(Severity.INFO, "this pod spec has no pod metadata of its own, so the record of the "
                                          "original requests (annotation) was not added"))
+    if translation.claims and obj.get("kind") == "InferenceService" \
+            and str(obj.get("apiVersion", "")).startswith("serving.kserve.io/"):
+        notes.append(Note(Severity.WARNING, KSERVE_REQUIREMENT))  # its PodSpec's resourceClaims shape
     return TemplatePlan(ref, site, tuple(operations), tuple(notes)), translation.claims
 
 
