@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, QuotaTarget, Severity, TranslateOptions,
                               is_cluster_queue, is_resource_quota, known_claims, mig_profile_of, plan_quota,
-                              queue_change, translate_pod_template)
+                              queue_change, translate_pod_template, volcano_queue_change, is_volcano_queue)
 from kubectl_gpu.dra.conversion import CONVERTED_KINDS, Conversion, conversion_patch, dra_version_of
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
@@ -95,8 +95,8 @@ class TemplatePlan(_Rewrite):
 
 @dataclass(frozen=True)
 class QuotaChange(_Rewrite):
-    """A ResourceQuota (kubectl_gpu.core.quota) or a Kueue ClusterQueue (kubectl_gpu.core.kueue) whose
-    GPU caps follow the migration."""
+    """A ResourceQuota (kubectl_gpu.core.quota), a Kueue ClusterQueue (kubectl_gpu.core.kueue) or a
+    Volcano Queue (kubectl_gpu.core.volcano) whose GPU caps follow the migration."""
 
     obj: ObjectRef
     operations: tuple[dict[str, Any], ...]
@@ -249,8 +249,8 @@ class Planner:
                     if conversion is not None:
                         plan.conversions.append(conversion)
                 continue
-            if ref.kind == "ResourceQuota" or (ref.kind == "ClusterQueue" and options.kueue):
-                quota = _plan_quota(ref, obj, options) if ref.kind == "ResourceQuota" else _plan_queue(ref, obj, options)
+            if ref.kind in QUOTA_PLANNERS and (ref.kind != "ClusterQueue" or options.kueue):
+                quota = QUOTA_PLANNERS[ref.kind](ref, obj, options)
                 if quota is not None:
                     plan.quotas.append(quota)
                 continue
@@ -385,6 +385,24 @@ def _plan_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions)
     added = tuple(f"{op['value']['name']}: {op['value']['nominalQuota']}" for op in change.operations
                   if isinstance(op["value"], Mapping))
     return QuotaChange(ref, tuple(operations), change.notes, added, change.mappings)
+
+
+def _plan_volcano_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions) -> QuotaChange | None:
+    """What a Volcano Queue needs so that its GPU caps count claims (kubectl_gpu.core.volcano)."""
+    plain = to_plain(obj)
+    if not is_volcano_queue(plain):
+        return None
+    change = volcano_queue_change(plain, options.translate)
+    if not change.notes:
+        return None
+    operations = [{**op, "path": ref.pointer + op["path"]} for op in change.operations]
+    if operations and is_live(plain):
+        operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
+    return QuotaChange(ref, tuple(operations), change.notes, change.added)
+
+
+# The kinds whose GPU caps follow the migration, and who plans each.
+QUOTA_PLANNERS = {"ResourceQuota": _plan_quota, "ClusterQueue": _plan_queue, "Queue": _plan_volcano_queue}
 
 
 def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:
