@@ -124,12 +124,10 @@ def test_from_cluster_reads_the_nodes_and_names_the_time_sliced_pool():
     assert "2 GPU(s) as 16 slots" in result.stderr and "h100-a" not in result.stderr
 
 
-def test_plan_on_a_time_sliced_pool_in_the_api_double_counts_slots_not_gpus():
-    """A Deployment of 8 pods on l4-1, one of 3 nodes x 2 GPUs x 4 replicas (8 slots each), every GPU node
-    time-sliced: read as slots and shared (--sharing timeslicing: one ResourceClaim the workload's pods share
-    on one GPU), it fits on the first node switched (2 GPUs); read as whole GPUs it would need 8."""
+
+def sliced_l4_pool() -> list[dict]:
+    """3 L4 nodes x 2 GPUs x 4 time-sliced replicas, and a Deployment of 8 pods running on l4-1."""
     from tests import fleet_cluster as fc
-    from tests.k8sdouble import K8sDouble
 
     sliced = {"nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.count": "2",
               "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
@@ -137,8 +135,17 @@ def test_plan_on_a_time_sliced_pool_in_the_api_double_counts_slots_not_gpus():
     tmpl = fc.template("infer")
     deployment = fc.workload("Deployment", "infer", "ml", tmpl, replicas=8)
     pods = [fc.pod(f"infer-{i}", "ml", tmpl, "l4-1", owner=deployment) for i in range(8)]
+    return [*nodes, deployment, *pods, fc.device_class()]
+
+
+def test_plan_on_a_time_sliced_pool_in_the_api_double_counts_slots_not_gpus():
+    """A Deployment of 8 pods on l4-1, one of 3 nodes x 2 GPUs x 4 replicas (8 slots each), every GPU node
+    time-sliced: read as slots and shared (--sharing timeslicing: one ResourceClaim the workload's pods share
+    on one GPU), it fits on the first node switched (2 GPUs); read as whole GPUs it would need 8."""
+    from tests.k8sdouble import K8sDouble
+
     with K8sDouble() as api:
-        api.seed(*nodes, deployment, *pods, fc.device_class())
+        api.seed(*sliced_l4_pool())
         runner = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()})
         table = runner.invoke(main, ["plan", "--wave-size", "1", "--sharing", "timeslicing"])
         doc = yaml.safe_load(runner.invoke(main, ["plan", "--wave-size", "1", "--sharing", "timeslicing",
@@ -267,19 +274,12 @@ def test_plan_with_a_driver_publishing_shares_counts_a_time_sliced_pools_slots_a
     """Plan's prediction of the pool's GPUs under driver v0.5 with ConsumableShares and --consumable-shares 4:
     each of the 8 pods on l4-1 gets its own claim for one share, and 2 GPUs x 4 shares hold all 8 on the
     first node switched; as whole GPUs they would not fit."""
-    from tests import fleet_cluster as fc
     from tests.k8sdouble import K8sDouble
 
-    sliced = {"nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.count": "2",
-              "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "time-slicing"}
-    nodes = [fc.node(f"l4-{i}", gpus=8, labels=sliced) for i in (1, 2, 3)]
-    tmpl = fc.template("infer")
-    deployment = fc.workload("Deployment", "infer", "ml", tmpl, replicas=8)
-    pods = [fc.pod(f"infer-{i}", "ml", tmpl, "l4-1", owner=deployment) for i in range(8)]
     shares = ["--driver-gates", "ConsumableShares=true", "--consumable-shares", "4",
               "--feature-gates", "DRAConsumableCapacity=true"]  # the double serves 1.34, where it is off
     with K8sDouble() as api:
-        api.seed(*nodes, deployment, *pods, fc.device_class())
+        api.seed(*sliced_l4_pool())
         runner = CliRunner(env={"KUBECONFIG": api.kubeconfig_path()})
         table = runner.invoke(main, ["plan", "--wave-size", "1", *shares])
         doc = yaml.safe_load(runner.invoke(main, ["plan", "--wave-size", "1", *shares, "-o", "json"]).output)
