@@ -124,7 +124,6 @@ def test_from_cluster_reads_the_nodes_and_names_the_time_sliced_pool():
     assert "2 GPU(s) as 16 slots" in result.stderr and "h100-a" not in result.stderr
 
 
-
 def sliced_l4_pool() -> list[dict]:
     """3 L4 nodes x 2 GPUs x 4 time-sliced replicas, and a Deployment of 8 pods running on l4-1."""
     from tests import fleet_cluster as fc
