@@ -365,10 +365,7 @@ def _plan_quota(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions)
     quota = plan_quota(plain, translate, options.quota_target)
     if not quota.notes:
         return None
-    operations = [{**op, "path": ref.pointer + op["path"]} for op in quota.patch]
-    if operations and is_live(plain):
-        operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
-    return QuotaChange(ref, tuple(operations), quota.notes, tuple(f"{e.key}: {e.value}" for e in quota.entries))
+    return _cap_change(ref, plain, quota.patch, quota.notes, tuple(f"{e.key}: {e.value}" for e in quota.entries))
 
 
 def _plan_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions) -> QuotaChange | None:
@@ -379,12 +376,9 @@ def _plan_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions)
     change = queue_change(plain, options.translate)
     if not change.notes:
         return None
-    operations = [{**op, "path": ref.pointer + op["path"]} for op in change.operations]
-    if operations and is_live(plain):
-        operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
     added = tuple(f"{op['value']['name']}: {op['value']['nominalQuota']}" for op in change.operations
                   if isinstance(op["value"], Mapping))
-    return QuotaChange(ref, tuple(operations), change.notes, added, change.mappings)
+    return _cap_change(ref, plain, change.operations, change.notes, added, change.mappings)
 
 
 def _plan_volcano_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions) -> QuotaChange | None:
@@ -395,10 +389,16 @@ def _plan_volcano_queue(ref: ObjectRef, obj: Mapping[str, Any], options: Migrate
     change = volcano_queue_change(plain, options.translate)
     if not change.notes:
         return None
-    operations = [{**op, "path": ref.pointer + op["path"]} for op in change.operations]
+    return _cap_change(ref, plain, change.operations, change.notes, change.added)
+
+
+def _cap_change(ref: ObjectRef, plain: Mapping[str, Any], patch: Iterable[dict[str, Any]], notes: tuple[Note, ...],
+                added: tuple[str, ...], mappings: tuple[dict[str, Any], ...] = ()) -> QuotaChange:
+    """The object's change at its place in the document; a live object also loses its server-set fields."""
+    operations = [{**op, "path": ref.pointer + op["path"]} for op in patch]
     if operations and is_live(plain):
         operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
-    return QuotaChange(ref, tuple(operations), change.notes, change.added)
+    return QuotaChange(ref, tuple(operations), notes, added, mappings)
 
 
 # The kinds whose GPU caps follow the migration, and who plans each.
