@@ -88,7 +88,8 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
     else:
         snapshot = _live_snapshot(options, choices)
     translate, fitted = fitted_translate_options(snapshot, api_version, sharing, integer_gpus, gpu_memory,
-                                                  target_driver)
+                                                  target_driver,
+                                                  driver_shares=int(driver.shares) if driver.shares.isdigit() else None)
     if options.output in ("table", "wide"):
         for line in fitted:
             click.echo(line, err=True)

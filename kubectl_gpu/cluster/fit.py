@@ -26,7 +26,7 @@ from kubectl_gpu.dra.facts import (DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING
                                    gpu_device_class_names)
 
 from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
-from .shared_gpus import every_gpu_node_shares
+from .shared_gpus import every_gpu_node_shares, shared_pools
 
 if TYPE_CHECKING:
     from kubectl_gpu.dra.devices import Device
@@ -57,9 +57,11 @@ class FittedOptions:
 
 
 def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
-                api_version_given: bool) -> FittedOptions:
+                api_version_given: bool, driver_shares: int | None = None) -> FittedOptions:
     """``options`` adjusted to the cluster.  ``api_version_given``: the user chose a version, so the
-    profile only checks it (a version the cluster does not serve is reported, not silently changed)."""
+    profile only checks it (a version the cluster does not serve is reported, not silently changed).
+    ``driver_shares``: the integer share count the NVIDIA driver its GPU nodes will run publishes
+    (ConsumableShares on, --consumable-shares N; plan's prediction), beside what the profile's slices show."""
     notes: list[str] = []
     options = _fit_target(options, profile, notes)
     if profile is not None:
@@ -75,6 +77,7 @@ def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
                          f"{', '.join(profile.served_versions)}): the API server will refuse these claims")
     options = _fit_gpu_memory(options, profile, notes)
     options = _fit_gpu_slots(options, profile, notes)
+    options = _fit_slot_shares(options, profile, driver_shares, notes)
     options = _fit_sharing(options, profile, notes)
     options = _keep_whole_gpus_whole(options, profile, notes)
     options = _fit_prioritized_list(options, profile, notes)
@@ -132,6 +135,36 @@ def _fit_gpu_slots(options: TranslateOptions, profile: ClusterProfile | None, no
                  f"{GFD_SHARING_STRATEGY_LABEL}, {GFD_REPLICAS_LABEL}): nvidia.com/gpu is read as slots of shared GPUs "
                  "(one ResourceClaim per workload with --sharing timeslicing or mps; a whole GPU each otherwise)")
     return replace(options, gpu_slots=True)
+
+
+def _fit_slot_shares(options: TranslateOptions, profile: ClusterProfile | None, driver_shares: int | None,
+                     notes: list[str]) -> TranslateOptions:
+    """A profile showing pools whose device plugin shares GPUs (shared_gpus.py), with --sharing auto or
+    consumable: their slots become per-pod claims for one of a GPU's integer `shares` where the NVIDIA
+    driver publishes them (driver v0.5 ConsumableShares, --consumable-shares N), else stay as today
+    (one claim per workload with --sharing timeslicing, whole GPUs otherwise).  The report says which."""
+    if profile is None or options.sharing not in (Sharing.AUTO, Sharing.CONSUMABLE) or not shared_pools(profile.nodes):
+        return options
+    needs = (f"{facts.driver_gate_requirement(facts.CONSUMABLE_SHARES)} and --consumable-shares N (N: the pool's "
+             f"replicas), plus Kubernetes' {DRA_CONSUMABLE_CAPACITY} gate")
+    published = sorted({str(d.capacity_value(facts.CAP.shares)) for d in profile.shareable_devices(c.NVIDIA_DRIVER)
+                        if d.capacity_value(facts.CAP.shares) is not None})
+    source = (f"the cluster's NVIDIA GPUs publish {facts.CAP.shares} ({', '.join(published)})" if published
+              else f"the driver predicted for its GPU nodes publishes {driver_shares} {facts.CAP.shares} per GPU"
+              if driver_shares else None)
+    blocked = (None if source is None
+               else f"it needs {ApiVersion.V1.value}" if not options.api_version.supports_consumable_capacity
+               else f"the cluster's {DRA_CONSUMABLE_CAPACITY} gate is off" if not profile.gate(DRA_CONSUMABLE_CAPACITY)
+               else None)
+    if source is None or blocked is not None:
+        why = f"{source}, but {blocked}" if source is not None else "no NVIDIA GPU publishes shares"
+        notes.append(f"shared GPU pools: their nvidia.com/gpu slots are not claims for a GPU's {facts.CAP.shares} "
+                     f"({why}); that needs the {needs}; until then --sharing timeslicing keeps each workload's pods "
+                     "on one shared ResourceClaim")
+        return options
+    notes.append(f"shared GPU pools: their nvidia.com/gpu slots become per-pod claims for {facts.CAP.shares} of a GPU "
+                 f"({source}); needs the {needs}")
+    return replace(options, slot_shares=True)
 
 
 def _fit_prioritized_list(options: TranslateOptions, profile: ClusterProfile | None,

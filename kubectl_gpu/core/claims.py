@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import constants as c
-from kubectl_gpu.dra.facts import attr, guarded_attr, literal
+from kubectl_gpu.dra.facts import CAP, attr, guarded_attr, literal
 from kubectl_gpu.dra.driver_config import MPS, TIME_SLICING, gpu_sharing_config
 from . import hami_target
 from .demand import Demand
@@ -64,6 +64,15 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
 
     asked = share.describe()
     strategy = options.sharing
+    if (options.slot_shares and share.memory is None and share.fraction is None
+            and options.api_version.supports_consumable_capacity):
+        # A slot as the driver's ConsumableShares hands them out: one of the GPU's integer shares per slot.
+        request = _request("gpu", options.gpu_device_class, 1, selectors, None,
+                           capacity=((CAP.shares, str(demand.count)),))
+        summary = (f"{demand.count} of the {CAP.shares} of one GPU (the NVIDIA DRA driver's consumable shares: "
+                   "a per-pod claim; no memory isolation, as with time-slicing)")
+        notes.append(Note(Severity.INFO, f"{demand.legacy_text} -> {summary}", container))
+        return _finish(demand, options, request, None, summary, f"gpu-{demand.count}-shares", False), notes
 
     def exclusive(reason: str) -> tuple[PlannedClaim, list[Note]]:
         notes.append(Note(Severity.WARNING, f"{demand.legacy_text}: {reason}; gets {whole} instead of "

@@ -120,6 +120,10 @@ class TranslateOptions:
     # time-slices or shares by MPS (the cluster profile's Nodes say so), so it is read as
     # `nvidia.com/gpu.shared` is: slots of shared GPUs.
     gpu_slots: bool = False
+    # A slot of a shared GPU (gpu_slots, nvidia.com/gpu.shared) asks for the NVIDIA driver's integer
+    # `shares` capacity of one GPU (driver v0.5 ConsumableShares with --consumable-shares N), a
+    # per-pod claim, instead of whole GPUs or one claim per workload (cluster/fit.py decides).
+    slot_shares: bool = False
     # Families (see constants.FAMILIES) to leave as legacy requests; the webhook fences such pods
     # off DRA nodes instead.
     pass_through_families: frozenset[str] = frozenset()
