@@ -21,6 +21,7 @@ from kubectl_gpu.dra.devices import Device, SliceFacts
 from . import capacity as cap
 from .constraints import ConstraintState
 from .features import Features
+from .ledger import Ledger
 from .requests import (
     ALL,
     ALLOCATED,
@@ -92,7 +93,7 @@ class Allocation:
     """One Allocate call: the claims of one pod, on one node."""
 
     def __init__(self, claims: Sequence[Claim], node: Node, pools: list[Pool], classes: Mapping[str, DeviceClass],
-                 allocated: AllocatedState, features: Features, evaluate: Evaluate, budget: int,
+                 allocated: AllocatedState | Ledger, features: Features, evaluate: Evaluate, budget: int,
                  available_counters: dict[str, dict[str, dict[str, Fraction]]]) -> None:
         self.claims = claims
         self.node = node
