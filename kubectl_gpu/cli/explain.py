@@ -79,8 +79,9 @@ def _local_slices() -> list[dict[str, Any]]:
 @click.option("--feature-gates", metavar="NAME=BOOL,...",
               help="DRA feature gates that differ from the cluster's (e.g. DRAConsumableCapacity=true).")
 @click.option("--node", "node", metavar="NAME",
-              help="Allocate on this node only (its labels from a Node object among the files, for slices "
-                   "selecting nodes by label; without one every node selector is taken to match).")
+              help="Allocate on this node only (its labels, for slices selecting nodes by label, from the "
+                   "cluster's Node or a Node object among the files; without one every node selector is "
+                   "taken to match).")
 def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
             allocation_files: tuple[str, ...], local: bool, kubernetes_version: str | None,
             feature_gates: str | None, node: str | None = None, **values: Any) -> None:

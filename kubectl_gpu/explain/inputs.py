@@ -102,6 +102,7 @@ def explain_objects(
     slice_facts: Sequence[SliceFacts] | None = None,
     nodes: Sequence[Node] | None = None,
     one_pod: bool = False,
+    pods: Sequence[Sequence[int]] = (),
 ) -> Explanation:
     """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
     :data:`kubectl_gpu.dra.gates.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
@@ -112,7 +113,8 @@ def explain_objects(
     was a quarter of `explain -f --slices`; ``slice_devices`` the same as bare devices, for callers
     without the slices.  ``nodes`` are the cluster's nodes (names and labels, for node selectors);
     None: the nodes the slices name.  ``one_pod``: the claims are one pod's, allocated together on
-    one node (the scheduler's way), not each alone."""
+    one node (the scheduler's way), not each alone; ``pods``: the same for several pods, each the
+    positions of its claims in ``claims`` (a claim two pods share is judged with the first)."""
     claims, slices, classes, allocated_claims = (flatten(x) for x in (claims, slices, classes, allocated_claims))
     if slice_facts is None:
         # The scheduler ignores older pool generations; the allocator sees the rest as published.
@@ -141,9 +143,16 @@ def explain_objects(
         items = [spec if isinstance(spec, ClaimError) else
                  explain_claim(spec, all_devices, class_specs, allocations, class_passes, gates, (allocator, cluster))
                  for spec in specs]
-        explained = [(i, spec) for i, spec in enumerate(specs) if not isinstance(spec, ClaimError)]
-        if one_pod and len(explained) > 1 and len(explained) == len(specs):
-            items = explain_together(items, [spec for _, spec in explained], allocator, cluster, allocations)
+        judged: set[int] = set()
+        for pod in ([range(len(specs))] if one_pod else pods):
+            members = [i for i in dict.fromkeys(pod) if i not in judged]
+            judged.update(members)
+            if len(members) < 2 or any(isinstance(specs[i], ClaimError) for i in members):
+                continue
+            together = explain_together([items[i] for i in members], [specs[i] for i in members],
+                                        allocator, cluster, allocations)
+            for i, result in zip(members, together):
+                items[i] = result
     finally:
         AVOID_NODES.reset(token)
     return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))

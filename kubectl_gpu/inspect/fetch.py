@@ -304,13 +304,13 @@ GatesFor = Callable[[DraObjects], "CompileProfile | None"]
 
 
 def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: GatesFor | None = None,
-                   one_pod: bool = False, node: str | None = None) -> Any:
+                   one_pod: bool = False, node: str | None = None, pods: Sequence[Sequence[int]] = ()) -> Any:
     """Explain these claims against the cluster's slices and classes, every other claim's
     allocation telling free devices from taken (pure; the objects are already fetched);
-    ``one_pod``: they are one pod's, allocated together; ``node``: only on that node (its labels
-    unknown: every node selector is taken to match it)."""
-    from kubectl_gpu.allocator import Node
-    from kubectl_gpu.explain import explain_objects
+    ``one_pod``: they are one pod's, allocated together; ``pods``: the positions of each pod's
+    claims, each pod's allocated together; ``node``: only on that node (its labels from the
+    cluster's Node; unknown when it cannot be read: every node selector is then taken to match it)."""
+    from kubectl_gpu.explain import allocator_nodes, explain_objects
 
     own = {(c.get("metadata") or {}).get("uid") for c in claim_objects}
     others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") not in own]
@@ -320,7 +320,7 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: Gates
                            avoid_nodes=dra_objects.double_counted_nodes(),
                            gates=profile.feature_gates if profile is not None else None,
                            slice_facts=profile.slice_facts if profile is not None else None, one_pod=one_pod,
-                           nodes=[Node(node, unknown_labels=True)] if node else None)
+                           pods=pods, nodes=allocator_nodes(dra_objects.nodes, node) if node else None)
 
 
 def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: GatesFor | None = None,
@@ -351,26 +351,31 @@ def explain_claim_live(api_client: Client, namespace: str, name: str, gates: Gat
 def explain_pods_live(api_client: Client, namespace: str | None, label_selector: str | None,
                       gates: GatesFor | None = None, node: str | None = None) -> Any:
     """`explain -A` / `explain -l SELECTOR`: the claims of every pod that has DRA claims, each
-    claim once (pods sharing a ResourceClaim share its answer)."""
+    claim once (pods sharing a ResourceClaim share its answer), each pod's claims allocated
+    together on one node as the scheduler allocates them."""
     dra = discover_dra(api_client)
     got = _parallel({"pods": lambda: list_pods(api_client, namespace, label_selector),
                      "dra": lambda: fetch_dra(api_client, dra)})
     objects: Objects = []
-    seen: set[tuple[str, str, str]] = set()
+    position: dict[tuple[str, str, str], int] = {}
+    pods: list[list[int]] = []  # each pod's claims, by position in objects: allocated together
     for pod in got["pods"]:
         if not (pod.get("spec") or {}).get("resourceClaims"):
             continue
+        members = []
         for obj in pod_claim_objects(api_client, dra, pod, got["dra"].claims):
             meta = obj.get("metadata") or {}
             key = (str(obj.get("kind")), str(meta.get("namespace")), str(meta.get("name")))
-            if key not in seen:
-                seen.add(key)
+            if key not in position:
+                position[key] = len(objects)
                 objects.append(obj)
+            members.append(position[key])
+        pods.append(members)
     if not objects:
         where = f'namespace "{namespace}"' if namespace else "any namespace"
         raise NothingToExplain(f"no pod in {where}" + (f" matching -l {label_selector}" if label_selector else "")
                                + " has DRA resource claims to explain")
-    return explain_claims(objects, got["dra"], gates, node=node)
+    return explain_claims(objects, got["dra"], gates, node=node, pods=pods)
 
 
 # -------------------------------------------------------------------- doctor
