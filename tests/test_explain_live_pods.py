@@ -60,3 +60,57 @@ def test_node_reads_the_nodes_labels_from_the_cluster(k8s_double):
     assert code == 0 and items["ml/waiting"]["allocatable"], items
     code, items = explain(k8s_double, "claim/waiting", "--node", "elsewhere")
     assert code == 1 and not items["ml/waiting"]["allocatable"], items
+
+
+def device_taint_rule(name: str, api_version: str = "resource.k8s.io/v1beta2", **selector: str) -> dict:
+    """A DeviceTaintRule (KEP-5055; k8s.io/api resource/v1beta2 DeviceTaintRuleSpec: a
+    deviceSelector by driver, pool and device, and one taint)."""
+    return {"apiVersion": api_version, "kind": "DeviceTaintRule", "metadata": {"name": name},
+            "spec": {"deviceSelector": selector, "taint": {"key": "maintenance", "effect": "NoSchedule"}}}
+
+
+def test_device_taint_rules_are_read_from_the_cluster(k8s_double):
+    """The rule taints gpu-0 of dra-a; with DRADeviceTaintRules on (1.37) the one-GPU claim gets the
+    other GPU, and a two-GPU claim gets none."""
+    k8s_double.seed(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+        *b.nvidia_device_classes(), b.dra_node("dra-a"), b.gpu_slice("dra-a", 2),
+        b.claim("one", "ml"), b.claim("two", "ml", requests=[b.exact_request(count=2)]),
+        device_taint_rule("gpu-0-maintenance", driver=b.NVIDIA, pool="dra-a", device="gpu-0"),
+    )
+    code, items = explain(k8s_double, "claim/one", "--kubernetes-version", "1.37")
+    assert code == 0 and [d["device"] for d in items["ml/one"]["allocation"]] == ["gpu-1"], items
+    code, items = explain(k8s_double, "claim/two", "--kubernetes-version", "1.37")
+    assert code == 1, items
+    # Before 1.37 DRADeviceTaintRules is off by default: the scheduler ignores the rule.
+    code, items = explain(k8s_double, "claim/two", "--kubernetes-version", "1.36")
+    assert code == 0, items
+
+
+def test_device_taint_rules_are_read_from_files(tmp_path):
+    import yaml
+
+    files = tmp_path / "objects.yaml"
+    files.write_text(yaml.safe_dump_all([
+        b.claim("two", "ml", requests=[b.exact_request(count=2)]), b.gpu_slice("dra-a", 2),
+        device_taint_rule("whole-pool", "resource.k8s.io/v1alpha3", pool="dra-a")]))
+    result = CliRunner().invoke(main, ["explain", "-f", str(files), "--kubernetes-version", "1.37", "-o", "json"])
+    assert result.exit_code == 1, result.output
+    assert "ignored" not in result.output
+
+
+def test_a_rule_without_a_device_selector_taints_nothing_and_alpha_selectors_are_refused_with_what_to_change():
+    from kubectl_gpu.explain.taint_rules import InvalidTaintRule, read_taint_rule
+
+    rule = device_taint_rule("none")
+    del rule["spec"]["deviceSelector"]
+    assert read_taint_rule(rule) is None  # "Without a selector, no devices are matched."
+    everything = read_taint_rule(device_taint_rule("all"))
+    assert everything is not None and (everything.driver, everything.pool, everything.device) == ("", "", "")
+    old = device_taint_rule("by-class", "resource.k8s.io/v1alpha3", deviceClassName="gpu.nvidia.com")
+    try:
+        read_taint_rule(old)
+    except InvalidTaintRule as err:
+        assert "deviceClassName" in str(err) and "driver, pool and device" in str(err)
+    else:
+        raise AssertionError("a 1.33-1.34 deviceClassName selector was taken as selecting every device")

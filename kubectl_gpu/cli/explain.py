@@ -20,7 +20,7 @@ from kubectl_gpu.dra.devices import InvalidResourceSlice, SliceFacts
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.collector import with_collector_paused
-from kubectl_gpu.explain import InvalidClaim, allocator_nodes, explain_objects, sort_objects
+from kubectl_gpu.explain import InvalidClaim, InvalidTaintRule, allocator_nodes, explain_objects, sort_objects
 from kubectl_gpu.explain.loading import UnreadableInput, load_documents
 from kubectl_gpu.explain.render import render_table, to_dict
 from kubectl_gpu.input_error import InputError
@@ -170,7 +170,7 @@ def _explain_live(target: str | None, options: ClusterOptions, kubernetes_versio
         if kind == "claim":
             return explain_claim_live(connection.api, namespace, name, gates, node)
         return explain_pod_live(connection.api, namespace, name, gates, node)
-    except (InvalidResourceSlice, InvalidClaim) as err:
+    except (InvalidResourceSlice, InvalidClaim, InvalidTaintRule) as err:
         raise InputError(str(err)) from None
     except exits.cluster_errors() as err:
         exits.fail(err)
@@ -257,9 +257,11 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
     if local:
         slices.extend(_local_slices())
     avoid: frozenset[str] = frozenset()
+    live_rules: list[Any] = []
     if not slices:
         live = _live_devices(options)  # like kubectl: no file given, ask the cluster
         slices, classes, allocated_claims = live.slices, [*classes, *live.classes], [*allocated_claims, *live.claims]
+        live_rules = list(live.taint_rules)
         avoid = live.double_counted_nodes()
         if not slices:
             raise InputError("no ResourceSlices to explain against: the cluster publishes none; pass --slices FILE "
@@ -275,7 +277,8 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
             gates=gates,
             slice_facts=slice_facts,
             nodes=allocator_nodes([*main.nodes, *extra.nodes, *allocated.nodes], node),
+            taint_rules=[*main.taint_rules, *extra.taint_rules, *allocated.taint_rules, *live_rules],
         )
-    except (InvalidResourceSlice, InvalidClaim) as err:
+    except (InvalidResourceSlice, InvalidClaim, InvalidTaintRule) as err:
         raise InputError(str(err)) from None
     return explanation, (main, extra, allocated, slices, classes, slice_facts)

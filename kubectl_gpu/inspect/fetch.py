@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 from kubectl_gpu.collector import collector_paused
-from kubectl_gpu.dra.facts import DRA_VERSIONS
+from kubectl_gpu.dra.facts import DEVICE_TAINT_RULE_VERSIONS, DRA_VERSIONS
 from kubectl_gpu.inspect.doctor import DoctorInputs
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names
@@ -76,6 +76,7 @@ _SHOWS = {
     "resourceslices": "the DRA devices (GPUs, MIG devices) drivers publish",
     "resourceclaims": "which DRA devices are allocated, and to whom",
     "deviceclasses": "the cluster's DeviceClasses",
+    "devicetaintrules": "the DeviceTaintRules that taint devices (KEP-5055)",
 }
 
 
@@ -200,6 +201,7 @@ class DraObjects:
     claims: Objects  # every ResourceClaim in the cluster: allocations decide which devices are free
     unreadable: tuple[Unreadable, ...] = ()
     nodes: Objects = ()  # to tell which nodes count GPUs twice (never suggested by explain)
+    taint_rules: Objects = ()  # DeviceTaintRules (KEP-5055)
 
     def double_counted_nodes(self, dra_labels: tuple[NodeLabel, ...] = DEFAULT_DRA_NODE_LABELS) -> frozenset[str]:
         """Nodes doctor flags for double counting (DRA driver and device plugin both offering GPUs)."""
@@ -222,8 +224,8 @@ class DraObjects:
 
 
 def fetch_dra(api: Client, dra: DraApi, namespace: str | None = None) -> DraObjects:
-    """Every ResourceSlice, DeviceClass, ResourceClaim and Node.  A list RBAC refuses is left empty
-    and named in `unreadable`; claims then fall back to `namespace`."""
+    """Every ResourceSlice, DeviceClass, ResourceClaim, DeviceTaintRule and Node.  A list RBAC
+    refuses is left empty and named in `unreadable`; claims then fall back to `namespace`."""
     unreadable: list[Unreadable] = []
     got = _parallel({
         "slices": _readable("resourceslices", lambda: _dra_list(api, dra, "resourceslices"), unreadable),
@@ -232,8 +234,28 @@ def fetch_dra(api: Client, dra: DraApi, namespace: str | None = None) -> DraObje
                             fallback=(lambda: _dra_list(api, dra, "resourceclaims", namespace)) if namespace
                             else None, fallback_namespace=namespace),
         "nodes": _readable("nodes", lambda: list_objects(api, "/api/v1/nodes"), unreadable),
+        "rules": _readable("devicetaintrules", lambda: _taint_rules(api, dra), unreadable),
     })
-    return DraObjects(got["slices"], got["classes"], got["claims"], tuple(unreadable), got["nodes"])
+    return DraObjects(got["slices"], got["classes"], got["claims"], tuple(unreadable), got["nodes"], got["rules"])
+
+
+def _taint_rules(api: Client, dra: DraApi) -> Objects:
+    """DeviceTaintRules at the newest version that serves them (not always the preferred one:
+    1.36 serves them at v1beta2 beside v1's other kinds); none where no version does."""
+    for version, _ in DEVICE_TAINT_RULE_VERSIONS:
+        if version not in dra.served:
+            continue
+        try:
+            rules = list_objects(api, collection_path(DRA_GROUP, version, "devicetaintrules"))
+        except ApiError as exc:
+            if exc.status == 404:
+                continue  # this version serves no DeviceTaintRule (or the alpha API is off)
+            raise
+        for rule in rules:
+            rule.setdefault("apiVersion", f"{DRA_GROUP}/{version}")
+            rule.setdefault("kind", "DeviceTaintRule")
+        return rules
+    return []
 
 
 # ------------------------------------------------------------------- explain
@@ -320,7 +342,8 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: Gates
                            avoid_nodes=dra_objects.double_counted_nodes(),
                            gates=profile.feature_gates if profile is not None else None,
                            slice_facts=profile.slice_facts if profile is not None else None, one_pod=one_pod,
-                           pods=pods, nodes=allocator_nodes(dra_objects.nodes, node) if node else None)
+                           pods=pods, nodes=allocator_nodes(dra_objects.nodes, node) if node else None,
+                           taint_rules=dra_objects.taint_rules)
 
 
 def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: GatesFor | None = None,
