@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
@@ -108,9 +109,5 @@ def test_a_rule_without_a_device_selector_taints_nothing_and_alpha_selectors_are
     everything = read_taint_rule(device_taint_rule("all"))
     assert everything is not None and (everything.driver, everything.pool, everything.device) == ("", "", "")
     old = device_taint_rule("by-class", "resource.k8s.io/v1alpha3", deviceClassName="gpu.nvidia.com")
-    try:
-        read_taint_rule(old)
-    except InvalidTaintRule as err:
-        assert "deviceClassName" in str(err) and "driver, pool and device" in str(err)
-    else:
-        raise AssertionError("a 1.33-1.34 deviceClassName selector was taken as selecting every device")
+    with pytest.raises(InvalidTaintRule, match="deviceClassName .*driver, pool and device"):
+        read_taint_rule(old)  # a 1.33-1.34 class selector is not taken as selecting every device
