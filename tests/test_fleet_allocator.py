@@ -120,3 +120,21 @@ def test_plan_does_not_move_a_workload_onto_a_tainted_gpu() -> None:
     plan = plan_migration(snapshot_from_objects(objects))
     assert plan.waves[0].workloads == ["Deployment/ml/w0"]
     assert plan.unplaced == ["Deployment/ml/w1"]
+
+
+def test_plan_reads_device_taint_rules_from_files_and_the_cluster(k8s_double):
+    """A DeviceTaintRule (KEP-5055) taints gpu-1 of dra-1: only one of two one-GPU workloads moves."""
+    rule = {"apiVersion": "resource.k8s.io/v1beta2", "kind": "DeviceTaintRule", "metadata": {"name": "gpu-1"},
+            "spec": {"deviceSelector": {"pool": "dra-1", "device": "gpu-1"},
+                     "taint": {"key": "maintenance", "effect": "NoSchedule"}}}
+    objects = [builders.dra_node("dra-1"), gpu_slice("dra-1", gpus=2), *builders.nvidia_device_classes(),
+               *(workload("Deployment", f"w{i}", "ml", template(f"w{i}"), 1) for i in range(2))]
+    plan = plan_migration(snapshot_from_objects([*objects, rule]))
+    assert plan.waves[0].workloads == ["Deployment/ml/w0"] and plan.unplaced == ["Deployment/ml/w1"]
+
+    from kubectl_gpu.fleet.cluster_io import fetch_snapshot
+    from kubectl_gpu.k8s import Client
+
+    k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}, *objects, rule)
+    snapshot = fetch_snapshot(Client(k8s_double.api_client().configuration))
+    assert [r["metadata"]["name"] for r in snapshot.taint_rules] == ["gpu-1"]

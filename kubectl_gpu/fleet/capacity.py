@@ -36,6 +36,7 @@ from kubectl_gpu.explain.engine import explain_claim
 from kubectl_gpu.explain.judge import allocated_state, allocator_claim, allocator_classes, facts_from_devices
 from kubectl_gpu.explain.specs import BUILTIN_CLASS_SELECTORS, DeviceClassSpec, InvalidClaim, parse_claim
 from kubectl_gpu.explain.specs import parse_device_class
+from kubectl_gpu.explain.taint_rules import InvalidTaintRule, read_taint_rule
 from kubectl_gpu.dra.facts import CAP
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node, publishing_nodes
 from kubectl_gpu.inventory import consumable_shares
@@ -226,7 +227,7 @@ class DraPool:
     devices of every earlier placement counted as allocated (a :class:`Ledger`)."""
 
     def __init__(self, classes: Iterable[Mapping[str, Any]] = (), nodes: Sequence[GpuNode] = (),
-                 gates: frozenset[str] | None = None):
+                 gates: frozenset[str] | None = None, taint_rules: Iterable[Mapping[str, Any]] = ()):
         # Claims are matched once against every device the cluster will have (published and
         # predicted) for their verdict; a placement is tried only on the nodes added.
         self.nodes = {n.name: n for n in nodes}
@@ -242,6 +243,14 @@ class DraPool:
             except (InvalidClaim, ValueError, AttributeError, TypeError):
                 continue  # explain and doctor report a malformed class; the plan uses the built-in one
             self.classes[spec.name] = spec
+        self.taint_rules = []
+        for obj in taint_rules:
+            try:
+                rule = read_taint_rule(obj)
+            except InvalidTaintRule:
+                continue  # explain names what is wrong with it
+            if rule is not None:
+                self.taint_rules.append(rule)
         self.ledger = Ledger()
         self._allocator: Allocator | None = None
         self._targets: dict[str, AllocatorNode] = {}
@@ -275,7 +284,8 @@ class DraPool:
         if self._allocator is None:
             facts = [f for n in self.nodes.values() for f in n.slices]
             classes = allocator_classes(self.classes, BUILTIN_CLASS_SELECTORS)
-            self._allocator = Allocator(facts, classes, Features.from_gates(normalize_gates(self.gates)))
+            self._allocator = Allocator(facts, classes, Features.from_gates(normalize_gates(self.gates)),
+                                        taint_rules=self.taint_rules)
         return self._allocator
 
     def hold_allocated(self, allocations: Mapping[str, Sequence[Any]]) -> int:

@@ -200,7 +200,7 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels, driver)
     claims = claims_by_name(plans)
     pool = DraPool(snapshot.device_classes, nodes,
-                   snapshot.profile.feature_gates if snapshot.profile is not None else None)
+                   snapshot.profile.feature_gates if snapshot.profile is not None else None, snapshot.taint_rules)
     for node in nodes:
         if node.dra:
             pool.add_node(node)

@@ -234,16 +234,16 @@ def fetch_dra(api: Client, dra: DraApi, namespace: str | None = None) -> DraObje
                             fallback=(lambda: _dra_list(api, dra, "resourceclaims", namespace)) if namespace
                             else None, fallback_namespace=namespace),
         "nodes": _readable("nodes", lambda: list_objects(api, "/api/v1/nodes"), unreadable),
-        "rules": _readable("devicetaintrules", lambda: _taint_rules(api, dra), unreadable),
+        "rules": _readable("devicetaintrules", lambda: list_taint_rules(api, dra.served), unreadable),
     })
     return DraObjects(got["slices"], got["classes"], got["claims"], tuple(unreadable), got["nodes"], got["rules"])
 
 
-def _taint_rules(api: Client, dra: DraApi) -> Objects:
+def list_taint_rules(api: Client, served: Sequence[str]) -> Objects:
     """DeviceTaintRules at the newest version that serves them (not always the preferred one:
     1.36 serves them at v1beta2 beside v1's other kinds); none where no version does."""
     for version, _ in DEVICE_TAINT_RULE_VERSIONS:
-        if version not in dra.served:
+        if version not in served:
             continue
         try:
             rules = list_objects(api, collection_path(DRA_GROUP, version, "devicetaintrules"))
