@@ -22,9 +22,13 @@ from .requests import (
     ERROR,
     EXACT_COUNT,
     UNSATISFIABLE,
+    FROM_CLAIM,
+    FROM_CLASS,
     AllocatedState,
+    AllocationConfig,
     Claim,
     ClaimAllocation,
+    ClaimConfig,
     Constraint,
     DeviceClass,
     DeviceResult,
@@ -40,7 +44,7 @@ UPSTREAM_COMMIT = "3d036712930cdac0b0d46c4c21316a78147c551f"
 
 __all__ = [
     "ALL", "ALLOCATED", "ALLOCATION_RESULTS_MAX_SIZE", "ALL_FEATURES", "BUDGET_EXHAUSTED", "DEFAULT_STEP_BUDGET",
-    "ERROR", "EXACT_COUNT", "UNSATISFIABLE", "UPSTREAM_COMMIT", "AllocatedState", "Allocator", "Claim",
-    "ClaimAllocation", "Constraint", "DeviceClass", "DeviceResult", "Features", "Ledger", "Node", "Outcome", "Placement",
+    "ERROR", "EXACT_COUNT", "FROM_CLAIM", "FROM_CLASS", "UNSATISFIABLE", "UPSTREAM_COMMIT", "AllocatedState", "AllocationConfig", "Allocator", "Claim",
+    "ClaimAllocation", "ClaimConfig", "Constraint", "DeviceClass", "DeviceResult", "Features", "Ledger", "Node", "Outcome", "Placement",
     "Request", "SubRequest", "TaintRule", "Toleration", "place",
 ]

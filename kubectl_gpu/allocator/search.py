@@ -38,6 +38,9 @@ from .requests import (
     Outcome,
     Request,
     SubRequest,
+    FROM_CLAIM,
+    FROM_CLASS,
+    AllocationConfig,
 )
 from .node_selection import InvalidNodeSelector, Node, node_matches, node_name_selector
 from .pools import Pool, PoolError, gather_pools
@@ -507,7 +510,41 @@ class Allocation:
             devices=tuple(result for result, *_ in entries),
             node_selector=self._node_selector(entries),
             chosen=chosen,
+            config=self._config(claim_index),
         )
+
+    def _config(self, claim_index: int) -> tuple[AllocationConfig, ...]:
+        """The allocation's device configuration, as upstream populates it: each class's configs
+        once (for every request using the class), then the claim's own that name an allocated
+        request (or subrequest) or none; a config then naming every request names none."""
+        claim = self.claims[claim_index]
+        # The allocated name of each request: the subrequest chosen for a firstAvailable one.
+        names: list[tuple[str, str | None]] = []  # (request name, "request/subrequest" or None)
+        configs: list[tuple[str, list[str], Mapping[str, Any]]] = []
+        by_class: dict[str, tuple[int, int]] = {}
+        for request_index, request in enumerate(claim.requests):
+            data = self.request_data[(claim_index, request_index, 0)]
+            if data.parent is not None:
+                data = self.request_data[(claim_index, request_index, data.selected)]
+            names.append((request.name, data.name if data.parent is not None else None))
+            device_class = data.device_class
+            if device_class is None:
+                continue
+            known = by_class.get(device_class.name)
+            if known is not None:
+                for entry in configs[known[0]:known[1]]:
+                    entry[1].append(data.name)
+                continue
+            start = len(configs)
+            configs.extend((FROM_CLASS, [data.name], config) for config in device_class.config)
+            by_class[device_class.name] = (start, len(configs))
+        for config in claim.config:
+            if not config.requests or any(name in config.requests or (sub is not None and sub in config.requests)
+                                          for name, sub in names):
+                configs.append((FROM_CLAIM, list(config.requests), config.configuration))
+        return tuple(AllocationConfig(source, () if all(name in requests or (sub is not None and sub in requests)
+                                                        for name, sub in names) else tuple(requests), configuration)
+                     for source, requests, configuration in configs)
 
     def _node_selector(self, entries: Sequence[tuple[DeviceResult, Pool, SliceFacts, Device]]) -> Mapping[str, Any] | None:
         fields: list[Any] = []
