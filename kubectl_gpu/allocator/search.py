@@ -114,6 +114,7 @@ class Allocation:
         self.allocating_capacity: dict[str, dict[str, Fraction]] = {}
         self.consumed_counters: dict[str, dict[str, dict[str, Fraction]]] = {}  # pool id -> set -> counter
         self.available_counters = available_counters  # pool id -> ..., shared by the nodes of one Allocator
+        self.consumptions: dict[str, Any] = {}  # device id -> its consumesCounters (see _consumption)
         self.results: list[list[tuple[DeviceResult, Pool, SliceFacts, Device]]] = [[] for _ in claims]
 
     # -- Allocate ------------------------------------------------------------------------------
@@ -272,6 +273,10 @@ class Allocation:
 
         admin = bool(request.admin_access)
         pool_start, slice_start, position_start = start
+        # The loop below is the search's hot path (every device, at every step of backtracking):
+        # the in-use check and the selectability cache are read inline, not through method calls.
+        allocated, allocating, matches = self.allocated.devices, self.allocating, self.matches
+        capacity = self.features.consumable_capacity
         for pool_index in range(pool_start, len(self.pools)):
             pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
@@ -286,13 +291,16 @@ class Allocation:
                     device_id = device.id
                     # Being in use is cheap to check, so it is checked before the selectors.
                     if admin:
-                        if claim_index in self.allocating.get(device_id, ()):
+                        if claim_index in allocating.get(device_id, ()):
                             continue
-                    elif self._in_use(device_id):
+                    elif device_id in allocated or allocating.get(device_id):
                         continue
-                    if not self._selectable(key, data, facts, device):
+                    selectable = matches.get((device_id, key))
+                    if selectable is None:
+                        selectable = self._selectable(key, data, facts, device)
+                    if not selectable:
                         continue
-                    if self.features.consumable_capacity and not self._capacity_fits(request, device):
+                    if capacity and not self._capacity_fits(request, device):
                         continue
                     undo = self._allocate_device(claim_index, data, pool, facts, device, must=False)
                     if undo is None:
@@ -471,29 +479,40 @@ class Allocation:
         """checkAvailableCounters: the device's consumption added, and every counter of the pool
         still within what is available.  Only the sets this device draws on changed; a counter
         set already overdrawn (by allocated devices) refuses every device, as upstream's check of
-        all the pool's counters does."""
+        all the pool's counters does.  A device that does not fit takes nothing (checked before
+        adding: most devices the search meets on a busy GPU do not fit)."""
         available, overdrawn = self._available(pool)
         if overdrawn:
             return False
+        consumption = self._consumption(device)
         consumed = self.consumed_counters.setdefault(pool.id, {})
-        fits = True
-        for set_name, counters in device.placement.consumes_counters:
+        for set_name, counters in consumption:
+            taken = consumed.get(set_name) or _NONE
+            limits = available.get(set_name) or _NONE
+            for counter, amount in counters:
+                if counter in limits and limits[counter] < taken.get(counter, 0) + amount:
+                    return False
+        for set_name, counters in consumption:
             taken = consumed.setdefault(set_name, {})
-            limits = available.get(set_name, {})
-            for counter, amount in counters.items():
-                total = taken[counter] = taken.get(counter, 0) + _number(amount)
-                if counter in limits and limits[counter] < total:
-                    fits = False
-        if not fits:
-            self._return_counters(pool, device)
-        return fits
+            for counter, amount in counters:
+                taken[counter] = taken.get(counter, 0) + amount
+        return True
 
     def _return_counters(self, pool: Pool, device: Device) -> None:
         consumed = self.consumed_counters.get(pool.id, {})
-        for set_name, counters in device.placement.consumes_counters:
+        for set_name, counters in self._consumption(device):
             taken = consumed.setdefault(set_name, {})
-            for counter, amount in counters.items():
-                taken[counter] = taken.get(counter, 0) - _number(amount)
+            for counter, amount in counters:
+                taken[counter] = taken.get(counter, 0) - amount
+
+    def _consumption(self, device: Device) -> tuple[tuple[str, tuple[tuple[str, Fraction | int], ...]], ...]:
+        """The device's consumesCounters with whole amounts as ints, read once per search."""
+        found = self.consumptions.get(device.id)
+        if found is None:
+            found = self.consumptions[device.id] = tuple(
+                (set_name, tuple((counter, _number(amount)) for counter, amount in counters.items()))
+                for set_name, counters in device.placement.consumes_counters)
+        return found
 
     # -- the result -------------------------------------------------------------------------------
 
@@ -576,6 +595,9 @@ class Allocation:
         if fields:
             term["matchFields"] = fields
         return {"nodeSelectorTerms": [term]}
+
+
+_NONE: Mapping[str, Any] = {}
 
 
 def _number(value: Fraction) -> Fraction | int:
