@@ -111,3 +111,15 @@ def test_a_rule_without_a_device_selector_taints_nothing_and_alpha_selectors_are
     old = device_taint_rule("by-class", "resource.k8s.io/v1alpha3", deviceClassName="gpu.nvidia.com")
     with pytest.raises(InvalidTaintRule, match="deviceClassName .*driver, pool and device"):
         read_taint_rule(old)  # a 1.33-1.34 class selector is not taken as selecting every device
+
+
+def test_explain_help_says_which_allocator_features_each_release_turns_on():
+    """The table comes from dra/gates.py's defaults (one home): device taints and partitionable
+    devices from 1.36, DeviceTaintRules from 1.37, list-type attributes only with their gate."""
+    from kubectl_gpu.allocator.features import releases_text
+
+    text = CliRunner().invoke(main, ["explain", "--help"]).output
+    for line in releases_text(76).splitlines():
+        assert line in text
+    assert "1.37+      DeviceTaintRules" in text and "gate only  list-type attributes" in text
+    assert "1.36+      partitionable devices" in text

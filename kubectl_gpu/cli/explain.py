@@ -8,6 +8,7 @@ claim can be allocated, 1 when one cannot (or is invalid), 2 for bad usage or un
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import sys
@@ -16,6 +17,7 @@ from typing import Any, Sequence
 
 import click
 
+from kubectl_gpu.allocator.features import releases_text
 from kubectl_gpu.dra.devices import InvalidResourceSlice, SliceFacts
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
@@ -58,7 +60,7 @@ def _local_slices() -> list[dict[str, Any]]:
         raise InputError(f"--local: cannot read this machine's GPUs: {err}") from None
 
 
-@click.command(name="explain", epilog=exits.TABLE)
+@click.command(name="explain", epilog=exits.TABLE, help="")
 @click.argument("pod", required=False, metavar="[POD | pod/NAME | claim/NAME]",
                 shell_complete=names_from_cluster("pods"))
 @cluster_options
@@ -93,18 +95,16 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     mig.nvidia.com the NVIDIA driver's definitions are used, and the output says so.
 
     \b
-    Whether a claim can be allocated, on which node and with which devices (pool/device per
-    request, the firstAvailable alternative chosen) is decided by Kubernetes' structured
-    allocator (k8s.io/dynamic-resource-allocation structured at commit 3d03671), as the
-    scheduler runs it, with the cluster's DRA feature gates:
-      always           counts, allocationMode All, matchAttribute, distinctAttribute,
-                       pools (generations, resourceSliceCount), 32 devices per claim
-      1.34+            admin access, prioritized lists (firstAvailable)
-      1.36+            partitionable devices (shared counters: DynamicMIG), device taints
-                       and tolerations, consumable capacity, binding conditions
-      1.37+            DeviceTaintRules
-      gate only        list-type attributes (DRAListTypeAttributes)
-    A search that exceeds its step budget says "cannot be decided", never "cannot be allocated".
+    Whether a claim can be allocated, on which node and with which devices
+    (pool/device per request, the firstAvailable alternative chosen, the device
+    configuration) is decided by Kubernetes' structured allocator
+    (k8s.io/dynamic-resource-allocation structured at commit 3d03671) as the
+    scheduler runs it: a pod's claims together on one node, under the cluster's
+    DRA feature gates (on by default from these releases; --feature-gates):
+    {releases}
+    A search that exceeds its step budget says "cannot be decided", never
+    "cannot be allocated".  DeviceTaintRules are read from the cluster or from
+    the files beside the slices.
     """
     options = ClusterOptions(**values)
     output = options.output
@@ -141,6 +141,12 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     exits.skip_teardown()
     sys.exit(0 if explanation.allocatable else 1)
 
+
+# The release table comes from dra/gates.py (the one home of each gate's defaults).
+command.help = inspect.cleandoc(command.callback.__doc__ or "").replace("{releases}", "\n".join(
+    ["always     counts, allocationMode All, matchAttribute, distinctAttribute,",
+     "           pools (generations, resourceSliceCount), 32 devices per claim",
+     *releases_text(76).splitlines()]))
 
 CLAIM_TYPES = ("claim", "claims", "resourceclaim", "resourceclaims", "resourceclaim.resource.k8s.io")
 POD_TYPES = ("pod", "pods", "po")
