@@ -128,18 +128,9 @@ def test_a_whole_gpu_and_a_mig_slice_of_it_in_one_template_are_never_allocated_t
     """DynamicMIG (KEP-4815 partitionable devices): the whole GPU and its MIG placements draw on
     one counter set, so one claim asking for both cannot be allocated (upstream allocatortesting
     partitionable-devices cases); a per-device check would call each request satisfiable."""
-    whole = b.gpu_device("dra-1", 0)
-    whole["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]
-    mig = b.mig_device("dra-1", 0, 0, "3g.40gb", "40Gi")
-    mig["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
-    devices = b.gpu_slice("dra-1", devices=[whole, mig])
-    counters = b.gpu_slice("dra-1", devices=[])
-    counters["metadata"]["name"] += "-counters"
-    counters["spec"]["sharedCounters"] = [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]
-    devices["spec"]["pool"]["resourceSliceCount"] = counters["spec"]["pool"]["resourceSliceCount"] = 2
     both = b.template("both", "ml", requests=[b.exact_request("gpu"), b.exact_request("mig", "mig.nvidia.com")])
     either = b.template("either", "ml", requests=[b.exact_request("mig", "mig.nvidia.com")])
-    report = _doctor(resource_slices=[devices, counters], resource_claim_templates=[both, either],
+    report = _doctor(resource_slices=b.dynamic_mig_slices("dra-1"), resource_claim_templates=[both, either],
                      device_classes=b.nvidia_device_classes())
     assert _codes(report) == [("unsatisfiable-claim", "resourceclaimtemplate/ml/both")]
 

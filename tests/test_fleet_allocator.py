@@ -11,7 +11,7 @@ from kubectl_gpu.fleet.capacity import DraPool, gpu_nodes
 from kubectl_gpu.fleet.migration_plan import plan_migration
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS
 from tests import builders
-from tests.builders import NVIDIA, claim, exact_request, gpu_device, gpu_slice, mig_device
+from tests.builders import claim, exact_request, gpu_device, gpu_slice
 from tests.fleet_cluster import container, template, workload
 
 BIG = "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) >= 0"
@@ -28,21 +28,7 @@ def pool_of(objects: list[dict]) -> DraPool:
 
 
 def dynamic_mig(node: str) -> list[dict]:
-    """NVIDIA's DynamicMIG shape: the whole GPU and each 3g.40gb placement draw on one counter set."""
-    whole = gpu_device(node, 0)
-    whole["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]
-    migs = []
-    for slot in range(2):
-        mig = mig_device(node, 0, slot, "3g.40gb", "40Gi")
-        mig["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
-        migs.append(mig)
-    devices = gpu_slice(node, devices=[whole, *migs])
-    devices["spec"]["pool"]["resourceSliceCount"] = 2
-    counters = {"apiVersion": builders.DRA, "kind": "ResourceSlice", "metadata": {"name": f"{node}-counters"},
-                "spec": {"driver": NVIDIA, "nodeName": node, "pool": {"name": node, "generation": 0,
-                                                                     "resourceSliceCount": 2},
-                         "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]}}
-    return [builders.dra_node(node), devices, counters]
+    return [builders.dra_node(node), *builders.dynamic_mig_slices(node)]
 
 
 def test_a_pod_greedy_refuses_is_placed_by_backtracking_over_its_requests() -> None:
