@@ -266,9 +266,11 @@ class DraPool:
     def add_node(self, node: GpuNode) -> None:
         if node.name in self.by_node:
             return
-        if node.name not in self.nodes:
+        if node.name not in self.nodes:  # a node the pool was not built with: its devices join
             self.nodes[node.name] = node
-            self._allocator = None  # its slices join the allocator's
+            self.universe.extend(node.devices)
+            self._allocator, self._groups = None, None
+            self._needs.clear()
         self.node_order.append(node.name)
         self.by_node[node.name] = [d.id for d in node.devices]
         self._targets[node.name] = AllocatorNode(node.name, {str(k): str(v) for k, v in node.labels.items()})
@@ -291,8 +293,8 @@ class DraPool:
     def hold_allocated(self, allocations: Mapping[str, Sequence[Any]]) -> int:
         """Take the devices existing ResourceClaims hold (explain's reading of their
         status.allocation.devices.results): whole, or the capacity a shared device's holders
-        consumed (KEP-5075). Admin access takes nothing (it never blocks other claims). Returns
-        how many of the pool's devices are held."""
+        consumed (KEP-5075), before any placement. Admin access takes nothing (it never blocks
+        other claims). Returns how many of the pool's devices are held."""
         base = allocated_state(allocations)
         self.ledger = Ledger(base)
         held = sum(1 for d in self.devices if self.ledger.holds(d))

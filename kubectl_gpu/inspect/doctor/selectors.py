@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER
-from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION as DRA_V1
+from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION
 from kubectl_gpu.dra.facts import removed_attribute_advice
 from kubectl_gpu.inspect.claims_model import Request, claim_requests, read_claim
 from kubectl_gpu.inspect.devices import SliceDevice
@@ -88,8 +88,8 @@ def check_selectors(inputs: DoctorInputs, devices: Iterable[SliceDevice]) -> Che
                 "unsatisfiable-claim", Severity.WARNING, subject,
                 f"Kubernetes' structured allocator finds no node whose devices could satisfy it even with "
                 f"every device free: {result.verdict}",
-                f"change its requests, or add devices that match them (`kubectl gpu explain` shows each "
-                f"request against the devices)"))
+                "change its requests, or add devices that match them (`kubectl gpu explain` shows each "
+                "request against the devices)"))
     for name, result in sorted(judged.classes.items()):
         findings.extend(_selector_errors(f"deviceclass/{name}", f"DeviceClass {name}",
                                          _alternatives(result)[0].selectors if result else (), "class", published))
@@ -114,7 +114,7 @@ def _judge(inputs: DoctorInputs, claims: list[Mapping[str, Any]], classes: Mappi
     from kubectl_gpu.dra.devices import InvalidResourceSlice
     from kubectl_gpu.explain import ClaimResult, InvalidClaim, explain_objects
 
-    probes = [{"apiVersion": DRA_V1, "kind": "ResourceClaim", "metadata": {"name": f"deviceclass-{name}"},
+    probes = [{"apiVersion": NEWEST_DRA_API_VERSION, "kind": "ResourceClaim", "metadata": {"name": f"deviceclass-{name}"},
                "spec": {"devices": {"requests": [{"name": "probe", "exactly": {"deviceClassName": name}}]}}}
               for name in sorted(classes)]
     try:
