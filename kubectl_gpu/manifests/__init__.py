@@ -14,14 +14,15 @@ from kubectl_gpu.core import translate_pod_template
 
 from .loader import Format, InputError, ParsedFile, Source, collect_sources, is_stream, parse_source
 from .migration import FileMigration, FileResult
-from .passthrough import passes_through
+from .passthrough import PassThrough
 from .plan import Emission, FilePlan, MigrateOptions, Planner, TemplatePlan, Translator, scan_inputs
 from .serialize import RenderedFile, unified_diff
 from .stream import Chunk
 
-# Which YAML documents are written back unparsed (passthrough.py): right for the core's translation
-# and any translator that wraps it; one that reacts to other text passes None (every document read).
-Unread = Callable[[Chunk], bool] | None
+# Makes the test of which YAML documents are written back unparsed, one per run (passthrough.py):
+# right for the core's translation and any translator that wraps it; one that reacts to other text
+# passes None (every document read).
+Unread = Callable[[], Callable[[Chunk], bool]] | None
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def migrate_files(
     options: MigrateOptions = MigrateOptions(),
     output_format: Format | None = None,
     translate: Translator = translate_pod_template,
-    unread: Unread = passes_through,
+    unread: Unread = PassThrough,
 ) -> Iterator[FileMigration]:
     """One FileMigration per source, in order, each to be run (its `pieces()` or `result`)
     before the next is taken.  The DRA objects and claims the inputs already hold are found
@@ -57,12 +58,13 @@ def migrate_files(
                                              for ns in {*given, *facts.known_claims}},
                       translate=replace(options.translate, gpu_device_classes=options.translate.gpu_device_classes
                                         | facts.gpu_device_classes))
+    passing = unread() if unread is not None else None  # one for the run: what it learns holds for all files
     if options.self_contained_files:
         for source in sources:
             present = scan_inputs([source], options.namespace).present
-            yield FileMigration(source, Planner(options, translate, present, unread=unread), output_format)
+            yield FileMigration(source, Planner(options, translate, present, unread=passing), output_format)
         return
-    planner = Planner(options, translate, facts.present, unread=unread)
+    planner = Planner(options, translate, facts.present, unread=passing)
     for source in sources:
         yield FileMigration(source, planner, output_format)
 
@@ -72,7 +74,7 @@ def migrate_sources(
     options: MigrateOptions = MigrateOptions(),
     output_format: Format | None = None,
     translate: Translator = translate_pod_template,
-    unread: Unread = passes_through,
+    unread: Unread = PassThrough,
 ) -> MigrationResult:
     return MigrationResult(tuple(m.result for m in migrate_files(sources, options, output_format, translate, unread)))
 
@@ -83,7 +85,7 @@ def migrate_text(
     output_format: Format | None = None,
     name: str = "<text>",
     translate: Translator = translate_pod_template,
-    unread: Unread = passes_through,
+    unread: Unread = PassThrough,
 ) -> FileResult:
     """Migrate one YAML/JSON stream held in memory."""
     return migrate_sources([Source(name, text)], options, output_format, translate, unread).files[0]

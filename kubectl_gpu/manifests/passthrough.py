@@ -3,7 +3,7 @@
 A GitOps repository is mostly Services, ConfigMaps and Deployments that ask for no GPU; reading
 each with ruamel's round-trip reader only to write its text back unchanged is most of what
 migrating such a repository costs (issue 29: 10,000 documents, 30% with GPUs).  A document
-whose text names nothing migrate reacts to is therefore written back as the bytes it were,
+whose text names nothing migrate reacts to is therefore written back as the bytes it was,
 counted as one object, and only checked by libyaml's C composer (PyYAML's CSafeLoader, about a
 hundredth of ruamel's time) for what migrate reports of any document: a syntax error, a
 duplicate key, nesting too deep, a value its tag cannot hold.  Anything that composer refuses
@@ -44,16 +44,33 @@ _NUMBER_LIKE = re.compile(r"[-+.]?[0-9]")  # where YAML's int, float and timesta
 _SHORT_NUMBER = re.compile(r"[-+]?[0-9]{1,30}(?:\.[0-9]{1,30})?(?:[eE][-+]?[0-9]{1,3}|[A-Za-z]{1,3})?")
 
 
-def passes_through(chunk: Chunk) -> bool:
-    """True when `chunk` can be written back without ruamel: its text names nothing migrate
-    rewrites or reports, and libyaml reads it as one plain mapping (or nothing)."""
-    body = chunk.body
-    if chunk.directives or any(text in body for text in _CASED_TEXTS):
-        return False
-    lowered = body.lower()
-    if any(text in lowered for text in _TEXTS):
-        return False
-    return _reads_plainly(body)
+class PassThrough:
+    """The test of one migrate run: `run(chunk)` is True when `chunk` can be written back without
+    ruamel, as its text names nothing migrate rewrites or reports and libyaml reads it as one
+    plain mapping (or it holds nothing).
+
+    Loading PyYAML costs about what ruamel takes to read `worth_loading` characters (4 KiB), so
+    a run reads its first plain documents with ruamel (the answer is the same either way) and
+    loads libyaml only once that much plain text has gone by: one small file never loads it.
+    """
+
+    def __init__(self, worth_loading: int = 4096) -> None:
+        self._plain_read = 0
+        self._worth_loading = worth_loading
+
+    def __call__(self, chunk: Chunk) -> bool:
+        body = chunk.body
+        if chunk.directives or any(text in body for text in _CASED_TEXTS):
+            return False
+        lowered = body.lower()
+        if any(text in lowered for text in _TEXTS):
+            return False
+        if _CONTENT_LINE.search(body) is None:
+            return True  # blank or comments only: ruamel reads nothing either
+        if not _COMPOSER and self._plain_read < self._worth_loading:
+            self._plain_read += len(body)
+            return False
+        return _reads_plainly(body)
 
 
 def objects_in(chunk: Chunk) -> int:
@@ -62,8 +79,6 @@ def objects_in(chunk: Chunk) -> int:
 
 
 def _reads_plainly(body: str) -> bool:
-    if _CONTENT_LINE.search(body) is None:
-        return True  # blank or comments only: ruamel reads nothing either
     composer = _c_composer()
     if composer is None:
         return False
