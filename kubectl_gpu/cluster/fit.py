@@ -23,10 +23,10 @@ from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Seve
 from kubectl_gpu.dra.facts import (DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, device_plugin_mig_resource,
                                    gpu_device_class_names)
 
-from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
 from .shared_gpus import every_gpu_node_shares
 
 if TYPE_CHECKING:
+    from .profile import ClusterProfile  # loaded by whoever built a profile; offline migrate never does
     from kubectl_gpu.dra.devices import Device
     from kubectl_gpu.explain import DeviceClassSpec
     from kubectl_gpu.explain.model import ClaimResult
@@ -109,9 +109,12 @@ def _fit_gpu_slots(options: TranslateOptions, profile: ClusterProfile | None, no
 
 def _fit_prioritized_list(options: TranslateOptions, profile: ClusterProfile | None,
                           notes: list[str]) -> TranslateOptions:
+    if profile is None:
+        return options
+    from .profile import PRIORITIZED_LIST, prioritized_list_on
+
     if not prioritized_list_on(profile):
         return options
-    assert profile is not None
     mig: dict[str, int] = {}
     for device in _nvidia_devices(profile, "mig"):
         name, memory = device.attribute("profile"), device.capacity_value("memory")
