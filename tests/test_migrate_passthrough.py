@@ -17,7 +17,7 @@ from rich.console import Console
 
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.core import legacy_texts
-from kubectl_gpu.manifests import MigrationResult, Source, loader, migrate_sources, migrate_text
+from kubectl_gpu.manifests import DraTarget, MigrateOptions, MigrationResult, Source, loader, migrate_sources, migrate_text
 from kubectl_gpu.manifests.passthrough import PassThrough
 from kubectl_gpu.manifests.report import print_report, totals
 from kubectl_gpu.manifests.stream import split_stream
@@ -25,6 +25,13 @@ from kubectl_gpu.manifests.stream import split_stream
 from .corpus import SHARED_CORPUS, corpus_params
 
 REPO = Path(__file__).resolve().parents[1]
+
+# A cluster profile for Kubernetes 1.38, which serves resource.k8s.io/v1 only: the input's v1beta1
+# DRA objects are rewritten (manifests/plan.py DraTarget), though they name no legacy resource.
+ONLY_V1 = MigrateOptions(dra_target=DraTarget("v1", ("v1",), 38))
+V1BETA1_TEMPLATE = ("apiVersion: resource.k8s.io/v1beta1\nkind: ResourceClaimTemplate\nmetadata:\n  name: t\nspec:\n"
+                    "  spec:\n    devices:\n      requests:\n      - name: gpu\n        deviceClassName: gpu.example.com\n")
+
 
 # Documents that name no legacy resource, in the shapes real repositories and YAML allow: each is
 # either passed through or (a tag, an alias, a duplicate key, broken YAML, a date ruamel refuses)
@@ -50,6 +57,7 @@ PLAIN = st.sampled_from([
     "apiVersion: v1\nkind: ConfigMap\ndata:\n  yes: 'y'\n  true: 't'\n",  # YAML 1.1 reads both as True
     "apiVersion: v1\nkind: ConfigMap\ndata:\n  k: \"nvidia.com\\x2fgpu: 1\"\n",  # an escape spells a name
     "apiVersion: v1\nkind: ConfigMap\ndata:\n  big: " + "9" * 5000 + "\n",
+    V1BETA1_TEMPLATE,
 ])
 GPU = st.sampled_from([
     "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c  # main\n    image: cuda\n"
@@ -71,9 +79,11 @@ def report_of(result: MigrationResult) -> str:
     return out.getvalue()
 
 
-def both_ways(sources: list[Source]) -> tuple[MigrationResult, MigrationResult]:
+def both_ways(sources: list[Source], options: MigrateOptions = MigrateOptions()
+              ) -> tuple[MigrationResult, MigrationResult]:
     """With libyaml from the first document (a run loads it only past a few kilobytes), and without."""
-    return migrate_sources(sources, unread=lambda: PassThrough(worth_loading=0)), migrate_sources(sources, unread=None)
+    return (migrate_sources(sources, options, unread=lambda: PassThrough(worth_loading=0)),
+            migrate_sources(sources, options, unread=None))
 
 
 def assert_same(fast: MigrationResult, read: MigrationResult) -> None:
@@ -97,9 +107,16 @@ def streams(draw) -> str:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(text=streams())
-def test_passing_documents_through_changes_nothing_migrate_writes_or_reports(text: str) -> None:
-    assert_same(*both_ways([Source("s.yaml", text)]))
+@given(text=streams(), options=st.sampled_from([MigrateOptions(), ONLY_V1]))
+def test_passing_documents_through_changes_nothing_migrate_writes_or_reports(text: str,
+                                                                            options: MigrateOptions) -> None:
+    assert_same(*both_ways([Source("s.yaml", text)], options))
+
+
+def test_a_dra_object_a_profile_rewrites_is_read_although_it_names_no_legacy_resource() -> None:
+    fast, read = both_ways([Source("t.yaml", V1BETA1_TEMPLATE)], ONLY_V1)
+    assert_same(fast, read)
+    assert "resource.k8s.io/v1\n" in fast.files[0].rendered.text
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

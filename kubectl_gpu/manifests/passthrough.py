@@ -13,7 +13,8 @@ shortcut never changes what migrate writes or says, only how fast.
 Sent to ruamel (every test is conservative: a false positive only costs a parse):
 - a text of `kubectl_gpu.core.legacy_texts()` (every legacy or untranslated resource name and
   GPU-only annotation key the core knows), matched lower-cased, as the core's NVIDIA check is;
-- a kind whose GPU count is read by kind (locate.COUNT_FIELD_KINDS);
+- a kind whose GPU count is read by kind (locate.COUNT_FIELD_KINDS), and a DRA kind a cluster
+  profile may have rewritten to the version the cluster serves (dra/conversion.py CONVERTED_KINDS);
 - a backslash (a double-quoted escape such as `"nvidia.com\\x2fgpu"` can spell any name), a `!`
   (a tag, which ruamel may refuse for its value), `List` (a `kind: List` holds several objects),
   and directives (`%YAML 1.1` changes what the text means);
@@ -30,13 +31,14 @@ import re
 from typing import Any
 
 from kubectl_gpu.core import legacy_texts
+from kubectl_gpu.dra.conversion import CONVERTED_KINDS
 
 from .locate import COUNT_FIELD_KINDS
 from .stream import Chunk
 from .yamlio import MAX_DEPTH
 
 _TEXTS = tuple(sorted(legacy_texts()))
-_CASED_TEXTS = (*COUNT_FIELD_KINDS, "List", "\\", "!")
+_CASED_TEXTS = (*COUNT_FIELD_KINDS, *CONVERTED_KINDS, "List", "\\", "!")
 _CONTENT_LINE = re.compile(r"^(?![ \t]*(?:#|\r?$))", re.MULTILINE)
 _WORD_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*")
 _NOT_TEXT_WORDS = frozenset({"y", "n", "yes", "no", "true", "false", "on", "off", "null"})
