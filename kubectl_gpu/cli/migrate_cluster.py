@@ -13,6 +13,7 @@ import click
 
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
+from kubectl_gpu.k8s.options import timeout_option
 from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, fail,
                                           fitted_translate_options, translate_options)
 
@@ -25,8 +26,8 @@ it again for the rest. Running it twice changes nothing.
 
 \b
 Examples:
-  kubectl gpu migrate --from-cluster                      # server dry run
-  kubectl gpu migrate --from-cluster --apply -n serving
+  kubectl gpu migrate --from-cluster -A                   # server dry run, every namespace
+  kubectl gpu migrate --from-cluster --apply -n serving   # only serving (default: the context's)
   kubectl gpu migrate --from-cluster --output-dir gitops/ # files for Git instead
 """)
 
@@ -35,16 +36,15 @@ Examples:
 @click.option("--from-cluster", is_flag=True, required=True, help="Migrate the live cluster's workloads.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
-@click.option("-n", "--namespace", default=None, help="Only this namespace (default: all).")
-@click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace (the default today).")
+@click.option("-n", "--namespace", default=None, help="The namespace to migrate (default: the context's, as kubectl).")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
 @click.option("-l", "--selector", default=None, help="Only workloads with these labels (KEY=VALUE[,KEY=VALUE]).")
 @click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
 @click.option("--dry-run", type=click.Choice(["server"]), default=None,
               help="Send every write with dryRun=All (the default without --apply).")
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the migrated objects and their claim templates as files under DIR instead.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
-              help="Seconds to wait for each wave's rollouts to become ready.")
+@timeout_option("How long to wait for each wave's rollouts to become ready.")
 @dra_node_label_option
 @translate_options
 def command(from_cluster: bool, kubeconfig: str | None, context: str | None, namespace: str | None,
@@ -73,7 +73,9 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     try:
         connection = connect(kubeconfig, context)
         with progress(f"reading the cluster at {connection.server}"):
-            snapshot = fetch_snapshot(connection.api, namespace, source=f"cluster {connection.server}",
+            # kubectl's scope: -n, else the context's namespace; -A for all of them.
+            scope = None if all_namespaces else namespace or connection.namespace
+            snapshot = fetch_snapshot(connection.api, scope, source=f"cluster {connection.server}",
                                       gate_overrides=choices.gate_overrides)
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
@@ -136,7 +138,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     except ApiError as exc:
         exits.fail(exc)
     if not movable:
-        click.echo("nothing to migrate now")
+        click.echo("nothing to migrate now" + (f" in namespace {scope} (-A: every namespace)" if scope else ""))
     elif simulate:
         click.echo("server dry run: nothing was written; run with --apply to migrate")
     sys.exit(0)

@@ -10,6 +10,7 @@ import click
 
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
+from kubectl_gpu.k8s.options import timeout_option
 from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, fail
 
 EPILOG = exits.epilog("""\b
@@ -47,8 +48,7 @@ Examples:
               help="Send every write with dryRun=All (the default without --apply).")
 @click.option("--wave-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="Without NODE arguments: the size of the plan's waves (as in kubectl gpu plan).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
-              help="Seconds to keep retrying evictions a PodDisruptionBudget refuses.")
+@timeout_option("How long to keep retrying evictions a PodDisruptionBudget refuses.")
 @dra_node_label_option
 def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, do_apply: bool,
             dry_run: str | None, wave_size: int | None, timeout: float, dra_node_labels: tuple[str, ...]) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli import exits
+from kubectl_gpu.k8s.options import timeout_option
 from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, fail
 
 EPILOG = exits.epilog("""\b
@@ -29,7 +30,8 @@ A named object that does not exist is the answer "no" (exit 1).
 
 \b
 Examples:
-  kubectl gpu rollback                          # every migrated workload, server dry run
+  kubectl gpu rollback -A                       # every migrated workload, server dry run
+  kubectl gpu rollback -n serving --apply       # those of one namespace (default: the context's)
   kubectl gpu rollback deploy/infer -n serving --apply
   kubectl gpu rollback node/gpu-7 --apply       # undo a node wave
 """)
@@ -47,12 +49,11 @@ class Named:
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
 @click.option("-n", "--namespace", default=None,
-              help="The namespace of KIND/NAME (default: the context's); without KIND/NAME, only this namespace "
-                   "(default: all).")
-@click.option("-A", "--all-namespaces", is_flag=True, help="Without KIND/NAME: every namespace (the default today).")
+              help="The namespace of KIND/NAME, or of every migrated workload rolled back without KIND/NAME "
+                   "(default: the context's, as kubectl).")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Without KIND/NAME: every namespace.")
 @click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
-              help="Seconds to wait for each rollout to become ready.")
+@timeout_option("How long to wait for each rollout to become ready.")
 def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, namespace: str | None,
             all_namespaces: bool, do_apply: bool, timeout: float) -> None:
     """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...),
@@ -85,7 +86,8 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
                     click.echo(f"error: {line}", err=True)
                 sys.exit(exits.FINDINGS)
         else:
-            _roll_back_all(connection, None if all_namespaces else namespace, simulate, timeout)
+            _roll_back_all(connection, None if all_namespaces else namespace or connection.namespace, simulate,
+                           timeout)
     except (StepFailed, RollbackError) as exc:
         fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:
@@ -168,7 +170,7 @@ def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeo
     quotas = [q for q in list_quotas(connection.api, namespace)
               if QUOTA_ENTRIES_ANNOTATION in ((q.get("metadata") or {}).get("annotations") or {})]
     if not targets and not quotas:
-        where = f" in namespace {namespace}" if namespace else ""
+        where = f" in namespace {namespace} (-A: every namespace)" if namespace else ""
         click.echo(f"nothing to roll back{where}: no workload carries the {ORIGINAL_RESOURCES_ANNOTATION} annotation")
         sys.exit(0)
     for target in targets:

@@ -1,0 +1,167 @@
+"""Flags as kubectl spells them (issue 29): durations, the context's namespace by default and -A
+for all, global flags before the command, usage errors in kubectl's two lines.
+
+Where kubectl itself can be asked, it is: the real kubectl (scripts/install-tools) parses the same
+`--timeout` values, and runs the plugin as a user's `kubectl gpu ...` does."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from kubectl_gpu.cli.main import main
+from kubectl_gpu.k8s.duration import parse_duration
+from tests import builders as b
+from tests.test_fleet_e2e import cluster  # noqa: F401  (the fixture)
+from tests.test_kubectl_plugin import kubectl, plugin_path  # noqa: F401  (the fixture)
+
+KUBECTL = shutil.which("kubectl")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+
+# Durations a person may type, and Go's answer (time.ParseDuration, which kubectl's --timeout uses):
+# seconds, or the message.  Each is checked against the real kubectl below.
+DURATIONS = [
+    ("5m", 300.0), ("90s", 90.0), ("1h30m", 5400.0), ("0", 0.0), ("1.5h", 5400.0), (".5s", 0.5),
+    ("1.s", 1.0), ("+2s", 2.0), ("1h1h", 7200.0), ("300ms", 0.3), ("2us", 2e-6), ("2\u00b5s", 2e-6),
+    ("1m30s", 90.0),
+    ("90", 'time: missing unit in duration "90"'),
+    ("5M", 'time: unknown unit "M" in duration "5M"'),
+    ("1d", 'time: unknown unit "d" in duration "1d"'),
+    ("", 'time: invalid duration ""'),
+    (".s", 'time: invalid duration ".s"'),
+    ("s", 'time: invalid duration "s"'),
+    ("1h 30m", 'time: unknown unit "h " in duration "1h 30m"'),
+]
+
+
+@pytest.mark.parametrize("text,expected", DURATIONS)
+def test_durations_are_read_as_gos_time_parse_duration(text, expected):
+    if isinstance(expected, float):
+        assert parse_duration(text) == pytest.approx(expected)
+    else:
+        with pytest.raises(ValueError) as error:
+            parse_duration(text)
+        assert str(error.value) == expected
+
+
+@needs_kubectl
+def test_kubectl_accepts_and_refuses_the_same_durations():
+    """kubectl parses --timeout before it reads a kubeconfig: a value it accepts reaches the missing
+    kubeconfig, one it refuses is named with Go's message, the one parse_duration gives."""
+    import subprocess
+
+    for text, expected in DURATIONS:
+        result = subprocess.run([KUBECTL, "rollout", "status", "deploy/x", f"--timeout={text}",
+                                 "--kubeconfig", "/nonexistent/kubeconfig"], capture_output=True, text=True,
+                                timeout=60)
+        first = result.stderr.splitlines()[0]
+        if isinstance(expected, float):
+            assert "invalid argument" not in first, (text, first)
+        else:
+            # kubectl 1.35 writes "error:", older ones "Error:"
+            assert first.lower().startswith("error: ") and \
+                first[len("error: "):] == f'invalid argument "{text}" for "--timeout" flag: {expected}', text
+
+
+def test_timeouts_take_kubectls_durations_and_refuse_bare_numbers(cluster):
+    output = cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "1m30s")
+    assert "Deployment/serving/infer: applied" in output
+    for command in (["migrate", "--from-cluster"], ["migrate", "nodes"], ["rollback"]):
+        output = cluster.kubectl_gpu(*command, "--timeout", "90", expect=2)
+        assert output.startswith('error: invalid argument "90" for "--timeout" flag: time: missing unit in duration '
+                                 '"90" (write it as kubectl does, with a unit: 90s, 5m, 1h30m)\n'), output
+        assert "See 'kubectl gpu " in output
+    output = cluster.kubectl_gpu("rollback", "--timeout=-5s", expect=2)
+    assert "cannot be negative" in output
+
+
+def test_help_shows_the_timeout_as_kubectl_shows_a_duration():
+    result = CliRunner().invoke(main, ["rollback", "--help"], terminal_width=200)
+    assert "--timeout DURATION" in result.output and "[default: 5m0s]" in result.output
+
+
+# ----------------------------------------------------------------- the namespace
+
+def in_context_namespace(cluster, namespace: str, *args: str, expect: int = 0) -> str:
+    """Run with a kubeconfig whose context's namespace is ``namespace``."""
+    env = dict(cluster.double.kubectl_env(), KUBECONFIG=cluster.double.kubeconfig_path(namespace=namespace))
+    result = cluster.runner.invoke(main, list(args), env=env, catch_exceptions=False)
+    assert result.exit_code == expect, result.output
+    return result.output
+
+
+def test_migrate_from_cluster_acts_on_the_contexts_namespace_unless_told_otherwise(cluster):
+    """As kubectl: the context's namespace by default, -n for another, -A for all (before issue 29 it
+    took every namespace when none was given)."""
+    output = in_context_namespace(cluster, "serving", "migrate", "--from-cluster")
+    assert "Deployment/serving/infer" in output and "/ml/" not in output
+    output = in_context_namespace(cluster, "serving", "migrate", "--from-cluster", "-n", "ml")
+    assert "/ml/" in output and "/serving/" not in output
+    output = in_context_namespace(cluster, "serving", "migrate", "--from-cluster", "-A")
+    assert "/ml/" in output and "/serving/" in output
+    output = in_context_namespace(cluster, "default", "migrate", "--from-cluster")
+    assert "nothing to migrate now in namespace default (-A: every namespace)" in output
+
+
+def test_rollback_without_a_name_rolls_back_the_contexts_namespace_unless_told_otherwise(cluster):
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5s")
+    output = in_context_namespace(cluster, "serving", "rollback")
+    assert "Deployment/serving/infer: would roll back" in output and "/ml/" not in output
+    output = in_context_namespace(cluster, "default", "rollback")
+    assert "nothing to roll back in namespace default (-A: every namespace)" in output
+    output = in_context_namespace(cluster, "default", "rollback", "-A")
+    assert "/ml/" in output and "/serving/" in output
+
+
+# ----------------------------------------------------------------- flags before the command
+
+def test_global_flags_before_the_command_are_the_commands_flags(cluster):
+    before = cluster.kubectl_gpu("-n", "ml", "migrate", "--from-cluster")
+    assert before == cluster.kubectl_gpu("migrate", "--from-cluster", "-n", "ml")
+    assert "/ml/" in before and "/serving/" not in before
+    # A value typed after the command wins, as in kubectl.
+    assert "/serving/" in cluster.kubectl_gpu("-n", "ml", "migrate", "--from-cluster", "-n", "serving")
+    output = cluster.kubectl_gpu("--request-timeout", "forever", "describe", expect=2)
+    assert "'forever' is not a duration" in output
+    output = cluster.kubectl_gpu("-n", "ml", "version", expect=2)
+    assert output.startswith("error: -n/--namespace is not a flag of kubectl gpu version\n")
+
+
+@needs_kubectl
+def test_kubectl_hands_flags_before_the_command_to_the_plugin(plugin_path, k8s_double):  # noqa: F811
+    """kubectl runs `kubectl gpu -n NS describe` as `kubectl-gpu -n NS describe`."""
+    k8s_double.seed(*b.nvidia_device_classes(), b.dra_node("dra-a"), b.gpu_slice("dra-a", 2))
+    kubeconfig = k8s_double.kubeconfig_path()
+    after = kubectl(plugin_path, "gpu", "describe", "node", "dra-a", "--kubeconfig", kubeconfig, "-o", "json")
+    before = kubectl(plugin_path, "gpu", "--kubeconfig", kubeconfig, "--context", "k8s-double", "-n", "default",
+                     "describe", "node", "dra-a", "-o", "json")
+    assert before.returncode == 0, before.stderr
+    assert before.stdout == after.stdout
+    wrong = kubectl(plugin_path, "gpu", "--kubeconfig", kubeconfig, "--context", "nosuch", "doctor")
+    assert wrong.returncode == 2 and "nosuch" in wrong.stderr
+
+
+# ----------------------------------------------------------------- usage errors
+
+@needs_kubectl
+@pytest.mark.parametrize("args,first", [
+    (["migrate", "--foo", "x.yaml"], "error: unknown flag: --foo"),
+    (["migrate", "nodes", "-x"], "error: unknown shorthand flag: 'x' in -x"),
+    (["--foo"], "error: unknown flag: --foo"),
+    (["describe", "node", "--outptu", "json"], "error: unknown flag: --outptu (did you mean --output?)"),
+])
+def test_usage_errors_are_kubectls_two_lines(plugin_path, args, first):  # noqa: F811
+    result = kubectl(plugin_path, "gpu", *args)
+    command = " ".join(["kubectl gpu", *[a for a in args if not a.startswith("-") and a != "x.yaml"
+                                          and a != "json"]])
+    assert result.returncode == 2  # kubectl passes the plugin's code through (exits.USAGE)
+    assert result.stderr == f"{first}\nSee '{command} --help' for usage.\n"
+    assert result.stdout == ""
+
+
+def test_a_command_reached_by_a_flag_names_its_help():
+    result = CliRunner().invoke(main, ["migrate", "--from-cluster", "--wave=3"])
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[-1] == "See 'kubectl gpu migrate --from-cluster --help' for usage."
