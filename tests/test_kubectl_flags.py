@@ -165,3 +165,60 @@ def test_a_command_reached_by_a_flag_names_its_help():
     result = CliRunner().invoke(main, ["migrate", "--from-cluster", "--wave=3"])
     assert result.exit_code == 2
     assert result.stderr.splitlines()[-1] == "See 'kubectl gpu migrate --from-cluster --help' for usage."
+
+
+# ----------------------------------------------------------------- --dry-run
+
+WRITES = ("create", "update", "patch", "delete")
+
+
+def writes(cluster) -> list:
+    return [r for r in cluster.double.requests if r.verb in WRITES or r.subresource == "eviction"]
+
+
+def test_dry_run_server_is_the_default_and_none_writes(cluster):
+    """kubectl's --dry-run=none|server|client (GetDryRunStrategy) on every command that changes the
+    cluster: server is the default here (nothing is written without --apply or --dry-run=none)."""
+    for command in (["migrate", "--from-cluster", "-A"], ["rollback", "-A"]):
+        cluster.double.reset_requests()
+        default = cluster.kubectl_gpu(*command)
+        cluster.double.reset_requests()
+        server = cluster.kubectl_gpu(*command, "--dry-run=server")
+        assert server == default
+        assert all(r.dry_run for r in writes(cluster))
+    rv = cluster.double.resource_version
+    output = cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--dry-run=none", "--timeout", "5s")
+    assert "Deployment/serving/infer: applied" in output and cluster.double.resource_version != rv
+    output = cluster.kubectl_gpu("rollback", "deploy/infer", "-n", "serving", "--dry-run", "none", "--timeout", "5s")
+    assert "Deployment/serving/infer: rolled back" in output
+
+
+def test_dry_run_client_sends_no_write_and_says_what_it_would_send(cluster):
+    worker = next(p for p in cluster.pods() if p["metadata"]["labels"].get("app") == "bert")
+    name, node = worker["metadata"]["name"], worker["spec"]["nodeName"]
+    cluster.double.reset_requests()
+    output = cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--dry-run=client")
+    assert "Deployment/serving/infer: would apply (client dry run): " in output
+    assert "client dry run: nothing was written" in output
+    output = cluster.kubectl_gpu("migrate", "nodes", node, "--dry-run=client")
+    assert f"pod/ml/{name}: would be evicted (client dry run)" in output
+    assert f"node/{node}: would be cordoned" in output
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5s")
+    cluster.double.reset_requests()
+    output = cluster.kubectl_gpu("rollback", "-A", "--dry-run=client")
+    assert "Deployment/serving/infer: would roll back (client dry run)" in output
+    assert writes(cluster) == []
+
+
+def test_dry_run_values_and_conflicts_are_usage_errors(cluster):
+    output = cluster.kubectl_gpu("rollback", "--dry-run=foo", expect=2)
+    assert output.startswith('error: invalid dry-run value (foo). Must be "none", "server", or "client"\n')
+    output = cluster.kubectl_gpu("migrate", "nodes", "--apply", "--dry-run=server", expect=2)
+    assert "use either --apply or --dry-run=server, not both" in output
+    assert "applied" in cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--dry-run=none",
+                                            "--timeout", "5s")
+    # A bare --dry-run is kubectl's deprecated spelling of client, with kubectl's warning.
+    cluster.double.reset_requests()
+    output = cluster.kubectl_gpu("rollback", "-A", "--dry-run")
+    assert "--dry-run is deprecated and can be replaced with --dry-run=client." in output
+    assert "(client dry run)" in output and writes(cluster) == []

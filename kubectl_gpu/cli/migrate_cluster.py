@@ -14,12 +14,13 @@ import click
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.options import timeout_option
-from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, fail,
-                                          fitted_translate_options, translate_options)
+from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, dry_run_api, dry_run_mode,
+                                          dry_run_option, fail, fitted_translate_options, translate_options)
 
 EPILOG = exits.epilog("""\b
-Without --apply nothing is written: every write is sent with dryRun=All
-(--dry-run=server), so the API server validates it and reports conflicts.
+Without --apply (--dry-run=none) nothing is written: every write is sent with
+dryRun=All (--dry-run=server), so the API server validates it and reports
+conflicts; --dry-run=client sends no write at all.
 Only workloads whose pods fit on the DRA nodes now (wave 0 of `kubectl gpu
 plan`) are rewritten; switch more nodes (`kubectl gpu migrate nodes`) and run
 it again for the rest. Running it twice changes nothing.
@@ -39,9 +40,7 @@ Examples:
 @click.option("-n", "--namespace", default=None, help="The namespace to migrate (default: the context's, as kubectl).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
 @click.option("-l", "--selector", default=None, help="Only workloads with these labels (KEY=VALUE[,KEY=VALUE]).")
-@click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
-@click.option("--dry-run", type=click.Choice(["server"]), default=None,
-              help="Send every write with dryRun=All (the default without --apply).")
+@dry_run_option
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the migrated objects and their claim templates as files under DIR instead.")
 @timeout_option("How long to wait for each wave's rollouts to become ready.")
@@ -64,9 +63,8 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
 
     if all_namespaces and namespace:
         raise click.UsageError("use either -n NAMESPACE or -A, not both")
-    if do_apply and dry_run:
-        raise click.UsageError("use either --apply or --dry-run=server, not both")
-    if do_apply and output_dir:
+    mode = dry_run_mode(do_apply, dry_run)
+    if mode.writes and output_dir:
         raise click.UsageError("--output-dir writes files instead of the cluster: drop --apply")
     wanted = _parse_selector(selector)
     choices = ProfileChoices.parse(translate.get("kubernetes_version"), translate.get("feature_gates"))
@@ -107,7 +105,8 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
                        "its wave)")
         elif w.status not in (MIGRATE, "migrated"):
             click.echo(f"{w.ref}: {w.status}: {'; '.join(w.reasons)}")
-    simulate = not do_apply
+    simulate = not mode.writes
+    writer = dry_run_api(connection.api, mode)
     waves: OrderedDict[str, list] = OrderedDict()
     for w in movable:
         waves.setdefault(w.namespace, []).append(w)
@@ -117,16 +116,16 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
             click.echo(f"namespace {ns}: {len(workloads)} workload(s)")
             # The quota first: the moment a pod holds a claim, only a DRA entry counts it.
             for quota in plan_quotas(list_quotas(connection.api, ns), options, target):
-                click.echo(f"  {apply_quota(connection.api, quota, FIELD_MANAGER, simulate)}")
+                click.echo(f"  {apply_quota(writer, quota, FIELD_MANAGER, simulate)}")
                 for note in quota.notes:
                     click.echo(f"    {note.severity.value}: {note.render()}")
             claims = {c["metadata"]["name"]: c for w in workloads for c in w.claims}
-            for done in apply_claims(connection.api, list(claims.values()), FIELD_MANAGER, simulate):
-                click.echo(f"  {done}: {'would apply (server dry run)' if simulate else 'applied'}")
+            for done in apply_claims(writer, list(claims.values()), FIELD_MANAGER, simulate):
+                click.echo(f"  {done}: {f'would apply {mode.words}' if simulate else 'applied'}")
             targets = []
             for w in workloads:
                 target = _target(w, snapshot)
-                click.echo(f"  {w.ref}: {apply_workload(connection.api, target, w.migrated, FIELD_MANAGER, simulate)}")
+                click.echo(f"  {w.ref}: {apply_workload(writer, target, w.migrated, FIELD_MANAGER, simulate)}")
                 for note in w.notes:  # what each request became and what to know, as migrate reports it
                     click.echo(f"    {note}")
                 targets.append(target)
@@ -140,7 +139,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     if not movable:
         click.echo("nothing to migrate now" + (f" in namespace {scope} (-A: every namespace)" if scope else ""))
     elif simulate:
-        click.echo("server dry run: nothing was written; run with --apply to migrate")
+        click.echo(f"{mode.value} dry run: nothing was written; run with --apply to migrate")
     sys.exit(0)
 
 

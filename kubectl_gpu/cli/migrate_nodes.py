@@ -11,7 +11,8 @@ import click
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.options import timeout_option
-from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, fail
+from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode,
+                                          dry_run_option, fail)
 
 EPILOG = exits.epilog("""\b
 Steps, for each node: cordon (and record on the node, in the
@@ -43,9 +44,7 @@ Examples:
 @click.argument("nodes", nargs=-1, metavar="[NODE]...")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
-@click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
-@click.option("--dry-run", type=click.Choice(["server"]), default=None,
-              help="Send every write with dryRun=All (the default without --apply).")
+@dry_run_option
 @click.option("--wave-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="Without NODE arguments: the size of the plan's waves (as in kubectl gpu plan).")
 @timeout_option("How long to keep retrying evictions a PodDisruptionBudget refuses.")
@@ -60,8 +59,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
     from kubectl_gpu.cli.console import progress
 
-    if do_apply and dry_run:
-        raise click.UsageError("use either --apply or --dry-run=server, not both")
+    mode = dry_run_mode(do_apply, dry_run)
     labels = parse_dra_labels(dra_node_labels)
     try:
         connection = connect(kubeconfig, context)
@@ -78,7 +76,8 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
         for reason in wave.refused:
             click.echo(f"refused: {reason}", err=True)
         fail(f"nothing was changed on {', '.join(chosen)}", EXIT_REFUSED)
-    simulate = not do_apply
+    simulate = not mode.writes
+    writer = dry_run_api(connection.api, mode)
     evictees = [p for p in snapshot.pods if (p.get("spec") or {}).get("nodeName") in chosen and pod_demand(p)
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
                 and not any(o.get("kind") == "DaemonSet" for o in (p.get("metadata") or {}).get("ownerReferences") or ())]
@@ -86,12 +85,12 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     started: dict[str, NodeBefore] = {}
     try:
         for node in chosen:
-            started[node] = cordon_and_record(connection.api, read_node(connection.api, node), list(wanted_labels),
+            started[node] = cordon_and_record(writer, read_node(connection.api, node), list(wanted_labels),
                                               FIELD_MANAGER, simulate)
             click.echo(f"node/{node}: {'would be ' if simulate else ''}cordoned")
-        _evict_all(connection.api, evictees, simulate, timeout)
+        _evict_all(writer, evictees, simulate, timeout)
         for node in chosen:
-            label_dra_node(connection.api, node, wanted_labels, FIELD_MANAGER, simulate)
+            label_dra_node(writer, node, wanted_labels, FIELD_MANAGER, simulate)
             click.echo(f"node/{node}: {'would be ' if simulate else ''}labelled "
                        + ", ".join(str(label) for label in labels))
     except (StepFailed, ApiError) as exc:
@@ -101,7 +100,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
             exits.fail(exc)
         fail(str(exc), EXIT_STOPPED)
     if simulate:
-        click.echo("server dry run: nothing was written; run with --apply to switch these nodes")
+        click.echo(f"{mode.value} dry run: nothing was written; run with --apply to switch these nodes")
     else:
         click.echo(f"switched {len(chosen)} node(s): turn the device plugin off there, install the DRA driver, then "
                    f"`kubectl uncordon {' '.join(chosen)}` once their ResourceSlices are published")

@@ -10,7 +10,7 @@ import click
 
 from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.options import timeout_option
-from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, fail
+from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode, dry_run_option, fail
 
 EPILOG = exits.epilog("""\b
 Each workload's pod templates carry the kubectl-gpu.io/original-resources
@@ -21,7 +21,7 @@ the ResourceQuota entries migrate added (when no KIND/NAME is named). Claim
 templates are left in place (doctor lists unused ones). A node switched by
 `migrate nodes` carries the kubectl-gpu.io/node-wave annotation: node/NAME
 puts back what the wave changed (cordon, the DRA-node label). Without --apply
-it is a server dry run.
+(--dry-run=none) it is a server dry run; --dry-run=client sends no write.
 
 \b
 KIND/NAME takes the names kubectl takes (deploy/web, deployment/web,
@@ -52,16 +52,17 @@ class Named:
               help="The namespace of KIND/NAME, or of every migrated workload rolled back without KIND/NAME "
                    "(default: the context's, as kubectl).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Without KIND/NAME: every namespace.")
-@click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
+@dry_run_option
 @timeout_option("How long to wait for each rollout to become ready.")
 def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, namespace: str | None,
-            all_namespaces: bool, do_apply: bool, timeout: float) -> None:
+            all_namespaces: bool, do_apply: bool, dry_run: str | None, timeout: float) -> None:
     """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...),
     and nodes to what they were before `migrate nodes` (node/NAME)."""
     from kubectl_gpu.fleet.apply import RollbackError
     from kubectl_gpu.fleet.execute import StepFailed
     from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
 
+    mode = dry_run_mode(do_apply, dry_run)
     if all_namespaces and namespace:
         raise click.UsageError("use either -n NAMESPACE or -A, not both")
     if all_namespaces and refs:
@@ -77,23 +78,25 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
         named = [_resolve(connection.api, ref) for ref in refs]
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
-    simulate = not do_apply
+    simulate = not mode.writes
+    writer = dry_run_api(connection.api, mode)
     try:
         if named:
-            missing = _roll_back_named(connection, named, namespace or connection.namespace, simulate, timeout)
+            missing = _roll_back_named(connection, writer, named, namespace or connection.namespace, simulate,
+                                       timeout)
             if missing:
                 for line in missing:
                     click.echo(f"error: {line}", err=True)
                 sys.exit(exits.FINDINGS)
         else:
-            _roll_back_all(connection, None if all_namespaces else namespace or connection.namespace, simulate,
+            _roll_back_all(connection, writer, None if all_namespaces else namespace or connection.namespace, simulate,
                            timeout)
     except (StepFailed, RollbackError) as exc:
         fail(str(exc), EXIT_STOPPED)
     except ApiError as exc:
         exits.fail(exc)
     if simulate:
-        click.echo("server dry run: nothing was written; run with --apply to roll back")
+        click.echo(f"{mode.value} dry run: nothing was written; run with --apply to roll back")
 
 
 def _resolve(api: Any, ref: str) -> Named:
@@ -106,7 +109,7 @@ def _resolve(api: Any, ref: str) -> Named:
     return Named(resource, name)
 
 
-def _roll_back_named(connection: Any, named: list[Named], namespace: str, simulate: bool,
+def _roll_back_named(connection: Any, writer: Any, named: list[Named], namespace: str, simulate: bool,
                      timeout: float) -> list[str]:
     """Roll back each named object; returns the "not found" lines (the answer is no)."""
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
@@ -118,7 +121,7 @@ def _roll_back_named(connection: Any, named: list[Named], namespace: str, simula
     for item in named:
         resource = item.resource
         if resource.kind == "Node" and resource.group == "":
-            line = _roll_back_node(connection.api, item.name, simulate)
+            line = _roll_back_node(connection.api, writer, item.name, simulate)
             if line is None:
                 missing.append(f'nodes "{item.name}" not found')
             continue
@@ -141,13 +144,13 @@ def _roll_back_named(connection: Any, named: list[Named], namespace: str, simula
         if not _recorded(obj, ORIGINAL_RESOURCES_ANNOTATION):
             click.echo(f"{target.ref}: nothing to roll back (no {ORIGINAL_RESOURCES_ANNOTATION} annotation)")
             continue
-        click.echo(f"{target.ref}: {rollback_workload(connection.api, target, FIELD_MANAGER, simulate)}")
+        click.echo(f"{target.ref}: {rollback_workload(writer, target, FIELD_MANAGER, simulate)}")
         if not simulate:
             click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout, progress=_say)}")
     return missing
 
 
-def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeout: float) -> None:
+def _roll_back_all(connection: Any, writer: Any, namespace: str | None, simulate: bool, timeout: float) -> None:
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
     from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, Target, rollback_workload, wait_ready
     from kubectl_gpu.dra.facts import QUOTA_ENTRIES_ANNOTATION
@@ -174,15 +177,15 @@ def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeo
         click.echo(f"nothing to roll back{where}: no workload carries the {ORIGINAL_RESOURCES_ANNOTATION} annotation")
         sys.exit(0)
     for target in targets:
-        click.echo(f"{target.ref}: {rollback_workload(connection.api, target, FIELD_MANAGER, simulate)}")
+        click.echo(f"{target.ref}: {rollback_workload(writer, target, FIELD_MANAGER, simulate)}")
         if not simulate:
             click.echo(f"{target.ref}: {wait_ready(connection.api, target, timeout, progress=_say)}")
     # The quota last: the DRA entries it loses would have counted the claims the workloads held.
     for quota in quotas:
-        click.echo(rollback_quota(connection.api, quota, FIELD_MANAGER, simulate))
+        click.echo(rollback_quota(writer, quota, FIELD_MANAGER, simulate))
 
 
-def _roll_back_node(api: Any, name: str, simulate: bool) -> str | None:
+def _roll_back_node(api: Any, writer: Any, name: str, simulate: bool) -> str | None:
     """Undo the node wave recorded on the node; None when there is no such node."""
     from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
     from kubectl_gpu.fleet.execute import NodeBefore, read_node, undo_wave
@@ -198,7 +201,7 @@ def _roll_back_node(api: Any, name: str, simulate: bool) -> str | None:
     if before is None:
         line = f"node/{name}: nothing to roll back (no {NODE_WAVE_ANNOTATION} annotation)"
     else:
-        changed = undo_wave(api, name, before, FIELD_MANAGER, simulate)
+        changed = undo_wave(writer, name, before, FIELD_MANAGER, simulate)
         done = ", ".join(changed) or "its record removed"
         if simulate:
             done = "would be " + done
