@@ -222,3 +222,29 @@ def test_dry_run_values_and_conflicts_are_usage_errors(cluster):
     output = cluster.kubectl_gpu("rollback", "-A", "--dry-run")
     assert "--dry-run is deprecated and can be replaced with --dry-run=client." in output
     assert "(client dry run)" in output and writes(cluster) == []
+
+
+# ----------------------------------------------------------------- help
+
+def every_command_line() -> list[list[str]]:
+    """Every command a person can run, as its words: each SUBCOMMANDS entry, the commands a word or
+    flag reaches (migrate nodes, migrate --from-cluster) and describe's kinds."""
+    from kubectl_gpu.cli.main import SUBCOMMANDS
+
+    lines = [[], *([name] for name in sorted(SUBCOMMANDS)), ["migrate", "nodes"], ["migrate", "--from-cluster"]]
+    return [*lines, *(["describe", kind] for kind in ("node", "pod", "claim"))]
+
+
+@pytest.mark.parametrize("words", every_command_line(), ids=lambda words: " ".join(words) or "kubectl gpu")
+def test_every_commands_help_has_examples_as_kubectl_shows_them(words):
+    result = CliRunner().invoke(main, [*words, "--help"], terminal_width=100)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "  Examples:" in lines or "Examples:" in lines, result.output
+    examples = lines[lines.index(next(line for line in lines if line.strip() == "Examples:")) + 1:]
+    shown = [line.strip() for line in examples if line.strip().startswith(("kubectl gpu", "kubectl-gpu", "source <",
+                                                                           "kubectl get", "helm "))]
+    assert shown, result.output
+    # The examples run the command they are the help of.
+    if words:
+        assert any(words[-1] in line.split("#")[0].split() for line in shown), shown

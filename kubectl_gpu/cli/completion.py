@@ -33,9 +33,10 @@ DIRECTIVE_NO_FILE_COMP = 4
 NAMES_TIMEOUT_SECONDS = 5.0
 
 EPILOG = exits.epilog("""\b
-bash:  source <(kubectl-gpu completion bash)      # e.g. in ~/.bashrc
-zsh:   source <(kubectl-gpu completion zsh)       # after compinit
-fish:  kubectl-gpu completion fish | source
+Examples:
+  source <(kubectl-gpu completion bash)      # bash, e.g. in ~/.bashrc
+  source <(kubectl-gpu completion zsh)       # zsh, after compinit
+  kubectl-gpu completion fish | source       # fish
 `kubectl gpu <TAB>` (kubectl 1.26+) uses the kubectl_complete-gpu executable
 installed next to kubectl-gpu; nothing to set up beyond kubectl's own completion.""")
 

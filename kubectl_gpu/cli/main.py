@@ -181,7 +181,11 @@ def main(**_global_flags: Any) -> None:
     kubectl's global flags may come before the command (kubectl gpu -n NS describe) or after it."""
 
 
-@click.command("version", epilog=exits.TABLE, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("version", epilog=exits.epilog("""\b
+Examples:
+  kubectl gpu version
+  kubectl gpu --version
+"""), context_settings={"help_option_names": ["-h", "--help"]})
 def _version_command() -> None:
     """Print the version of kubectl-gpu (as `kubectl gpu --version`)."""
     from importlib.metadata import version
