@@ -16,6 +16,7 @@ from kubectl_gpu.k8s.duration import parse_duration
 from tests import builders as b
 from tests.test_fleet_e2e import cluster  # noqa: F401  (the fixture)
 from tests.test_kubectl_plugin import kubectl, plugin_path  # noqa: F401  (the fixture)
+from tests.test_migrate_cli import POD, SERVICE, docs, migrate
 
 KUBECTL = shutil.which("kubectl")
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
@@ -248,3 +249,53 @@ def test_every_commands_help_has_examples_as_kubectl_shows_them(words):
     # The examples run the command they are the help of.
     if words:
         assert any(words[-1] in line.split("#")[0].split() for line in shown), shown
+
+
+# ----------------------------------------------------------------- -f and -R
+
+@pytest.fixture
+def manifests(tmp_path):
+    """apps/svc.yaml and apps/gpu/pod.yaml: one manifest at the top, one a directory down."""
+    (tmp_path / "apps" / "gpu").mkdir(parents=True)
+    (tmp_path / "apps" / "svc.yaml").write_text(SERVICE)
+    (tmp_path / "apps" / "gpu" / "pod.yaml").write_text(POD)
+    return tmp_path / "apps"
+
+
+def kinds(output: str) -> list[str]:
+    return sorted(d["kind"] for d in docs(output))
+
+
+def test_filename_flags_read_what_kubectl_apply_reads(manifests):
+    """kubectl apply -f: files, `-` for stdin, repeatable; a directory's own files, its subdirectories
+    only with -R (k8s.io/cli-runtime resource.FileVisitor: a subdirectory is skipped unless recursive)."""
+    pod, svc = str(manifests / "gpu" / "pod.yaml"), str(manifests / "svc.yaml")
+    assert migrate("-f", pod, "-f", svc).stdout == migrate(pod, svc).stdout
+    assert migrate("--filename", pod).stdout == migrate(pod).stdout
+    assert migrate("-f", "-", stdin=POD).stdout == migrate(pod).stdout
+    assert kinds(migrate("-f", str(manifests)).stdout) == ["Service"]
+    assert kinds(migrate("-f", str(manifests), "-R").stdout) == ["Pod", "ResourceClaimTemplate", "Service"]
+    assert kinds(migrate("-f", str(manifests), "--recursive").stdout) == kinds(migrate(str(manifests)).stdout)
+    # A DIR argument keeps reading its subdirectories, as it always has.
+    assert kinds(migrate(str(manifests)).stdout) == ["Pod", "ResourceClaimTemplate", "Service"]
+
+
+def test_recursive_without_a_filename_is_a_usage_error(manifests):
+    result = migrate(str(manifests), "-R")
+    assert result.exit_code == 2 and "-R reads the directories -f names" in result.stderr
+
+
+def test_from_cluster_with_a_filename_reads_the_file_against_the_clusters_profile():
+    from kubectl_gpu.cli.main import _has_inputs
+
+    assert _has_inputs(["--from-cluster", "-f", "k8s/"])
+    assert _has_inputs(["--from-cluster", "--filename=k8s/"])
+    assert _has_inputs(["-fk8s/", "--from-cluster"])
+    assert not _has_inputs(["--from-cluster", "-A"])
+
+
+@needs_kubectl
+def test_kubectl_runs_migrate_with_filename_and_recursive(plugin_path, manifests):  # noqa: F811
+    result = kubectl(plugin_path, "gpu", "migrate", "-R", "-f", str(manifests), "--check")
+    assert result.returncode == 1, result.stderr  # the pod would change
+    assert "gpu/pod.yaml" in result.stderr

@@ -50,6 +50,8 @@ def _has_inputs(args: list[str]) -> bool:
             return index + 1 < len(args)
         elif arg == "-" or not arg.startswith("-"):
             return True
+        elif arg in ("-f", "--filename") or arg.startswith(("--filename=", "-f")):
+            return index + 1 < len(args) or arg not in ("-f", "--filename")
         elif "=" not in arg and arg in takes_value:
             skip = True
     return False

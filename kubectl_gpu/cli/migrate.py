@@ -63,6 +63,7 @@ What migrate's exit codes mean (table below):
 Examples:
   kubectl gpu migrate deploy.yaml > deploy-dra.yaml
   kubectl gpu migrate --diff k8s/
+  kubectl gpu migrate -f base/ -f overlays/prod -R --check   # kubectl apply's -f and -R
   kubectl gpu migrate --in-place --sharing mps k8s/
   kubectl get resourceslices,deviceclasses -o yaml > cluster.yaml
   kubectl gpu migrate --cluster cluster.yaml k8s/   # checked against its GPUs
@@ -77,7 +78,13 @@ Live clusters (see their --help):
 
 
 @click.command(name="migrate", epilog=exits.epilog(EPILOG), context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("inputs", nargs=-1, required=True, metavar="FILE|DIR|-...")
+@click.argument("inputs", nargs=-1, metavar="[FILE|DIR|-]...")
+@click.option("-f", "--filename", "filenames", multiple=True, metavar="FILE|DIR|-",
+              help="A manifest file, a directory of them or - (stdin), as kubectl apply -f takes them "
+                   "(repeatable; after the FILE arguments).")
+@click.option("-R", "--recursive", is_flag=True,
+              help="Also read the subdirectories of -f directories, as kubectl apply -R (a DIR argument is "
+                   "always read with its subdirectories).")
 @click.option("--in-place", is_flag=True,
               help="Rewrite the input files that change (a symbolic link: the file it reaches; in the encoding "
                    "the file was read in, UTF-16 or a byte order mark included, as kubectl reads them).")
@@ -137,6 +144,8 @@ Live clusters (see their --help):
 @click.option("-n", "--namespace", help="Namespace for objects that name none (claims go there too).")
 def command(
     inputs: tuple[str, ...],
+    filenames: tuple[str, ...],
+    recursive: bool,
     in_place: bool,
     output_dir: Path | None,
     show_diff: bool,
@@ -167,6 +176,12 @@ def command(
     written to stdout one at a time (with --device-classes, once all are read). A report goes
     to stderr, and progress too while stderr is a terminal.
     """
+    if not inputs and not filenames:
+        raise click.UsageError("no input: name FILE|DIR|- arguments or -f FILE|DIR|- (see the examples)")
+    if recursive and not filenames:
+        raise click.UsageError("-R reads the directories -f names: add -f DIR (a DIR argument is always "
+                               "read with its subdirectories)")
+    inputs = (*inputs, *filenames)
     if in_place and output_dir is not None:
         raise click.UsageError("use either --in-place or --output-dir, not both")
     streams = [name for name in inputs if is_stream(name)] if in_place or output_dir is not None else []
@@ -200,7 +215,7 @@ def command(
         kueue=kueue,
     )
     try:
-        sources = collect_sources(inputs, sys.stdin)
+        sources = collect_sources(inputs, sys.stdin, top_level_only=() if recursive else frozenset(filenames))
     except InputError as err:
         raise click.UsageError(str(err)) from err
     translate = checked_translator(profile) if profile is not None else translate_pod_template
