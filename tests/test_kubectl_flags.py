@@ -299,3 +299,33 @@ def test_kubectl_runs_migrate_with_filename_and_recursive(plugin_path, manifests
     result = kubectl(plugin_path, "gpu", "migrate", "-R", "-f", str(manifests), "--check")
     assert result.returncode == 1, result.stderr  # the pod would change
     assert "gpu/pod.yaml" in result.stderr
+
+
+# ----------------------------------------------------------------- migrate nodes -l
+
+def test_migrate_nodes_takes_kubectls_label_selectors(cluster):
+    """-l picks the device-plugin GPU nodes with these labels, in every form kubectl's selectors take
+    (the API server reads them: =, ==, !=, in, notin, key, !key), and checks them as one wave."""
+    from tests.test_fleet_operations import _switchable_node
+
+    node = _switchable_node(cluster)
+    by_name = cluster.kubectl_gpu("migrate", "nodes", node, "--dry-run=client")
+    others = ",".join(n for n in ("legacy-1", "legacy-2", "legacy-3", "legacy-4", "dra-1") if n != node)
+    for selector in (f"kubernetes.io/hostname={node}", f"kubernetes.io/hostname=={node}",
+                     f"kubernetes.io/hostname in ({node})", f"kubernetes.io/hostname notin ({others})",
+                     f"kubernetes.io/hostname,kubernetes.io/hostname notin ({others})"):
+        assert cluster.kubectl_gpu("migrate", "nodes", "-l", selector, "--dry-run=client") == by_name, selector
+    # !key and != : legacy-1 alone carries probe=yes; the already-DRA node is never picked.
+    output = cluster.kubectl_gpu("migrate", "nodes", "--selector", "probe", "--dry-run=client", expect=None)
+    assert "node/legacy-1: would be cordoned" in output and not any(f"legacy-{i}" in output for i in (2, 3, 4))
+    output = cluster.kubectl_gpu("migrate", "nodes", "-l", "!probe,probe!=yes", "--dry-run=client", expect=1)
+    assert "nothing was changed on legacy-2, legacy-3, legacy-4" in output  # too many at once: refused
+
+
+def test_migrate_nodes_selector_errors_are_kubectls(cluster):
+    output = cluster.kubectl_gpu("migrate", "nodes", "legacy-4", "-l", "pool=a", expect=2)
+    assert output.startswith("error: cannot specify both a node name and a --selector option\n")
+    output = cluster.kubectl_gpu("migrate", "nodes", "-l", "pool in (", expect=2)
+    assert output.startswith("error: -l 'pool in (':") and "unable to parse requirement" in output
+    output = cluster.kubectl_gpu("migrate", "nodes", "-l", "pool=none")
+    assert output == "nothing to switch: no device-plugin GPU node has the labels 'pool=none'\n"

@@ -36,6 +36,7 @@ Then turn the device plugin off on these nodes, install the DRA driver, and
 Examples:
   kubectl gpu migrate nodes                    # the plan's next wave, server dry run
   kubectl gpu migrate nodes gpu-7 gpu-8 --apply
+  kubectl gpu migrate nodes -l 'pool in (h100),zone!=eu-1'   # a pool, checked as one wave
   kubectl gpu rollback node/gpu-7 --apply      # undo a wave
 """)
 
@@ -45,12 +46,16 @@ Examples:
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
 @dry_run_option
+@click.option("-l", "--selector", default=None, metavar="SELECTOR",
+              help="Switch the device-plugin GPU nodes with these labels instead (kubectl's selector, which the API "
+                   "server reads: key=value, key!=value, 'key in (a,b)', 'key notin (a)', key, !key).")
 @click.option("--wave-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="Without NODE arguments: the size of the plan's waves (as in kubectl gpu plan).")
 @timeout_option("How long to keep retrying evictions a PodDisruptionBudget refuses.")
 @dra_node_label_option
 def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, do_apply: bool,
-            dry_run: str | None, wave_size: int | None, timeout: float, dra_node_labels: tuple[str, ...]) -> None:
+            dry_run: str | None, selector: str | None, wave_size: int | None, timeout: float,
+            dra_node_labels: tuple[str, ...]) -> None:
     """Switch one wave of GPU nodes (the plan's next, or the NODEs given) to the DRA driver."""
     from kubectl_gpu.fleet.execute import NodeBefore, StepFailed, cordon_and_record, label_dra_node, read_node
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
@@ -60,14 +65,23 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     from kubectl_gpu.cli.console import progress
 
     mode = dry_run_mode(do_apply, dry_run)
+    if nodes and selector is not None:
+        raise click.UsageError("cannot specify both a node name and a --selector option")  # kubectl drain's words
     labels = parse_dra_labels(dra_node_labels)
     try:
         connection = connect(kubeconfig, context)
         with progress(f"reading the cluster at {connection.server}"):
             snapshot = fetch_snapshot(connection.api, profile=False)  # cordons and evicts: fits no claim
+            selected = _selected_nodes(connection.api, selector, snapshot, labels) if selector is not None else None
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
-    chosen = list(nodes) or next_wave_nodes(plan_migration(snapshot, wave_size=wave_size, dra_labels=labels))
+    if selected is not None:
+        chosen = selected
+    else:
+        chosen = list(nodes) or next_wave_nodes(plan_migration(snapshot, wave_size=wave_size, dra_labels=labels))
+    if not chosen and selector is not None:
+        click.echo(f"nothing to switch: no device-plugin GPU node has the labels {selector!r}")
+        sys.exit(0)
     if not chosen:
         click.echo("nothing to switch: every GPU node is already a DRA node")
         sys.exit(0)
@@ -104,6 +118,23 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     else:
         click.echo(f"switched {len(chosen)} node(s): turn the device plugin off there, install the DRA driver, then "
                    f"`kubectl uncordon {' '.join(chosen)}` once their ResourceSlices are published")
+
+
+def _selected_nodes(api, selector: str, snapshot, labels: tuple) -> list[str]:
+    """The device-plugin GPU nodes the label selector picks.  The API server reads the selector, as
+    for kubectl drain -l (one parser, the server's); one it cannot parse is a usage error."""
+    from kubectl_gpu.fleet.capacity import gpu_nodes
+    from kubectl_gpu.k8s import ApiError, collection_path, list_objects
+
+    try:
+        listed = list_objects(api, collection_path("", "v1", "nodes"), label_selector=selector)
+    except ApiError as exc:
+        if exc.status == 400:
+            raise click.UsageError(f"-l {selector!r}: {exc.message}") from None
+        raise
+    names = {str((n.get("metadata") or {}).get("name")) for n in listed}
+    switchable = {n.name for n in gpu_nodes(snapshot.nodes, snapshot.resource_slices, labels) if not n.dra}
+    return sorted(names & switchable)
 
 
 RETRY_SECONDS = 2.0  # between rounds of refused evictions (kubectl drain waits 5 s)
