@@ -329,3 +329,34 @@ def test_migrate_nodes_selector_errors_are_kubectls(cluster):
     assert output.startswith("error: -l 'pool in (':") and "unable to parse requirement" in output
     output = cluster.kubectl_gpu("migrate", "nodes", "-l", "pool=none")
     assert output == "nothing to switch: no device-plugin GPU node has the labels 'pool=none'\n"
+
+
+# ----------------------------------------------------------------- completion of names
+
+@needs_kubectl
+def test_kubectl_completes_namespaces_nodes_and_workloads(plugin_path, k8s_double):  # noqa: F811
+    """Through kubectl's plugin completion (kubectl_complete-gpu, kubectl 1.26+): `-n <TAB>` lists
+    namespaces, `migrate nodes <TAB>` nodes, `rollback <TAB>` KIND/ then the names of that kind in
+    the namespace typed so far (Cobra's NoSpace directive after a KIND/, so the name follows)."""
+    k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}},
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+                    b.node("gpu-1"), b.node("gpu-2"), b.dra_node("dra-a"),
+                    b.deployment("infer", "serving"), b.deployment("web", "serving"), b.deployment("train", "ml"))
+    env = dict(plugin_path, KUBECONFIG=k8s_double.kubeconfig_path())
+
+    def completions(*words: str) -> tuple[list[str], str]:
+        result = kubectl(env, "__complete", "gpu", *words)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        return [line.split("\t")[0] for line in lines if not line.startswith(":")], \
+            next(line for line in lines if line.startswith(":"))
+
+    assert "serving" in completions("describe", "-n", "")[0] and "ml" in completions("-n", "")[0]
+    assert completions("rollback", "-n", "s")[0] == ["serving"]
+    assert completions("migrate", "--from-cluster", "--namespace", "m")[0] == ["ml"]
+    assert completions("migrate", "nodes", "gpu")[0] == ["gpu-1", "gpu-2"]
+    kinds, directive = completions("rollback", "d")
+    assert kinds == ["daemonset/", "deployment/"] and directive == ":6"  # NoSpace | NoFileComp
+    assert completions("rollback", "-n", "serving", "deployment/")[0] == ["deployment/infer", "deployment/web"]
+    assert completions("-n", "ml", "rollback", "deployment/t")[0] == ["deployment/train"]
+    assert completions("rollback", "node/d")[0] == ["node/dra-a"]

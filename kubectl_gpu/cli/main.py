@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli import exits
+from kubectl_gpu.k8s.name_completion import complete_namespaces
 
 # kubectl runs plugins by their file name (kubectl-gpu); people type `kubectl gpu`, so usage lines
 # and examples say that (kubectl's own plugin docs: "kubectl foo" runs "kubectl-foo").
@@ -174,7 +175,8 @@ Examples:
 @click.version_option(package_name="kubectl-gpu")
 @click.option("--kubeconfig", default=None, metavar="PATH", help="Path to the kubeconfig file, for the command.")
 @click.option("--context", default=None, metavar="NAME", help="The kubeconfig context, for the command.")
-@click.option("-n", "--namespace", default=None, metavar="NAMESPACE", help="The namespace, for the command.")
+@click.option("-n", "--namespace", default=None, metavar="NAMESPACE", shell_complete=complete_namespaces,
+              help="The namespace, for the command.")
 @click.option("--request-timeout", default=None, metavar="DURATION",
               help="How long to wait for each answer of the API server, for the command.")
 def main(**_global_flags: Any) -> None:

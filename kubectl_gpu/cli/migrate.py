@@ -25,6 +25,7 @@ from kubectl_gpu.dra.facts import DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.cli.console import migrate_progress
 from kubectl_gpu.cli.options import gpu_memory_quantity
+from kubectl_gpu.k8s.name_completion import complete_namespaces
 from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    is_stream, migrate_files, unified_diff)
 from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
@@ -141,7 +142,8 @@ Live clusters (see their --help):
               help="Memory of one GPU in the node pool (e.g. 80Gi): lets fractions become memory shares.")
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
               help="Unit of aliyun.com/gpu-mem (the gpushare plugin's --memory-unit).")
-@click.option("-n", "--namespace", help="Namespace for objects that name none (claims go there too).")
+@click.option("-n", "--namespace", shell_complete=complete_namespaces,
+              help="Namespace for objects that name none (claims go there too).")
 def command(
     inputs: tuple[str, ...],
     filenames: tuple[str, ...],

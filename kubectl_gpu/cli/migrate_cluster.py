@@ -13,6 +13,7 @@ import click
 
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
+from kubectl_gpu.k8s.name_completion import complete_namespaces
 from kubectl_gpu.k8s.options import timeout_option
 from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, dry_run_api, dry_run_mode,
                                           dry_run_option, fail, fitted_translate_options, translate_options)
@@ -37,7 +38,7 @@ Examples:
 @click.option("--from-cluster", is_flag=True, required=True, help="Migrate the live cluster's workloads.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
-@click.option("-n", "--namespace", default=None, help="The namespace to migrate (default: the context's, as kubectl).")
+@click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces, help="The namespace to migrate (default: the context's, as kubectl).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
 @click.option("-l", "--selector", default=None, help="Only workloads with these labels (KEY=VALUE[,KEY=VALUE]).")
 @dry_run_option

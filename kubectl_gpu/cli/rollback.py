@@ -9,6 +9,8 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli import exits
+from kubectl_gpu.cli.completion import complete_kind_and_name
+from kubectl_gpu.k8s.name_completion import complete_namespaces
 from kubectl_gpu.k8s.options import timeout_option
 from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode, dry_run_option, fail
 
@@ -45,10 +47,10 @@ class Named:
 
 
 @click.command("rollback", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("refs", nargs=-1, metavar="[KIND/NAME]...")
+@click.argument("refs", nargs=-1, metavar="[KIND/NAME]...", shell_complete=complete_kind_and_name)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
-@click.option("-n", "--namespace", default=None,
+@click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces,
               help="The namespace of KIND/NAME, or of every migrated workload rolled back without KIND/NAME "
                    "(default: the context's, as kubectl).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Without KIND/NAME: every namespace.")

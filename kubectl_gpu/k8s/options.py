@@ -14,6 +14,7 @@ from typing import Any, Callable
 import click
 
 from kubectl_gpu.k8s.duration import format_duration, parse_duration
+from kubectl_gpu.k8s.name_completion import complete_namespaces
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
 
 OUTPUT_FORMATS = ("table", "wide", "json", "yaml", "name")
@@ -105,7 +106,7 @@ def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--request-timeout", callback=request_timeout_callback, metavar="DURATION", default=None,
                      help=f"How long to wait for each answer of the API server (e.g. 10s, 1m; 0: forever). "
                           f"Nothing is retried.  [default: {REQUEST_TIMEOUT_SECONDS:g}s]"),
-        click.option("-n", "--namespace", default=None,
+        click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces,
                      help="Namespace (default: the context's namespace)."),
         click.option("-A", "--all-namespaces", is_flag=True, default=False,
                      help="Look in all namespaces."),
