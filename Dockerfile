@@ -3,7 +3,9 @@
 #
 #   docker buildx build --platform linux/amd64 \
 #     --build-arg SOURCE_DATE_EPOCH=$(git log -1 --format=%ct) \
-#     --output type=image,name=ghcr.io/kubectl-gpu/kubectl-gpu-webhook:0.1.0,rewrite-timestamp=true .
+#     --output type=image,name=ghcr.io/kubectl-gpu/kubectl-gpu-webhook:0.1.0,rewrite-timestamp=true,push=true \
+#     --metadata-file meta.json .
+#   scripts/release --image-metadata meta.json    # the released chart pins this image's digest
 #
 # Reproducible: both base images are pinned by digest, and every dependency comes from
 # requirements-webhook.lock with its sha256 (pip --require-hashes; regenerate the lock with

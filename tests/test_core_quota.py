@@ -180,3 +180,19 @@ def test_every_legacy_resource_is_known_as_a_device_count_or_a_share():
     assert counts == {"nvidia.com/gpu", "alpha.kubernetes.io/nvidia-gpu", "nvidia.com/gpu.shared",
                       "aliyun.com/gpu-count", "nvidia.com/vgpu-number", "volcano.sh/vgpu-number", "google.com/tpu",
                       "volcano.sh/gpu-number", "koordinator.sh/gpu.shared"}
+
+
+@pytest.mark.parametrize("scoping", [{"scopes": ["NotTerminating"]},
+                                     {"scopeSelector": {"matchExpressions": [
+                                         {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}])
+def test_a_scoped_quota_cannot_carry_a_cap_for_claims_and_says_so(scoping):
+    """The claim evaluator matches no scope (resource_claims.go: generic.MatchesNoScopeFunc), so a DRA
+    entry in a scoped quota would validate and cap nothing: none is added, and the cap is reported lost."""
+    scoped = quota({"requests.nvidia.com/gpu": "4"}, name="high-priority")
+    scoped["spec"].update(scoping)
+    plan = plan_quota(scoped, target=target("1.34"))
+    assert plan.entries == ()
+    assert plan.uncapped == ("requests.nvidia.com/gpu",) and plan.caps_gpus
+    [warning] = warnings(plan)
+    assert "ResourceQuota team-a/high-priority" in warning and "scoped" in warning
+    assert "never counts ResourceClaims" in warning and GPU_DEVICES in warning

@@ -208,3 +208,84 @@ def test_binding_a_pod_allocates_its_claim_on_the_node_it_runs_on():
         allocated = sorted((c["status"]["reservedFor"][0]["name"], c["status"]["allocation"]["devices"]["results"][0]["device"])
                            for c in api.list("resourceclaims"))
         assert allocated == [("a", "gpu-0"), ("b", "gpu-1")]
+
+
+# --- scopes and updates (pkg/quota/v1/evaluator/core/pods.go podMatchesScopeFunc; generic.Matches: a
+# quota with scopes counts only objects matching every one of them; the claim evaluator matches no
+# scope, generic.MatchesNoScopeFunc) -----------------------------------------------------------------
+
+def scoped(hard: dict, name: str, scopes: list[str] | None = None, selector: list[dict] | None = None) -> dict:
+    obj = quota(hard, name)
+    if scopes:
+        obj["spec"]["scopes"] = scopes
+    if selector:
+        obj["spec"]["scopeSelector"] = {"matchExpressions": selector}
+    return obj
+
+
+def with_spec(pod: dict, **spec) -> dict:
+    pod["spec"].update(spec)
+    return pod
+
+
+def test_a_priority_class_scoped_quota_caps_only_pods_of_that_class(double):
+    double.seed(scoped({"requests.nvidia.com/gpu": "1"}, "high",
+                       selector=[{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]))
+    core = client.CoreV1Api(double.api_client())
+    core.create_namespaced_pod("team", with_spec(gpu_pod("a"), priorityClassName="high"))
+    core.create_namespaced_pod("team", gpu_pod("unscoped-1"))  # no priority class: not this quota's
+    core.create_namespaced_pod("team", gpu_pod("unscoped-2"))
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod("team", with_spec(gpu_pod("b"), priorityClassName="high"))
+    assert "exceeded quota: high" in message(refused.value)
+    status = core.read_namespaced_resource_quota("high", "team").status
+    assert status.used == {"requests.nvidia.com/gpu": "1"}
+
+
+def test_terminating_and_best_effort_scopes_follow_the_pods_fields(double):
+    double.seed(scoped({"pods": "1"}, "batch", scopes=["Terminating"]))
+    double.seed(scoped({"pods": "1"}, "besteffort", scopes=["BestEffort"]))
+    core = client.CoreV1Api(double.api_client())
+
+    def job(name: str) -> dict:  # a cpu request: NotBestEffort, so only the Terminating quota counts it
+        pod = with_spec(gpu_pod(name), activeDeadlineSeconds=600)
+        pod["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "1"}
+        return pod
+
+    core.create_namespaced_pod("team", job("job-1"))
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod("team", job("job-2"))
+    assert "exceeded quota: batch" in message(refused.value)
+    plain = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "idle-1", "namespace": "team"},
+             "spec": {"containers": [{"name": "main", "image": "busybox"}]}}
+    core.create_namespaced_pod("team", plain)  # BestEffort: no cpu/memory request or limit
+    with pytest.raises(ApiException) as second:  # a GPU limit alone leaves a pod BestEffort (QoS counts cpu/memory)
+        core.create_namespaced_pod("team", gpu_pod("gpu-only"))
+    assert "exceeded quota: besteffort" in message(second.value)
+    sized = gpu_pod("sized")
+    sized["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "1"}
+    core.create_namespaced_pod("team", sized)  # NotBestEffort: outside that quota
+
+
+def test_a_scoped_quota_never_counts_resource_claims(double):
+    double.seed(scoped({"gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "1"}, "scoped",
+                       scopes=["NotTerminating"]))
+    resource = client.ResourceV1Api(double.api_client())
+    resource.create_namespaced_resource_claim("team", claim("a", exactly("gpu", count=2)))  # not refused
+    assert client.CoreV1Api(double.api_client()).read_namespaced_resource_quota("scoped", "team").status.used == {
+        "gpu.nvidia.com.deviceclass.resource.k8s.io/devices": "0"}
+
+
+def test_lowering_a_quota_below_use_is_allowed_and_refuses_the_next_pod(double):
+    double.seed(quota({"requests.nvidia.com/gpu": "4"}))
+    core = client.CoreV1Api(double.api_client())
+    for name in ("a", "b", "c"):
+        core.create_namespaced_pod("team", gpu_pod(name))
+    core.patch_namespaced_resource_quota("gpu", "team", {"spec": {"hard": {"requests.nvidia.com/gpu": "2"}}})
+    status = core.read_namespaced_resource_quota("gpu", "team").status
+    assert status.hard == {"requests.nvidia.com/gpu": "2"} and status.used == {"requests.nvidia.com/gpu": "3"}
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod("team", gpu_pod("d"))
+    assert "used: requests.nvidia.com/gpu=3, limited: requests.nvidia.com/gpu=2" in message(refused.value)
+    core.patch_namespaced_resource_quota("gpu", "team", {"spec": {"hard": {"requests.nvidia.com/gpu": "8"}}})
+    core.create_namespaced_pod("team", gpu_pod("d"))

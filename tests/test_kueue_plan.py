@@ -121,7 +121,7 @@ def test_migrate_kueue_rewrites_cluster_queues_and_writes_kueues_configuration(t
     again = tmp_path / "again.yaml"
     again.write_text("---\n".join(result.stdout.split("---\n")[:2]))
     second = CliRunner().invoke(main, ["migrate", "--kueue", "--in-place", str(again)])
-    assert second.exit_code == 0 and "ResourceQuota(s) given DRA caps" not in second.stderr
+    assert second.exit_code == 0 and "quota object(s) given DRA caps" not in second.stderr
 
 
 def test_without_kueue_cluster_queues_are_left_alone(tmp_path):

@@ -57,7 +57,7 @@ def test_a_quota_gets_the_dra_entry_with_its_comments_kept(tmp_path: Path) -> No
     assert "quota: added gpu.nvidia.com.deviceclass.resource.k8s.io/devices: 4" in report
     assert "ResourceQuota team-b/shared" in report and "quota: not changed" in report
     assert "requests.nvidia.com/gpumem: 40000 caps the memory of shared GPUs" in report
-    assert "1 ResourceQuota(s) given DRA caps" in report
+    assert "1 quota object(s) given DRA caps" in report
 
 
 def test_migrating_the_output_again_changes_nothing(tmp_path: Path) -> None:
@@ -67,7 +67,7 @@ def test_migrating_the_output_again_changes_nothing(tmp_path: Path) -> None:
     once = path.read_text()
     again = migrate("--in-place", str(path))
     assert again.exit_code == 0 and path.read_text() == once
-    assert "ResourceQuota(s) given DRA caps" not in again.stderr
+    assert "quota object(s) given DRA caps" not in again.stderr
     assert "gpu.nvidia.com.deviceclass.resource.k8s.io/devices is already set (4)" in again.stderr
 
 

@@ -1,11 +1,13 @@
 """scripts/release builds the archive krew/gpu.yaml points at, for this host: the files the
 manifest names are in it, its sha256 is written beside it and into the manifest, and the plugin
 runs from the archive installed the way krew installs it (extracted, bin symlinked elsewhere) with
-nothing but python3 on PATH."""
+nothing but python3 on PATH.  The webhook's chart is released pinned to the image the release
+pushed: its digest, read from what `docker buildx build --push --metadata-file` wrote."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -19,6 +21,11 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 # The interpreter without this virtualenv's packages: the archive must bring its own.
 BASE_PYTHON = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+# What `docker buildx build --push --metadata-file meta.json` writes for the pushed image (buildx's
+# metadata file: docs.docker.com/reference/cli/docker/buildx/build/#metadata-file).
+IMAGE_DIGEST = "sha256:" + "4f2a" * 16
+BUILDX_METADATA = {"containerimage.digest": IMAGE_DIGEST,
+                   "image.name": "ghcr.io/kubectl-gpu/kubectl-gpu-webhook:v0"}
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +33,10 @@ def release(tmp_path_factory):
     if platform.system().lower() not in ("linux", "darwin"):
         pytest.skip("release archives are built for linux and darwin")
     out = tmp_path_factory.mktemp("dist")
-    result = subprocess.run([sys.executable, str(REPO / "scripts" / "release"), "--out", str(out)],
-                            capture_output=True, text=True, timeout=900)
+    metadata = tmp_path_factory.mktemp("image") / "meta.json"
+    metadata.write_text(json.dumps(BUILDX_METADATA))
+    result = subprocess.run([sys.executable, str(REPO / "scripts" / "release"), "--out", str(out),
+                             "--image-metadata", str(metadata)], capture_output=True, text=True, timeout=900)
     if result.returncode != 0 and "Could not find a version" in result.stderr:
         pytest.skip("the package index is not reachable to fetch the plugin's dependencies")
     assert result.returncode == 0, result.stderr
@@ -94,3 +103,56 @@ def test_the_chart_doctor_suggests_is_published_with_the_release(release):
     if helm.exists():
         shown = subprocess.run([str(helm), "show", "chart", str(chart)], capture_output=True, text=True, check=True)
         assert "name: kubectl-gpu-webhook" in shown.stdout
+
+
+def test_the_released_chart_pins_the_pushed_image_by_digest(release, tmp_path):
+    """A tag can be moved to another image; the released chart installs exactly the image the
+    release pushed.  The source chart leaves image.digest empty (no image exists for it yet)."""
+    out, _ = release
+    (chart,) = out.glob("kubectl-gpu-webhook-*.tgz")
+    with tarfile.open(chart) as tar:
+        values_text = tar.extractfile("kubectl-gpu-webhook/values.yaml").read().decode()
+        tar.extractall(tmp_path, filter="data")
+    values = yaml.safe_load(values_text)
+    assert values["image"]["digest"] == IMAGE_DIGEST
+    source = (REPO / "charts" / "kubectl-gpu-webhook" / "values.yaml").read_text()
+    assert yaml.safe_load(source)["image"]["digest"] == ""
+    # Only the digest line changed: the comments that explain the values ship with the chart.
+    changed = [(a, b) for a, b in zip(source.splitlines(), values_text.splitlines()) if a != b]
+    assert changed == [('  digest: ""', f'  digest: "{IMAGE_DIGEST}"')]
+    helm = REPO / ".tools" / "bin" / "helm"
+    if helm.exists():
+        shown = subprocess.run([str(helm), "template", "gpu", str(tmp_path / "kubectl-gpu-webhook")],
+                               capture_output=True, text=True, check=True)
+        assert f"image: ghcr.io/kubectl-gpu/kubectl-gpu-webhook@{IMAGE_DIGEST}" in shown.stdout
+
+
+def _release(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "scripts" / "release"), "--out", str(tmp_path / "dist"), *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_release_without_the_image_digest_is_refused_before_anything_is_built(tmp_path):
+    result = _release(tmp_path=tmp_path)
+    assert result.returncode == 2
+    assert "--image-metadata" in result.stderr and "--image-digest" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").iterdir())
+
+
+@pytest.mark.parametrize("metadata, said", [
+    ("{}", "has no containerimage.digest"),
+    ("not json", "is not JSON"),
+    ('{"containerimage.digest": "latest"}', "is not a sha256 digest"),
+])
+def test_unusable_image_metadata_is_refused_saying_what_to_change(tmp_path, metadata, said):
+    path = tmp_path / "meta.json"
+    path.write_text(metadata)
+    result = _release("--image-metadata", str(path), tmp_path=tmp_path)
+    assert result.returncode == 2 and said in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_bad_digest_on_the_command_line_is_refused(tmp_path):
+    result = _release("--image-digest", "sha256:abc", tmp_path=tmp_path)
+    assert result.returncode == 2 and "is not a sha256 digest" in result.stderr

@@ -45,11 +45,14 @@ Examples:
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the migrated objects and their claim templates as files under DIR instead.")
 @timeout_option("How long to wait for each wave's rollouts to become ready.")
+@click.option("--kueue", is_flag=True,
+              help="Also give Kueue's ClusterQueues covering GPUs their DRA device counts, and print the "
+                   "deviceClassMappings Kueue's Configuration needs (Volcano's Queues are always changed).")
 @dra_node_label_option
 @translate_options
 def command(from_cluster: bool, kubeconfig: str | None, context: str | None, namespace: str | None,
             all_namespaces: bool, selector: str | None, do_apply: bool, dry_run: str | None, output_dir: Path | None, timeout: float,
-            dra_node_labels: tuple[str, ...], **translate: Any) -> None:
+            kueue: bool, dra_node_labels: tuple[str, ...], **translate: Any) -> None:
     """Rewrite the live workloads the plan can move now, with server-side apply (field manager
     kubectl-gpu): claim templates first, then each workload, one namespace at a time, waiting
     for every rollout to become ready and stopping at the first that does not."""
@@ -87,11 +90,15 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     for line in fitted:
         click.echo(line)
     plan = plan_migration(snapshot, options, dra_labels=parse_dra_labels(dra_node_labels))
+    from kubectl_gpu.fleet.queues import plan_queue_writes
+
+    queue_writes = plan_queue_writes((*snapshot.cluster_queues, *snapshot.volcano_queues), options, kueue)
     by_ref = {_ref(w): w for w in (*snapshot.workloads, *snapshot.pods)}
     chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]
 
     if output_dir is not None:
         written = _write_files(output_dir, [w for w in chosen if w.status in (MIGRATE, RECREATE)])
+        written += _write_queue_files(output_dir, queue_writes)
         click.echo(f"wrote {written} file(s) under {output_dir}")
         return
 
@@ -112,6 +119,8 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     for w in movable:
         waves.setdefault(w.namespace, []).append(w)
     try:
+        # Cluster-wide queues first: a claim held before its queue counts it escapes the queue's cap.
+        _apply_queues(writer, queue_writes, simulate)
         target = quota_target(snapshot.profile)
         for ns, workloads in waves.items():
             click.echo(f"namespace {ns}: {len(workloads)} workload(s)")
@@ -142,6 +151,49 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     elif simulate:
         click.echo(f"{mode.value} dry run: nothing was written; run with --apply to migrate")
     sys.exit(0)
+
+
+def _apply_queues(api: Any, writes: list, simulate: bool) -> None:
+    from kubectl_gpu.core import kueue_configuration, kueue_notes, merged_mappings
+    from kubectl_gpu.cli import yaml_output
+    from kubectl_gpu.fleet.queues import apply_queue
+
+    for write in writes:
+        click.echo(apply_queue(api, write, FIELD_MANAGER, simulate))
+        for note in write.notes:
+            click.echo(f"  {note.severity.value}: {note.render()}")
+    mappings = merged_mappings(writes)
+    configuration = kueue_configuration(mappings)
+    for line in kueue_notes(mappings):
+        click.echo(f"kueue: {line}")
+    if configuration is not None:
+        click.echo("kueue: merge into Kueue's Configuration:\n" + yaml_output.dump(configuration), nl=False)
+
+
+def _write_queue_files(output_dir: Path, writes: list) -> int:
+    from kubectl_gpu.cli import yaml_output
+    from kubectl_gpu.core import kueue_configuration, merged_mappings
+    from kubectl_gpu.fleet.apply import clean_for_file
+    from kubectl_gpu.manifests.tree_patch import apply_patch
+    import copy
+
+    count = 0
+    folder = output_dir / "_cluster"
+    for write in writes:
+        if not write.operations:
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        queue = copy.deepcopy(dict(write.queue))
+        apply_patch(queue, list(write.operations))
+        (folder / f"{str(queue['kind']).lower()}-{queue['metadata']['name']}.yaml").write_text(
+            yaml_output.dump(clean_for_file(queue)))
+        count += 1
+    configuration = kueue_configuration(merged_mappings(writes))
+    if configuration is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "kueue-configuration.yaml").write_text(yaml_output.dump(configuration))
+        count += 1
+    return count
 
 
 def _say(line: str) -> None:

@@ -64,7 +64,8 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
     from kubectl_gpu.cluster.quota import quota_target
     from kubectl_gpu.fleet import snapshot_from_objects
     from kubectl_gpu.fleet.kueue import plan_kueue
-    from kubectl_gpu.fleet.plan_display import render_kueue
+    from kubectl_gpu.fleet.queues import plan_queue_writes, volcano_document
+    from kubectl_gpu.fleet.plan_display import render_kueue, render_volcano
     from kubectl_gpu.fleet.quota_waves import add_quota_changes
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.plan_display import render_plan
@@ -98,9 +99,11 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
         fail(f"cannot plan: {exc}", exits.USAGE)
     add_quota_changes(plan, snapshot.quotas, translate, quota_target(snapshot.profile), allow_uncapped)
     kueue = plan_kueue(snapshot.cluster_queues, translate)
-    document = {**plan.to_dict(), "cluster": fitted, **({"kueue": kueue.to_dict()} if kueue.notes else {})}
+    volcano = plan_queue_writes(snapshot.volcano_queues, translate, kueue=False)
+    document = {**plan.to_dict(), "cluster": fitted, **({"kueue": kueue.to_dict()} if kueue.notes else {}),
+                **({"volcanoQueues": volcano_document(volcano)} if volcano else {})}
     emit(options, document, lambda: _text(render_plan(plan, wide=options.output == "wide", headers=not options.no_headers)
-                                          + render_kueue(kueue)),
+                                          + render_kueue(kueue) + render_volcano(volcano)),
          names=lambda: [w.ref.rsplit("/", 1)[0].split("/")[0].lower() + "/" + w.name for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
 

@@ -174,7 +174,11 @@ def _roll_back_all(connection: Any, writer: Any, namespace: str | None, simulate
         targets.append(Target(obj["apiVersion"], obj["kind"], plural, meta.get("namespace", ""), meta["name"]))
     quotas = [q for q in list_quotas(connection.api, namespace)
               if QUOTA_ENTRIES_ANNOTATION in ((q.get("metadata") or {}).get("annotations") or {})]
-    if not targets and not quotas:
+    from kubectl_gpu.fleet.queues import recorded_queues, rollback_queue
+
+    # Cluster-wide queues only when rolling back every namespace (-A): they cap all of them.
+    queues = recorded_queues((*snapshot.cluster_queues, *snapshot.volcano_queues)) if namespace is None else []
+    if not targets and not quotas and not queues:
         where = f" in namespace {namespace} (-A: every namespace)" if namespace else ""
         click.echo(f"nothing to roll back{where}: no workload carries the {ORIGINAL_RESOURCES_ANNOTATION} annotation")
         sys.exit(0)
@@ -185,6 +189,8 @@ def _roll_back_all(connection: Any, writer: Any, namespace: str | None, simulate
     # The quota last: the DRA entries it loses would have counted the claims the workloads held.
     for quota in quotas:
         click.echo(rollback_quota(writer, quota, FIELD_MANAGER, simulate))
+    for queue in queues:
+        click.echo(rollback_queue(writer, queue, FIELD_MANAGER, simulate))
 
 
 def _roll_back_node(api: Any, writer: Any, name: str, simulate: bool) -> str | None:

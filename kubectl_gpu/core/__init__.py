@@ -33,6 +33,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     **{name: ("quota", name) for name in (
         "QuotaEntry", "QuotaPlan", "QuotaTarget", "devices_entry", "is_resource_quota", "plan_quota")},
     "translate_pod_template": ("translate", "translate_pod_template"),
+    **{name: ("volcano", name) for name in ("VOLCANO_SCHEDULING_GROUP", "VolcanoQueueChange", "is_volcano_queue", "volcano_queue_change")},
 }
 
 __getattr__ = lazy_exports(__name__, globals(), _HOMES)
@@ -46,5 +47,5 @@ __all__ = [
     "mig_profile_of", "translate_pod_template", "unescape_pointer",
     "QuotaEntry", "QuotaPlan", "QuotaTarget", "devices_entry", "is_resource_quota", "plan_quota",
     "KUEUE_GROUP", "QueueChange", "is_cluster_queue", "kueue_configuration", "kueue_notes", "merged_mappings",
-    "queue_change",
+    "queue_change", "VOLCANO_SCHEDULING_GROUP", "VolcanoQueueChange", "is_volcano_queue", "volcano_queue_change",
 ]

@@ -19,7 +19,9 @@ ResourceQuota, the entries to add so the same devices stay capped, and keeps the
 (pods not yet migrated still use them).  Legacy entries that map to one DeviceClass add up: after
 the move one counter holds what several did.  What no quota entry can express is a WARNING naming
 the quota, the resource and what to do: a MIG profile's own cap (claims of every profile share the
-MIG class's count), and the memory or cores of a shared GPU (quota counts devices, not capacity).
+MIG class's count), the memory or cores of a shared GPU (quota counts devices, not capacity), and any
+cap in a scoped quota (``scopes``/``scopeSelector``: the claim evaluator matches no scope, so a scoped
+quota never counts claims).
 
 Pure: a quota mapping in, a ``QuotaPlan`` out (entries, notes and the JSON patch that adds them).
 """
@@ -107,7 +109,7 @@ class QuotaPlan:
         return bool(self.entries)
 
 
-def _stays_legacy(resource: str, options: TranslateOptions) -> str | None:
+def stays_legacy(resource: str, options: TranslateOptions) -> str | None:
     """Why pods keep asking for ``resource`` after migration (so its entry keeps counting), or None."""
     family = family_of(resource)
     if family in options.pass_through_families:
@@ -120,7 +122,7 @@ def _stays_legacy(resource: str, options: TranslateOptions) -> str | None:
     return None
 
 
-def _target_class(resource: str, options: TranslateOptions) -> str:
+def target_class(resource: str, options: TranslateOptions) -> str:
     family = family_of(resource)
     if family == c.MIG:
         return options.mig_device_class
@@ -136,6 +138,7 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
     spec = quota.get("spec") if isinstance(quota.get("spec"), Mapping) else {}
     hard = spec.get("hard") if isinstance(spec.get("hard"), Mapping) else {}
     label = f"ResourceQuota {namespace + '/' if namespace else ''}{name}"
+    scoped = bool(spec.get("scopes") or spec.get("scopeSelector"))
     notes: list[Note] = []
     sums: dict[str, Fraction] = {}
     classes: dict[str, str] = {}
@@ -153,10 +156,10 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
             notes.append(Note(Severity.WARNING,
                               f"{label}: {key}: {raw_value} caps nothing: Kubernetes counts extended resources only "
                               f"as {REQUESTS_PREFIX}{resource} (pkg/quota/v1/evaluator/core/pods.go); to cap these "
-                              f"GPUs, write {REQUESTS_PREFIX}{resource} and {devices_entry(_target_class(resource, options))}"
+                              f"GPUs, write {REQUESTS_PREFIX}{resource} and {devices_entry(target_class(resource, options))}"
                               , resource=resource))
             continue
-        why = _stays_legacy(resource, options)
+        why = stays_legacy(resource, options)
         if why is not None:
             notes.append(Note(Severity.INFO, f"{label}: {key} keeps its cap: {why}", resource=resource))
             continue
@@ -167,7 +170,7 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
             continue
         caps_gpus = True
         role = SHARE_RESOURCES.get(resource)
-        device_class = _target_class(resource, options)
+        device_class = target_class(resource, options)
         if role is not None:
             uncapped.append(key)
             notes.append(Note(Severity.WARNING,
@@ -176,6 +179,16 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
                               f"{devices_entry(device_class)} to the number of GPUs (whole or shared) the namespace "
                               "may hold, or keep these workloads on the device plugin (--pass-through)",
                               resource=resource))
+            continue
+        if scoped:
+            uncapped.append(key)
+            notes.append(Note(Severity.WARNING,
+                              f"{label}: {key}: {raw_value} is in a scoped quota, which never counts ResourceClaims "
+                              "(the claim evaluator matches no scope: pkg/quota/v1/evaluator/core/resource_claims.go), "
+                              "so no entry here can cap these pods once they hold claims; cap the namespace's claims "
+                              f"with {devices_entry(device_class)} in an unscoped quota (it counts every claim of the "
+                              "namespace, whatever the scope picked), or keep these workloads on the device plugin "
+                              "(--pass-through)", resource=resource))
             continue
         counted = target.counted_as(device_class)
         if counted == resource:

@@ -8,6 +8,14 @@ they cannot account: a pod template that names one (``spec.schedulerName``) gets
   72de64fc8eca10fa8cca26a20156178f3edbe092; pkg/scheduler/api/node_info/node_info.go: "This
   approach doesn't support FirstAvailable requests").
 
+* Volcano (``volcano``, volcano-sh/volcano cmd/scheduler/app/options/options.go
+  ``defaultSchedulerName``): allocation is kube-scheduler's own DynamicResources plugin, embedded in
+  its predicates (docs/design/dynamicresources-plugin.md), but its queue quota (the capacity plugin,
+  v1.15.0+) skips requests with ``firstAvailable`` or ``allocationMode: All``
+  (pkg/scheduler/cache/cache.go: "uses FirstAvailable; DRA quota tracking is skipped"; read at commit
+  ed72c7c815a9fd547a787134676f73d42e9d049c), so such a claim escapes the queue's cap.  A claim shared
+  by several pods is charged once (capacity_dra_test.go TestSharedResourceClaimIsChargedOnce).
+
 So for such a template a GPU share is not written as a ``firstAvailable`` list (one shape instead),
 and ``--sharing timeslicing|mps`` (one claim shared by the workload's pods) falls back to whole GPUs
 per pod (exclusive).
@@ -33,6 +41,8 @@ class SchedulerLimits:
 SCHEDULER_LIMITS: dict[str, SchedulerLimits] = {
     "kai-scheduler": SchedulerLimits("KAI Scheduler", first_available=False, shared_claims=False,
                                      source="KAI Scheduler v0.13.0 release notes"),
+    "volcano": SchedulerLimits("Volcano's queue quota", first_available=False, shared_claims=True,
+                               source="Volcano v1.15.0 pkg/scheduler/cache/cache.go"),
 }
 _SHARED_CLAIM_MODES = (Sharing.TIMESLICING, Sharing.MPS)
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from kubectl_gpu.cluster.profile import ProfileError, profile_from_discovery, read_server_gates, stamped
-from kubectl_gpu.core import KUEUE_GROUP
+from kubectl_gpu.core import KUEUE_GROUP, VOLCANO_SCHEDULING_GROUP
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, DRA_VERSIONS
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.discovery import custom_resources
@@ -88,17 +88,24 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
 
 
 def _cluster_queues(api: Client, listed: Callable[..., list[dict[str, Any]]]) -> list[Mapping[str, Any]]:
-    """Kueue's ClusterQueues, at the version its API group prefers (none where Kueue is not installed)."""
+    """Kueue's ClusterQueues and Volcano's Queues, cluster-wide objects whose GPU caps follow the
+    migration, each at the version its API group prefers (none where it is not installed)."""
+    return [*_preferred(api, listed, KUEUE_GROUP, "clusterqueues", "ClusterQueue"),
+            *_preferred(api, listed, VOLCANO_SCHEDULING_GROUP, "queues", "Queue")]
+
+
+def _preferred(api: Client, listed: Callable[..., list[dict[str, Any]]], group: str, plural: str,
+               kind: str) -> list[Mapping[str, Any]]:
     try:
-        group = get_json(api, f"/apis/{KUEUE_GROUP}")
+        served = get_json(api, f"/apis/{group}")
     except ApiError as exc:
         if exc.not_found:
             return []
         raise
-    version = str((group.get("preferredVersion") or {}).get("version") or "")
+    version = str((served.get("preferredVersion") or {}).get("version") or "")
     if not version:
         return []
-    return stamped(listed(KUEUE_GROUP, version, "clusterqueues", False), f"{KUEUE_GROUP}/{version}", "ClusterQueue")
+    return stamped(listed(group, version, plural, False), f"{group}/{version}", kind)
 
 
 def object_path(api_version: str, plural: str, namespace: str, name: str, subresource: str = "") -> str:

@@ -1,8 +1,11 @@
 """The plan for people: a workload table, then one picture per wave."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .capacity import _text
 from .kueue import KueuePlan
+from .queues import QueueWrite
 from .migration_plan import MigrationPlan, Wave
 from .workloads import STATUSES
 
@@ -97,4 +100,15 @@ def render_kueue(kueue: KueuePlan) -> str:
     lines += [f"  {note}" for note in kueue.notes]
     for mapping in kueue.mappings:
         lines.append(f"  deviceClassMappings: {mapping['name']} <- {', '.join(mapping['deviceClassNames'])}")
+    return "\n".join(lines) + "\n"
+
+
+def render_volcano(writes: Sequence[QueueWrite]) -> str:
+    """What Volcano's Queues need (the queues as they should become are in -o yaml)."""
+    if not writes:
+        return ""
+    lines = ["", "VOLCANO QUEUES"]
+    for write in writes:
+        lines.append(f"  {write.ref}: " + (f"add {', '.join(write.added)}" if write.added else "unchanged"))
+        lines += [f"    {note.severity.value}: {note.message}" for note in write.notes]
     return "\n".join(lines) + "\n"

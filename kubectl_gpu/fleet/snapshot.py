@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubectl_gpu.cluster import ClusterProfile, ProfileError, build_profile
-from kubectl_gpu.core import KUEUE_GROUP
+from kubectl_gpu.core import KUEUE_GROUP, VOLCANO_SCHEDULING_GROUP
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.explain.inputs import flatten
@@ -35,6 +35,7 @@ class Snapshot:
     compute_domains: tuple[Obj, ...] = ()  # NVIDIA ComputeDomains: each makes an IMEX channel claim template
     quotas: tuple[Obj, ...] = ()  # ResourceQuotas: their GPU caps must follow the workloads (fleet/quota_waves.py)
     cluster_queues: tuple[Obj, ...] = ()  # Kueue ClusterQueues: their GPU quota must count claims (fleet/kueue.py)
+    volcano_queues: tuple[Obj, ...] = ()  # Volcano Queues: their GPU caps must count claims (fleet/queues.py)
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
@@ -137,7 +138,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
     """Sort a pile of objects (several files, `kind: List`, `kubectl get -o yaml` output)."""
     buckets: dict[str, list[Obj]] = {k: [] for k in ("nodes", "pods", "workloads", "pdbs", "resource_slices",
                                                        "device_classes", "claim_templates", "resource_claims",
-                                                       "compute_domains", "quotas", "cluster_queues")}
+                                                       "compute_domains", "quotas", "cluster_queues",
+                                                       "volcano_queues")}
     ignored: list[str] = []
     rejected: list[str] = []
     for obj in _each_once(flatten(objects)):
@@ -170,6 +172,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
             buckets["quotas"].append(obj)
         elif kind == "ClusterQueue" and group == KUEUE_GROUP:
             buckets["cluster_queues"].append(obj)
+        elif kind == "Queue" and group == VOLCANO_SCHEDULING_GROUP:
+            buckets["volcano_queues"].append(obj)
         elif kind in TEMPLATE_KINDS.get(group, ()) or (kind not in NOT_WORKLOADS and find_pod_sites(obj)):
             buckets["workloads"].append(obj)
         else:

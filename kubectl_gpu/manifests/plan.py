@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, QuotaTarget, Severity, TranslateOptions,
                               is_cluster_queue, is_resource_quota, known_claims, mig_profile_of, plan_quota,
-                              queue_change, translate_pod_template)
+                              queue_change, translate_pod_template, volcano_queue_change, is_volcano_queue)
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
@@ -81,8 +81,8 @@ class TemplatePlan(_Rewrite):
 
 @dataclass(frozen=True)
 class QuotaChange(_Rewrite):
-    """A ResourceQuota (kubectl_gpu.core.quota) or a Kueue ClusterQueue (kubectl_gpu.core.kueue) whose
-    GPU caps follow the migration."""
+    """A ResourceQuota (kubectl_gpu.core.quota), a Kueue ClusterQueue (kubectl_gpu.core.kueue) or a
+    Volcano Queue (kubectl_gpu.core.volcano) whose GPU caps follow the migration."""
 
     obj: ObjectRef
     operations: tuple[dict[str, Any], ...]
@@ -216,8 +216,8 @@ class Planner:
         options, translate = self.options, self.translate
         for ref, obj in iter_objects(index, document.tree):
             plan.objects.append(ref)
-            if ref.kind == "ResourceQuota" or (ref.kind == "ClusterQueue" and options.kueue):
-                quota = _plan_quota(ref, obj, options) if ref.kind == "ResourceQuota" else _plan_queue(ref, obj, options)
+            if ref.kind in QUOTA_PLANNERS and (ref.kind != "ClusterQueue" or options.kueue):
+                quota = QUOTA_PLANNERS[ref.kind](ref, obj, options)
                 if quota is not None:
                     plan.quotas.append(quota)
                 continue
@@ -302,10 +302,7 @@ def _plan_quota(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions)
     quota = plan_quota(plain, translate, options.quota_target)
     if not quota.notes:
         return None
-    operations = [{**op, "path": ref.pointer + op["path"]} for op in quota.patch]
-    if operations and is_live(plain):
-        operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
-    return QuotaChange(ref, tuple(operations), quota.notes, tuple(f"{e.key}: {e.value}" for e in quota.entries))
+    return _cap_change(ref, plain, quota.patch, quota.notes, tuple(f"{e.key}: {e.value}" for e in quota.entries))
 
 
 def _plan_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions) -> QuotaChange | None:
@@ -316,12 +313,33 @@ def _plan_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions)
     change = queue_change(plain, options.translate)
     if not change.notes:
         return None
-    operations = [{**op, "path": ref.pointer + op["path"]} for op in change.operations]
-    if operations and is_live(plain):
-        operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
     added = tuple(f"{op['value']['name']}: {op['value']['nominalQuota']}" for op in change.operations
                   if isinstance(op["value"], Mapping))
-    return QuotaChange(ref, tuple(operations), change.notes, added, change.mappings)
+    return _cap_change(ref, plain, change.operations, change.notes, added, change.mappings)
+
+
+def _plan_volcano_queue(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions) -> QuotaChange | None:
+    """What a Volcano Queue needs so that its GPU caps count claims (kubectl_gpu.core.volcano)."""
+    plain = to_plain(obj)
+    if not is_volcano_queue(plain):
+        return None
+    change = volcano_queue_change(plain, options.translate)
+    if not change.notes:
+        return None
+    return _cap_change(ref, plain, change.operations, change.notes, change.added)
+
+
+def _cap_change(ref: ObjectRef, plain: Mapping[str, Any], patch: Iterable[dict[str, Any]], notes: tuple[Note, ...],
+                added: tuple[str, ...], mappings: tuple[dict[str, Any], ...] = ()) -> QuotaChange:
+    """The object's change at its place in the document; a live object also loses its server-set fields."""
+    operations = [{**op, "path": ref.pointer + op["path"]} for op in patch]
+    if operations and is_live(plain):
+        operations += [{"op": "remove", "path": ref.pointer + pointer} for pointer in server_set_pointers(plain)]
+    return QuotaChange(ref, tuple(operations), notes, added, mappings)
+
+
+# The kinds whose GPU caps follow the migration, and who plans each.
+QUOTA_PLANNERS = {"ResourceQuota": _plan_quota, "ClusterQueue": _plan_queue, "Queue": _plan_volcano_queue}
 
 
 def _usable(index: int, document: ParsedDocument, plan: FilePlan) -> bool:

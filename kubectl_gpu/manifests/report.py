@@ -75,7 +75,7 @@ def print_report(result: MigrationResult, console: Console, written: bool = True
     console.print(
         f"[bold]{t.files} file(s), {t.changed_files} changed:[/bold] {t.objects} object(s) read, "
         f"{t.templates_migrated} pod template(s) {migrated}, {t.objects_added} DRA object(s) {added}, "
-        + (f"{t.quotas_changed} ResourceQuota(s) given DRA caps, " if t.quotas_changed else "") +
+        + (f"{t.quotas_changed} quota object(s) given DRA caps, " if t.quotas_changed else "") +
         f"[{_STYLE[Severity.WARNING]}]{t.warnings} warning(s)[/], [{_STYLE[Severity.ERROR]}]{t.errors} error(s)[/]"
     )
 

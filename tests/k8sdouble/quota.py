@@ -31,9 +31,12 @@ namespace that tracks a resource the object is charged, ``used + requested`` mus
 ``hard`` for every such resource, else ``403 Forbidden`` with ``<resource> "<name>" is forbidden:
 exceeded quota: <quota>, requested: <r>=<n>, used: <r>=<n>, limited: <r>=<n>`` (keys sorted,
 joined by commas, as ``prettyPrint``).  ``status.used`` is recounted from the stored objects after
-every write, as a quota controller that never lags would.  Not modelled: quota scopes (a quota with
-``scopes`` or a ``scopeSelector`` is left alone), updates (only creates are checked),
-``count/<other kinds>``.
+every write, as a quota controller that never lags would, so a quota lowered below its use is
+accepted and refuses the next object.  Scopes (``generic.Matches``: a quota counts only objects that
+match every scope in ``spec.scopes`` and ``spec.scopeSelector``): pods as ``podMatchesScopeFunc``
+(Terminating, NotTerminating, BestEffort, NotBestEffort by QoS, PriorityClass with In/NotIn/Exists/
+DoesNotExist, CrossNamespacePodAffinity); ResourceClaims match no scope (``MatchesNoScopeFunc``), so a
+scoped quota never counts them.  Not modelled: ``count/<other kinds>``.
 """
 from __future__ import annotations
 
@@ -197,9 +200,72 @@ def claim_usage(claim: dict, extended_resource: bool, class_resources: dict[str,
     return usage
 
 
-def _scoped(quota: dict) -> bool:
+def _scopes(quota: dict) -> list[dict]:
+    """``getScopeSelectorsFromQuota``: spec.scopes as Exists requirements, then the scopeSelector's."""
     spec = quota.get("spec") or {}
-    return bool(spec.get("scopes") or spec.get("scopeSelector"))
+    selectors = [{"scopeName": scope, "operator": "Exists"} for scope in spec.get("scopes") or ()]
+    return selectors + list((spec.get("scopeSelector") or {}).get("matchExpressions") or ())
+
+
+def _best_effort(spec: dict) -> bool:
+    """qos.GetPodQOS == BestEffort: no container (init ones included) requests or limits cpu or memory."""
+    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        resources = container.get("resources") or {}
+        for field in ("requests", "limits"):
+            if any(name in ("cpu", "memory") for name in resources.get(field) or {}):
+                return False
+    pod_level = spec.get("resources") or {}
+    return not any(name in ("cpu", "memory") for field in ("requests", "limits") for name in pod_level.get(field) or {})
+
+
+def _cross_namespace_affinity(spec: dict) -> bool:
+    affinity = spec.get("affinity") or {}
+    for kind in ("podAffinity", "podAntiAffinity"):
+        rules = affinity.get(kind) or {}
+        terms = [*(rules.get("requiredDuringSchedulingIgnoredDuringExecution") or ()),
+                 *((w.get("podAffinityTerm") or {}) for w in rules.get("preferredDuringSchedulingIgnoredDuringExecution") or ())]
+        if any(t.get("namespaces") or t.get("namespaceSelector") is not None for t in terms):
+            return True
+    return False
+
+
+def pod_matches_scope(selector: dict, pod: dict) -> bool:
+    spec = pod.get("spec") or {}
+    name = selector.get("scopeName")
+    deadline = spec.get("activeDeadlineSeconds")
+    terminating = isinstance(deadline, int) and deadline >= 0
+    if name == "Terminating":
+        return terminating
+    if name == "NotTerminating":
+        return not terminating
+    if name == "BestEffort":
+        return _best_effort(spec)
+    if name == "NotBestEffort":
+        return not _best_effort(spec)
+    if name == "CrossNamespacePodAffinity":
+        return _cross_namespace_affinity(spec)
+    if name == "PriorityClass":
+        priority = spec.get("priorityClassName") or ""
+        operator, values = selector.get("operator"), selector.get("values") or ()
+        if operator == "Exists":
+            return bool(priority)
+        if operator == "DoesNotExist":
+            return not priority
+        if operator == "In":
+            return bool(priority) and priority in values
+        if operator == "NotIn":
+            return not priority or priority not in values
+    return False
+
+
+def quota_counts(quota: dict, kind: str, obj: dict) -> bool:
+    """Whether ``quota``'s scopes let it count ``obj`` (a Pod or a ResourceClaim)."""
+    scopes = _scopes(quota)
+    if not scopes:
+        return True
+    if kind != "Pod":
+        return False
+    return all(pod_matches_scope(selector, obj) for selector in scopes)
 
 
 class QuotaAdmission:
@@ -234,14 +300,17 @@ class QuotaAdmission:
                 lambda name: claim_matches(name, extended))
 
     def _quotas(self, namespace: str) -> list[dict]:
-        return [e.obj for e in self.store.entries(self._kind("resourcequotas"), namespace) if not _scoped(e.obj)]
+        return [e.obj for e in self.store.entries(self._kind("resourcequotas"), namespace)]
 
-    def used(self, namespace: str) -> dict[str, Fraction]:
-        """What every pod and claim of the namespace is charged, summed over the resources quotas track."""
+    def used(self, namespace: str, quota: dict | None = None) -> dict[str, Fraction]:
+        """What every pod and claim of the namespace that ``quota``'s scopes count (any quota: all of
+        them) is charged, summed over the resources quotas track."""
         total: dict[str, Fraction] = {}
         for kind_name in ("pods", "resourceclaims"):
             kind = self._kind(kind_name)
             for entry in self.store.entries(kind, namespace):
+                if quota is not None and not quota_counts(quota, kind.kind, entry.obj):
+                    continue
                 usage, matches = self._usage(kind, entry.obj)
                 for name, amount in usage.items():
                     if matches(name):
@@ -258,8 +327,10 @@ class QuotaAdmission:
         if not quotas:
             return
         usage, matches = self._usage(kind, obj)
-        used = self.used(namespace)
         for quota in sorted(quotas, key=lambda q: q["metadata"]["name"]):
+            if not quota_counts(quota, kind.kind, obj):
+                continue
+            used = self.used(namespace, quota)
             hard = {k: quantity(v) for k, v in ((quota.get("spec") or {}).get("hard") or {}).items()}
             requested = {k: v for k, v in usage.items() if k in hard and matches(k)}
             exceeded = sorted(k for k, v in requested.items() if used.get(k, Fraction(0)) + v > hard[k])
@@ -283,7 +354,7 @@ class QuotaAdmission:
             for entry in entries:
                 quota = entry.obj
                 hard = dict((quota.get("spec") or {}).get("hard") or {})
-                used = self.used(quota["metadata"]["namespace"])
+                used = self.used(quota["metadata"]["namespace"], quota)
                 tracked = [k for k in hard if pod_matches(k) or claim_matches(k, self.extended_resource)]
                 status = {"hard": hard, "used": {k: format_quantity(used.get(k, Fraction(0))) for k in tracked}}
                 if quota.get("status") != status:
