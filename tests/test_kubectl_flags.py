@@ -360,3 +360,23 @@ def test_kubectl_completes_namespaces_nodes_and_workloads(plugin_path, k8s_doubl
     assert completions("rollback", "-n", "serving", "deployment/")[0] == ["deployment/infer", "deployment/web"]
     assert completions("-n", "ml", "rollback", "deployment/t")[0] == ["deployment/train"]
     assert completions("rollback", "node/d")[0] == ["node/dra-a"]
+
+
+def test_every_command_that_talks_to_a_cluster_takes_kubectls_global_flags():
+    """kubectl's global flags a plugin gets (GLOBAL_FLAGS) are flags of every command that reads a
+    cluster, so `kubectl gpu --request-timeout 5s rollback` means what it says; -n is refused only
+    where no namespace means anything (migrate nodes: nodes have none)."""
+    import importlib
+
+    from kubectl_gpu.cli.main import GLOBAL_FLAGS
+
+    for module in ("describe", "doctor", "explain", "plan", "migrate_cluster", "migrate_nodes", "rollback"):
+        command = importlib.import_module(f"kubectl_gpu.cli.{module}").command
+        wanted = set(GLOBAL_FLAGS) - ({"namespace"} if module == "migrate_nodes" else set())
+        assert wanted <= {p.name for p in command.params}, module
+
+
+def test_request_timeout_bounds_the_fleet_commands_reads(cluster):
+    output = cluster.kubectl_gpu("--request-timeout", "soon", "rollback", expect=2)
+    assert "'soon' is not a duration" in output
+    assert "nothing to roll back" in cluster.kubectl_gpu("--request-timeout", "30s", "rollback")

@@ -14,7 +14,7 @@ import click
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.name_completion import complete_namespaces
-from kubectl_gpu.k8s.options import timeout_option
+from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
 from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, dry_run_api, dry_run_mode,
                                           dry_run_option, fail, fitted_translate_options, translate_options)
 
@@ -38,6 +38,7 @@ Examples:
 @click.option("--from-cluster", is_flag=True, required=True, help="Migrate the live cluster's workloads.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
+@request_timeout_option
 @click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces, help="The namespace to migrate (default: the context's, as kubectl).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
 @click.option("-l", "--selector", default=None, help="Only workloads with these labels (KEY=VALUE[,KEY=VALUE]).")
@@ -50,7 +51,8 @@ Examples:
                    "deviceClassMappings Kueue's Configuration needs (Volcano's Queues are always changed).")
 @dra_node_label_option
 @translate_options
-def command(from_cluster: bool, kubeconfig: str | None, context: str | None, namespace: str | None,
+def command(from_cluster: bool, kubeconfig: str | None, context: str | None, request_timeout: float | None,
+            namespace: str | None,
             all_namespaces: bool, selector: str | None, do_apply: bool, dry_run: str | None, output_dir: Path | None, timeout: float,
             kueue: bool, dra_node_labels: tuple[str, ...], **translate: Any) -> None:
     """Rewrite the live workloads the plan can move now, with server-side apply (field manager
@@ -62,7 +64,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.workloads import MIGRATE, RECREATE
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
     from kubectl_gpu.cli.console import progress
 
     if all_namespaces and namespace:
@@ -73,7 +75,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     wanted = _parse_selector(selector)
     choices = ProfileChoices.parse(translate.get("kubernetes_version"), translate.get("feature_gates"))
     try:
-        connection = connect(kubeconfig, context)
+        connection = ClusterOptions(kubeconfig, context, request_timeout).connect()
         with progress(f"reading the cluster at {connection.server}"):
             # kubectl's scope: -n, else the context's namespace; -A for all of them.
             scope = None if all_namespaces else namespace or connection.namespace

@@ -11,7 +11,7 @@ import click
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.name_completion import complete_nodes
-from kubectl_gpu.k8s.options import timeout_option
+from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
 from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode,
                                           dry_run_option, fail)
 
@@ -46,6 +46,7 @@ Examples:
 @click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=complete_nodes)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
+@request_timeout_option
 @dry_run_option
 @click.option("-l", "--selector", default=None, metavar="SELECTOR",
               help="Switch the device-plugin GPU nodes with these labels instead (kubectl's selector, which the API "
@@ -54,7 +55,8 @@ Examples:
               help="Without NODE arguments: the size of the plan's waves (as in kubectl gpu plan).")
 @timeout_option("How long to keep retrying evictions a PodDisruptionBudget refuses.")
 @dra_node_label_option
-def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, do_apply: bool,
+def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, request_timeout: float | None,
+            do_apply: bool,
             dry_run: str | None, selector: str | None, wave_size: int | None, timeout: float,
             dra_node_labels: tuple[str, ...]) -> None:
     """Switch one wave of GPU nodes (the plan's next, or the NODEs given) to the DRA driver."""
@@ -62,7 +64,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import check_wave, next_wave_nodes, plan_migration
     from kubectl_gpu.fleet.workloads import pod_demand
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
     from kubectl_gpu.cli.console import progress
 
     mode = dry_run_mode(do_apply, dry_run)
@@ -70,7 +72,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
         raise click.UsageError("cannot specify both a node name and a --selector option")  # kubectl drain's words
     labels = parse_dra_labels(dra_node_labels)
     try:
-        connection = connect(kubeconfig, context)
+        connection = ClusterOptions(kubeconfig, context, request_timeout).connect()
         with progress(f"reading the cluster at {connection.server}"):
             snapshot = fetch_snapshot(connection.api, profile=False)  # cordons and evicts: fits no claim
             selected = _selected_nodes(connection.api, selector, snapshot, labels) if selector is not None else None

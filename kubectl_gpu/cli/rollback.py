@@ -11,7 +11,7 @@ import click
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import complete_kind_and_name
 from kubectl_gpu.k8s.name_completion import complete_namespaces
-from kubectl_gpu.k8s.options import timeout_option
+from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
 from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode, dry_run_option, fail
 
 EPILOG = exits.epilog("""\b
@@ -50,19 +50,21 @@ class Named:
 @click.argument("refs", nargs=-1, metavar="[KIND/NAME]...", shell_complete=complete_kind_and_name)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
+@request_timeout_option
 @click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces,
               help="The namespace of KIND/NAME, or of every migrated workload rolled back without KIND/NAME "
                    "(default: the context's, as kubectl).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Without KIND/NAME: every namespace.")
 @dry_run_option
 @timeout_option("How long to wait for each rollout to become ready.")
-def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, namespace: str | None,
+def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, request_timeout: float | None,
+            namespace: str | None,
             all_namespaces: bool, do_apply: bool, dry_run: str | None, timeout: float) -> None:
     """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...),
     and nodes to what they were before `migrate nodes` (node/NAME)."""
     from kubectl_gpu.fleet.apply import RollbackError
     from kubectl_gpu.fleet.execute import StepFailed
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
 
     mode = dry_run_mode(do_apply, dry_run)
     if all_namespaces and namespace:
@@ -76,7 +78,7 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
             raise click.UsageError(f'"{ref}": rollback takes KIND/NAME, such as deployment/{ref.strip("/") or "web"} '
                                    f"or node/gpu-7")
     try:
-        connection = connect(kubeconfig, context)
+        connection = ClusterOptions(kubeconfig, context, request_timeout).connect()
         named = [_resolve(connection.api, ref) for ref in refs]
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)

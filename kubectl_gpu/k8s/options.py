@@ -98,14 +98,18 @@ def request_timeout_callback(_ctx: click.Context, _param: click.Parameter, value
         raise click.BadParameter(str(exc)) from None
 
 
+def request_timeout_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--request-timeout", callback=request_timeout_callback, metavar="DURATION", default=None,
+                        help=f"How long to wait for each answer of the API server (e.g. 10s, 1m; 0: forever). "
+                             f"Nothing is retried.  [default: {REQUEST_TIMEOUT_SECONDS:g}s]")(func)
+
+
 def cluster_options(func: Callable[..., Any]) -> Callable[..., Any]:
     decorators = [
         click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
                      help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
         click.option("--context", default=None, help="The kubeconfig context to use."),
-        click.option("--request-timeout", callback=request_timeout_callback, metavar="DURATION", default=None,
-                     help=f"How long to wait for each answer of the API server (e.g. 10s, 1m; 0: forever). "
-                          f"Nothing is retried.  [default: {REQUEST_TIMEOUT_SECONDS:g}s]"),
+        request_timeout_option,
         click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces,
                      help="Namespace (default: the context's namespace)."),
         click.option("-A", "--all-namespaces", is_flag=True, default=False,
