@@ -5,10 +5,12 @@ kubectl's protocol (kubernetes/kubernetes#105867, staging/src/k8s.io/kubectl/pkg
 plugin_completion.go, and kubernetes/sample-cli-plugin's README): kubectl runs
 `kubectl_complete-<plugin> ARGS... WORD` with the words after the plugin's name, the last one being
 the word under the cursor (maybe empty), and reads Cobra's `__complete` answer: one completion per
-line (`value<TAB>description`), then `:DIRECTIVE` (4: no file completion, 0: complete file names).
+line (`value<TAB>description`), then `:DIRECTIVE` (4: no file completion, 0: complete file names,
+2: no space after it, for a `KIND/` the name follows).
 
 Both use click's completion of this command tree, so subcommands, flags and their choices are
-never listed twice; node, pod and claim names come from the cluster (`names_from_cluster`).
+never listed twice; namespace, node, pod, claim and workload names come from the cluster
+(kubectl_gpu/k8s/name_completion.py; `names_from_cluster`, `complete_kind_and_name`).
 """
 
 from __future__ import annotations
@@ -103,11 +105,10 @@ def complete_kind_and_name(ctx: click.Context, param: click.Parameter, incomplet
     names of that kind in the namespace given so far (or the context's)."""
     from click.shell_completion import CompletionItem
 
+    from kubectl_gpu.k8s.name_completion import completing, nodes_path
     from kubectl_gpu.k8s.paths import WORKLOAD_RESOURCES, Resource
 
     kinds = {r.kind.lower(): r for r in WORKLOAD_RESOURCES}
-    from kubectl_gpu.k8s.name_completion import completing, nodes_path
-
     kind, slash, _ = incomplete.partition("/")
     if not slash:
         return [CompletionItem(f"{k}/") for k in sorted([*kinds, "node"]) if k.startswith(incomplete.lower())]

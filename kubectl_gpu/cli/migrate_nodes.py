@@ -56,10 +56,9 @@ Examples:
 @timeout_option("How long to keep retrying evictions a PodDisruptionBudget refuses.")
 @dra_node_label_option
 def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, request_timeout: float | None,
-            do_apply: bool,
-            dry_run: str | None, selector: str | None, wave_size: int | None, timeout: float,
+            do_apply: bool, dry_run: str | None, selector: str | None, wave_size: int | None, timeout: float,
             dra_node_labels: tuple[str, ...]) -> None:
-    """Switch one wave of GPU nodes (the plan's next, or the NODEs given) to the DRA driver."""
+    """Switch one wave of GPU nodes (the plan's next, the NODEs given, or those -l picks) to the DRA driver."""
     from kubectl_gpu.fleet.execute import NodeBefore, StepFailed, cordon_and_record, label_dra_node, read_node
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import check_wave, next_wave_nodes, plan_migration
