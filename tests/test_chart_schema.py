@@ -24,6 +24,8 @@ def _rejected(tmp_path, values_yaml: str) -> str:
      "at '/config/translation/apiVersion': value must be one of 'auto', 'v1', 'v1beta2', 'v1beta1'"),
     ("config: {cluster: {unsatisfiableClaims: reject}}",
      "at '/config/cluster/unsatisfiableClaims': value must be one of 'warn', 'deny', 'ignore'"),
+    ("config: {translation: {targetDriver: amd}}",
+     "at '/config/translation/targetDriver': value must be one of 'nvidia', 'hami', 'auto'"),
     ("config: {translation: {integerGpus: keep}}",
      "at '/config/translation/integerGpus': value must be one of 'rewrite', 'extended-resource'"),
     ("config: {translation: {aliyunMemoryUnit: GB}}",
@@ -80,3 +82,15 @@ def test_good_values_are_accepted(tmp_path, values_yaml):
     values = tmp_path / "values.yaml"
     values.write_text(values_yaml)
     assert template(None, None, "-f", str(values))
+
+
+def test_the_target_driver_choices_are_the_translations():
+    import json
+    from pathlib import Path
+
+    from kubectl_gpu.core import TargetDriver
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "charts" / "kubectl-gpu-webhook"
+                         / "values.schema.json").read_text())
+    translation = schema["properties"]["config"]["properties"]["translation"]["properties"]
+    assert translation["targetDriver"]["enum"] == [t.value for t in TargetDriver]

@@ -85,6 +85,9 @@ def test_the_server_can_only_get_and_create_what_admission_needs():
         ("resource.k8s.io", "deviceclasses", "list"),
         ("resource.k8s.io", "resourceslices", "watch"),
         ("resource.k8s.io", "deviceclasses", "watch"),
+        # The cluster profile's Nodes: where the device plugin time-slices (their GFD labels).
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
         # self-signed mode (the default): the caBundle of its own webhook configurations
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "get"),
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update"),

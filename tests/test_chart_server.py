@@ -59,6 +59,7 @@ def test_the_server_parses_the_rendered_config_to_the_values_given(value_set, tm
     assert options.integer_gpus.value == given["translation"]["integerGpus"]
     assert options.gpu_memory == given["translation"]["gpuMemory"]
     assert options.aliyun_memory_unit == given["translation"]["aliyunMemoryUnit"]
+    assert options.target_driver.value == given["translation"]["targetDriver"]
     assert config.pass_through_families == frozenset(given["passThroughFamilies"])
     assert config.extra_legacy_resources == frozenset(given["extraLegacyResources"])
     assert options.pass_through_families == frozenset(given["passThroughFamilies"])

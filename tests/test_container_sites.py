@@ -6,12 +6,19 @@ what to do where it cannot.  Each decision comes from the CRD's Go types at a na
       and tolerations are Template fields; every other pod field only through `podSpecPatch`, a strategic
       merge patch (YAML or JSON) validated as a PodSpec (workflow/util/util.go @ 5cf1b63c1d9afcdcf0186672c385e31070e69fbe,
       ApplyPodSpecPatch). Argo names that container `main`.
+  Argo (more)     @ f016ad89eb269d282aec06dc491c29f396a38df4: container_set_template_types.go (ContainerNode inlines
+      corev1.Container beside `dependencies`), workflow/controller/operator.go mergedTemplateDefaultsInto
+      (templateDefaults under every template of its type, the template's own fields win),
+      workflow/controller/workflowpod.go processPodSpecPatch (the workflow's podSpecPatch, then the template's).
   KServe          pkg/apis/serving/v1beta1/predictor.go @ 6382cb355200af7094ce4c256f68cdbf0a455a22: a predictor
       framework (`model`, `pytorch`, `triton`, ...) inlines corev1.Container; PredictorSpec inlines PodSpec
-      (so `resourceClaims` sits beside it) and ComponentExtensionSpec (`annotations` for the pod).
-  NIM operator    api/apps/v1alpha1/nimservice_types.go @ d7030c10748d77044fe74c7cdfcd0217de9fdec8 (`resources`,
-      a corev1.ResourceRequirements the operator puts on its own container) and dra_types.go
-      @ dee531176f0e0535762b584f6bc4ba137bbc016a (`draResources`: resourceClaimTemplateName or claimSpec).
+      (so `resourceClaims` sits beside it) and ComponentExtensionSpec (`annotations` for the pod).  Its CRD
+      takes resourceClaims as written only from v0.15.0 (see the test below).
+  NIM operator    api/apps/v1alpha1/nimservice_types.go and dra_types.go @ f63f74d7ad22eaea7943cc640e545f4ccdbb8077
+      (`resources`, a corev1.ResourceRequirements the operator puts on its own container, which ignores claims;
+      `draResources`, since v3.0.0 (33fb25b3): each names a ResourceClaimTemplate or ResourceClaim, exactly one
+      of resourceClaimName/resourceClaimTemplateName/claimCreationSpec, immutable once created), and
+      internal/shared/resourceclaims.go (the operator adds each to the pod and its containers).
   production-stack operator/api/v1alpha1/common.go @ a7d2672bd43c79fea3dbb8312bb68508b60060df: VLLMRuntime's
       `deploymentConfig.resources.gpu` is a count string the operator turns into nvidia.com/gpu itself.
 """
@@ -109,6 +116,101 @@ def test_a_templated_pod_spec_patch_is_left_with_an_error_saying_what_to_add():
     assert argo_template(out)["container"]["resources"]["limits"]["nvidia.com/gpu"] == 2
 
 
+def container_set_workflow():
+    """A containerSet template (ContainerNode inlines corev1.Container beside `dependencies`)."""
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": {"name": "w", "namespace": "ml"},
+            "spec": {"entrypoint": "set", "templates": [{"name": "set", "containerSet": {"containers": [
+                {"name": "prep", "image": "busybox", "resources": {"limits": {"cpu": "1"}}},
+                {"name": "train", "image": "cuda", "dependencies": ["prep"],
+                 "resources": {"limits": {"nvidia.com/gpu": 2, "cpu": "8"}}},
+                {"name": "eval", "image": "cuda", "dependencies": ["train"],
+                 "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}]}}
+
+
+def test_each_gpu_container_of_an_argo_container_set_gets_its_claim_under_its_own_name():
+    """The containerSet's containers are the pod's containers, named as written: the claims go through the
+    template's podSpecPatch, each container's under its own name (strategic merge by name)."""
+    out, templates, result = migrated(container_set_workflow())
+    containers = argo_template(out)["containerSet"]["containers"]
+    assert [c.get("dependencies") for c in containers] == [None, ["prep"], ["train"]]
+    assert all("nvidia.com/gpu" not in c["resources"].get("limits", {}) for c in containers)
+    assert containers[1]["resources"]["limits"] == {"cpu": "8"}
+    patch = json.loads(argo_template(out)["podSpecPatch"])
+    claims = {c["name"]: c["resourceClaimTemplateName"] for c in patch["resourceClaims"]}
+    by_container = {c["name"]: c["resources"]["claims"] for c in patch["containers"]}
+    assert set(by_container) == {"train", "eval"}
+    counts = {t["metadata"]["name"]: t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"]
+              for t in templates}
+    assert [counts[claims[c["name"]]] for c in by_container["train"]] == [2]
+    assert [counts[claims[c["name"]]] for c in by_container["eval"]] == [1]
+    assert run(container_set_workflow(), "--check").exit_code == exits.FINDINGS  # would migrate, nothing left
+    assert run(out, "--check").exit_code == exits.OK
+
+
+def test_argo_template_defaults_gpu_is_rewritten_with_the_defaults_pod_spec_patch():
+    """templateDefaults is merged under every template of its type (operator.go mergedTemplateDefaultsInto)."""
+    obj = argo(field="script")
+    spec = obj["spec"]
+    spec["templates"][0]["script"]["resources"] = {"limits": {"cpu": "1"}}
+    spec["templateDefaults"] = {"script": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    out, templates, _ = migrated(obj)
+    defaults = out["spec"]["templateDefaults"]
+    assert "nvidia.com/gpu" not in defaults["script"]["resources"].get("limits", {})
+    patch = json.loads(defaults["podSpecPatch"])
+    (pod_claim,) = patch["resourceClaims"]
+    assert patch["containers"] == [{"name": "main", "resources": {"claims": [{"name": pod_claim["name"]}]}}]
+    assert pod_claim["resourceClaimTemplateName"] == templates[0]["metadata"]["name"]
+
+
+def test_argo_template_defaults_gpu_is_left_where_a_template_writes_its_own_pod_spec_patch():
+    """A template's own podSpecPatch replaces the default's (the template's fields win the merge)."""
+    obj = argo(field="script", extra={"podSpecPatch": "terminationGracePeriodSeconds: 30\n"})
+    obj["spec"]["templates"][0]["script"]["resources"] = {"limits": {"cpu": "1"}}
+    obj["spec"]["templateDefaults"] = {"script": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    result = run(obj)
+    assert result.exit_code == exits.NOT_MIGRATED
+    assert "own podSpecPatch (train)" in result.stderr
+    (out,) = [d for d in yaml.safe_load_all(result.stdout) if d]
+    assert out["spec"]["templateDefaults"]["script"]["resources"]["limits"] == {"nvidia.com/gpu": 1}
+
+
+def test_a_workflows_pod_spec_patch_asking_for_gpus_is_rewritten_inside_itself():
+    """WorkflowSpec.podSpecPatch is applied to every pod of the workflow (workflowpod.go processPodSpecPatch):
+    a PodSpec fragment whose containers' GPUs become claims in the same fragment."""
+    obj = argo(extra={})
+    obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+    obj["spec"]["podSpecPatch"] = ("containers:\n- name: main\n  resources:\n    limits:\n"
+                                   "      nvidia.com/gpu: 1\n")
+    out, templates, result = migrated(obj)
+    patch = json.loads(out["spec"]["podSpecPatch"])
+    (pod_claim,) = patch["resourceClaims"]
+    (main_container,) = patch["containers"]
+    assert main_container["name"] == "main" and "nvidia.com/gpu" not in main_container["resources"].get("limits", {})
+    assert main_container["resources"]["claims"] == [{"name": pod_claim["name"]}]
+    assert pod_claim["resourceClaimTemplateName"] == templates[0]["metadata"]["name"]
+    assert "Argo workflow podSpecPatch /spec/podSpecPatch: rewritten" in result.stderr
+    assert run(out, "--check").exit_code == exits.OK
+
+
+def test_a_templates_own_pod_spec_patch_asking_for_gpus_is_rewritten_inside_itself():
+    """Argo's documented use of a template's podSpecPatch: the container's limits set through it."""
+    obj = argo(extra={"podSpecPatch": '{"containers":[{"name":"main","resources":{"limits":{"nvidia.com/gpu":"4"}}}]}'})
+    obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+    out, templates, _ = migrated(obj)
+    patch = json.loads(argo_template(out)["podSpecPatch"])
+    (pod_claim,) = patch["resourceClaims"]
+    assert patch["containers"][0]["resources"]["claims"] == [{"name": pod_claim["name"]}]
+    assert templates[0]["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] == 4
+
+
+def test_a_workflows_pod_spec_patch_is_left_when_its_templates_ask_for_gpus_too():
+    obj = argo()
+    obj["spec"]["podSpecPatch"] = '{"containers":[{"name":"main","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}'
+    result = run(obj)
+    assert result.exit_code == exits.NOT_MIGRATED
+    assert "the workflow's podSpecPatch asks for GPUs and so do its templates" in result.stderr
+
+
 def kserve(framework="model"):
     return {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
             "metadata": {"name": "llm", "namespace": "ml"},
@@ -129,21 +231,67 @@ def test_a_kserve_predictor_frameworks_gpu_becomes_a_claim_beside_it(framework):
     assert "kubectl-gpu.io/original-resources" in predictor["annotations"]
 
 
-def test_nim_services_gpus_are_named_with_the_field_that_takes_a_claim():
-    service = {"image": {"repository": "nvcr.io/nim/meta/llama3-8b-instruct", "tag": "1.0.3"},
-               "authSecret": "ngc", "resources": {"limits": {"nvidia.com/gpu": 1}}}
+@pytest.mark.parametrize("predictor", [
+    {"model": {"modelFormat": {"name": "huggingface"}, "resources": {"limits": {"nvidia.com/gpu": 1}}}},
+    {"containers": [{"name": "kserve-container", "image": "vllm", "resources": {"limits": {"nvidia.com/gpu": 1}}}]},
+])
+def test_a_kserve_rewrite_names_the_release_whose_crd_takes_flat_resource_claims(predictor):
+    """kserve/kserve config/crd/full/serving.kserve.io_inferenceservices.yaml: at v0.14.0 (7e436424) a
+    predictor's resourceClaims items hold `source: {resourceClaimName, resourceClaimTemplateName}`
+    (k8s.io/api v0.30); from v0.15.0 (d20d4228, k8s.io/api v0.32) the names sit on the item, as written."""
+    obj = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "llm"},
+           "spec": {"predictor": predictor}}
+    out, _, result = migrated(obj)
+    (claim,) = out["spec"]["predictor"]["resourceClaims"]
+    assert "resourceClaimTemplateName" in claim and "source" not in claim
+    assert "needs KServe v0.15.0 or later" in result.stderr
+
+
+NIM_SERVICE = {"image": {"repository": "nvcr.io/nim/meta/llama3-8b-instruct", "tag": "1.0.3"},
+               "authSecret": "ngc", "resources": {"limits": {"nvidia.com/gpu": 1, "cpu": "8"}}}
+
+
+def assert_dra_resource(entry):
+    """dra_types.go's DRAResource rule: exactly one of resourceClaimName, resourceClaimTemplateName,
+    claimCreationSpec; requests (if any) non-empty strings."""
+    assert sum(k in entry for k in ("resourceClaimName", "resourceClaimTemplateName", "claimCreationSpec")) == 1
+    assert set(entry) <= {"resourceClaimName", "resourceClaimTemplateName", "claimCreationSpec", "requests"}
+    assert all(isinstance(r, str) and r for r in entry.get("requests", []))
+
+
+def test_a_nim_service_gets_its_gpus_as_draresources():
+    """NIMServiceSpec.Resources "Any DRA claim references are ignored. Use DRAResources instead": the GPU
+    leaves `resources`, its ResourceClaimTemplate is named in `draResources`, which the operator adds to
+    the pod and to its containers (internal/shared/resourceclaims.go GetPodResourceClaims)."""
     nim = {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService", "metadata": {"name": "llama"},
-           "spec": service}
-    result = run(nim)
-    assert result.exit_code == 0
-    assert "/spec/resources" in result.stderr and "draResources" in result.stderr
-    assert run(nim, "--check").exit_code == exits.LEGACY_LEFT
+           "spec": {**NIM_SERVICE, "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}}
+    out, templates, result = migrated(nim)
+    assert out["spec"]["resources"] == {"limits": {"cpu": "8"}}
+    (entry,) = out["spec"]["draResources"]
+    assert_dra_resource(entry)
+    assert entry == {"resourceClaimTemplateName": templates[0]["metadata"]["name"]}
+    assert "kubectl-gpu.io/original-resources" in out["spec"]["annotations"]  # the pod's annotations
+    assert "nodeSelector" not in out["spec"]  # moved into the claim's selectors, as for a pod template
+    assert "immutable" in result.stderr and "v3.0.0" in result.stderr
+    assert run(nim, "--check").exit_code == exits.FINDINGS  # would be migrated, with nothing left behind (not 9)
+    assert run(out, "--check").exit_code == exits.OK  # idempotent
+
+
+def test_each_service_of_a_nim_pipeline_gets_its_own_draresources_beside_those_it_had():
+    own = {"resourceClaimName": "shared-nic"}
     pipeline = {"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMPipeline", "metadata": {"name": "p"},
-                "spec": {"services": [{"name": "a", "enabled": True, "spec": service},
-                                      {"name": "b", "enabled": True, "spec": service}]}}
-    report = run(pipeline).stderr
-    assert "/spec/services/0/spec/resources" in report and "/spec/services/1/spec/resources" in report
-    assert "draResources" in report
+                "spec": {"services": [{"name": "a", "enabled": True, "spec": NIM_SERVICE},
+                                      {"name": "b", "enabled": True,
+                                       "spec": {**NIM_SERVICE, "draResources": [own]}}]}}
+    out, templates, result = migrated(pipeline)
+    first, second = (s["spec"] for s in out["spec"]["services"])
+    name = templates[0]["metadata"]["name"]
+    assert first["draResources"] == [{"resourceClaimTemplateName": name}]
+    assert second["draResources"] == [own, {"resourceClaimTemplateName": name}]
+    for entry in [*first["draResources"], *second["draResources"]]:
+        assert_dra_resource(entry)
+    assert "nvidia.com/gpu" not in first["resources"]["limits"] and "nvidia.com/gpu" not in second["resources"]["limits"]
+    assert "NIMPipeline service a" in result.stderr and "NIMPipeline service b" in result.stderr
 
 
 def test_an_operators_gpu_count_field_is_named():

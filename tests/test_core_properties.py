@@ -8,7 +8,7 @@ import jsonpatch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubectl_gpu.core import (IntegerGpuMode, Sharing, TranslateOptions, has_legacy_gpu_request,
+from kubectl_gpu.core import (IntegerGpuMode, Sharing, TargetDriver, TranslateOptions, has_legacy_gpu_request,
                               is_plain_integer_gpu, legacy_requests, translate_pod_template)
 
 LEGACY = {
@@ -73,7 +73,8 @@ options = st.builds(TranslateOptions, sharing=st.sampled_from(list(Sharing)),
                     gpu_memory=st.sampled_from([None, "80Gi"]),
                     sharing_group=st.sampled_from([None, "Deployment/web"]),
                     integer_gpus=st.sampled_from(list(IntegerGpuMode)),
-                    pass_through_families=st.sampled_from([frozenset(), frozenset({"tpu"})]))
+                    pass_through_families=st.sampled_from([frozenset(), frozenset({"tpu"})]),
+                    target_driver=st.sampled_from(list(TargetDriver)))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -117,35 +117,34 @@ def test_check_exits_1_while_something_would_change_and_0_after_migrating(tree: 
     assert migrate("--check", str(tree)).exit_code == 0
 
 
-ARGO_GPU_STEP = """\
-apiVersion: argoproj.io/v1alpha1
-kind: WorkflowTemplate
+# A custom resource migrate has no mapping for, with a container spec outside any PodSpec.
+UNMAPPED_GPU_STEP = """\
+apiVersion: ml.example.com/v1
+kind: TrainingRun
 metadata:
   name: train
 spec:
-  templates:
+  steps:
   - name: gpu-step
-    containerSet:
-      containers:
-      - name: main
-        image: cuda
-        resources:
-          limits:
-            nvidia.com/gpu: 1
+    container:
+      image: cuda
+      resources:
+        limits:
+          nvidia.com/gpu: 1
 """
 
 
 def test_check_fails_with_its_own_code_while_gpu_requests_are_left_that_migrate_cannot_rewrite() -> None:
-    """A CI gate must not pass a GPU request migrate leaves behind (here an Argo containerSet, which is no
-    PodSpec): exit 9, distinct from 'would change' (1), and the report names the place."""
+    """A CI gate must not pass a GPU request migrate leaves behind (here a custom resource's container spec
+    it has no mapping for): exit 9, distinct from 'would change' (1), and the report names the place."""
     from kubectl_gpu.cli import exits
 
     for mode in ("--check", "--diff"):
-        result = migrate(mode, "-", stdin=ARGO_GPU_STEP)
+        result = migrate(mode, "-", stdin=UNMAPPED_GPU_STEP)
         assert result.exit_code == exits.LEGACY_LEFT == 9, (mode, result.output)
-        assert "/spec/templates/0/containerSet/containers/0/resources" in result.stderr
+        assert "/spec/steps/0/container/resources" in result.stderr
     # Plain migrate writes what it can: its exit code is not a gate.
-    assert migrate("-", stdin=ARGO_GPU_STEP).exit_code == 0
+    assert migrate("-", stdin=UNMAPPED_GPU_STEP).exit_code == 0
     # A quota merely naming the resource is a setting to re-point, not a request left.
     queue = ("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ClusterQueue\nmetadata:\n  name: q\nspec:\n"
              "  resourceGroups:\n  - coveredResources: [cpu, nvidia.com/gpu]\n")
@@ -252,9 +251,9 @@ def test_a_container_mixing_two_gpu_plugins_exits_3_and_is_left_as_it_was(tmp_pa
 def test_without_check_gpu_requests_migrate_cannot_reach_are_warnings_that_leave_the_exit_code(
         tmp_path: Path) -> None:
     workflow = tmp_path / "workflow.yaml"
-    workflow.write_text("apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: w}\nspec:\n"
-                        "  templates:\n  - name: t\n    containerSet:\n      containers:\n      - name: c\n"
-                        "        image: x\n        resources: {limits: {nvidia.com/gpu: 1}}\n")
+    workflow.write_text("apiVersion: ml.example.com/v1\nkind: TrainingRun\nmetadata: {name: w}\nspec:\n"
+                        "  steps:\n  - name: t\n    container:\n      name: c\n"
+                        "      image: x\n      resources: {limits: {nvidia.com/gpu: 1}}\n")
     result = migrate(str(workflow))
     assert result.exit_code == 0
     assert "warning:" in result.stderr and "outside any pod template" in result.stderr

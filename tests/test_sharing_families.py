@@ -57,6 +57,81 @@ def test_volcano_gpu_memory_beside_gpu_number_is_refused():
     assert "volcano.sh/gpu-number" in error.message and "volcano.sh/gpu-memory" in error.message
 
 
+# --- per pod: the scheduler places a pod's requests as one -------------------------------------------
+# Volcano: share.go @ 09d37cf3ab97c787f638c3750229bb92ed71e850 getGPUMemoryOfPod / getGPUNumberOfPod add the
+# containers' limits (init containers: the largest, if more) and place the total; volcano-sh/devices
+# pkg/plugin/nvidia/server.go @ 95b591b6787c7ae97fb340a6d7832ffcc3d29083 Allocate gives every GPU container
+# all of the pod's GPU ids (VisibleDevice from the pod's annotation).  Koordinator @ a7a1b76bbf81abd26f9c377de1f31a60dd965f6e:
+# pkg/scheduler/plugins/deviceshare/utils.go GetPodDeviceRequests reads resourceapi.PodRequests (the same sum),
+# and the koordlet's gpu hook (pkg/koordlet/runtimehooks/hooks/gpu/gpu.go) gives each container the pod's GPUs.
+
+
+def translate_pod(*containers, init=()):
+    spec = {"containers": [{"name": n, "resources": {"limits": limits}} for n, limits in containers]}
+    if init:
+        spec["initContainers"] = [{"name": n, "resources": {"limits": limits}} for n, limits in init]
+    return translate_pod_template({"metadata": {}, "spec": spec}, TranslateOptions())
+
+
+def claim_users(result):
+    """container name -> the pod claim names it uses, read from the patch."""
+    names = {}
+    for op in result.patch:
+        parts = op["path"].split("/")
+        if len(parts) >= 6 and parts[-2:] == ["resources", "claims"]:
+            names[(parts[2], int(parts[3]))] = [c["name"] for c in op["value"]]
+    return names
+
+
+@pytest.mark.parametrize("containers, init, expected", [
+    # 1024 + 2048 MiB on ONE GPU with 3 GiB idle, not two shares that may land on two GPUs.
+    ((("a", {"volcano.sh/gpu-memory": 1024}), ("b", {"volcano.sh/gpu-memory": 2048})), (),
+     {"count": 1, "memory": "3Gi"}),
+    # An init container asking more than the containers together sets the pod's figure.
+    ((("a", {"volcano.sh/gpu-memory": 1024}), ("b", {"volcano.sh/gpu-memory": 2048})),
+     (("warm", {"volcano.sh/gpu-memory": 4096}),), {"count": 1, "memory": "4Gi"}),
+    # gpu-number 1 + 1: the pod takes 2 idle GPUs and both containers see both.
+    ((("a", {"volcano.sh/gpu-number": 1}), ("b", {"volcano.sh/gpu-number": 1})), (), {"count": 2, "memory": None}),
+    # Koordinator: 50 + 50 % is one whole GPU for the pod; 30 + 30 % is 60 % of one GPU.
+    ((("a", {"koordinator.sh/gpu-memory-ratio": 50}), ("b", {"koordinator.sh/gpu-memory-ratio": 50})), (),
+     {"count": 1, "memory": None}),
+])
+def test_a_per_pod_schedulers_containers_share_one_claim_of_the_pods_total(containers, init, expected):
+    result = translate_pod(*containers, init=init)
+    assert not result.errors, result.notes
+    (claim,) = result.claims
+    (request,) = claim.claim_spec["devices"]["requests"]
+    assert request["exactly"].get("count", 1) == expected["count"]
+    memory = request["exactly"].get("capacity", {}).get("requests", {}).get("memory")
+    assert memory == expected["memory"]
+    users = claim_users(result)
+    assert len(users) == len(containers) + len(init)
+    assert len({tuple(v) for v in users.values()}) == 1  # every container names the same pod claim
+    (pod_claims,) = [op["value"] for op in result.patch if op["path"] == "/spec/resourceClaims"]
+    assert len(pod_claims) == 1
+    assert any("places a pod's GPU requests as one" in n.message for n in result.notes)
+
+
+def test_koordinator_ratio_shares_of_a_pod_add_up_to_one_share():
+    result = translate_pod(("a", {"koordinator.sh/gpu-memory-ratio": 30}), ("b", {"koordinator.sh/gpu-memory-ratio": 30}))
+    assert not result.errors
+    assert len(result.claims) == 1
+    assert "0.6 of a GPU" in next(n.message for n in result.notes if "places a pod's" in n.message)
+
+
+def test_koordinator_refuses_a_pods_total_it_would_refuse():
+    """70 + 70 % without gpu.shared is 140 % of one GPU: ValidateDeviceRequest refuses the pod's request."""
+    result = translate_pod(("a", {"koordinator.sh/gpu-memory-ratio": 70}), ("b", {"koordinator.sh/gpu-memory-ratio": 70}))
+    assert not result.patch
+    assert any("the pod's" in e.message and "more than one GPU" in e.message for e in result.errors)
+
+
+def test_one_container_of_a_per_pod_family_is_read_as_before():
+    result = translate_pod(("a", {"volcano.sh/gpu-memory": 1024}), ("b", {"cpu": "1"}))
+    assert only_request(result)["capacity"]["requests"]["memory"] == "1Gi"
+    assert not any("places a pod's" in n.message for n in result.notes)
+
+
 # --- Koordinator device share -------------------------------------------------------------------
 
 

@@ -6,7 +6,8 @@ import pytest
 from click.testing import CliRunner
 from cryptography import x509
 
-from kubectl_gpu.core.model import ApiVersion, IntegerGpuMode, Sharing
+from kubectl_gpu.core.model import ApiVersion, IntegerGpuMode, Sharing, TargetDriver
+from kubectl_gpu.dra import hami
 from webhook.cli import main
 from webhook.config import ConfigError, load_config
 
@@ -19,6 +20,7 @@ translation:
   integerGpus: extended-resource
   gpuMemory: "80Gi"
   aliyunMemoryUnit: MiB
+  targetDriver: hami
 passThroughFamilies: [tpu]
 rewriteWorkloads: false
 draNodeSelectors:
@@ -43,6 +45,7 @@ def test_defaults_without_a_file():
     config = load_config(None, {}, {})
     assert config.port == 8443 and config.rewrite_workloads is True and config.node_status_guard is False
     assert config.translate_options.integer_gpus is IntegerGpuMode.REWRITE
+    assert config.translate_options.target_driver is TargetDriver.NVIDIA
     assert config.excluded_namespaces == {"kube-system"}
     assert [(s.key, s.value) for s in config.dra_node_selectors] == [("ack.node.gpu.schedule", "disabled")]
 
@@ -53,6 +56,7 @@ def test_every_key_of_the_design_format_is_read(tmp_path):
     assert options.api_version is ApiVersion.V1BETA2 and options.sharing is Sharing.EXCLUSIVE
     assert options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE and options.gpu_memory == "80Gi"
     assert options.aliyun_memory_unit == "MiB" and options.pass_through_families == {"tpu"}
+    assert options.target_driver is TargetDriver.HAMI and options.gpu_device_class == hami.HAMI_DEVICE_CLASS
     assert config.rewrite_workloads is False and config.node_status_guard is True and config.audit is True
     assert [(s.key, s.value) for s in config.dra_node_selectors] == [("ack.node.gpu.schedule", "disabled"), ("nvidia.com/dra", None)]
     assert config.opt_out_label == "example.com/no-dra" and config.api_timeout_seconds == 3
@@ -77,6 +81,7 @@ def test_env_overrides_the_file_and_flags_override_env(tmp_path):
         ("translation: {gpuMemory: lots}\n", 'write e.g. "80Gi"'),
         ("passThroughFamilies: [amd]\n", "use any of: nvidia-gpu"),
         ("port: 70000\n", "use 1-65535"),
+        ("translation: {targetDriver: amd}\n", "translation.targetDriver: 'amd'; use one of: nvidia, hami, auto"),
         ("rewriteWorkloads: maybe\n", "write true or false"),
         ("draNodeSelectors: [{label: x}]\n", "draNodeSelectors[0]"),
         ("apiTimeoutSeconds: 60\n", "at most 30"),

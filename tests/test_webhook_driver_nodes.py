@@ -78,3 +78,34 @@ def test_mutate_fences_a_pod_it_translates_off_driver_nodes_when_it_keeps_legacy
     patched = jsonpatch.apply_patch(pod, patch_of(response))
     assert not schedulable_on(patched, {}, "h100-node-1")  # no label there: kept off by its name
     assert schedulable_on(patched, {}, "plugin-node-1")
+
+
+# A webhook whose translation needs nothing of the cluster (a fixed apiVersion and sharing, no claim
+# check) still reads the driver's slices to know its nodes: fencing by label alone would let a legacy
+# pod onto a GPU Operator node that carries no DRA label.
+FIXED_TRANSLATION = {"translation": {"apiVersion": "v1", "sharing": "exclusive"},
+                     "cluster": {"unsatisfiableClaims": "ignore"}}
+
+
+def test_without_a_fitted_profile_mutate_still_fences_a_legacy_pod_off_driver_nodes(webhook_on):
+    with K8sDouble() as double:
+        double.seed(*docs(H100_NODE))
+        hook = webhook_on(double, passThroughFamilies=["nvidia-gpu"], **FIXED_TRANSLATION)
+        pod = legacy_pod()
+        response = hook.review("/mutate", admission_review(pod))
+
+    assert response["allowed"] is True
+    patched = jsonpatch.apply_patch(pod, patch_of(response))
+    assert not schedulable_on(patched, {}, "h100-node-1")
+    assert schedulable_on(patched, {}, "plugin-node-1")
+
+
+def test_without_a_fitted_profile_validate_still_denies_a_legacy_pod_pinned_to_a_driver_node(webhook_on):
+    with K8sDouble() as double:
+        double.seed(*docs(H100_NODE), {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "h100-node-1"}})
+        response = webhook_on(double, **FIXED_TRANSLATION).review(
+            "/validate", admission_review(legacy_pod(nodeName="h100-node-1")))
+
+    assert response["allowed"] is False
+    assert "gpu.nvidia.com ResourceSlices" in response["status"]["message"]
+

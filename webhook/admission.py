@@ -12,6 +12,7 @@ from typing import Any, Mapping
 
 from kubectl_gpu.cluster import ClusterProfile, fit_options, unsatisfiable
 from kubectl_gpu.cluster.quota import quota_target
+from kubectl_gpu.cluster.shared_gpus import lands_only_on_shared_gpus
 from kubectl_gpu.core import (KnownClaim, QuotaTarget, TranslateOptions, claims_beside_legacy_gpus, gpus_asked_twice,
                               known_claims)
 from kubectl_gpu.dra.devices import nodes_of_driver
@@ -84,8 +85,9 @@ class Admission:
             if isinstance(fitted, Verdict):
                 return fitted
             mutation = fitted
-        elif mutation.has_legacy and self.profiles is not None and self.config.needs_cluster_profile:
-            # Legacy requests stay: keep them off the nodes the profile's slices say run the driver.
+        elif mutation.has_legacy and self.profiles is not None:
+            # Legacy requests stay: keep them off the nodes the profile's slices say run the driver
+            # (read even where translation needs nothing else of the cluster: a driver node may carry no label).
             mutation = await self._fenced_off_driver_nodes(request, answers, site, skip, mutation)
         if not skip:
             try:
@@ -261,12 +263,21 @@ class Admission:
             profile = await self.profiles.get()
         except Exception:  # noqa: BLE001 - ApiError or a profile the API returned that cannot be read
             return mutation
+        if not self.config.needs_cluster_profile:
+            # Nothing else is fitted: the configuration as written, with the driver's nodes.
+            return self.caches.plans.get_or_plan(site, self._config_for(profile)[0], skip, request.strict_json,
+                                                 profile.revision)
         fitted = answers.fitted_for(skip, profile.revision, lambda: self._fit(request, site, skip, profile))
         return fitted if isinstance(fitted, MutationPlan) else mutation
 
     def _fit(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
                 profile: ClusterProfile) -> MutationPlan | Verdict:
         config, _notes = self._config_for(profile)
+        options = config.translate_options
+        if profile.nodes and not options.gpu_slots and lands_only_on_shared_gpus(site.template, profile.nodes):
+            # As migrate reads it: the time-sliced pool the pod's node selection keeps it in counted slots.
+            # A pure function of the template and the profile (its revision covers the nodes' labels).
+            config = replace(config, translate_options=replace(options, gpu_slots=True))
         mutation = self.caches.plans.get_or_plan(site, config, skip, request.strict_json, profile.revision)
         warnings: list[str] = []
         if mutation.claims and self.config.unsatisfiable_claims != "ignore":
@@ -282,12 +293,15 @@ class Admission:
         return replace(mutation, warnings=mutation.warnings + tuple(warnings))
 
     def _config_for(self, profile: ClusterProfile) -> tuple[WebhookConfig, tuple[str, ...]]:
+        """The configuration fitted to ``profile`` (where translation depends on the cluster; else only
+        the nodes the driver's slices name are taken from it), and the fitting's notes."""
         def fit(profile: ClusterProfile) -> tuple[WebhookConfig, tuple[str, ...]]:
+            driver_nodes = nodes_of_driver(profile.resource_slices, NVIDIA_DRIVER)
+            if not self.config.needs_cluster_profile:
+                return replace(self.config, driver_node_names=driver_nodes), ()
             fitted = fit_options(self.config.translate_options, profile,
                                  api_version_given=not self.config.api_version_auto)
-            return (replace(self.config, translate_options=fitted.options,
-                            driver_node_names=nodes_of_driver(profile.resource_slices, NVIDIA_DRIVER)),
-                    fitted.notes)
+            return replace(self.config, translate_options=fitted.options, driver_node_names=driver_nodes), fitted.notes
 
         return self.caches.fitted.get(profile, fit)
 
@@ -398,10 +412,11 @@ class Admission:
         return deny("kubectl-gpu: " + "; ".join(reasons), 403)
 
     async def _validation_config(self) -> WebhookConfig:
-        """The configuration /mutate would plan with: fitted to the cluster profile when it uses one.
-        A profile that cannot be read leaves the configuration as written (the pod is judged as
-        before, never denied only because the profile is unavailable)."""
-        if self.profiles is None or not self.config.needs_cluster_profile:
+        """The configuration /mutate would plan with: fitted to the cluster profile when it uses one
+        (and knowing the driver's nodes from its slices in any case).  A profile that cannot be read
+        leaves the configuration as written (the pod is judged as before, never denied only because
+        the profile is unavailable)."""
+        if self.profiles is None:
             return self.config
         try:
             profile = await self.profiles.get()

@@ -10,6 +10,13 @@ second: a cluster whose drivers republish constantly does not rebuild it for eve
 server's version and served resource.k8s.io versions are re-read every ``ttl`` seconds (they change
 only with an upgrade, and a new newest version means watching that version's collections).
 
+Nodes are watched too, keeping only what says where the NVIDIA device plugin time-slices
+(`kubectl_gpu.cluster.shared_gpus.node_as_read`: a GPU node's name and labels, another node's
+name): a pod whose node selection keeps it in such a pool asked for slots, and is translated as
+`migrate` translates it.  A node's heartbeat changes nothing kept, so it rebuilds nothing.  Nodes
+only refine the translation: while they cannot be listed (RBAC without nodes list/watch) the
+profile has none, as `migrate --from-cluster` does.
+
 When a watch fails, its last copy is used until it recovers: a stale list of devices is a better
 guide than none.  Only while nothing was ever read does `get` raise the API's error.
 """
@@ -22,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from kubectl_gpu.cluster.profile import ClusterProfile, dra_list_paths, profile_from_discovery, stamped
+from kubectl_gpu.cluster.shared_gpus import node_as_read
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.k8s import ApiError, AsyncClient, Informer
 
@@ -29,6 +37,7 @@ from .singleflight import SingleFlight
 
 # A profile is rebuilt from changed watches at most this often.
 REBUILD_SECONDS = 1.0
+NODES = ("/api/v1/nodes", "v1", "Node")
 
 
 def slice_as_read(obj: dict[str, Any]) -> dict[str, Any]:
@@ -79,6 +88,8 @@ class ProfileCache:
         # (path, apiVersion, kind) -> its watch
         self._watches: dict[tuple[str, str, str], Informer] = {}
         self._flight: SingleFlight[str, ClusterProfile] = SingleFlight()
+        self._nodes: Informer | None = None
+        self._node_views: dict[str, dict[str, Any]] = {}  # name -> node_as_read, to tell a heartbeat
 
     async def get(self) -> ClusterProfile:
         """The cluster's profile; raises the API's error only when no profile was ever read."""
@@ -94,6 +105,9 @@ class ProfileCache:
 
     async def close(self) -> None:
         watches, self._watches = list(self._watches.values()), {}
+        if self._nodes is not None:
+            watches.append(self._nodes)
+            self._nodes = None
         for informer in watches:
             await informer.stop()
 
@@ -106,6 +120,18 @@ class ProfileCache:
     def _changed(self, _change: str, _obj: dict[str, Any]) -> None:
         self._generation += 1
 
+    def _node_changed(self, change: str, obj: dict[str, Any]) -> None:
+        """A node's kept view changed (not merely its resourceVersion): the profile moves."""
+        name = str((obj.get("metadata") or {}).get("name"))
+        view = {**obj, "metadata": {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}}
+        if change == "DELETED":
+            self._node_views.pop(name, None)
+        elif self._node_views.get(name) == view:
+            return
+        else:
+            self._node_views[name] = view
+        self._generation += 1
+
     async def _refresh(self) -> ClusterProfile:
         if self._discovery is None or self.clock() - self._discovered_at >= self.ttl:
             await self._discover()
@@ -116,6 +142,9 @@ class ProfileCache:
                 if not await informer.wait_synced(self.api.timeout):
                     raise informer.last_error or ApiError.from_status(
                         0, informer.path, f"listing {informer.path} took longer than {self.api.timeout}s")
+        nodes = self._nodes
+        if nodes is not None:
+            await _first_list_or_error(nodes, self.api.timeout)
         identity = self._generation
         if self._profile is not None and identity == self._built_from:
             return self._profile
@@ -124,6 +153,8 @@ class ProfileCache:
         objects = []
         for (_, api_version, kind), informer in self._watches.items():
             objects.extend(stamped(informer.values(), api_version, kind))
+        if nodes is not None and nodes.synced:
+            objects.extend(stamped(nodes.values(), NODES[1], NODES[2]))
         profile = profile_from_discovery("the webhook's cluster", version, group, objects, self.gate_overrides)
         self._profile, self._built_from, self._built_at = profile, identity, self.clock()
         return profile
@@ -148,7 +179,18 @@ class ProfileCache:
                 informer.start()
                 self._watches[key] = informer
                 self._generation += 1
+        if self._nodes is None:
+            self._nodes = Informer(self.api, NODES[0], on_change=self._node_changed, transform=node_as_read)
+            self._nodes.start()
         if self._discovery is None or self._discovery != (version, group):
             self._discovery = (version, group)
             self._generation += 1
         self._discovered_at = self.clock()
+
+
+async def _first_list_or_error(informer: Informer, timeout: float) -> None:
+    """Wait for the informer's first list until it fails or ``timeout``: a refusal (RBAC without nodes
+    list) must not hold a review for the whole timeout."""
+    deadline = time.monotonic() + timeout
+    while not informer.synced and informer.last_error is None and time.monotonic() < deadline:
+        await informer.wait_synced(min(0.05, max(0.0, deadline - time.monotonic())))

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import yaml
 
 from kubectl_gpu.cluster import ProfileError, parse_feature_gates
-from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TargetDriver, TranslateOptions, for_target
 from kubectl_gpu.input_text import load
 
 from .fencing import DEFAULT_DRA_NODE_SELECTORS, DraNodeSelector
@@ -78,6 +78,9 @@ DEFAULTS: dict[str, Any] = {
         "integerGpus": "rewrite",
         "gpuMemory": None,
         "aliyunMemoryUnit": "GiB",
+        # nvidia | hami | auto: the DRA driver claims are written for (auto: HAMi's where the cluster
+        # publishes its slices or DeviceClass, read from the cluster profile; else NVIDIA's).
+        "targetDriver": "nvidia",
     },
     # The webhook's own cluster, read through its API access (kubectl_gpu.cluster.ClusterProfile).
     "cluster": {
@@ -201,6 +204,7 @@ class WebhookConfig:
     def needs_cluster_profile(self) -> bool:
         """Translation depends on the cluster: the version, the sharing mode or the claim check."""
         return (self.api_version_auto or self.translate_options.sharing is Sharing.AUTO
+                or self.translate_options.target_driver is TargetDriver.AUTO
                 or self.unsatisfiable_claims != "ignore")
 
     def options_for(self, sharing_group: str | None) -> TranslateOptions:
@@ -330,15 +334,16 @@ def _validate(raw: Mapping[str, Any], own_namespace: str | None) -> WebhookConfi
             f"{k}={str(_bool(v, f'cluster.featureGates.{k}')).lower()}" for k, v in gates.items()))
     except ProfileError as exc:
         raise ConfigError(f"cluster.featureGates: {exc}") from exc
-    options = TranslateOptions(
+    options = for_target(TranslateOptions(
         api_version=api_version,
         sharing=_enum(Sharing, tr["sharing"], "translation.sharing"),
         integer_gpus=_enum(IntegerGpuMode, tr["integerGpus"], "translation.integerGpus"),
         gpu_memory=gpu_memory,
         aliyun_memory_unit=unit,
+        target_driver=_enum(TargetDriver, tr["targetDriver"], "translation.targetDriver"),
         pass_through_families=frozenset(families),
         known_claims=None,  # admission reads a pod's claims from the API
-    )
+    ))
     from .quota_guard import QUOTA_MODES
 
     quota = str(raw["quota"])

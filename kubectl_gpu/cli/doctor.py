@@ -35,7 +35,7 @@ def command(dra_node_labels: tuple[str, ...], extra_legacy_resources: tuple[str,
     """Check the cluster for double counting and migration problems.
 
     \b
-    - GPUs offered by both the device plugin and a DRA driver (double counting)
+    - GPUs offered by both a device plugin and a DRA driver, NVIDIA's or HAMi's (double counting)
     - DeviceClass extendedResourceName overlapping device-plugin resources (KEP-5004)
     - the kubectl-gpu webhook: configured, with a Service that has ready endpoints
     - claims/templates naming missing DeviceClasses or attributes no ResourceSlice publishes

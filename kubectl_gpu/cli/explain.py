@@ -98,7 +98,10 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     For every request: devices in the DeviceClass, how many each selector matches and rejects,
     how many are free, and CEL runtime errors as the scheduler reports them (a missing attribute
     aborts scheduling; it is not a non-match).  Without a DeviceClass for gpu.nvidia.com or
-    mig.nvidia.com the NVIDIA driver's definitions are used, and the output says so.
+    mig.nvidia.com the NVIDIA driver's definitions are used, and for hami-core-gpu.project-hami.io
+    HAMi's DRA driver's, and the output says so.  HAMi's GPUs (kubectl gpu inventory
+    --target-driver hami) are shared: each claim consumes cores (% of the GPU) and memory until
+    one runs out, and a claim that names neither takes the whole GPU (the request policies' defaults).
 
     \b
     Whether a claim can be allocated, on which node and with which devices (pool/device per

@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TranslateOptions
+from kubectl_gpu.core import ApiVersion, IntegerGpuMode, Sharing, TargetDriver, TranslateOptions
 from kubectl_gpu.dra.facts import DRA_VERSIONS
 
 from kubectl_gpu.cli import exits
-from kubectl_gpu.cli.options import gpu_memory_quantity
+from kubectl_gpu.cli.options import gpu_memory_quantity, target_driver_option
 
 EXIT_REFUSED = exits.FINDINGS  # the answer is no: a wave or node switch is refused, nothing changed
 EXIT_STOPPED = exits.NOT_MIGRATED  # a write or rollout failed: what came before stays applied
@@ -83,6 +83,7 @@ def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--feature-gates", metavar="NAME=BOOL,...",
                      help="DRA feature gates that differ from the version's defaults, as kube-apiserver takes "
                           "them (e.g. DRAConsumableCapacity=true)."),
+        target_driver_option,
     ]
     for decorator in reversed(decorators):
         func = decorator(func)
@@ -113,16 +114,21 @@ class ProfileChoices:
 
 
 def fitted_translate_options(snapshot: Any, api_version: str | None, sharing: str, integer_gpus: str,
-                             gpu_memory: str | None, **_profile_choices: Any) -> tuple[TranslateOptions, list[str]]:
+                             gpu_memory: str | None, target_driver: str = TargetDriver.NVIDIA.value,
+                             driver_shares: int | None = None,
+                             **_profile_choices: Any) -> tuple[TranslateOptions, list[str]]:
     """The translation options fitted to the snapshot's cluster profile exactly as
     ``migrate --cluster/--from-cluster`` fits them (kubectl_gpu.cluster.fit_options: served
     version, sharing the GPUs allow, whole GPUs kept whole, firstAvailable where served), and the
-    lines that say which profile and what was decided from it (migrate's report prints them)."""
+    lines that say which profile and what was decided from it (migrate's report prints them).
+    ``driver_shares``: the integer shares the predicted NVIDIA driver publishes per GPU (plan's
+    --consumable-shares N with ConsumableShares on)."""
     from kubectl_gpu.cluster import fit_options
 
     fitted = fit_options(TranslateOptions(api_version=ApiVersion.parse(api_version or "v1"), sharing=Sharing(sharing),
-                                          integer_gpus=IntegerGpuMode(integer_gpus), gpu_memory=gpu_memory),
-                         snapshot.profile, api_version_given=api_version is not None)
+                                          integer_gpus=IntegerGpuMode(integer_gpus), gpu_memory=gpu_memory,
+                                          target_driver=TargetDriver(target_driver)),
+                         snapshot.profile, api_version_given=api_version is not None, driver_shares=driver_shares)
     lines = [snapshot.profile.describe()] if snapshot.profile is not None else []
     return fitted.options, [*lines, *fitted.notes]
 

@@ -1,4 +1,4 @@
-"""`kubectl gpu inventory`: show this node's GPUs as the NVIDIA DRA driver will publish them."""
+"""`kubectl gpu inventory`: show this node's GPUs as the NVIDIA DRA driver (or HAMi's) will publish them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from rich.text import Text
 from kubectl_gpu.cli import exits, yaml_output
 from kubectl_gpu.cli.console import console, progress
 from kubectl_gpu.cli.options import driver_options, driver_settings
-from kubectl_gpu.dra.facts import NEWEST_KUBERNETES_MINOR
+from kubectl_gpu.core import TargetDriver
+from kubectl_gpu.dra import hami
+from kubectl_gpu.dra.facts import NEWEST_KUBERNETES_MINOR, NVIDIA_DRIVER
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_callback
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inventory import (
@@ -23,6 +25,9 @@ from kubectl_gpu.inventory import (
 )
 from kubectl_gpu.inventory.table import COLUMNS, table_rows
 
+# --target-driver: whose kubelet plugin's slices to preview (no auto: a node alone says nothing of the cluster).
+TARGET_DRIVERS = {TargetDriver.NVIDIA.value: NVIDIA_DRIVER, TargetDriver.HAMI.value: hami.HAMI_DRIVER}
+_NVIDIA_ONLY_OPTIONS = ("driver_version", "driver_gates", "consumable_shares", "kubernetes_version")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 EXIT_CODES = exits.epilog(f"""\b
@@ -70,6 +75,11 @@ Examples:
 @click.option("--record", "record_file", metavar="FILE",
               help="Also write what NVML and sysfs said (the recording of docs/inventory.md) to FILE, so "
                    "--nvml-recording FILE gives this node's slices anywhere ('-': stdout, instead of the preview).")
+@click.option("--target-driver", type=click.Choice(sorted(TARGET_DRIVERS)), default=TargetDriver.NVIDIA.value, show_default=True,
+              help=f"Whose slices to preview: NVIDIA's DRA driver ({NVIDIA_DRIVER}), or HAMi's "
+                   f"({hami.HAMI_DRIVER}: one {hami.HAMI_GPU_TYPE} device per GPU, MIG mode or not, with "
+                   "consumable cores (0-100) and memory that HAMi-core enforces).  HAMi's driver has no "
+                   "release, gate or Kubernetes-version options here.")
 @driver_options
 @click.option("--kubernetes-version", metavar="1.MINOR", default=None,
               help="The cluster's Kubernetes version: with DynamicMIG the driver puts counters in a slice of "
@@ -90,7 +100,7 @@ Examples:
               help="--node: how long to wait for each answer of the API server.")
 @click.pass_context
 def command(ctx: click.Context, output: str, node_name: str | None, nvml_recording: str | None,
-            record_file: str | None, driver_version: str | None, driver_gates: str | None,
+            record_file: str | None, target_driver: str, driver_version: str | None, driver_gates: str | None,
             consumable_shares: str | None, kubernetes_version: str | None,
             remote_node: str | None, image: str | None, runtime_class: str | None, wait_seconds: float,
             kubeconfig: str | None, context: str | None, namespace: str | None,
@@ -102,14 +112,25 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
     announces them; index and minor are not attributes since driver v25.8.0.  With the
     driver's DynamicMIG gate every MIG-capable GPU is its full GPU plus every MIG placement,
     drawing on the GPU's counters (one slice per GPU).
+
+    With --target-driver hami, what HAMi's DRA driver publishes instead: every GPU as one
+    hami-gpu device that several claims share (allowMultipleAllocations), each consuming
+    cores (percent of the GPU) and memory, in one slice.
     """
+    driver = TARGET_DRIVERS[target_driver]
+    if driver != NVIDIA_DRIVER:
+        given = [f"--{name.replace('_', '-')}" for name in _NVIDIA_ONLY_OPTIONS if ctx.params[name] is not None]
+        if given:
+            raise click.UsageError(f"{', '.join(given)} describe NVIDIA's driver: drop them with --target-driver "
+                                   f"{target_driver}")
     settings = driver_settings(driver_version, driver_gates, consumable_shares, _minor(kubernetes_version))
     if remote_node:
         if nvml_recording or node_name:
             raise click.UsageError("--node runs the inventory on that node: drop --nvml-recording/--node-name")
         options = ClusterOptions(kubeconfig=kubeconfig, context=context, namespace=namespace,
                                  request_timeout=request_timeout)
-        ctx.exit(_remote(options, remote_node, image, runtime_class, wait_seconds, output, settings, record_file))
+        ctx.exit(_remote(options, remote_node, image, runtime_class, wait_seconds, output, settings, record_file,
+                         driver))
     node = node_name or default_node_name()
     if len(node) > 253 or not _DNS_SUBDOMAIN.match(node):
         raise click.BadParameter(
@@ -128,7 +149,7 @@ def command(ctx: click.Context, output: str, node_name: str | None, nvml_recordi
             raise click.BadParameter(str(error), param_hint="--nvml-recording") from None
         source = {"nvml": recorded.module(), "sysfs_root": recorded.sysfs}
     try:
-        inventory = local_inventory(node, settings=settings, **source)
+        inventory = local_inventory(node, settings=settings, driver=driver, **source)
     except InventoryUnavailable as error:
         click.echo(f"error: {error}", err=True)
         ctx.exit(error.exit_code)
@@ -198,7 +219,7 @@ def _print_table(inventory: Inventory) -> None:
 
 
 def _remote(options: ClusterOptions, node: str, image: str | None, runtime_class: str | None,
-            wait_seconds: float, output: str, settings, record_file: str | None) -> int:
+            wait_seconds: float, output: str, settings, record_file: str | None, driver: str) -> int:
     """`inventory --node NODE`: the node's recording, read through its pod, previewed here (with the
     Node's UID as the slices' owner) as a local run previews it."""
     from kubectl_gpu.cli.inventory_remote import default_image, run_on_node, split_output
@@ -227,7 +248,7 @@ def _remote(options: ClusterOptions, node: str, image: str | None, runtime_class
             return code
     recorded = RecordedNvml(document)
     try:
-        inventory = local_inventory(node, recorded.sysfs, settings, node_uid, recorded.module())
+        inventory = local_inventory(node, recorded.sysfs, settings, node_uid, recorded.module(), driver)
     except InventoryUnavailable as error:
         click.echo(f"error: {node}: {error}", err=True)
         return error.exit_code

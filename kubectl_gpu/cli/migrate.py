@@ -18,15 +18,17 @@ from kubectl_gpu.cluster.quota import quota_target
 from kubectl_gpu.core import kueue_configuration, kueue_notes, merged_mappings
 from kubectl_gpu.cluster.shared_gpus import every_gpu_node_shares, lands_only_on_shared_gpus, shared_pools
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
-from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TranslateOptions, is_plain_integer_gpu,
-                              known_claims, legacy_requests, mig_profile_of, translate_pod_template)
+from kubectl_gpu.core import (ApiVersion, IntegerGpuMode, KnownClaim, Sharing, TargetDriver, TranslateOptions,
+                              is_plain_integer_gpu, known_claims, legacy_requests, mig_profile_of, translate_pod_template)
 from kubectl_gpu.core.constants import MIG
-from kubectl_gpu.dra.facts import DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, versions_served_text
+from kubectl_gpu.dra.facts import (DRA_API_VERSIONS, DRA_GROUP, DRA_VERSIONS, GFD_REPLICAS_LABEL,
+                                   GFD_SHARING_STRATEGY_LABEL, SUPPORTED_KUBERNETES_MINORS, served_dra_versions,
+                                   versions_served_text)
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.cli.console import migrate_progress
-from kubectl_gpu.cli.options import gpu_memory_quantity
+from kubectl_gpu.cli.options import gpu_memory_quantity, target_driver_option
 from kubectl_gpu.k8s.name_completion import complete_namespaces
-from kubectl_gpu.manifests import (FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
+from kubectl_gpu.manifests import (DraTarget, FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    is_stream, migrate_files, unified_diff)
 from kubectl_gpu.manifests.output import (OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
                                           write_files)
@@ -142,6 +144,7 @@ Live clusters (see their --help):
               help="Memory of one GPU in the node pool (e.g. 80Gi): lets fractions become memory shares.")
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
               help="Unit of aliyun.com/gpu-mem (the gpushare plugin's --memory-unit).")
+@target_driver_option
 @click.option("-n", "--namespace", shell_complete=complete_namespaces,
               help="Namespace for objects that name none (claims go there too).")
 def command(
@@ -166,6 +169,7 @@ def command(
     kueue: bool,
     gpu_memory: str | None,
     aliyun_memory_unit: str,
+    target_driver: str,
     namespace: str | None,
 ) -> None:
     """Rewrite legacy GPU requests (nvidia.com/gpu, fractions, vcuda, MIG, HAMi, ACK gpushare,
@@ -193,6 +197,7 @@ def command(
         raise click.UsageError(f"{what} can only be written to stdout; drop --in-place/--output-dir")
     profile, cluster_claims = _cluster_profile(cluster_files, from_cluster, kubeconfig, context, kubernetes_version,
                                                feature_gates)
+    _check_api_version_served(api_version, profile)
     fitted = fit_options(
         TranslateOptions(
             api_version=ApiVersion.parse(api_version or "v1"),
@@ -200,6 +205,7 @@ def command(
             integer_gpus=IntegerGpuMode(integer_gpus),
             gpu_memory=gpu_memory,
             aliyun_memory_unit=aliyun_memory_unit,
+            target_driver=TargetDriver(target_driver),
         ),
         profile,
         api_version_given=api_version is not None,
@@ -215,6 +221,7 @@ def command(
         quota_target=quota_target(profile),
         mig_stays_legacy=leave_mig,
         kueue=kueue,
+        dra_target=_dra_target(profile),
     )
     try:
         sources = collect_sources(inputs, sys.stdin, top_level_only=() if recursive else frozenset(filenames))
@@ -322,6 +329,35 @@ def command(
         print_write_failures(writes, console)
         sys.exit(EXIT_NOT_MIGRATED)
     sys.exit(_exit_code(result, check or show_diff))
+
+
+def _check_api_version_served(api_version: str | None, profile: ClusterProfile | None) -> None:
+    """--api-version naming a version the profile's Kubernetes release no longer serves (v1beta1 on
+    1.38) is a usage error: every claim written in it would be refused."""
+    minor = profile.kubernetes_minor if profile is not None else None
+    if api_version is None or minor is None or minor < SUPPORTED_KUBERNETES_MINORS[0]:
+        return
+    known = min(minor, SUPPORTED_KUBERNETES_MINORS[-1])
+    served = served_dra_versions(known)
+    if api_version in served:
+        return
+    last = next((v.until_minor for v in DRA_API_VERSIONS if v.name == api_version), None)
+    if last is None or known <= last:
+        return  # not yet served there: the profile's note says so (a release DRA's beta was switched on for)
+    raise click.UsageError(
+        f"--api-version {api_version}: Kubernetes 1.{minor} no longer serves {DRA_GROUP}/{api_version} (served "
+        f"through 1.{last}), so the API server would refuse every claim written in it: use --api-version "
+        f"{' or '.join(served)}, or leave --api-version out to write the newest the cluster serves ({served[0]})")
+
+
+def _dra_target(profile: ClusterProfile | None) -> DraTarget | None:
+    """With a cluster profile of a known release: the versions it serves, to which the input's own DRA
+    objects are rewritten when it no longer serves theirs."""
+    minor = profile.kubernetes_minor if profile is not None else None
+    if minor is None or minor < SUPPORTED_KUBERNETES_MINORS[0]:
+        return None
+    served = served_dra_versions(min(minor, SUPPORTED_KUBERNETES_MINORS[-1]))
+    return DraTarget(served[0], served, minor) if served else None
 
 
 def _shared_pool_warnings(profile: ClusterProfile | None, whole_gpu_templates: int) -> list[str]:

@@ -1,4 +1,5 @@
 """Options and output that several commands share (as pip's cmdoptions.py): --dra-node-label, --gpu-memory,
+--target-driver (which DRA driver the claims are for: migrate, plan),
 --driver-version/--driver-gates/--consumable-shares (which NVIDIA DRA driver a prediction of its devices is
 for: inventory, plan), and printing a result in the form -o asks for."""
 
@@ -63,6 +64,19 @@ def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], A
     else:
         from kubectl_gpu.cli.console import console
         console().print(table())
+
+
+def target_driver_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--target-driver (migrate, plan, migrate --from-cluster): the DRA driver the claims are written for."""
+    from kubectl_gpu.core import TargetDriver
+    from kubectl_gpu.dra import hami
+
+    return click.option(
+        "--target-driver", type=click.Choice([t.value for t in TargetDriver]), default=TargetDriver.NVIDIA.value,
+        show_default=True,
+        help=f"DRA driver the claims are for: nvidia ({facts.NVIDIA_DRIVER}: a GPU share is memory the scheduler "
+             f"accounts, not enforced), hami (HAMi's {hami.HAMI_DRIVER}: a share is cores and memory HAMi-core "
+             "enforces), or auto (HAMi's where the cluster publishes its slices or DeviceClass, else NVIDIA's).")(func)
 
 
 def driver_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -38,7 +38,7 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
             api_version: str | None,
             sharing: str, integer_gpus: str, gpu_memory: str | None, kubernetes_version: str | None,
             feature_gates: str | None, driver_version: str | None, driver_gates: str | None,
-            consumable_shares: str | None, **values: Any) -> None:
+            consumable_shares: str | None, target_driver: str, **values: Any) -> None:
     """Plan the move of a running cluster from device plugins to DRA.
 
     \b
@@ -87,7 +87,9 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
             fail(f"cannot plan: {exc}", exits.USAGE)
     else:
         snapshot = _live_snapshot(options, choices)
-    translate, fitted = fitted_translate_options(snapshot, api_version, sharing, integer_gpus, gpu_memory)
+    translate, fitted = fitted_translate_options(snapshot, api_version, sharing, integer_gpus, gpu_memory,
+                                                  target_driver,
+                                                  driver_shares=int(driver.shares) if driver.shares.isdigit() else None)
     if options.output in ("table", "wide"):
         for line in fitted:
             click.echo(line, err=True)

@@ -19,12 +19,14 @@ from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY as DRA_CONSUMABLE_CAPACITY
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE as DRA_EXTENDED_RESOURCE
 from kubectl_gpu.core import constants as c
 from kubectl_gpu.dra import facts
-from kubectl_gpu.core import ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TranslateOptions
+from kubectl_gpu.core import (ApiVersion, ClaimObject, Note, PodTranslation, Severity, Sharing, TargetDriver,
+                              TranslateOptions, for_target)
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import (DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, device_plugin_mig_resource,
                                    gpu_device_class_names)
 
 from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
-from .shared_gpus import every_gpu_node_shares
+from .shared_gpus import every_gpu_node_shares, shared_pools
 
 if TYPE_CHECKING:
     from kubectl_gpu.dra.devices import Device
@@ -55,10 +57,13 @@ class FittedOptions:
 
 
 def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
-                api_version_given: bool) -> FittedOptions:
+                api_version_given: bool, driver_shares: int | None = None) -> FittedOptions:
     """``options`` adjusted to the cluster.  ``api_version_given``: the user chose a version, so the
-    profile only checks it (a version the cluster does not serve is reported, not silently changed)."""
+    profile only checks it (a version the cluster does not serve is reported, not silently changed).
+    ``driver_shares``: the integer share count the NVIDIA driver its GPU nodes will run publishes
+    (ConsumableShares on, --consumable-shares N; plan's prediction), beside what the profile's slices show."""
     notes: list[str] = []
+    options = _fit_target(options, profile, notes)
     if profile is not None:
         served = profile.api_version
         if served is None:
@@ -72,6 +77,7 @@ def fit_options(options: TranslateOptions, profile: ClusterProfile | None, *,
                          f"{', '.join(profile.served_versions)}): the API server will refuse these claims")
     options = _fit_gpu_memory(options, profile, notes)
     options = _fit_gpu_slots(options, profile, notes)
+    options = _fit_slot_shares(options, profile, driver_shares, notes)
     options = _fit_sharing(options, profile, notes)
     options = _keep_whole_gpus_whole(options, profile, notes)
     options = _fit_prioritized_list(options, profile, notes)
@@ -84,15 +90,39 @@ def _nvidia_devices(profile: ClusterProfile, kind: str) -> list[Device]:
     return [d for d in profile.devices if d.driver == c.NVIDIA_DRIVER and d.attribute("type") == kind]
 
 
+def _target_gpus(profile: ClusterProfile, options: TranslateOptions) -> tuple[str, list[Device]]:
+    """The whole GPUs of the driver the claims are for, and that driver's name in words."""
+    if options.target_driver is TargetDriver.HAMI:
+        return "HAMi", [d for d in profile.devices if d.driver == hami.HAMI_DRIVER
+                        and d.attribute("type") == hami.HAMI_GPU_TYPE]
+    return "NVIDIA", _nvidia_devices(profile, "gpu")
+
+
+def _fit_target(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:
+    """--target-driver auto: HAMi's driver where the cluster publishes its slices or DeviceClass,
+    else NVIDIA's (also without a profile).  The options then carry the target's DeviceClass."""
+    if options.target_driver is TargetDriver.AUTO:
+        target = TargetDriver.HAMI if profile is not None and profile.publishes_hami else TargetDriver.NVIDIA
+        notes.append(f"--target-driver auto: claims are for {'HAMi' if target is TargetDriver.HAMI else 'NVIDIA'}'s "
+                     "DRA driver (" + (f"the cluster publishes {hami.HAMI_DRIVER} slices or its DeviceClass"
+                                       if target is TargetDriver.HAMI else
+                                       f"no {hami.HAMI_DRIVER} slice or DeviceClass"
+                                       + (" in the cluster" if profile is not None else " without a cluster profile"))
+                     + ")")
+        return for_target(options, target)
+    return for_target(options)
+
+
 def _fit_gpu_memory(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:
     """Without --gpu-memory, a cluster whose GPUs all have one memory size says what a fraction is."""
     if options.gpu_memory or profile is None:
         return options
-    sizes = {str(d.capacity_value("memory")) for d in _nvidia_devices(profile, "gpu") if d.capacity_value("memory")}
+    who, gpus = _target_gpus(profile, options)
+    sizes = {str(d.capacity_value("memory")) for d in gpus if d.capacity_value("memory")}
     if len(sizes) != 1:
         return options
     (size,) = sizes
-    notes.append(f"every NVIDIA GPU in the cluster has {size} of memory: fractions of a GPU are shares of it")
+    notes.append(f"every {who} GPU in the cluster has {size} of memory: fractions of a GPU are shares of it")
     return replace(options, gpu_memory=size)
 
 
@@ -107,10 +137,40 @@ def _fit_gpu_slots(options: TranslateOptions, profile: ClusterProfile | None, no
     return replace(options, gpu_slots=True)
 
 
+def _fit_slot_shares(options: TranslateOptions, profile: ClusterProfile | None, driver_shares: int | None,
+                     notes: list[str]) -> TranslateOptions:
+    """A profile showing pools whose device plugin shares GPUs (shared_gpus.py), with --sharing auto or
+    consumable: their slots become per-pod claims for one of a GPU's integer `shares` where the NVIDIA
+    driver publishes them (driver v0.5 ConsumableShares, --consumable-shares N), else stay as today
+    (one claim per workload with --sharing timeslicing, whole GPUs otherwise).  The report says which."""
+    if profile is None or options.sharing not in (Sharing.AUTO, Sharing.CONSUMABLE) or not shared_pools(profile.nodes):
+        return options
+    needs = (f"{facts.driver_gate_requirement(facts.CONSUMABLE_SHARES)} and --consumable-shares N (N: the pool's "
+             f"replicas), plus Kubernetes' {DRA_CONSUMABLE_CAPACITY} gate")
+    published = sorted({str(d.capacity_value(facts.CAP.shares)) for d in profile.shareable_devices(c.NVIDIA_DRIVER)
+                        if d.capacity_value(facts.CAP.shares) is not None})
+    source = (f"the cluster's NVIDIA GPUs publish {facts.CAP.shares} ({', '.join(published)})" if published
+              else f"the driver predicted for its GPU nodes publishes {driver_shares} {facts.CAP.shares} per GPU"
+              if driver_shares else None)
+    blocked = (None if source is None
+               else f"it needs {ApiVersion.V1.value}" if not options.api_version.supports_consumable_capacity
+               else f"the cluster's {DRA_CONSUMABLE_CAPACITY} gate is off" if not profile.gate(DRA_CONSUMABLE_CAPACITY)
+               else None)
+    if source is None or blocked is not None:
+        why = f"{source}, but {blocked}" if source is not None else "no NVIDIA GPU publishes shares"
+        notes.append(f"shared GPU pools: their nvidia.com/gpu slots are not claims for a GPU's {facts.CAP.shares} "
+                     f"({why}); that needs the {needs}; until then --sharing timeslicing keeps each workload's pods "
+                     "on one shared ResourceClaim")
+        return options
+    notes.append(f"shared GPU pools: their nvidia.com/gpu slots become per-pod claims for {facts.CAP.shares} of a GPU "
+                 f"({source}); needs the {needs}")
+    return replace(options, slot_shares=True)
+
+
 def _fit_prioritized_list(options: TranslateOptions, profile: ClusterProfile | None,
                           notes: list[str]) -> TranslateOptions:
-    if not prioritized_list_on(profile):
-        return options
+    if not prioritized_list_on(profile) or options.target_driver is TargetDriver.HAMI:
+        return options  # HAMi's driver publishes no MIG devices to list first
     assert profile is not None
     mig: dict[str, int] = {}
     for device in _nvidia_devices(profile, "mig"):
@@ -153,6 +213,8 @@ def _fit_gpu_classes(options: TranslateOptions, profile: ClusterProfile | None,
 
 
 def _fit_sharing(options: TranslateOptions, profile: ClusterProfile | None, notes: list[str]) -> TranslateOptions:
+    if options.target_driver is TargetDriver.HAMI:
+        return _fit_hami_sharing(options, profile, notes)
     if options.sharing is not Sharing.AUTO:
         requirement = DRIVER_REQUIREMENTS.get(options.sharing)
         if requirement:
@@ -173,6 +235,25 @@ def _fit_sharing(options: TranslateOptions, profile: ClusterProfile | None, note
     else:
         notes.append(f"--sharing auto: consumable capacity, {len(shareable)} NVIDIA GPU(s) advertise "
                      f"allowMultipleAllocations; needs the {DRIVER_REQUIREMENTS[Sharing.CONSUMABLE]}")
+        return replace(options, sharing=Sharing.CONSUMABLE)
+    notes.append(reason + "; fractional GPU requests get whole GPUs")
+    return replace(options, sharing=Sharing.EXCLUSIVE, sharing_reason=reason)
+
+
+def _fit_hami_sharing(options: TranslateOptions, profile: ClusterProfile | None,
+                      notes: list[str]) -> TranslateOptions:
+    """HAMi's GPUs always allow multiple allocations (kubectl_gpu.dra.hami): --sharing auto gives
+    shares of cores and memory wherever resource.k8s.io/v1 and DRAConsumableCapacity allow them."""
+    if options.sharing is not Sharing.AUTO:
+        return options
+    reason = None
+    if not options.api_version.supports_consumable_capacity:
+        reason = f"--sharing auto: HAMi's cores and memory are consumable capacity, which needs {ApiVersion.V1.value}"
+    elif profile is not None and not profile.gate(DRA_CONSUMABLE_CAPACITY):
+        reason = f"--sharing auto: the cluster's {DRA_CONSUMABLE_CAPACITY} feature gate is off"
+    if reason is None:
+        notes.append(f"--sharing auto: shares of HAMi's GPUs ask for their cores and memory, which HAMi-core enforces; "
+                     f"needs Kubernetes' {DRA_CONSUMABLE_CAPACITY} gate")
         return replace(options, sharing=Sharing.CONSUMABLE)
     notes.append(reason + "; fractional GPU requests get whole GPUs")
     return replace(options, sharing=Sharing.EXCLUSIVE, sharing_reason=reason)

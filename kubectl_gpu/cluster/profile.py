@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.devices import Device, SliceFacts, current_slices, is_resource_slice, read_slice
 from kubectl_gpu.dra.facts import DRA_VERSION_SINCE, DRA_VERSIONS, served_dra_versions
 from kubectl_gpu.dra.gates import CONSUMABLE_CAPACITY, DRA_GATES, SUPPORTED_MINORS, default_gates, kubernetes_minor
@@ -52,7 +53,8 @@ class ClusterProfile:
     device_classes: tuple[Mapping[str, Any], ...] = ()
     resource_slices: tuple[Mapping[str, Any], ...] = ()
     # Nodes, when the profile was given them: their GFD labels say where the device plugin shares GPUs
-    # (cluster/shared_gpus.py).  Not part of `revision`: no claim depends on them.
+    # (cluster/shared_gpus.py), so where nvidia.com/gpu was a slot: part of `revision` through what
+    # that reading depends on (shared_gpus.sharing_identity), not their resourceVersions (heartbeats).
     nodes: tuple[Mapping[str, Any], ...] = ()
 
     @functools.cached_property
@@ -60,8 +62,10 @@ class ClusterProfile:
         """A short content identity: caches keyed by it never mix answers for two different
         clusters.  Computed when asked (the webhook's caches): without resourceVersions it hashes
         every object, a fifth of `explain -f --slices`, which never asks."""
+        from .shared_gpus import sharing_identity  # on first use: only the webhook's caches ask
+
         return _revision(self.kubernetes_minor, self.served_versions, self.feature_gates, self.device_classes,
-                         self.resource_slices)
+                         self.resource_slices, sharing_identity(self.nodes))
 
     @property
     def api_version(self) -> ApiVersion | None:
@@ -95,6 +99,12 @@ class ClusterProfile:
     def shareable_devices(self, driver: str) -> tuple[Device, ...]:
         """Devices of ``driver`` that accept several claims at once (consumable capacity)."""
         return tuple(d for d in self.devices if d.driver == driver and d.allow_multiple_allocations)
+
+    @functools.cached_property
+    def publishes_hami(self) -> bool:
+        """HAMi's DRA driver runs here: a slice of its driver, or its DeviceClass (kubectl_gpu.dra.hami)."""
+        return (any(d.driver == hami.HAMI_DRIVER for d in self.devices)
+                or any(hami.is_hami_device_class(c) for c in self.device_classes))
 
     def describe(self) -> str:
         version = f"Kubernetes 1.{self.kubernetes_minor}" if self.kubernetes_minor else "Kubernetes version unknown"
@@ -372,7 +382,7 @@ def _flatten(objects: Iterable[Any]) -> Iterable[Mapping[str, Any]]:
 
 
 def _revision(minor: int | None, served: Sequence[str], gates: Iterable[str],
-              classes: Sequence[Mapping[str, Any]], slices: Sequence[Mapping[str, Any]]) -> str:
+              classes: Sequence[Mapping[str, Any]], slices: Sequence[Mapping[str, Any]], nodes: Any = ()) -> str:
     import hashlib
     import json
 
@@ -380,7 +390,7 @@ def _revision(minor: int | None, served: Sequence[str], gates: Iterable[str],
         meta = obj.get("metadata") or {}
         return str(meta.get("name", "")), str(meta.get("resourceVersion", ""))
 
-    parts = [minor, list(served), sorted(gates), sorted(map(key, classes)), sorted(map(key, slices))]
+    parts = [minor, list(served), sorted(gates), sorted(map(key, classes)), sorted(map(key, slices)), nodes]
     if not any(key(o)[1] for o in [*classes, *slices]):
         parts.append([json.dumps(o, sort_keys=True, default=str) for o in [*classes, *slices]])
     return hashlib.sha256(json.dumps(parts, default=str).encode()).hexdigest()[:16]

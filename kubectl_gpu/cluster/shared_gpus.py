@@ -7,13 +7,16 @@ names each pool and what its pods need instead.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubectl_gpu.allocator.node_selection import InvalidNodeSelector, Node, selector_matches
 from kubectl_gpu.dra.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
                                     GFD_SHARING_STRATEGY_LABEL)
 
+_DEVICE_PLUGIN_GPU = "nvidia.com/gpu"
 SHARED = "shared"  # only the product label says so: an older GFD, strategy and replicas unknown
 
 
@@ -76,13 +79,12 @@ def shared_pools(nodes: Iterable[Mapping[str, Any]]) -> list[SharedPool]:
     """The shared pools among ``nodes`` (Node objects), by product and sharing, in name order."""
     pools: dict[tuple[str, GpuSharing], tuple[list[str], list[int]]] = {}
     for node in nodes:
-        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
-        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+        labels = _labels(node)
         sharing = device_plugin_sharing(labels)
         if sharing is None:
             continue
         names, gpus = pools.setdefault((str(labels.get(GFD_PRODUCT_LABEL, "")), sharing), ([], []))
-        names.append(str(metadata.get("name")))
+        names.append(_name(node))
         gpus.append(_int(labels.get(GFD_COUNT_LABEL)) or 0)
     return [SharedPool(product, sharing, tuple(sorted(names)), sum(gpus))
             for (product, sharing), (names, gpus) in sorted(pools.items(), key=lambda item: sorted(item[1][0]))]
@@ -93,30 +95,130 @@ def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
     plugin shares them: wherever a pod lands, nvidia.com/gpu was a slot."""
     gpu_nodes = 0
     for node in nodes:
-        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
-        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
-        status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
-        allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
-        if GFD_PRODUCT_LABEL not in labels and GFD_COUNT_LABEL not in labels and "nvidia.com/gpu" not in allocatable:
+        if not is_gpu_node(node):
             continue
         gpu_nodes += 1
-        if device_plugin_sharing(labels) is None:
+        if device_plugin_sharing(_labels(node)) is None:
             return False
     return gpu_nodes > 0
 
 
+def is_gpu_node(node: Mapping[str, Any]) -> bool:
+    """GFD labels it, or its device plugin advertises nvidia.com/gpu."""
+    labels = _labels(node)
+    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
+    return GFD_PRODUCT_LABEL in labels or GFD_COUNT_LABEL in labels or _DEVICE_PLUGIN_GPU in allocatable
+
+
+def node_as_read(node: dict[str, Any]) -> dict[str, Any]:
+    """What slot reading needs of a Node (a watch keeps only this): a GPU node's name, labels (which a
+    pod's node selection is matched against) and whether it advertises nvidia.com/gpu; of any other
+    node only its name.  Heartbeats change nothing here (sharing_identity)."""
+    metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+    kept: dict[str, Any] = {k: metadata[k] for k in ("name", "resourceVersion") if k in metadata}
+    if not is_gpu_node(node):
+        return {"metadata": kept}
+    kept["labels"] = {sys.intern(str(k)): sys.intern(str(v)) for k, v in _labels(node).items()}
+    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
+    read = {"metadata": kept}
+    if _DEVICE_PLUGIN_GPU in allocatable:
+        read["status"] = {"allocatable": {_DEVICE_PLUGIN_GPU: str(allocatable[_DEVICE_PLUGIN_GPU])}}
+    return read
+
+
+def sharing_identity(nodes: Iterable[Mapping[str, Any]]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """What of ``nodes`` slot reading depends on (GPU nodes' names and labels), for a cache key."""
+    return sorted((_name(node), sorted((str(k), str(v)) for k, v in _labels(node).items()))
+                  for node in nodes if is_gpu_node(node))
+
+
+def slot_pools(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> tuple[SharedPool, ...]:
+    """The shared pools a pod of ``template`` can land in, when every GPU node its nodeSelector and
+    required node affinity admit shares its GPUs (and there is one): its nvidia.com/gpu can only have
+    been a slot of one of them.  Empty when some admitted GPU node does not share, or none is admitted."""
+    admitted = [node for node in nodes if admits(template, _labels(node), _name(node))]
+    return tuple(shared_pools(admitted)) if every_gpu_node_shares(admitted) else ()
+
+
 def lands_only_on_shared_gpus(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
-    """The GPU nodes a pod template's nodeSelector admits all share their GPUs (and there is one): its
-    nvidia.com/gpu can only have been a slot.  Node affinity can only narrow that set further."""
+    """A pod of ``template`` asked nvidia.com/gpu for slots (migrate and the webhook read it so)."""
+    return bool(slot_pools(template, nodes))
+
+
+def admits(template: Mapping[str, Any], labels: Mapping[str, Any], name: str) -> bool:
+    """The node with these labels can run a pod of ``template`` by its nodeSelector and required node
+    affinity (the scheduler's NodeAffinity filter: both must hold; the affinity's terms are ORed).  A
+    selector the scheduler could not parse admits nothing."""
     spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
-    admitted = []
-    for node in nodes:
-        metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
-        labels = metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
-        if all(str(labels.get(key)) == str(value) for key, value in selector.items()):
-            admitted.append(node)
-    return every_gpu_node_shares(admitted)
+    if not all(str(labels.get(key)) == str(value) for key, value in selector.items()):
+        return False
+    affinity = spec.get("affinity") if isinstance(spec.get("affinity"), Mapping) else {}
+    node_affinity = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), Mapping) else {}
+    required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+    if not isinstance(required, Mapping):
+        return True
+    try:
+        return selector_matches(required, Node(name, {str(k): str(v) for k, v in labels.items()}))
+    except InvalidNodeSelector:
+        return False
+
+
+@dataclass(frozen=True)
+class SlotReading:
+    """A workload whose nvidia.com/gpu was read as slots: the pools its pods could land in and the slots
+    they held there, counted in that pool's GPUs (its own replicas, not a cluster-wide figure)."""
+
+    pools: tuple[SharedPool, ...]
+    slots: int  # the workload's pods times the slots each asked for
+
+    @property
+    def replicas(self) -> int | None:
+        """Slots per GPU: the fewest among its pools that say (the most GPUs the slots may have taken)."""
+        known = [p.sharing.replicas for p in self.pools if p.sharing.replicas]
+        return min(known) if known else None
+
+    @property
+    def gpus(self) -> int | None:
+        """The pool's GPUs those slots took: ceil(slots / replicas)."""
+        return -(-self.slots // self.replicas) if self.replicas else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"nodes": [n for p in self.pools for n in p.nodes], "replicas": self.replicas, "slots": self.slots,
+                "gpus": self.gpus}
+
+    def describe(self) -> str:
+        where = "; ".join(f"{', '.join(p.nodes)} ({p.sharing.describe()})" for p in self.pools)
+        size = (f"{self.slots} slot(s) at {self.replicas} per GPU: {self.gpus} GPU(s)" if self.replicas
+                else f"{self.slots} slot(s) (replicas per GPU not labelled)")
+        return f"its pods held {size} of node pool {where}"
+
+
+    def density(self, pods: int, shared_claim: bool) -> str | None:
+        """What the rewrite does to these slots, when it packs the pods more densely than the pool did or
+        gives each whole GPUs: one shared claim puts every pod on its GPUs (as many per GPU as there are
+        pods), per-pod claims give each pod whole GPUs.  None when it keeps to the pool's figures."""
+        if self.gpus is None:
+            return None
+        if shared_claim and pods > (self.replicas or 0):
+            return (f"all {pods} pods share one ResourceClaim's GPU(s): {pods} per GPU where the pool ran at most "
+                    f"{self.replicas}; split the workload or give each pod a share of a GPU")
+        if not shared_claim and self.slots > self.gpus:
+            return (f"each pod gets whole GPUs: {self.slots} GPU(s) where its slots took {self.gpus}; keep them "
+                    "shared (--sharing timeslicing) or give each pod a share of a GPU")
+        return None
+
+
+def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+    return metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+
+
+def _name(node: Mapping[str, Any]) -> str:
+    metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
+    return str(metadata.get("name", ""))
 
 
 def _int(value: Any) -> int | None:

@@ -26,7 +26,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "unescape_pointer": ("json_patch", "unescape"),
     **{name: ("model", name) for name in (
         "ApiVersion", "ClaimObject", "IntegerGpuMode", "Note", "PodTranslation", "Severity", "Sharing",
-        "TranslateOptions")},
+        "TargetDriver", "TranslateOptions")},
+    "for_target": ("hami_target", "for_target"),
     **{name: ("kueue", name) for name in (
         "KUEUE_GROUP", "QueueChange", "is_cluster_queue", "kueue_configuration", "kueue_notes", "merged_mappings",
         "queue_change")},
@@ -42,7 +43,7 @@ __getattr__ = lazy_exports(__name__, globals(), _HOMES)
 __all__ = [
     "ApiVersion", "BesideLegacy", "ClaimObject", "ClaimRef", "KnownClaim", "claim_spec_requests_gpus",
     "claims_beside_legacy_gpus", "gpus_asked_twice", "known_claims", "ContainerRef", "IntegerGpuMode", "LegacyRequest", "Note", "PatchError",
-    "PodTranslation", "Severity", "Sharing", "TranslateOptions", "escape_pointer", "family_of",
+    "PodTranslation", "Severity", "Sharing", "TargetDriver", "TranslateOptions", "for_target", "escape_pointer", "family_of",
     "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "prefix_patch", "split_pointer",
     "mig_profile_of", "translate_pod_template", "unescape_pointer",
     "QuotaEntry", "QuotaPlan", "QuotaTarget", "devices_entry", "is_resource_quota", "plan_quota",

@@ -16,8 +16,9 @@ from fractions import Fraction
 from typing import Any
 
 from . import constants as c
-from kubectl_gpu.dra.facts import attr, guarded_attr, literal
+from kubectl_gpu.dra.facts import CAP, attr, guarded_attr, literal
 from kubectl_gpu.dra.driver_config import MPS, TIME_SLICING, gpu_sharing_config
+from . import hami_target
 from .demand import Demand
 from .model import ApiVersion, ClaimObject, Note, Severity, Sharing, TranslateOptions
 from .node_constraints import MEMORY_TOLERANCE_PERCENT
@@ -43,12 +44,18 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
         summary = f"{demand.count} TPU chip(s)"
         return _finish(demand, options, request, None, summary, f"tpu-{demand.count}", False), notes
     if demand.kind == "mig":
+        if hami_target.is_hami(options):
+            notes.append(Note(Severity.WARNING, f"{demand.legacy_text}: HAMi's DRA driver publishes each GPU whole and "
+                                                "no MIG devices, so this stays a MIG claim for NVIDIA's driver",
+                              container))
         profile_sel = guarded_attr("profile", f'{attr("profile")} == {literal(demand.profile or "")}')
         request = _request("mig", options.mig_device_class, demand.count, [profile_sel, *selectors], None)
         summary = f"{demand.count} MIG device(s) of profile {demand.profile}"
         return _finish(demand, options, request, None, summary,
                        f"mig-{demand.profile}-{demand.count}", False), notes
 
+    if hami_target.is_hami(options):
+        return _hami_gpu(demand, selectors, options, container)
     whole = f"{demand.count} whole GPU(s)"
     share = demand.share
     if share is None:
@@ -57,6 +64,15 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
 
     asked = share.describe()
     strategy = options.sharing
+    if (options.slot_shares and share.memory is None and share.fraction is None
+            and options.api_version.supports_consumable_capacity):
+        # A slot as the driver's ConsumableShares hands them out: one of the GPU's integer shares per slot.
+        request = _request("gpu", options.gpu_device_class, 1, selectors, None,
+                           capacity=((CAP.shares, str(demand.count)),))
+        summary = (f"{demand.count} of the {CAP.shares} of one GPU (the NVIDIA DRA driver's consumable shares: "
+                   "a per-pod claim; no memory isolation, as with time-slicing)")
+        notes.append(Note(Severity.INFO, f"{demand.legacy_text} -> {summary}", container))
+        return _finish(demand, options, request, None, summary, f"gpu-{demand.count}-shares", False), notes
 
     def exclusive(reason: str) -> tuple[PlannedClaim, list[Note]]:
         notes.append(Note(Severity.WARNING, f"{demand.legacy_text}: {reason}; gets {whole} instead of "
@@ -119,6 +135,46 @@ def plan_claim(demand: Demand, selectors: list[str], options: TranslateOptions,
     notes.append(Note(Severity.WARNING, f"{demand.legacy_text} -> {summary}", container))
     slug = f"{_slug(options.sharing_group)}-{strategy.value}"
     return _finish(demand, options, request, config, summary, slug, True), notes
+
+
+def _hami_gpu(demand: Demand, selectors: list[str], options: TranslateOptions,
+              container: str) -> tuple[PlannedClaim, list[Note]]:
+    """A GPU demand on HAMi's driver: whole GPUs ask for no capacity (the request policy's default
+    is the whole device); a share asks for its cores and memory, which HAMi-core enforces."""
+    notes: list[Note] = []
+    whole = f"{demand.count} whole GPU(s) on HAMi's driver"
+
+    def whole_gpus(reason: str | None) -> tuple[PlannedClaim, list[Note]]:
+        if reason is not None:
+            notes.append(Note(Severity.WARNING, f"{demand.legacy_text}: {reason}; gets {whole} instead of "
+                                                f"{demand.share.describe() if demand.share else 'a share'}", container))
+        request = _request("gpu", options.gpu_device_class, demand.count, selectors, None)
+        return _finish(demand, options, request, None, whole, f"hami-gpu-{demand.count}", False), notes
+
+    share = demand.share
+    if share is None:
+        return whole_gpus(None)
+    if options.sharing is Sharing.EXCLUSIVE:
+        return whole_gpus(options.sharing_reason or "sharing strategy 'exclusive'")
+    if not options.api_version.supports_consumable_capacity:
+        return whole_gpus(f"HAMi's cores and memory are consumable capacity, which needs {ApiVersion.V1.value} "
+                          "(Kubernetes 1.34+)")
+    if options.sharing in (Sharing.TIMESLICING, Sharing.MPS):
+        notes.append(Note(Severity.WARNING, f"{demand.legacy_text}: HAMi's driver has no time-slicing or MPS "
+                                            "(its HAMiCoreSupport gate excludes them): the share asks for HAMi's cores "
+                                            "and memory instead", container))
+    capacity, capacity_notes = hami_target.share_capacity(share, options, demand.legacy_text, container)
+    if capacity is None:
+        return whole_gpus("the request states no size (a time-sliced replica), so there are no cores or memory to "
+                          "ask for")
+    notes.extend(capacity_notes)
+    request = _request("gpu", options.gpu_device_class, demand.count, selectors, None, capacity)
+    asked = ", ".join(f"{name} {value}" for name, value in capacity)
+    enforced = hami_target.enforcement_text(capacity)
+    summary = f"{demand.count} share(s) of a GPU on HAMi's driver ({asked})"
+    notes.append(Note(Severity.INFO, f"{demand.legacy_text}: {enforced}; {hami_target.ON_NVIDIA}", container))
+    slug = "hami-" + "-".join([str(demand.count), *(f"{n}{v}" for n, v in capacity)]).lower()
+    return _finish(demand, options, request, None, summary, slug, False), notes
 
 
 def _share_memory(share: Any, options: TranslateOptions) -> int | None:

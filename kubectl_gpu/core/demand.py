@@ -7,7 +7,7 @@ Each family has its own units and rules; this module turns them into one vocabul
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from . import constants as c
@@ -50,6 +50,9 @@ class Demand:
     requests: tuple[LegacyRequest, ...]  # the legacy requests this demand replaces
     share: Share | None = None  # None: whole devices
     profile: str | None = None  # MIG profile, e.g. "1g.10gb"
+    # The pod's one demand of a family its scheduler places per pod (pod_level_demands): every container
+    # that asked uses the same claim.
+    pod_level: bool = False
 
     @property
     def legacy_text(self) -> str:
@@ -361,3 +364,56 @@ _BUILDERS = {
     c.VOLCANO_GPUSHARE: _volcano_gpushare,
     c.KOORDINATOR: _koordinator,
 }
+
+
+# Families whose scheduler places a pod's GPU requests as one: the containers' amounts added up (init
+# containers' largest if more, as resourceapi.PodRequests), one placement, every GPU container given it.
+#   Volcano GPU share: getGPUMemoryOfPod / getGPUNumberOfPod add the containers' limits and the device plugin
+#     gives each GPU container all of the pod's GPU ids (volcano-sh/volcano pkg/scheduler/api/devices/nvidia/
+#     gpushare/share.go @ 09d37cf3; volcano-sh/devices pkg/plugin/nvidia/server.go Allocate @ 95b591b6).
+#   Koordinator: GetPodDeviceRequests reads resourceapi.PodRequests, one allocation in the pod's
+#     device-allocated annotation, NVIDIA_VISIBLE_DEVICES from it for each container (koordinator-sh/koordinator
+#     pkg/scheduler/plugins/deviceshare/utils.go, pkg/koordlet/runtimehooks/hooks/gpu/gpu.go,
+#     apis/extension/device_share.go @ a7a1b76b).
+POD_LEVEL_FAMILIES = {c.VOLCANO_GPUSHARE: "Volcano's GPU share", c.KOORDINATOR: "Koordinator"}
+
+
+def pod_level_demands(containers: list[ContainerDemands], annotations: Mapping[str, object],
+                      options: TranslateOptions) -> tuple[list[ContainerDemands], list[Note]]:
+    """``containers`` with the demands of a pod-level family, where more than one container asks, read
+    once from the pod's totals: each such container keeps its own requests and the pod's one device."""
+    notes: list[Note] = []
+    for family in POD_LEVEL_FAMILIES:
+        holders = [cd for cd in containers if any(d.family == family for d in cd.demands)]
+        if len(holders) < 2:
+            continue
+        running: dict[str, Fraction] = {}
+        init: dict[str, Fraction] = {}
+        for holder in holders:
+            for r in (r for d in holder.demands if d.family == family for r in d.requests):
+                if holder.container.sequential_init:
+                    init[r.name] = max(init.get(r.name, Fraction(0)), r.amount)
+                else:
+                    running[r.name] = running.get(r.name, Fraction(0)) + r.amount
+        first = holders[0].container
+        totals = {name: LegacyRequest(first, name, family, amount, format_plain(amount))
+                  for name in sorted({*running, *init})
+                  for amount in [max(running.get(name, Fraction(0)), init.get(name, Fraction(0)))]}
+        names = ", ".join(h.container.name for h in holders)
+        read: list[Note] = []
+        pooled = _BUILDERS[family](first, totals, annotations, options, read)
+        notes.extend(replace(n, message=f"the pod's {n.message}") if n.severity is Severity.ERROR else n
+                     for n in read)
+        if pooled is None:
+            continue
+        notes.append(Note(Severity.INFO, f"{POD_LEVEL_FAMILIES[family]} places a pod's GPU requests as one: containers "
+                                         f"{names} share one claim of {_described(pooled)} "
+                                         f"({', '.join(f'{r.name}: {r.text}' for r in totals.values())} in all)"))
+        containers = [replace(cd, demands=tuple(
+            replace(pooled, requests=d.requests, pod_level=True) if d.family == family else d for d in cd.demands))
+            if cd in holders else cd for cd in containers]
+    return containers, notes
+
+
+def _described(demand: Demand) -> str:
+    return f"{demand.count} GPU(s)" + (f", {demand.share.describe()} each" if demand.share is not None else "")

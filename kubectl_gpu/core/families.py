@@ -14,6 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import constants as c
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import driver_mig_profile
 from .model import Note, Severity
 from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
@@ -27,9 +28,9 @@ LEGACY_RESOURCE_NAMES: dict[str, str] = {
     "nvidia.com/vcuda-memory": c.VCUDA,
     "tencent.com/vcuda-core": c.VCUDA,
     "tencent.com/vcuda-memory": c.VCUDA,
-    "nvidia.com/gpumem": c.HAMI,
+    hami.HAMI_DRA_MEMORY_RESOURCE: c.HAMI,
     "nvidia.com/gpumem-percentage": c.HAMI,
-    "nvidia.com/gpucores": c.HAMI,
+    hami.HAMI_DRA_CORES_RESOURCE: c.HAMI,
     "aliyun.com/gpu-mem": c.ALIYUN,
     "aliyun.com/gpu-count": c.ALIYUN,
     "aliyun.com/gpu-core.percentage": c.ALIYUN,

@@ -61,6 +61,17 @@ class Sharing(str, Enum):
     AUTO = "auto"
 
 
+class TargetDriver(str, Enum):
+    """Which DRA driver the claims are written for."""
+
+    NVIDIA = "nvidia"  # NVIDIA's driver (gpu.nvidia.com): memory shares accounted, not enforced
+    # HAMi's driver (hami-core-gpu.project-hami.io): cores and memory consumed and enforced by HAMi-core
+    HAMI = "hami"
+    # HAMi's where the cluster publishes its slices or DeviceClass, else NVIDIA's (kubectl_gpu.cluster.fit);
+    # unresolved (no cluster profile) it is NVIDIA's.
+    AUTO = "auto"
+
+
 class IntegerGpuMode(str, Enum):
     """What to do with a plain integer ``nvidia.com/gpu: N`` with no selectors."""
 
@@ -109,6 +120,10 @@ class TranslateOptions:
     # time-slices or shares by MPS (the cluster profile's Nodes say so), so it is read as
     # `nvidia.com/gpu.shared` is: slots of shared GPUs.
     gpu_slots: bool = False
+    # A slot of a shared GPU (gpu_slots, nvidia.com/gpu.shared) asks for the NVIDIA driver's integer
+    # `shares` capacity of one GPU (driver v0.5 ConsumableShares with --consumable-shares N), a
+    # per-pod claim, instead of whole GPUs or one claim per workload (cluster/fit.py decides).
+    slot_shares: bool = False
     # Families (see constants.FAMILIES) to leave as legacy requests; the webhook fences such pods
     # off DRA nodes instead.
     pass_through_families: frozenset[str] = frozenset()
@@ -133,6 +148,8 @@ class TranslateOptions:
     # DeviceClasses under names of their own whose selectors select the driver's GPUs (facts.
     # selects_nvidia_gpus), from the input or the cluster: their claims are GPU claims too.
     gpu_device_classes: frozenset[str] = frozenset()
+    # The driver the claims are for (hami_target.py holds what changes for HAMi's).
+    target_driver: TargetDriver = TargetDriver.NVIDIA
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,9 @@ from kubectl_gpu.dra.gates import EXTENDED_RESOURCE, default_history
 from . import constants as c
 from .claims import PlannedClaim, plan_claim
 from .existing_claims import gpus_asked_twice, unseen_claim_notes
-from .demand import ContainerDemands, Demand, container_demands
+from .demand import ContainerDemands, Demand, container_demands, pod_level_demands
 from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_containers, read_container
+from .hami_target import for_target, is_hami, retarget_selector
 from .hints import annotation_only_notes, hami_selectors
 from .model import IntegerGpuMode, Note, PodTranslation, Severity, TranslateOptions
 from .node_constraints import NodeConstraints, translate_node_constraints
@@ -40,6 +41,7 @@ def translate_pod_template(template: Mapping[str, Any],
     annotations = annotations if isinstance(annotations, Mapping) else {}
     # A scheduler that accounts DRA devices itself gets only the claim shapes it can (schedulers.py).
     options, scheduler_notes = fit_to_scheduler(spec, options)
+    options = for_target(options)
 
     notes: list[Note] = []
     containers: list[tuple[ContainerDemands, Mapping[str, Any]]] = []
@@ -64,13 +66,23 @@ def translate_pod_template(template: Mapping[str, Any],
         notes.extend(unseen_claim_notes(template, options.known_claims, options))
     if any(n.severity is Severity.ERROR for n in notes):
         return replace(unchanged, notes=tuple(notes))
+    pooled, pooled_notes = pod_level_demands([cd for cd, _ in containers], annotations, options)
+    notes.extend(pooled_notes)
+    if any(n.severity is Severity.ERROR for n in pooled_notes):
+        return replace(unchanged, notes=tuple(notes))
+    containers = [(cd, container) for cd, (_, container) in zip(pooled, containers)]
 
     gpu_demands = [d for cd, _ in containers for d in cd.demands if d.kind in ("gpu", "mig")]
     constraints = translate_node_constraints(spec) if gpu_demands else NodeConstraints()
-    extra_selectors, hint_notes = hami_selectors(annotations) if gpu_demands else ([], [])
+    extra_selectors, hint_notes = hami_selectors(annotations, hami_dra=is_hami(options)) if gpu_demands else ([], [])
     if any(n.severity is Severity.ERROR for n in hint_notes):
         return replace(unchanged, notes=tuple([*notes, *hint_notes]))
     selectors = [*constraints.selectors, *extra_selectors]
+    # MIG claims stay NVIDIA's on HAMi's target (HAMi publishes no MIG devices): they keep its selectors.
+    mig_selectors = selectors
+    if is_hami(options):
+        mig_selectors = [*constraints.selectors, *hami_selectors(annotations)[0]]
+        selectors = [*map(retarget_selector, constraints.selectors), *extra_selectors]
 
     leave_integer = options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE
     if leave_integer and (selectors or constraints.mig_profile):
@@ -102,7 +114,7 @@ def translate_pod_template(template: Mapping[str, Any],
                 demand = replace(demand, kind="mig", profile=constraints.mig_profile)
             kept.append(demand)
         plan.container(demands.container, container, kept, demands.zero_requests,
-                       selectors if kept else [], notes)
+                       selectors if kept else [], mig_selectors if kept else [], notes)
     if not plan.ops:
         return replace(unchanged, notes=tuple(notes))
     notes.extend(constraints.notes)
@@ -155,7 +167,8 @@ class _Plan:
         self.replaced: list[LegacyRequest] = []  # removed from the template by this patch
 
     def container(self, ref: ContainerRef, container: Mapping[str, Any], demands: list[Demand],
-                  zero: tuple[LegacyRequest, ...], selectors: list[str], notes: list[Note]) -> None:
+                  zero: tuple[LegacyRequest, ...], selectors: list[str], mig_selectors: list[str],
+                  notes: list[Note]) -> None:
         replaced = [r for d in demands for r in d.requests] + list(zero)
         if not replaced:
             return
@@ -163,7 +176,7 @@ class _Plan:
         self._remove_requests(ref, container, replaced)
         references: list[str] = []
         for demand in demands:
-            planned, claim_notes = plan_claim(demand, selectors if demand.kind != "tpu" else [],
+            planned, claim_notes = plan_claim(demand, {"tpu": [], "mig": mig_selectors}.get(demand.kind, selectors),
                                               self.options, ref.name)
             notes.extend(claim_notes)
             pod_claim = self._pod_claim_for(ref, planned, demand)
@@ -199,7 +212,7 @@ class _Plan:
                 continue
             # One shared claim serves the whole workload anyway; an init container that runs
             # before the others can reuse a device no other init container holds at that time.
-            if planned.shared or ref.sequential_init:
+            if planned.shared or ref.sequential_init or demand.pod_level:
                 return pod_claim
         name = self._unique_name(f"{ref.name}-{planned.request}"
                                  + (f"-{demand.profile}" if demand.profile else ""))

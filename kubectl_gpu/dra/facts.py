@@ -288,6 +288,9 @@ CAPACITIES: tuple[Attribute, ...] = (
     *(Attribute(n, "quantity", _GPU_MIG, optional=True)
       for n in ("multiprocessors", "copyEngines", "decoders", "encoders", "jpegEngines", "ofaEngines")),
     Attribute("addressableMemory", "quantity", (VFIO_TYPE,)),
+    # ConsumableShares with --consumable-shares N (cmd/gpu-kubelet-plugin/consumable_shares.go, v0.5.0): an
+    # integer share count N, requestPolicy default 1, 1..N in steps of 1 (resource.DecimalSI).
+    Attribute("shares", "quantity", _GPU_MIG, optional=True, added="v0.5.0"),
 )
 
 _BY_NAME = {a.name: a for a in ATTRIBUTES}

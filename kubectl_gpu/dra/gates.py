@@ -27,7 +27,15 @@ CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
 EXTENDED_RESOURCE = "DRAExtendedResource"  # KEP-5004: DeviceClass.spec.extendedResourceName
 
-# gate -> (minor release, default from that release on), oldest first.
+# gate -> (minor release, default from that release on), oldest first.  Read from the versioned
+# specs of kubernetes/kubernetes staging/src/k8s.io/kube-scheduler/pkg/features/kube_features.go
+# (defaultVersionedKubernetesFeatureGates, where the DRA gates live now) at master ead35706: no DRA
+# gate there has a 1.38 entry, and a versioned gate's default in a release is that of its newest spec
+# at or before it, so 1.38's defaults are 1.37's.  (The comments there plan LockToDefault for
+# DRADeviceTaints and DRADeviceTaintRules in 1.38 and the removal of DynamicResourceAllocation's gate;
+# neither changes a default.)  DRAFractionalCapacityRange (1.37 beta) is not listed: nothing here
+# reads fractional capacity ranges.  tests/test_dra_gate_defaults_upstream.py replays the upstream
+# specs against this table for every supported minor.
 _VERSIONED_DEFAULTS: dict[str, tuple[tuple[int, bool], ...]] = {
     "DynamicResourceAllocation": ((26, False), (34, True)),
     "DRAAdminAccess": ((32, False), (34, True)),

@@ -41,7 +41,7 @@ from .model import (
     device_result_fields,
     new_device_result,
 )
-from .specs import ClaimSpec, DeviceClassSpec, RequestSpec, SubrequestSpec, builtin_device_class
+from .specs import ClaimSpec, DeviceClassSpec, RequestSpec, SubrequestSpec, builtin_class_owner, builtin_device_class
 
 SHARED_NODE = ANY_NODE
 
@@ -242,10 +242,11 @@ def _explain_alternative(
     source = "given"
     if device_class is None:
         device_class = builtin_device_class(sub.device_class)
-        source = "built-in (NVIDIA driver)" if device_class else "missing"
+        owner, owner_in_words = builtin_class_owner(sub.device_class)
+        source = f"built-in ({owner})" if device_class else "missing"
         if device_class:
             notes.append(
-                f"DeviceClass {sub.device_class} was not given; using the NVIDIA DRA driver's definition "
+                f"DeviceClass {sub.device_class} was not given; using {owner_in_words}'s definition "
                 f"({device_class.selectors[0]})"
             )
     capacity_text = {k: str(v) for k, v in sub.capacity_requests.items()}

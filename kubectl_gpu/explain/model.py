@@ -94,7 +94,7 @@ class AlternativeResult:
 
     name: str
     device_class: str
-    class_source: str  # "given" | "built-in (NVIDIA driver)" | "missing"
+    class_source: str  # "given" | "built-in (NVIDIA driver)" | "built-in (HAMi driver)" | "missing"
     allocation_mode: str
     count: int
     capacity_requests: dict[str, str]

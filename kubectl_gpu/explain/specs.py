@@ -14,15 +14,19 @@ from typing import Any, Mapping
 
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.dra.values import InvalidValue, Quantity
-from kubectl_gpu.dra import facts
+from kubectl_gpu.dra import facts, hami
 
 WRAPPED_VERSIONS = facts.READ_WRAPPED_VERSIONS
 FLAT_VERSIONS = facts.READ_FLAT_VERSIONS
 CLAIM_KINDS = {"ResourceClaim", "ResourceClaimTemplate"}
 
-# The NVIDIA DRA driver's own DeviceClasses (its chart installs all three with GPUs enabled), used
-# when the person explaining did not pass the cluster's classes.
-BUILTIN_CLASS_SELECTORS = dict(facts.DEVICE_CLASS_SELECTORS)
+# The DRA drivers' own DeviceClasses, used when the person explaining did not pass the cluster's
+# classes: the NVIDIA driver's (its chart installs all three with GPUs enabled) and HAMi's one (its
+# chart's deviceclass-hami-gpu.yaml, kubectl_gpu/dra/hami.py).
+BUILTIN_CLASS_SELECTORS = {**facts.DEVICE_CLASS_SELECTORS, hami.HAMI_DEVICE_CLASS: hami.HAMI_DEVICE_CLASS_SELECTOR}
+# Whose definition a built-in class is: (short, as explain's table shows it; long, as its note says it).
+_BUILTIN_OWNERS = {hami.HAMI_DEVICE_CLASS: ("HAMi driver", "HAMi's DRA driver")}
+_NVIDIA_OWNER = ("NVIDIA driver", "the NVIDIA DRA driver")
 
 
 class InvalidClaim(ValueError):
@@ -31,7 +35,7 @@ class InvalidClaim(ValueError):
 
 @dataclass(frozen=True)
 class DeviceClassSpec:
-    """A DeviceClass: its name and CEL selectors (``builtin``: the NVIDIA driver's definition)."""
+    """A DeviceClass: its name and CEL selectors (``builtin``: its driver's definition)."""
 
     name: str
     selectors: tuple[str, ...]
@@ -120,6 +124,11 @@ def parse_device_class(obj: Mapping[str, Any]) -> DeviceClassSpec:
         selectors=_selectors(spec.get("selectors"), f"DeviceClass {name}: spec.selectors"),
         extended_resource_name=spec.get("extendedResourceName"),
     )
+
+
+def builtin_class_owner(name: str) -> tuple[str, str]:
+    """Whose definition the built-in class ``name`` is: (``NVIDIA driver``, ``the NVIDIA DRA driver``)."""
+    return _BUILTIN_OWNERS.get(name, _NVIDIA_OWNER)
 
 
 def builtin_device_class(name: str) -> DeviceClassSpec | None:

@@ -22,7 +22,8 @@ from typing import Any
 
 from kubectl_gpu.dra.devices import Device, devices_from_slice, InvalidResourceSlice
 from kubectl_gpu.dra.devices import current_slices
-from kubectl_gpu.core import family_of
+from kubectl_gpu.core import TargetDriver, family_of
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
 from kubectl_gpu.dra.facts import GFD_COUNT_LABEL as GFD_COUNT
 from kubectl_gpu.dra.facts import GFD_FAMILY_LABEL as GFD_FAMILY
@@ -74,9 +75,11 @@ def _text(value: Fraction) -> str:
 
 
 def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
-              dra_labels: Sequence[NodeLabel], driver: DriverSettings = DriverSettings()) -> list[GpuNode]:
+              dra_labels: Sequence[NodeLabel], driver: DriverSettings = DriverSettings(),
+              target: TargetDriver = TargetDriver.NVIDIA) -> list[GpuNode]:
     """Every node with GPUs from either side, sorted by name.  A DRA node is one a DRA label marks
-    or one the NVIDIA driver publishes a ResourceSlice for (GPU Operator installs set no label)."""
+    or one a GPU DRA driver, NVIDIA's or HAMi's, publishes a ResourceSlice for (GPU Operator installs set no
+    label, nor does HAMi's chart)."""
     slices = list(slices)
     driver_nodes = publishing_nodes(slices)
     published: dict[str, list[Device]] = {}
@@ -101,7 +104,7 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
             continue
         predicted = False
         if not devices:
-            devices = predict_devices(name, labels, legacy, driver)
+            devices = predict_devices(name, labels, legacy, driver, target)
             predicted = bool(devices)
         found.append(GpuNode(name, dra, bool((node.get("spec") or {}).get("unschedulable")), legacy, devices,
                              predicted, labels))
@@ -109,14 +112,19 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
 
 
 def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, Fraction],
-                    driver: DriverSettings = DriverSettings()) -> tuple[Device, ...]:
+                    driver: DriverSettings = DriverSettings(),
+                    target: TargetDriver = TargetDriver.NVIDIA) -> tuple[Device, ...]:
     """The GPUs the NVIDIA DRA driver will publish on ``node``, from GFD labels (or the device
     plugin's whole-GPU count when GFD is absent), as ``driver`` publishes them: with consumable
     shares, shareable whole GPUs.  GFD labels do not say which MIG profiles a GPU has, so DynamicMIG's
-    partitions are not predicted: its full GPUs are."""
+    partitions are not predicted: its full GPUs are.  With ``target`` HAMi, the same GPUs as HAMi's
+    driver publishes them (kubectl_gpu/dra/hami.py): one hami-gpu each, its cores and memory shareable."""
     count = int(_quantity(labels.get(GFD_COUNT, 0))) or int(legacy.get("nvidia.com/gpu", 0))
     if count <= 0:
         return ()
+    if target is TargetDriver.HAMI:
+        return _on_node(node, _predicted_shape(json.dumps(_hami_device(labels), sort_keys=True), count,
+                                               hami.HAMI_DRIVER))
     attributes: dict[str, Any] = {"type": {"string": "gpu"}}
     if labels.get(GFD_PRODUCT):
         # GFD writes the NVML name with spaces as dashes ("NVIDIA-A100-SXM4-80GB"); the driver
@@ -131,23 +139,44 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
                               "capacity": published_capacity(shared.capacity, shared.request_policies)}
     if shared.allow_multiple_allocations:
         device["allowMultipleAllocations"] = True
-    shape = _predicted_shape(json.dumps(device, sort_keys=True), count)
+    return _on_node(node, _predicted_shape(json.dumps(device, sort_keys=True), count))
+
+
+def _on_node(node: str, shape: tuple[Device, ...]) -> tuple[Device, ...]:
     # One node pool's nodes are alike: parse the slice once, then give each node its own copies.
     return tuple(replace(d, pool=node, node_name=node, slice_name=f"{node}-predicted",
                          node_scope=d.node_scope.replace(_SHAPE_NODE, node)) for d in shape)
+
+
+def _hami_device(labels: Mapping[str, str]) -> dict[str, Any]:
+    """A hami-gpu as GFD's labels describe it: productName and architecture in HAMi's domain, cores
+    and memory with the driver's request policies (memory only where GFD states it)."""
+    attributes: dict[str, Any] = {"type": {"string": hami.HAMI_GPU_TYPE}}
+    if labels.get(GFD_PRODUCT):
+        attributes["productName"] = {"string": str(labels[GFD_PRODUCT]).replace("-", " ", 1)}
+    family = architecture_of_gfd_family(str(labels.get(GFD_FAMILY, "")))
+    if family:
+        attributes["architecture"] = {"string": family}
+    memory = int(_quantity(labels[GFD_MEMORY])) * MIB if labels.get(GFD_MEMORY) else 0
+    capacity = hami.published_capacity(memory)
+    if not memory:
+        del capacity[hami.MEMORY.name]
+    return {"attributes": attributes, "capacity": capacity,
+            "allowMultipleAllocations": hami.ALLOWS_MULTIPLE_ALLOCATIONS}
 
 
 _SHAPE_NODE = "predicted-node"
 
 
 @functools.lru_cache(maxsize=64)
-def _predicted_shape(key: str, count: int) -> tuple[Device, ...]:
+def _predicted_shape(key: str, count: int, driver: str = NVIDIA_DRIVER) -> tuple[Device, ...]:
     device = json.loads(key)
+    names = [hami.device_name(i) if driver == hami.HAMI_DRIVER else f"gpu-{i}" for i in range(count)]
     slice_obj = {"apiVersion": NEWEST_DRA_API_VERSION, "kind": "ResourceSlice",
                  "metadata": {"name": f"{_SHAPE_NODE}-predicted"},
-                 "spec": {"driver": NVIDIA_DRIVER, "nodeName": _SHAPE_NODE,
+                 "spec": {"driver": driver, "nodeName": _SHAPE_NODE,
                           "pool": {"name": _SHAPE_NODE, "generation": 0, "resourceSliceCount": 1},
-                          "devices": [{"name": f"gpu-{i}", **device} for i in range(count)]}}
+                          "devices": [{"name": name, **device} for name in names]}}
     return tuple(devices_from_slice(slice_obj))
 
 

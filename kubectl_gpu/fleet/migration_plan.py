@@ -196,7 +196,7 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     """``driver``: the NVIDIA DRA driver the nodes not yet on DRA will run (their predicted devices)."""
     translate = Translations()
     plans = workloads if workloads is not None else plan_workloads(snapshot, options, translate)
-    nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels, driver)
+    nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels, driver, options.target_driver)
     claims = claims_by_name(plans)
     universe = [d for node in nodes for d in node.devices]
     pool = DraPool(snapshot.device_classes, universe,
@@ -439,7 +439,7 @@ def check_wave(snapshot: Snapshot, node_names: Sequence[str], options: Translate
     """The checks of one node switch as it would run now (``migrate nodes``): the same drain,
     budget and stranding checks as a planned wave, for exactly these nodes."""
     plans = plan_workloads(snapshot, options)
-    nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels)
+    nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels, target=options.target_driver)
     known = {n.name: n for n in nodes}
     wave = Wave(1, nodes=list(node_names))
     unknown = [n for n in node_names if n not in known]

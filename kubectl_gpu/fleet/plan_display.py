@@ -56,6 +56,11 @@ def render_plan(plan: MigrationPlan, wide: bool = False, headers: bool = True) -
                      "Discovery labels")
     for pool in plan.shared_pools:
         lines.append(f"  SHARED GPUS: {pool.describe(plan.every_gpu_node_shares)}")
+    for w in plan.workloads:
+        if w.slots is not None:
+            shared = any(c.get("kind") == "ResourceClaim" for c in w.claims)
+            warning = w.slots.density(w.pods, shared) if w.claims else None
+            lines.append(f"  SLOTS: {w.ref}: {w.slots.describe()}" + (f"; {warning}" if warning else ""))
     for wave in plan.waves:
         lines.append("")
         lines.extend(_wave(wave))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
+from kubectl_gpu.cluster.shared_gpus import SharedPool, SlotReading, shared_pools, slot_pools
 from kubectl_gpu.core import (KnownClaim, Severity, Sharing, TranslateOptions, known_claims, legacy_requests,
                                translate_pod_template)
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
@@ -36,6 +37,7 @@ BLOCKED = "blocked"  # cannot move yet: the reasons say why and what to do
 OWNED = "owned"  # a controller owns it: its owner moves instead
 RECREATE = "recreate"  # immutable pod template (bare pod, Job): recreate from a migrated manifest
 STATUSES = (MIGRATE, MIGRATED, BLOCKED, OWNED, RECREATE)
+_GPU = "nvidia.com/gpu"  # the device plugin's resource: a slot, not a GPU, on a time-sliced pool
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class WorkloadPlan:
     patch: tuple[Mapping[str, Any], ...] = ()  # JSON patch on the object
     source: Mapping[str, Any] | None = field(default=None, repr=False, compare=False)  # the object as read
     nodes: tuple[str, ...] = ()  # a DaemonSet's nodes: its pods cannot go anywhere else
+    # Its nvidia.com/gpu read as slots of the time-sliced pool its pods' node selection keeps them in.
+    slots: SlotReading | None = None
 
     @functools.cached_property
     def ref(self) -> str:
@@ -82,6 +86,8 @@ class WorkloadPlan:
             out["notes"] = list(self.notes)
         if self.claims:
             out["claims"] = [f"{c['kind']}/{c['metadata']['name']}" for c in self.claims]
+        if self.slots is not None:
+            out["sharedPool"] = self.slots.to_dict()
         return out
 
 
@@ -155,6 +161,7 @@ class Translations:
         self._demands: dict[str, dict[str, Fraction]] = {}
         self._manifests: dict[tuple[int, str], Mapping[str, Any]] = {}
         self._sites: dict[tuple[str, str, str, str], SiteOutcome] = {}
+        self._slot_pools: dict[str, tuple[SharedPool, ...]] = {}
 
     def manifest(self, claim: Any, namespace: str | None) -> Mapping[str, Any]:
         """claim.manifest(namespace), built once per claim and namespace (read-only: shared)."""
@@ -217,6 +224,15 @@ class Translations:
                       if n.severity is not Severity.INFO or result.changed),
                 tuple(n.render() for n in result.errors), prefix_patch(result.patch, pointer), claims,
                 tuple(claim.name for claim in result.claims))
+        return found
+
+    def slot_pools(self, projection: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> tuple[SharedPool, ...]:
+        """shared_gpus.slot_pools, once per distinct node selection (``nodes`` are one snapshot's)."""
+        spec = projection.get("spec") if isinstance(projection.get("spec"), Mapping) else {}
+        key = json.dumps([spec.get("nodeSelector"), spec.get("affinity")], sort_keys=True, default=str)
+        found = self._slot_pools.get(key)
+        if found is None:
+            found = self._slot_pools[key] = slot_pools(projection, nodes)
         return found
 
     def demand(self, template: Mapping[str, Any]) -> dict[str, Fraction]:
@@ -301,21 +317,26 @@ def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     plans = []
     translate = translate or Translations()
     known = known_claims_by_namespace(snapshot)
+    # Nodes matter only where some pool's device plugin shares its GPUs: there a pod's nvidia.com/gpu
+    # may have been a slot, which its node selection tells (shared_gpus.slot_pools).
+    sharing_nodes = snapshot.nodes if shared_pools(snapshot.nodes) else ()
     for obj in snapshot.workloads:
-        plan = plan_workload(obj, options, pods_by_owner, translate, known)
+        plan = plan_workload(obj, options, pods_by_owner, translate, known, sharing_nodes)
         if plan is not None and plan.kind == "DaemonSet":
             plan = replace(plan, nodes=tuple(sorted(nodes_by_owner.get(plan.uid, ()))))
         if plan is not None:
             plans.append(plan)
     plans.extend(p for pod in snapshot.pods
-                 if _controller(pod) is None and (p := _bare_pod(pod, options, translate, known)))
+                 if _controller(pod) is None and (p := _bare_pod(pod, options, translate, known, sharing_nodes)))
     return sorted(plans, key=lambda p: (p.namespace, p.kind, p.name))
 
 
 def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
                   pods_by_owner: Mapping[str, int] | None = None, translate: Translations | None = None,
-                  known: Mapping[str, tuple[KnownClaim, ...]] | None = None) -> WorkloadPlan | None:
-    """``known``: the claims by namespace (``known_claims_by_namespace``); None: those in ``options``."""
+                  known: Mapping[str, tuple[KnownClaim, ...]] | None = None,
+                  nodes: Sequence[Mapping[str, Any]] = ()) -> WorkloadPlan | None:
+    """``known``: the claims by namespace (``known_claims_by_namespace``); None: those in ``options``.
+    ``nodes``: the cluster's Nodes, whose GFD labels say where nvidia.com/gpu counted slots."""
     meta = obj.get("metadata") or {}
     namespace = str(meta.get("namespace") or "")
     kind = str(obj.get("kind"))
@@ -331,6 +352,7 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
     pods = 0
     had_record = False
     dra_pods, dra_claims = 0, []  # what an already migrated object runs on DRA devices
+    slot_sites: list[tuple[tuple[SharedPool, ...], int]] = []  # (pools, slots) of templates read as slots
     for site in sites:
         template = resolve(obj, site.pointer)
         template_meta = template.get("metadata")
@@ -348,8 +370,15 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
             continue
         for key, value in demand.items():
             legacy[key] = max(legacy.get(key, Fraction(0)), value)
-        pods += _pod_count(obj, site.pointer, pods_by_owner or {})
-        outcome = translate.site(identity, projection, options, group, site.pointer, namespace or None,
+        site_pods = _pod_count(obj, site.pointer, pods_by_owner or {})
+        pods += site_pods
+        site_options = options
+        pools = translate.slot_pools(projection, nodes) if nodes and _GPU in demand else ()
+        if pools:
+            # As migrate reads it (cli/migrate.py): the pool its node selection keeps it in counted slots.
+            site_options = options if options.gpu_slots else replace(options, gpu_slots=True)
+            slot_sites.append((pools, site_pods * int(demand[_GPU])))
+        outcome = translate.site(identity, projection, site_options, group, site.pointer, namespace or None,
                                  known.get(namespace, ()) if known is not None else None)
         notes.extend(outcome.notes)
         errors.extend(outcome.errors)
@@ -362,8 +391,13 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
             return None
         return WorkloadPlan(kind, str(obj.get("apiVersion")), namespace, str(meta.get("name")), str(meta.get("uid", "")),
                             MIGRATED, (), (), dra_pods, {}, pod_claims=tuple(dra_claims))
+    slots = (SlotReading(tuple(dict.fromkeys(p for pools, _ in slot_sites for p in pools)),
+                         sum(n for _, n in slot_sites)) if slot_sites else None)
+    if slots is not None:
+        notes.extend(_density(slots, pods, claims))
     base = dict(kind=kind, api_version=str(obj.get("apiVersion")), namespace=namespace, name=str(meta.get("name")),
-                uid=str(meta.get("uid", "")), notes=tuple(dict.fromkeys(notes)), pods=pods, legacy=legacy)
+                uid=str(meta.get("uid", "")), notes=tuple(dict.fromkeys(notes)), pods=pods, legacy=legacy,
+                slots=slots)
     owner = _controller(obj)
     if owner is not None:
         return WorkloadPlan(**base, status=OWNED, reasons=(
@@ -383,16 +417,22 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
                         pod_claims=tuple(pod_claims), patch=tuple(ops), source=obj)
 
 
+def _density(slots: SlotReading, pods: int, claims: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    warning = slots.density(pods, any(c.get("kind") == "ResourceClaim" for c in claims.values())) if claims else None
+    return [f"info: {slots.describe()}"] + ([f"warning: {warning}"] if warning else [])
+
+
 RECREATES_ANNOTATION = "kubectl-gpu.io/recreates"  # on a migrated bare pod's manifest: the pod it replaces
 
 
 def _bare_pod(pod: Obj, options: TranslateOptions, translate: Translations,
-              known: Mapping[str, tuple[KnownClaim, ...]] | None = None) -> WorkloadPlan | None:
+              known: Mapping[str, tuple[KnownClaim, ...]] | None = None,
+              nodes: Sequence[Mapping[str, Any]] = ()) -> WorkloadPlan | None:
     """A pod no controller owns: translated like a workload, but it can only be recreated (its
     containers are immutable, and nothing makes it again after a drain)."""
     if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
         return None
-    plan = plan_workload(pod, options, {}, translate, known)
+    plan = plan_workload(pod, options, {}, translate, known, nodes)
     if plan is None or plan.status != MIGRATE:
         return plan if plan is None or plan.status != MIGRATED else None
     return replace(plan, status=RECREATE, reasons=(

@@ -16,12 +16,13 @@ from typing import Any, Iterable, Mapping, NamedTuple
 
 from kubectl_gpu.dra.devices import Device, InvalidResourceSlice, current_slices, devices_from_slice
 from kubectl_gpu.dra.values import Semver
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import ATTR, CAP, GPU_TYPE, MIG_TYPE
 
 # NVIDIA and the example driver both call their GPU memory capacity "memory".
 MEMORY_CAPACITY = CAP.memory
-# NVIDIA's device types that are GPUs or slices of one; "vgpu" is other drivers' (HAMi-DRA).
-GPU_TYPES = (GPU_TYPE, MIG_TYPE, "vgpu")
+# The device types that are GPUs or slices of one: NVIDIA's, and HAMi's shared GPU.
+GPU_TYPES = (GPU_TYPE, MIG_TYPE, hami.HAMI_GPU_TYPE)
 
 
 class DeviceKey(NamedTuple):

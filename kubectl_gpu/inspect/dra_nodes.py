@@ -1,14 +1,19 @@
 """Which nodes run a DRA GPU driver instead of the device plugin: by node label (ACK's, or one the
 admin names), or by what the node publishes: a current ResourceSlice of the NVIDIA driver
-(gpu.nvidia.com) on it.  GPU Operator installs of the DRA driver (its GPUCluster resource) set no
-label and no GPU Feature Discovery labels; their kubelet plugins' slices say where they run."""
+(gpu.nvidia.com) or HAMi's (hami-core-gpu.project-hami.io) on it.  GPU Operator installs of the DRA
+driver (its GPUCluster resource) set no label and no GPU Feature Discovery labels, nor does HAMi's
+chart; their kubelet plugins' slices say where they run."""
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.dra.devices import nodes_of_driver
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
+
+# The GPU DRA drivers whose kubelet plugin, publishing on a node, makes it a DRA node for describe and doctor.
+GPU_DRA_DRIVERS = (NVIDIA_DRIVER, hami.HAMI_DRIVER)
 
 
 # The same marker type as the webhook's (KEY=VALUE, or KEY for any value).
@@ -27,5 +32,7 @@ def matching_label(labels: Mapping[str, str], selectors: Iterable[NodeLabel]) ->
 
 
 def publishing_nodes(resource_slices: Iterable[Mapping[str, Any]]) -> frozenset[str]:
-    """The nodes a current ResourceSlice of the NVIDIA driver names: its kubelet plugin runs there."""
-    return nodes_of_driver(resource_slices, NVIDIA_DRIVER)
+    """The nodes a current ResourceSlice of a GPU DRA driver (NVIDIA's or HAMi's) names: its kubelet plugin
+    runs there."""
+    slices = list(resource_slices)
+    return frozenset().union(*(nodes_of_driver(slices, driver) for driver in GPU_DRA_DRIVERS))

@@ -206,6 +206,7 @@ class DraObjects:
         from kubectl_gpu.inspect.devices import current_devices
         from kubectl_gpu.inspect.double_counting import double_counting_finding
         from kubectl_gpu.inspect.dra_nodes import matching_label
+        from kubectl_gpu.inspect.hami_device_plugin import registered_gpus
         from kubectl_gpu.inspect.legacy import node_legacy_resources
 
         by_node: dict[str | None, list[Any]] = {}
@@ -216,7 +217,8 @@ class DraObjects:
             metadata = node.get("metadata") or {}
             name = str(metadata.get("name") or "")
             label = matching_label(dict(metadata.get("labels") or {}), dra_labels)
-            if double_counting_finding(name, label, node_legacy_resources(node), (), by_node.get(name, ())):
+            if double_counting_finding(name, label, node_legacy_resources(node), (), by_node.get(name, ()),
+                                       registered_gpus(node)):
                 flagged.add(name)
         return frozenset(flagged)
 

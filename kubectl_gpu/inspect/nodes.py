@@ -10,10 +10,10 @@ from functools import cached_property
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.dra.quantity import format_bytes, format_plain, parse_quantity, QuantityError
-from kubectl_gpu.dra.facts import NVIDIA_DRIVER
 from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
 from kubectl_gpu.inspect.double_counting import double_counting_finding
-from kubectl_gpu.inspect.dra_nodes import NodeLabel, matching_label
+from kubectl_gpu.inspect import hami_device_plugin
+from kubectl_gpu.inspect.dra_nodes import GPU_DRA_DRIVERS, NodeLabel, matching_label
 from kubectl_gpu.inspect.findings import Finding
 from kubectl_gpu.inspect.holders import Holder, exclusive_holders
 from kubectl_gpu.inspect.legacy import LegacyPod, LegacyResource, node_legacy_resources
@@ -120,9 +120,9 @@ class NodeReport:
 
     @cached_property
     def is_dra_node(self) -> bool:
-        """Labelled as a DRA node, or publishing the NVIDIA driver's devices (a GPU Operator install
-        of the DRA driver sets no label)."""
-        return self.dra_label is not None or any(r.device.driver == NVIDIA_DRIVER for r in self.devices)
+        """Labelled as a DRA node, or publishing a GPU DRA driver's devices, NVIDIA's or HAMi's (a GPU
+        Operator install of the DRA driver sets no label, nor does HAMi's chart)."""
+        return self.dra_label is not None or any(r.device.driver in GPU_DRA_DRIVERS for r in self.devices)
 
     # Cached: the summary table, its JSON and the totals each read them for 1,000 nodes.
     @cached_property
@@ -254,7 +254,8 @@ def node_report(node: Mapping[str, Any], devices: Iterable[SliceDevice],
                  sorted(devices, key=lambda d: (d.driver, _natural(d.name))))
     legacy = node_legacy_resources(node)
     pods = tuple(sorted(legacy_pods, key=lambda p: p.ref))
-    finding = double_counting_finding(name, dra_label, legacy, pods, [r.device for r in rows])
+    finding = double_counting_finding(name, dra_label, legacy, pods, [r.device for r in rows],
+                                      hami_device_plugin.registered_gpus(node))
     return NodeReport(name, labels, dra_label, rows, legacy, pods,
                       (finding,) if finding else ())
 

@@ -13,6 +13,7 @@ from kubectl_gpu.inspect.claims import ClaimReport
 from kubectl_gpu.inspect.cluster import ClusterReport
 from kubectl_gpu.inspect.doctor import DoctorReport
 from kubectl_gpu.inspect.findings import Finding, Severity
+from kubectl_gpu.inspect.dra_nodes import GPU_DRA_DRIVERS
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
 from kubectl_gpu.inspect.pods import AllocatedDeviceRow, PodReport
@@ -155,7 +156,9 @@ def _holders(row: Any) -> list[Branch]:
 
 
 def node(report: NodeReport, wide: bool = False) -> RenderableType:
-    label = f"yes ({report.dra_label})" if report.dra_label else "no"
+    publishing = sorted({r.device.driver for r in report.devices if r.device.driver in GPU_DRA_DRIVERS})
+    label = (f"yes ({report.dra_label})" if report.dra_label
+             else f"yes (publishes {', '.join(publishing)} ResourceSlices)" if publishing else "no")
     parts: list[RenderableType] = [Text.assemble(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]
     # The default columns fit 80: what each device is (product, memory, MIG profile) is said once
     # per kind above the table; those, UUIDs (40 characters) and the driver's pools are -o wide's.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from kubectl_gpu.dra.facts import CAP
 
 MIB = 1024 * 1024  # 1Mi: the step of memory requests, and NVML's MIG memory unit
-SHARES_CAPACITY = "shares"
+SHARES_CAPACITY = CAP.shares
 # The one capacity the driver builds as a decimal quantity (resource.DecimalSI); all others BinarySI.
 DECIMAL_SI_CAPACITIES = frozenset({SHARES_CAPACITY})
 

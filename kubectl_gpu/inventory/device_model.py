@@ -69,6 +69,7 @@ class InventoryPlan:
     failures: tuple[DeviceFailure, ...] = ()
     # Not errors, but the preview differs from what someone might expect.
     notes: tuple[str, ...] = ()
+    driver: str = facts.NVIDIA_DRIVER  # whose slices these are
 
     @property
     def devices(self) -> tuple[PublishedDevice, ...]:

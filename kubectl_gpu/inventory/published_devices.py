@@ -32,7 +32,7 @@ from kubectl_gpu.inventory.driver_names import NamingError
 from kubectl_gpu.inventory.driver_settings import SPLIT_COUNTER_SLICES_SINCE_MINOR, DriverSettings
 from kubectl_gpu.inventory.readings import DeviceFailure, GpuReading, MigReading, NodeReadings
 
-__all__ = ["InventoryPlan", "PlannedSlice", "PublishedDevice", "plan_inventory"]
+__all__ = ["InventoryPlan", "PlannedSlice", "PublishedDevice", "plan_inventory", "published_versions"]
 
 
 def plan_inventory(readings: NodeReadings, settings: DriverSettings = DriverSettings()) -> InventoryPlan:
@@ -50,14 +50,21 @@ def plan_inventory(readings: NodeReadings, settings: DriverSettings = DriverSett
             continue
         groups.append(_static_devices(gpu, common, settings, failures, notes))
     slices = _slices(groups, settings, any(gpu.mig_capable for gpu in readings.gpus))
+    nvml_version, driver_version, cuda_version = published_versions(readings)
     return InventoryPlan(
-        nvml_driver_version=readings.driver_version,
-        driver_version=_safe(driver_names.semver, readings.driver_version),
-        cuda_driver_version=_safe(driver_names.cuda_driver_version, readings.cuda_driver_version),
+        nvml_driver_version=nvml_version,
+        driver_version=driver_version,
+        cuda_driver_version=cuda_version,
         slices=slices,
         failures=tuple(failures),
         notes=tuple(notes),
     )
+
+
+def published_versions(readings: NodeReadings) -> tuple[str, str, str]:
+    """The header's versions: NVML's driver version, and the driver and CUDA versions as published."""
+    return (readings.driver_version, _safe(driver_names.semver, readings.driver_version),
+            _safe(driver_names.cuda_driver_version, readings.cuda_driver_version))
 
 
 def _slices(groups: list[GpuDevices], settings: DriverSettings, mig_capable: bool) -> tuple[PlannedSlice, ...]:

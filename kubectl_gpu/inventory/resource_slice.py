@@ -1,4 +1,4 @@
-"""An :class:`InventoryPlan` as the ResourceSlices the NVIDIA DRA driver would publish (pure).
+"""An :class:`InventoryPlan` as the ResourceSlices its DRA driver (NVIDIA's or HAMi's) would publish (pure).
 
 Shape of ``resource.k8s.io/v1`` (Kubernetes 1.34+): devices carry ``attributes``
 (``{name: {string|int|ints|bool|version: value}}``) and ``capacity`` (``{name: {value: quantity,
@@ -8,7 +8,9 @@ v0.36.0 resourceslice/resourceslicecontroller.go, vendored by the driver at main
 ``i`` of ``n`` is created with ``generateName`` ``<i in hex, at least 5 digits>-gpu.nvidia.com-<node>-``
 (the API server appends a random suffix a preview cannot know), owned by the Node (controller
 reference, the Node's UID), the pool's ``generation`` 1 on first publication and
-``resourceSliceCount`` n.
+``resourceSliceCount`` n.  HAMi's driver (Project-HAMi/k8s-dra-driver at ebeaad97) vendors v0.34.1
+(34355f9d), whose controller names its slices ``<node>-<driver>-`` (resourceslicecontroller.go,
+the owner's name before the driver's).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import json
 from typing import Any, Mapping
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER as DRIVER_NAME
+from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION
 from kubectl_gpu.inventory.consumable_shares import DECIMAL_SI_CAPACITIES, RequestPolicy
 from kubectl_gpu.inventory.device_model import CounterSet, InventoryPlan, PlannedSlice, PublishedDevice
@@ -43,14 +46,20 @@ def resource_slice(plan: InventoryPlan, node_name: str, node_uid: str | None = N
     return slices[0]
 
 
-def generate_name(index: int, count: int, node_name: str) -> str:
+# Capacities a driver builds as resource.DecimalSI; all others are BinarySI.
+_DECIMAL_CAPACITIES = DECIMAL_SI_CAPACITIES | {c.name for c in hami.CAPACITIES if not c.binary}
+
+
+def generate_name(index: int, count: int, node_name: str, driver: str = DRIVER_NAME) -> str:
+    if driver == hami.HAMI_DRIVER:
+        return f"{node_name}-{driver}-"
     digits = max(_INDEX_MIN_DIGITS, len(f"{max(count - 1, 0):x}"))
-    return f"{index:0{digits}x}-{DRIVER_NAME}-{node_name}-"
+    return f"{index:0{digits}x}-{driver}-{node_name}-"
 
 
 def _slice(plan: InventoryPlan, planned: PlannedSlice, index: int, count: int, node_name: str,
            node_uid: str | None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"generateName": generate_name(index, count, node_name)}
+    metadata: dict[str, Any] = {"generateName": generate_name(index, count, node_name, plan.driver)}
     if node_uid:
         metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": node_name,
                                         "uid": node_uid, "controller": True}]
@@ -62,7 +71,7 @@ def _slice(plan: InventoryPlan, planned: PlannedSlice, index: int, count: int, n
             )
         }
     spec: dict[str, Any] = {
-        "driver": DRIVER_NAME,
+        "driver": plan.driver,
         "nodeName": node_name,
         "pool": {"name": node_name, "generation": FIRST_GENERATION, "resourceSliceCount": count},
     }
@@ -74,7 +83,7 @@ def _slice(plan: InventoryPlan, planned: PlannedSlice, index: int, count: int, n
 
 
 def _quantity(name: str, amount: int) -> str:
-    return decimal_si(amount) if name in DECIMAL_SI_CAPACITIES else binary_si(amount)
+    return decimal_si(amount) if name in _DECIMAL_CAPACITIES else binary_si(amount)
 
 
 def _counter_set(counter_set: CounterSet, key: str = "name") -> dict[str, Any]:

@@ -14,7 +14,7 @@ from kubectl_gpu.core import translate_pod_template
 
 from .loader import Format, InputError, ParsedFile, Source, collect_sources, is_stream, parse_source
 from .migration import FileMigration, FileResult
-from .plan import Emission, FilePlan, MigrateOptions, Planner, TemplatePlan, Translator, scan_inputs
+from .plan import DraTarget, Emission, FilePlan, MigrateOptions, Planner, TemplatePlan, Translator, scan_inputs
 from .serialize import RenderedFile, unified_diff
 
 
@@ -44,7 +44,7 @@ def migrate_files(
     """One FileMigration per source, in order, each to be run (its `pieces()` or `result`)
     before the next is taken.  The DRA objects and claims the inputs already hold are found
     first (a cheap scan: only documents whose text names such a kind are parsed)."""
-    facts = scan_inputs(sources, options.namespace)
+    facts = scan_inputs(sources, options.namespace, options.dra_target)
     given = options.known_claims  # the cluster's (migrate --from-cluster)
     options = replace(options, known_claims={ns: tuple(given.get(ns, ())) + facts.known_claims.get(ns, ())
                                              for ns in {*given, *facts.known_claims}},
@@ -52,7 +52,7 @@ def migrate_files(
                                         | facts.gpu_device_classes))
     if options.self_contained_files:
         for source in sources:
-            present = scan_inputs([source], options.namespace).present
+            present = scan_inputs([source], options.namespace, options.dra_target).present
             yield FileMigration(source, Planner(options, translate, present), output_format)
         return
     planner = Planner(options, translate, facts.present)
@@ -81,7 +81,7 @@ def migrate_text(
 
 
 __all__ = [
-    "Emission", "FileMigration", "FilePlan", "FileResult", "Format", "InputError", "MigrateOptions",
+    "DraTarget", "Emission", "FileMigration", "FilePlan", "FileResult", "Format", "InputError", "MigrateOptions",
     "MigrationResult", "ParsedFile", "RenderedFile", "Source", "TemplatePlan", "collect_sources", "is_stream",
     "migrate_files", "migrate_sources", "migrate_text", "parse_source", "unified_diff",
 ]

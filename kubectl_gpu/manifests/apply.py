@@ -17,7 +17,7 @@ from typing import Any
 
 from .loader import Format, ParsedDocument
 from .nodes import to_round_trip
-from .plan import Emission, QuotaChange, TemplatePlan
+from .plan import Emission, QuotaChange, TemplatePlan, VersionChange
 from .tree_patch import PatchError, apply_patch
 from .unshare import operation_pointers, unshare_paths
 
@@ -34,10 +34,11 @@ class AppliedDocument:
 def apply_document(
     document: ParsedDocument,
     file_format: Format,
-    templates: Sequence[TemplatePlan | QuotaChange],
+    templates: Sequence[TemplatePlan | QuotaChange | VersionChange],
     emissions: Sequence[Emission],
 ) -> AppliedDocument:
-    """Apply `templates` (this document's pod templates and ResourceQuotas) and place `emissions`
+    """Apply `templates` (this document's pod templates, ResourceQuotas and DRA objects rewritten to
+    a served version) and place `emissions`
     (the DRA objects its objects need first) on `document.tree`."""
     applied = AppliedDocument()
     operations = [operation for template in templates for operation in template.operations]

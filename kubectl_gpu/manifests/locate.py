@@ -116,6 +116,7 @@ def find_unrewritable(obj: Any, sites: list[PodSite], rewritten_containers: tupl
     container_sites.py) migrate rewrites: inside strings (embedded manifests, pipeline IR), other
     container specs outside a PodSpec, operators' GPU count fields."""
     spec_prefixes = tuple(site.spec_pointer + "/" for site in sites) + tuple(p + "/" for p in rewritten_containers)
+    rewritten = frozenset(rewritten_containers)  # an Argo podSpecPatch string is rewritten in place
     places: dict[str, list[str]] = {}  # message -> where it was seen
     settings: set[str] = set()  # the messages about settings, not requests
 
@@ -127,7 +128,7 @@ def find_unrewritable(obj: Any, sites: list[PodSite], rewritten_containers: tupl
         pointer = join_pointer(path)
         if isinstance(value, str):
             # Every extended resource name has a `/`: strings without one need no closer look.
-            if key in _QUIET_ANNOTATIONS or "/" not in value:
+            if key in _QUIET_ANNOTATIONS or "/" not in value or pointer in rewritten:
                 continue
             if serves_legacy_name and path == ["spec", "extendedResourceName"]:
                 continue  # KEP-5004: the scheduler serves pods requesting that name from this class

@@ -82,12 +82,13 @@ class FileMigration:
         for index, document in enumerate(opened.documents()):
             self.documents += 1
             first_template, first_emission = len(plan.templates), len(plan.emissions)
-            first_quota = len(plan.quotas)
+            first_quota, first_conversion = len(plan.quotas), len(plan.conversions)
             self.planner.plan_document(plan, index, document)
             applied = AppliedDocument()
             if document.tree is not None:
                 applied = apply_document(document, opened.format,
-                                         [*plan.templates[first_template:], *plan.quotas[first_quota:]],
+                                         [*plan.templates[first_template:], *plan.quotas[first_quota:],
+                                          *plan.conversions[first_conversion:]],
                                          plan.emissions[first_emission:])
             touched = touched or applied.changed or bool(applied.documents_before) or applied.failed is not None
             if opened.format is Format.YAML:

@@ -20,11 +20,12 @@ from typing import Any
 from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, QuotaTarget, Severity, TranslateOptions,
                               is_cluster_queue, is_resource_quota, known_claims, mig_profile_of, plan_quota,
                               queue_change, translate_pod_template, volcano_queue_change, is_volcano_queue)
+from kubectl_gpu.dra.conversion import CONVERTED_KINDS, Conversion, conversion_patch, dra_version_of
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
 from .loader import Format, ParsedDocument, Source, open_source
 from .read_back import is_live, live_pod_warning, server_set_pointers
-from .container_sites import ContainerSite, find_container_sites, plan_container_site
+from .container_sites import KSERVE_REQUIREMENT, ContainerSite, find_container_sites, plan_container_site
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
@@ -36,6 +37,17 @@ Translator = Callable[[Mapping[str, Any], TranslateOptions], PodTranslation]
 DRA_KINDS = frozenset({"ResourceClaimTemplate", "ResourceClaim"})
 KNOWN_CLAIM_KINDS = DRA_KINDS | {COMPUTE_DOMAIN_KIND}
 DEVICE_CLASS_KIND = "DeviceClass"
+
+
+@dataclass(frozen=True)
+class DraTarget:
+    """The resource.k8s.io versions the target cluster serves (its Kubernetes release, from a cluster
+    profile): the input's ResourceClaims, ResourceClaimTemplates and DeviceClasses written in one it
+    does not serve are rewritten to ``version``, the newest it serves (dra/conversion.py)."""
+
+    version: str  # "v1"
+    served: tuple[str, ...]
+    kubernetes_minor: int
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,8 @@ class MigrateOptions:
     mig_stays_legacy: bool = False
     # migrate --kueue: Kueue ClusterQueues get the MIG device count their quotas need (fleet/kueue.py).
     kueue: bool = False
+    # With a cluster profile: DRA objects of the input in a version it no longer serves are rewritten.
+    dra_target: DraTarget | None = None
 
 
 class _Rewrite:
@@ -90,6 +104,17 @@ class QuotaChange(_Rewrite):
     added: tuple[str, ...]  # "key: value" of each entry added
     # Kueue's deviceClassMappings the ClusterQueue relies on (none for a ResourceQuota).
     mappings: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class VersionChange(_Rewrite):
+    """A DRA object of the input rewritten to a resource.k8s.io version the target cluster serves."""
+
+    obj: ObjectRef
+    operations: tuple[dict[str, Any], ...]
+    notes: tuple[Note, ...]
+    source: str  # "resource.k8s.io/v1beta1"
+    target: str
 
 
 @dataclass(frozen=True)
@@ -131,6 +156,7 @@ class FilePlan:
     issues: list[DocumentIssue] = field(default_factory=list)
     objects: list[ObjectRef] = field(default_factory=list)
     quotas: list[QuotaChange] = field(default_factory=list)
+    conversions: list[VersionChange] = field(default_factory=list)
 
     @property
     def not_migrated(self) -> bool:
@@ -167,10 +193,11 @@ class InputFacts:
     gpu_device_classes: frozenset[str] = frozenset()
 
 
-def scan_inputs(sources: Iterable[Source], namespace: str | None) -> InputFacts:
+def scan_inputs(sources: Iterable[Source], namespace: str | None, dra_target: DraTarget | None = None) -> InputFacts:
     """The facts that cross documents, found before the first document is planned.  Cheap: only
     the documents whose text names one of the kinds are parsed (and dropped at once); a stream
-    without one costs a substring search per kind."""
+    without one costs a substring search per kind.  Claims the run rewrites to ``dra_target``'s
+    version are known by their rewritten specs."""
     present: dict[ObjectKey, Any] = {}
     found: dict[str | None, list[KnownClaim]] = {}
     device_classes: list[Any] = []
@@ -184,7 +211,7 @@ def scan_inputs(sources: Iterable[Source], namespace: str | None) -> InputFacts:
                     device_classes.append(to_plain(obj))
                 if ref.kind not in KNOWN_CLAIM_KINDS:
                     continue
-                plain = to_plain(obj)
+                plain = _as_target(to_plain(obj), dra_target)
                 found.setdefault(ref.namespace or namespace, []).extend(known_claims(plain))
                 if ref.kind in DRA_KINDS and ref.name:
                     present[(ref.kind, ref.namespace or namespace, ref.name)] = plain.get("spec")
@@ -216,6 +243,12 @@ class Planner:
         options, translate = self.options, self.translate
         for ref, obj in iter_objects(index, document.tree):
             plan.objects.append(ref)
+            if ref.kind in CONVERTED_KINDS:
+                if options.dra_target is not None:
+                    conversion = _plan_conversion(ref, obj, options.dra_target)
+                    if conversion is not None:
+                        plan.conversions.append(conversion)
+                continue
             if ref.kind in QUOTA_PLANNERS and (ref.kind != "ClusterQueue" or options.kueue):
                 quota = QUOTA_PLANNERS[ref.kind](ref, obj, options)
                 if quota is not None:
@@ -284,6 +317,36 @@ def _prepare_live_object(plan: FilePlan, ref: ObjectRef, obj: Mapping[str, Any],
     warning = live_pod_warning(obj)
     if warning is not None:
         plan.object_notes.append(ObjectNote(ref, Severity.WARNING, warning))
+
+
+def _converted(obj: Mapping[str, Any], target: DraTarget | None) -> Conversion | None:
+    """The rewrite of ``obj`` to ``target``'s version when the target does not serve its own, or None."""
+    version = dra_version_of(obj)
+    if target is None or version is None or version in target.served:
+        return None
+    return conversion_patch(obj, target.version)
+
+
+def _as_target(plain: dict[str, Any], target: DraTarget | None) -> dict[str, Any]:
+    """``plain`` as this run writes it: rewritten to the target's version where it must be."""
+    conversion = _converted(plain, target)
+    if conversion is not None:
+        apply_patch(plain, conversion.operations)
+    return plain
+
+
+def _plan_conversion(ref: ObjectRef, obj: Mapping[str, Any], target: DraTarget) -> VersionChange | None:
+    conversion = _converted(to_plain(obj), target)
+    if conversion is None:
+        return None
+    version = conversion.source.partition("/")[2]
+    message = f"Kubernetes 1.{target.kubernetes_minor} does not serve {version}"
+    if conversion.requests_wrapped:
+        message += (f"; the fields of {conversion.requests_wrapped} request(s) moved under `exactly`, as the API "
+                    "server converts them")
+    operations = tuple({**op, **{k: ref.pointer + op[k] for k in ("path", "from") if k in op}}
+                       for op in conversion.operations)
+    return VersionChange(ref, operations, (Note(Severity.INFO, message),), conversion.source, conversion.target)
 
 
 def _plan_quota(ref: ObjectRef, obj: Mapping[str, Any], options: MigrateOptions) -> QuotaChange | None:
@@ -397,6 +460,9 @@ def _plan_template(
     if dropped_metadata:
         notes.append(Note(Severity.INFO, "this pod spec has no pod metadata of its own, so the record of the "
                                          "original requests (annotation) was not added"))
+    if translation.claims and obj.get("kind") == "InferenceService" \
+            and str(obj.get("apiVersion", "")).startswith("serving.kserve.io/"):
+        notes.append(Note(Severity.WARNING, KSERVE_REQUIREMENT))  # its PodSpec's resourceClaims shape
     return TemplatePlan(ref, site, tuple(operations), tuple(notes)), translation.claims
 
 

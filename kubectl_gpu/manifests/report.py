@@ -27,6 +27,7 @@ class Totals:
     templates_migrated: int
     objects_added: int
     quotas_changed: int
+    versions_changed: int
     warnings: int
     errors: int
 
@@ -44,6 +45,7 @@ def totals(result: MigrationResult) -> Totals:
         templates_migrated=sum(t.changed for f in result.files for t in f.plan.templates),
         objects_added=sum(len(f.plan.emissions) for f in result.files),
         quotas_changed=sum(q.changed for f in result.files for q in f.plan.quotas),
+        versions_changed=sum(len(f.plan.conversions) for f in result.files),
         warnings=warnings,
         errors=errors,
     )
@@ -54,6 +56,7 @@ def _severities(file: FileResult) -> Iterable[Severity]:
     yield from (n.severity for t in plan.templates for n in t.notes)
     yield from (n.severity for n in plan.object_notes)
     yield from (n.severity for q in plan.quotas for n in q.notes)
+    yield from (n.severity for c in plan.conversions for n in c.notes)
     yield from (i.severity for i in plan.issues)
     if file.rendered.fallback_reason:
         yield Severity.ERROR
@@ -75,7 +78,8 @@ def print_report(result: MigrationResult, console: Console, written: bool = True
     console.print(
         f"[bold]{t.files} file(s), {t.changed_files} changed:[/bold] {t.objects} object(s) read, "
         f"{t.templates_migrated} pod template(s) {migrated}, {t.objects_added} DRA object(s) {added}, "
-        + (f"{t.quotas_changed} quota object(s) given DRA caps, " if t.quotas_changed else "") +
+        + (f"{t.quotas_changed} quota object(s) given DRA caps, " if t.quotas_changed else "")
+        + (f"{t.versions_changed} DRA object(s) rewritten to a served version, " if t.versions_changed else "") +
         f"[{_STYLE[Severity.WARNING]}]{t.warnings} warning(s)[/], [{_STYLE[Severity.ERROR]}]{t.errors} error(s)[/]"
     )
 
@@ -113,6 +117,10 @@ def _file_lines(file: FileResult) -> Iterable[str]:
         lines = by_object.setdefault(quota.obj, [])
         lines.append(f"    quota: {'added ' + escape(', '.join(quota.added)) if quota.changed else 'not changed'}")
         lines.extend(_line(6, note.severity, note.render()) for note in quota.notes)
+    for conversion in plan.conversions:
+        lines = by_object.setdefault(conversion.obj, [])
+        lines.append(f"    apiVersion: {escape(conversion.source)} -> {escape(conversion.target)}")
+        lines.extend(_line(6, note.severity, note.render()) for note in conversion.notes)
     for note in plan.object_notes:
         by_object.setdefault(note.obj, []).append(_line(4, note.severity, note.message))
     for emission in plan.emissions:

@@ -83,8 +83,11 @@ def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]], wrap: Wr
             _replace(document, path, wrap(operation["value"]))
         elif op == "move":
             value = resolve(document, operation["from"])
+            comment = _end_of_line_comment(document, operation["from"])
             _remove(document, operation["from"])
             _add(document, path, value)
+            if comment is not None:
+                _attach_end_of_line(*_parent(document, path), comment)
         elif op == "copy":
             _add(document, path, wrap(resolve(document, operation["from"])))  # wrap makes the copy
         elif op == "test":
@@ -152,6 +155,18 @@ def _replace(document: Any, path: str, value: Any) -> None:
         parent[_index(token, len(parent), path, allow_end=False)] = value
     else:
         raise PatchError(f"{path}: cannot replace in a {type(parent).__name__}")
+
+
+def _end_of_line_comment(document: Any, path: str) -> str | None:
+    """The comment on the line of a mapping key holding a scalar (`count: 2  # one per rank`), which a
+    move carries along with the value."""
+    parent, key = _parent(document, path)
+    entry = getattr(getattr(parent, "ca", None), "items", {}).get(key) if isinstance(parent, Mapping) else None
+    token = entry[2] if entry and len(entry) > 2 else None
+    if token is None or isinstance(parent[key], (Mapping, list)):
+        return None
+    own = token.value.partition("\n")[0]
+    return own if own.strip().startswith("#") else None
 
 
 def _keep_comment_of_removed_key(mapping: Any, key: str) -> None:
@@ -225,3 +240,16 @@ def _attach_after_scalar(mapping: Any, key: Any, lines: str) -> None:
         slot[2] = CommentToken("\n" + lines, CommentMark(0), None)
     else:
         slot[2].value = slot[2].value.rstrip("\n") + "\n" + lines
+
+
+def _attach_end_of_line(mapping: Any, key: Any, comment: str) -> None:
+    """Put a moved key's end-of-line comment back on its line (one space after the value)."""
+    if not hasattr(mapping, "ca"):
+        return
+    from ruamel.yaml.error import CommentMark
+    from ruamel.yaml.tokens import CommentToken
+
+    slot = mapping.ca.items.setdefault(key, [None, None, None, None])
+    following = slot[2].value if slot[2] is not None else "\n"
+    slot[2] = CommentToken(comment + ("\n" if not following.startswith("\n") else "") + following,
+                           CommentMark(0), None)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from kubectl_gpu.dra.facts import NVIDIA_DRIVER
 from kubectl_gpu.inspect.cluster import build_node_reports
 from kubectl_gpu.inspect.devices import SliceDevice
+from kubectl_gpu.inspect.dra_nodes import GPU_DRA_DRIVERS
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult
 
@@ -18,5 +18,5 @@ def check_double_counting(inputs: DoctorInputs, devices: list[SliceDevice]) -> C
     dra_nodes = sum(1 for r in reports if r.is_dra_node)
     labels = ", ".join(str(label) for label in inputs.dra_node_labels)
     summary = (f"{len(reports)} GPU node(s), {dra_nodes} DRA node(s) (labelled {labels}, or publishing "
-               f"{NVIDIA_DRIVER} ResourceSlices)")
+               f"{' or '.join(GPU_DRA_DRIVERS)} ResourceSlices)")
     return CheckResult(NAME, TITLE, summary, tuple(f for r in reports for f in r.findings))
