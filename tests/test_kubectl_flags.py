@@ -380,3 +380,28 @@ def test_request_timeout_bounds_the_fleet_commands_reads(cluster):
     output = cluster.kubectl_gpu("--request-timeout", "soon", "rollback", expect=2)
     assert "'soon' is not a duration" in output
     assert "nothing to roll back" in cluster.kubectl_gpu("--request-timeout", "30s", "rollback")
+
+
+def test_migrate_from_cluster_takes_kubectls_label_selectors(cluster):
+    """-l narrows migrate --from-cluster to the workloads with these labels, in kubectl's syntax
+    (the API server reads it), where it took only KEY=VALUE terms before."""
+    from kubectl_gpu.fleet.cluster_io import send
+
+    for plural, name, tier in (("deployments", "infer", "gpu"), ("statefulsets", "store", "gpu"),
+                               ("deployments", "web", "web")):
+        send(cluster.api, "PATCH", f"/apis/apps/v1/namespaces/serving/{plural}/{name}",
+             {"metadata": {"labels": {"tier": tier}}}, content_type="application/merge-patch+json")
+    refs = ("Deployment/serving/infer", "StatefulSet/serving/store", "Deployment/serving/web")
+
+    def said(output: str) -> set[str]:  # the workloads a line starts with (not "owned by Deployment/...")
+        return {ref for ref in refs for line in output.splitlines() if line.strip().startswith(f"{ref}:")}
+
+    def shown(selector: str) -> set[str]:
+        return said(cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "-l", selector, "--dry-run=client"))
+
+    assert said(cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--dry-run=client")) == set(refs)
+    assert shown("tier=gpu") == shown("tier in (gpu)") == shown("tier,tier!=web") == set(refs[:2])
+    assert shown("tier notin (gpu),tier") == {refs[2]}
+    assert shown("!tier") == set()
+    output = cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "-l", "tier in (", expect=2)
+    assert output.startswith("error: -l 'tier in (':")

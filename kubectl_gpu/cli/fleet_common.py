@@ -60,6 +60,20 @@ def dry_run_api(api: Any, mode: Any) -> Any:
     return ClientDryRun(api) if mode is DryRun.CLIENT else api
 
 
+def list_selected(api: Any, path: str, selector: str) -> list[dict[str, Any]]:
+    """The collection's objects with these labels.  The API server reads the selector, as for kubectl
+    get/drain -l (one parser, the server's: =, ==, !=, in, notin, key, !key); one it cannot parse is
+    a usage error that quotes it."""
+    from kubectl_gpu.k8s import ApiError, list_objects
+
+    try:
+        return list_objects(api, path, label_selector=selector)
+    except ApiError as exc:
+        if exc.status == 400:
+            raise click.UsageError(f"-l {selector!r}: {exc.message}") from None
+        raise
+
+
 def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The translation choices of `kubectl gpu migrate`, with the same defaults."""
     decorators = [

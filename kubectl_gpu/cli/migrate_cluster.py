@@ -16,7 +16,8 @@ from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.name_completion import complete_namespaces
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
 from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, dry_run_api, dry_run_mode,
-                                          dry_run_option, fail, fitted_translate_options, translate_options)
+                                          dry_run_option, fail, fitted_translate_options, list_selected,
+                                          translate_options)
 
 EPILOG = exits.epilog("""\b
 Without --apply (--dry-run=none) nothing is written: every write is sent with
@@ -41,7 +42,9 @@ Examples:
 @request_timeout_option
 @click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces, help="The namespace to migrate (default: the context's, as kubectl).")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
-@click.option("-l", "--selector", default=None, help="Only workloads with these labels (KEY=VALUE[,KEY=VALUE]).")
+@click.option("-l", "--selector", default=None, metavar="SELECTOR",
+              help="Only workloads (and bare pods) with these labels (kubectl's selector: key=value, key!=value, "
+                   "'key in (a,b)', 'key notin (a)', key, !key).")
 @dry_run_option
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the migrated objects and their claim templates as files under DIR instead.")
@@ -72,7 +75,6 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, req
     mode = dry_run_mode(do_apply, dry_run)
     if mode.writes and output_dir:
         raise click.UsageError("--output-dir writes files instead of the cluster: drop --apply")
-    wanted = _parse_selector(selector)
     choices = ProfileChoices.parse(translate.get("kubernetes_version"), translate.get("feature_gates"))
     try:
         connection = ClusterOptions(kubeconfig, context, request_timeout).connect()
@@ -81,6 +83,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, req
             scope = None if all_namespaces else namespace or connection.namespace
             snapshot = fetch_snapshot(connection.api, scope, source=f"cluster {connection.server}",
                                       gate_overrides=choices.gate_overrides)
+            wanted = _selected_refs(connection.api, selector, snapshot, scope) if selector is not None else None
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     except ValueError as exc:  # an invalid ResourceSlice: every answer depends on it
@@ -95,8 +98,7 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, req
     from kubectl_gpu.fleet.queues import plan_queue_writes
 
     queue_writes = plan_queue_writes((*snapshot.cluster_queues, *snapshot.volcano_queues), options, kueue)
-    by_ref = {_ref(w): w for w in (*snapshot.workloads, *snapshot.pods)}
-    chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]
+    chosen = [w for w in plan.workloads if wanted is None or w.ref in wanted]
 
     if output_dir is not None:
         written = _write_files(output_dir, [w for w in chosen if w.status in (MIGRATE, RECREATE)])
@@ -202,29 +204,26 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
-def _ref(obj: Any) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{obj.get('kind')}/{namespace + '/' if namespace else ''}{meta.get('name')}"
+def _selected_refs(api: Any, selector: str, snapshot: Any, scope: str | None) -> set[str]:
+    """KIND/NAMESPACE/NAME of every workload and bare pod with these labels (the plan's refs), one
+    list per kind the snapshot holds, as kubectl get -l lists them."""
+    from kubectl_gpu.fleet.execute import BUILTIN_PLURALS
+    from kubectl_gpu.k8s import ApiError, collection_path
 
-
-def _parse_selector(selector: str | None) -> dict[str, str]:
-    if not selector:
-        return {}
-    wanted = {}
-    for term in selector.split(","):
-        key, sep, value = term.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{term!r}: use KEY=VALUE terms separated by commas", param_hint="-l")
-        wanted[key.strip()] = value.strip()
-    return wanted
-
-
-def _labels_match(obj: Any, wanted: dict[str, str]) -> bool:
-    if not wanted:
-        return True
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
-    return all(labels.get(k) == v for k, v in wanted.items())
+    refs = set()
+    for (api_version, kind), plural in {**BUILTIN_PLURALS, **snapshot.plurals}.items():
+        group, _, version = api_version.rpartition("/")
+        try:
+            listed = list_selected(api, collection_path(group, version, plural, scope), selector)
+        except ApiError as exc:
+            if exc.not_found:  # a kind this cluster does not serve
+                continue
+            raise
+        for obj in listed:
+            meta = obj.get("metadata") or {}
+            namespace = meta.get("namespace")
+            refs.add(f"{kind}/{namespace + '/' if namespace else ''}{meta.get('name')}")
+    return refs
 
 
 def _target(plan: Any, snapshot: Any):

@@ -13,7 +13,7 @@ from kubectl_gpu.cli import exits
 from kubectl_gpu.k8s.name_completion import complete_nodes
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
 from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode,
-                                          dry_run_option, fail)
+                                          dry_run_option, fail, list_selected)
 
 EPILOG = exits.epilog("""\b
 Steps, for each node: cordon (and record on the node, in the
@@ -123,17 +123,11 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
 
 
 def _selected_nodes(api, selector: str, snapshot, labels: tuple) -> list[str]:
-    """The device-plugin GPU nodes the label selector picks.  The API server reads the selector, as
-    for kubectl drain -l (one parser, the server's); one it cannot parse is a usage error."""
+    """The device-plugin GPU nodes the label selector picks (as kubectl drain -l picks nodes)."""
     from kubectl_gpu.fleet.capacity import gpu_nodes
-    from kubectl_gpu.k8s import ApiError, collection_path, list_objects
+    from kubectl_gpu.k8s import collection_path
 
-    try:
-        listed = list_objects(api, collection_path("", "v1", "nodes"), label_selector=selector)
-    except ApiError as exc:
-        if exc.status == 400:
-            raise click.UsageError(f"-l {selector!r}: {exc.message}") from None
-        raise
+    listed = list_selected(api, collection_path("", "v1", "nodes"), selector)
     names = {str((n.get("metadata") or {}).get("name")) for n in listed}
     switchable = {n.name for n in gpu_nodes(snapshot.nodes, snapshot.resource_slices, labels) if not n.dra}
     return sorted(names & switchable)
