@@ -147,16 +147,18 @@ def test_kubectl_hands_flags_before_the_command_to_the_plugin(plugin_path, k8s_d
 # ----------------------------------------------------------------- usage errors
 
 @needs_kubectl
-@pytest.mark.parametrize("args,first", [
-    (["migrate", "--foo", "x.yaml"], "error: unknown flag: --foo"),
-    (["migrate", "nodes", "-x"], "error: unknown shorthand flag: 'x' in -x"),
-    (["--foo"], "error: unknown flag: --foo"),
-    (["describe", "node", "--outptu", "json"], "error: unknown flag: --outptu (did you mean --output?)"),
+@pytest.mark.parametrize("args,first,command", [
+    (["migrate", "--foo", "x.yaml"], "error: unknown flag: --foo", "kubectl gpu migrate"),
+    (["migrate", "nodes", "-x"], "error: unknown shorthand flag: 'x' in -x", "kubectl gpu migrate nodes"),
+    (["--foo"], "error: unknown flag: --foo", "kubectl gpu"),
+    (["describe", "node", "--outptu", "json"], "error: unknown flag: --outptu (did you mean --output?)",
+     "kubectl gpu describe node"),
+    (["rollback", "--timeout", "90"], 'error: invalid argument "90" for "--timeout" flag: time: missing unit in '
+     'duration "90" (write it as kubectl does, with a unit: 90s, 5m, 1h30m)', "kubectl gpu rollback"),
 ])
-def test_usage_errors_are_kubectls_two_lines(plugin_path, args, first):  # noqa: F811
+def test_usage_errors_are_kubectls_two_lines(plugin_path, args, first, command):  # noqa: F811
+    """kubectl's form (`kubectl get --foo`): the error, then where the usage is; nothing on stdout."""
     result = kubectl(plugin_path, "gpu", *args)
-    command = " ".join(["kubectl gpu", *[a for a in args if not a.startswith("-") and a != "x.yaml"
-                                          and a != "json"]])
     assert result.returncode == 2  # kubectl passes the plugin's code through (exits.USAGE)
     assert result.stderr == f"{first}\nSee '{command} --help' for usage.\n"
     assert result.stdout == ""
