@@ -1,5 +1,6 @@
 """Flags as kubectl spells them (issue 29): durations, the context's namespace by default and -A
-for all, global flags before the command, usage errors in kubectl's two lines.
+for all, global flags before the command, usage errors in kubectl's two lines, --dry-run=none|
+server|client, Examples: in every help, migrate -f/-R, -l selectors, and completion of names.
 
 Where kubectl itself can be asked, it is: the real kubectl (scripts/install-tools) parses the same
 `--timeout` values, and runs the plugin as a user's `kubectl gpu ...` does."""
