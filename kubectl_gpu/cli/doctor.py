@@ -17,7 +17,15 @@ from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_label
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 
-@click.command("doctor", epilog=exits.TABLE)
+EPILOG = exits.epilog("""\b
+Examples:
+  kubectl gpu doctor                        # the whole cluster; exit 1 on a finding
+  kubectl gpu doctor -n serving -o wide     # one namespace's objects, long values whole
+  kubectl gpu doctor -l pool=h100 -o json   # only these nodes, for scripts
+""")
+
+
+@click.command("doctor", epilog=EPILOG)
 @cluster_options
 @dra_node_label_option
 @click.option("--extra-legacy-resource", "extra_legacy_resources", multiple=True, metavar="NAME",

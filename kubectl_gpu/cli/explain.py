@@ -60,7 +60,16 @@ def _local_slices() -> list[dict[str, Any]]:
         raise InputError(f"--local: cannot read this machine's GPUs: {err}") from None
 
 
-@click.command(name="explain", epilog=exits.TABLE, help="")
+EPILOG = exits.epilog("""\b
+Examples:
+  kubectl gpu explain my-pod -n ml               # a pod's claims against the live cluster
+  kubectl gpu explain claim/train-gpus --node gpu-7
+  kubectl gpu explain -f claim.yaml --slices slices.yaml --classes classes.yaml
+  kubectl gpu migrate pod.yaml | kubectl gpu explain -f - --local   # this machine's GPUs
+""")
+
+
+@click.command(name="explain", epilog=EPILOG, help="")
 @click.argument("pod", required=False, metavar="[POD | pod/NAME | claim/NAME]",
                 shell_complete=names_from_cluster("pods"))
 @cluster_options

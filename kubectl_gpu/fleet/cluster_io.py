@@ -61,9 +61,14 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
                 plurals[(str(obj.get("apiVersion")), str(obj.get("kind")))] = plural
             elif obj.get("kind") == COMPUTE_DOMAIN_KIND:  # its IMEX channel template: a claim pods may use
                 domains.append(obj)
-    objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector), *listed("", "v1", "pods"),
+    # What holds GPUs, and what guards the pods a node wave evicts, in every namespace: `namespace`
+    # picks what moves, the scheduler sees them all (Snapshot.scope keeps other namespaces' pods out
+    # of the plan's moves).  Without a profile (rollback, node waves) nothing is fitted or placed.
+    held = not profile or namespace is None
+    objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector),
+               *listed("", "v1", "pods", namespaced=held),
                *workloads, *domains,
-               *listed("policy", "v1", "poddisruptionbudgets"),
+               *listed("policy", "v1", "poddisruptionbudgets", namespaced=held),
                *stamped(listed("", "v1", PLURALS["ResourceQuota"]), "v1", "ResourceQuota"),
                *_cluster_queues(api, listed)]
     dra_objects: list[dict[str, Any]] = []
@@ -73,11 +78,12 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
                        *stamped(listed("resource.k8s.io", dra_version, "deviceclasses", False),
                                 f"resource.k8s.io/{dra_version}", "DeviceClass")]
         objects += [*dra_objects, *listed("resource.k8s.io", dra_version, "resourceclaimtemplates"),
-                    *stamped(listed("resource.k8s.io", dra_version, "resourceclaims"),
+                    *stamped(listed("resource.k8s.io", dra_version, "resourceclaims", namespaced=held),
                              f"resource.k8s.io/{dra_version}", "ResourceClaim"),
                     *_taint_rules(api, _served(dra_group))]
     # The same sorting and shape checks as for files: one way into the planner.
-    snapshot = replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version)
+    snapshot = replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version,
+                       scope=namespace if profile else None)
     if not profile:
         return snapshot
     try:

@@ -41,6 +41,9 @@ class Snapshot:
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
+    # The one namespace whose objects move (live -n); pods, PDBs and claims of the others are read
+    # only for what they hold.  None: every namespace.
+    scope: str | None = None
     # The cluster as translation sees it (version, DRA gates, classes, published devices): the same
     # profile `migrate --cluster/--from-cluster` fits claims to. None: files with no DRA object.
     profile: ClusterProfile | None = None

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from kubectl_gpu.collector import collector_paused
 from kubectl_gpu.dra.facts import DEVICE_TAINT_RULE_VERSIONS, DRA_VERSIONS
-from kubectl_gpu.inspect.doctor import DoctorInputs
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names
 from kubectl_gpu.k8s import (PLURALS, ApiError, Client, DRA_GROUP, NotFound, collection_path, get_object, list_objects,
                              object_path, preferred_dra_version, served_versions)
+
+if TYPE_CHECKING:
+    from kubectl_gpu.inspect.doctor import DoctorInputs  # loads every check: only doctor needs it
+
 
 Objects = list[dict[str, Any]]
 # Pods that finished hold no GPU; the API server filters them so 10,000 completed Jobs cost nothing.
@@ -478,6 +481,8 @@ def fetch_doctor_inputs(api: Client, namespace: str | None = None,
 
     def objects(key: str) -> tuple[dict[str, Any], ...]:
         return tuple(got[key] or ())
+
+    from kubectl_gpu.inspect.doctor import DoctorInputs
 
     return DoctorInputs(
         served_dra_versions=dra.served,
