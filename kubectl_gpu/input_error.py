@@ -2,7 +2,7 @@
 holds nothing the command can use.  The message says what to change.
 
 A leaf module, so every reader of input (manifests, the explain command) raises the same type
-without importing the others; the CLI shows it as `Error: <message>` with exit code 2 (usage).
+without importing the others; the CLI shows it as `error: <message>` with exit code 2 (usage).
 """
 
 from __future__ import annotations

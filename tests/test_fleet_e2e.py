@@ -178,7 +178,7 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
     assert cluster.double_counting() == []
     waves = 0
     for _ in range(8):
-        cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "--timeout", "5")
+        cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5s")
         cluster.operator_reconciles()
         assert cluster.double_counting() == [], f"after wave {waves}"
         assert cluster.stranded() == [], f"after wave {waves}"
@@ -194,7 +194,7 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
             pod["status"]["phase"] = "Succeeded"
             send(cluster.api, "PUT", f"/api/v1/namespaces/ml/pods/{pod['metadata']['name']}/status", pod)
             continue
-        output = cluster.kubectl_gpu("migrate", "nodes", *switching["nodes"], "--apply", "--timeout", "5")
+        output = cluster.kubectl_gpu("migrate", "nodes", *switching["nodes"], "--apply", "--timeout", "5s")
         assert "switched" in output
         cluster.operator_reconciles()
         assert cluster.stranded() == [], f"evicted pods of wave {waves} found no node"
@@ -207,7 +207,7 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
     assert cluster.stranded() == []
     # Running it again changes nothing.
     rv = cluster.double.resource_version
-    cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "--timeout", "5")
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5s")
     assert cluster.double.resource_version == rv
     migrated = {k for k in originals if k[0] in TOP_LEVEL and cluster.double.get(
         PLURALS[k[0]], k[2], k[1])["metadata"].get("managedFields") and any(
@@ -221,8 +221,8 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
         node["status"]["allocatable"]["nvidia.com/gpu"] = node["status"]["capacity"]["nvidia.com/gpu"] = "4"
         send(cluster.api, "PUT", f"/api/v1/nodes/{name}/status", node)
     # The node-pinned DaemonSet first, while its node has room, then everything else.
-    cluster.kubectl_gpu("rollback", "daemonset/probe", "-n", "ml", "--apply", "--timeout", "5")
-    cluster.kubectl_gpu("rollback", "--apply", "--timeout", "5")
+    cluster.kubectl_gpu("rollback", "daemonset/probe", "-n", "ml", "--apply", "--timeout", "5s")
+    cluster.kubectl_gpu("rollback", "-A", "--apply", "--timeout", "5s")
     cluster.operator_reconciles()
     assert cluster.stranded() == []
     for key in migrated:
@@ -235,7 +235,7 @@ def test_a_mixed_cluster_moves_wave_by_wave_and_rolls_back_exactly(cluster):
 def test_migrate_from_cluster_is_a_server_dry_run_by_default(cluster):
     cluster.double.reset_requests()
     rv = cluster.double.resource_version
-    output = cluster.kubectl_gpu("migrate", "--from-cluster")
+    output = cluster.kubectl_gpu("migrate", "--from-cluster", "-A")
     assert "Deployment/serving/infer: would apply (server dry run)" in output
     assert "nothing was written" in output
     writes = [r for r in cluster.double.requests if r.verb in ("create", "update", "patch", "delete")]
@@ -302,7 +302,7 @@ def test_a_rollout_that_does_not_become_ready_stops_the_wave(cluster):
 
 def test_output_dir_writes_migrated_manifests_for_git_and_changes_nothing(cluster, tmp_path):
     rv = cluster.double.resource_version
-    cluster.kubectl_gpu("migrate", "--from-cluster", "--output-dir", str(tmp_path))
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--output-dir", str(tmp_path))
     assert cluster.double.resource_version == rv
     infer = yaml.safe_load((tmp_path / "serving" / "deployment-infer.yaml").read_text())
     assert infer["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"].startswith("kgpu-")
@@ -329,7 +329,7 @@ def test_a_bare_pod_gets_a_migrated_manifest_to_recreate_it(cluster, tmp_path):
     assert entry["status"] == "recreate"
     assert "--output-dir" in entry["reasons"][0] and entry["claims"]
 
-    cluster.kubectl_gpu("migrate", "--from-cluster", "--output-dir", str(tmp_path))
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--output-dir", str(tmp_path))
     text = (tmp_path / "ml" / "pod-debug.yaml").read_text()
     assert text.startswith("# kubectl-gpu: ")
     pod = yaml.safe_load(text)
@@ -360,7 +360,7 @@ def test_migrate_nodes_dry_run_checks_evictions_with_the_server(cluster):
 
 
 def test_rollback_without_a_record_says_there_is_nothing_to_do(cluster):
-    output = cluster.kubectl_gpu("rollback", "--apply")
+    output = cluster.kubectl_gpu("rollback", "-A", "--apply")
     assert "nothing to roll back" in output
 
 
@@ -373,7 +373,7 @@ def test_migrate_with_file_inputs_and_from_cluster_stays_the_file_migration():
     assert _has_inputs(["--from-cluster", "-"])
     assert _has_inputs(["--from-cluster", "--context", "prod", "k8s/"])
     assert not _has_inputs(["--from-cluster", "--context", "prod", "-n", "ml", "--apply"])
-    assert not _has_inputs(["--from-cluster", "--output-dir=gitops", "--timeout", "30"])
+    assert not _has_inputs(["--from-cluster", "--output-dir=gitops", "--timeout", "30s"])
 
 
 def test_an_eviction_a_budget_refuses_is_reported_not_forced(cluster):
@@ -407,7 +407,7 @@ def test_claim_templates_use_the_version_an_older_cluster_serves():
                 c.create(obj)
         c.create({"apiVersion": "resource.k8s.io/v1beta2", **{k: v for k, v in resource_slice("dra-1").items()
                                                              if k != "apiVersion"}})
-        c.kubectl_gpu("migrate", "--from-cluster", "--apply", "-n", "serving", "--timeout", "5")
+        c.kubectl_gpu("migrate", "--from-cluster", "--apply", "-n", "serving", "--timeout", "5s")
         (template,) = double.list("resourceclaimtemplates", "serving", version="v1beta2")
         assert double.get("deployments", "infer", "serving")["spec"]["template"]["spec"]["resourceClaims"][0][
             "resourceClaimTemplateName"] == template["metadata"]["name"]
@@ -468,7 +468,7 @@ def test_from_cluster_fits_claims_to_the_cluster_exactly_as_migrate_cluster_does
         for obj in (node("dra-1", dra=True), gpu_slice, device_class(),
                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}}, deployment):
             c.create(obj)
-        c.kubectl_gpu("migrate", "--from-cluster", "--output-dir", str(tmp_path / "live"))
+        c.kubectl_gpu("migrate", "--from-cluster", "-A", "--output-dir", str(tmp_path / "live"))
         (from_cluster,) = [yaml.safe_load(p.read_text()) for p in (tmp_path / "live" / "serving").iterdir()
                            if p.name.startswith("resourceclaimtemplate-")]
         profile = tmp_path / "profile.yaml"
@@ -495,7 +495,7 @@ def test_migrate_nodes_and_rollback_do_not_read_the_cluster_profile(cluster):
     cluster.kubectl_gpu("plan", "-o", "name", expect=None)
     assert profile_reads() == ["/metrics", "/version"]
     node = next(p for p in cluster.pods() if p["metadata"]["labels"].get("app") == "bert")["spec"]["nodeName"]
-    for command in (["migrate", "nodes", node], ["rollback"]):
+    for command in (["migrate", "nodes", node], ["rollback", "-A"]):
         cluster.double.reset_requests()
         cluster.kubectl_gpu(*command)
         assert cluster.double.count(verb="list", resource="nodes") >= 1, "it read the cluster"

@@ -24,14 +24,14 @@ def legacy_limit(cluster, kind_plural: str, name: str, namespace: str) -> str | 
 # ----------------------------------------------------------------- rollback's names
 
 def test_rollback_takes_kubectls_short_names(cluster):
-    cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5")
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5s")
     assert legacy_limit(cluster, "deployments", "infer", "serving") is None
-    output = cluster.kubectl_gpu("rollback", "deploy/infer", "-n", "serving", "--apply", "--timeout", "5")
+    output = cluster.kubectl_gpu("rollback", "deploy/infer", "-n", "serving", "--apply", "--timeout", "5s")
     assert "Deployment/serving/infer: rolled back" in output
     assert legacy_limit(cluster, "deployments", "infer", "serving") == "1"
     # The singular and the plural, any case, and KIND.GROUP name it too; only that object moves.
     for ref in ("deployment/web", "Deployments/web", "deployments.apps/web"):
-        cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5")
+        cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "--apply", "--timeout", "5s")
         output = cluster.kubectl_gpu("rollback", ref, "-n", "serving")
         assert output.splitlines()[0] == "Deployment/serving/web: would roll back (server dry run)", ref
 
@@ -93,7 +93,7 @@ def test_a_node_cordoned_before_the_wave_stays_cordoned_when_the_wave_is_undone(
 def test_a_node_is_labelled_only_after_its_evictions_succeeded(cluster):
     node = _switchable_node(cluster)
     cluster.double.reset_requests()
-    output = cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5")
+    output = cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5s")
     assert "switched 1 node(s)" in output
     order = [r.resource_path for r in cluster.double.requests if r.verb in ("patch", "create")
              and r.resource_path in ("nodes", "pods/eviction")]
@@ -105,7 +105,7 @@ def test_a_node_is_labelled_only_after_its_evictions_succeeded(cluster):
 def test_rollback_node_undoes_a_wave(cluster):
     node = _switchable_node(cluster)
     before = cluster.double.get("nodes", node, namespace="")
-    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5")
+    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5s")
     dry = cluster.kubectl_gpu("rollback", f"node/{node}")
     assert f"node/{node}: would be uncordoned" in dry and "server dry run" in dry
     assert cluster.double.get("nodes", node, namespace="")["spec"]["unschedulable"] is True
@@ -122,7 +122,7 @@ def test_rollback_node_restores_a_label_value_the_wave_replaced(cluster):
     node = _switchable_node(cluster)
     send(cluster.api, "PATCH", f"/api/v1/nodes/{node}", {"metadata": {"labels": {DRA_LABEL: "enabled"}}},
          content_type="application/merge-patch+json")
-    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5")
+    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "5s")
     assert cluster.double.get("nodes", node, namespace="")["metadata"]["labels"][DRA_LABEL] == "disabled"
     cluster.kubectl_gpu("rollback", f"node/{node}", "--apply")
     assert cluster.double.get("nodes", node, namespace="")["metadata"]["labels"][DRA_LABEL] == "enabled"
@@ -144,7 +144,7 @@ def test_refused_evictions_are_reported_as_kubectl_drain_reports_them(cluster):
     cluster.double.fail("create", "pods/eviction", status=429, times=1, reason="TooManyRequests",
                         message="Cannot evict pod as it would violate the pod's disruption budget.")
     result = cluster.runner.invoke(__import__("kubectl_gpu.cli.main", fromlist=["main"]).main,
-                                   ["migrate", "nodes", node, "--apply", "--timeout", "30"],
+                                   ["migrate", "nodes", node, "--apply", "--timeout", "30s"],
                                    env=cluster.double.kubectl_env(), catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert f"evicting pod ml/{worker}" in result.stderr
@@ -158,7 +158,7 @@ def test_a_rollout_wait_says_what_it_waits_for(cluster):
     from kubectl_gpu.cli.main import main
 
     cluster.double.stall("deployments", "infer", "serving")
-    result = CliRunner().invoke(main, ["migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "2"],
+    result = CliRunner().invoke(main, ["migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "2s"],
                                 env=cluster.double.kubectl_env(), catch_exceptions=False)
     assert result.exit_code == 3
     assert 'Waiting for deployment "infer" rollout to finish:' in result.stderr
@@ -173,7 +173,7 @@ def test_reading_the_cluster_shows_the_consoles_progress(cluster, monkeypatch):
 
     shown: list[str] = []
     monkeypatch.setattr(console, "progress", lambda message, stream=None: shown.append(message) or nullcontext())
-    for args in (["plan", "-o", "json"], ["migrate", "--from-cluster"], ["migrate", "nodes", "legacy-4"]):
+    for args in (["plan", "-o", "json"], ["migrate", "--from-cluster", "-A"], ["migrate", "nodes", "legacy-4"]):
         shown.clear()
         cluster.kubectl_gpu(*args, expect=None)
         assert shown and shown[0].startswith("reading the cluster at "), args

@@ -233,7 +233,7 @@ def test_invalid_legacy_value_exits_3_and_says_what_to_use(tmp_path: Path) -> No
     (["does-not-exist.yaml"], "no such file or directory"),
     (["--gpu-memory", "lots", "f.yaml"], "not a memory quantity"),
     (["--sharing", "magic", "f.yaml"], "'magic' is not one of"),
-    ([], "Missing argument"),
+    ([], "no input: name FILE|DIR|- arguments or -f FILE|DIR|-"),
 ])
 def test_usage_errors_exit_2_and_write_nothing(args: list[str], message: str) -> None:
     result = migrate(*args)

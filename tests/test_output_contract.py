@@ -129,14 +129,14 @@ def test_migrate_from_cluster_o_json_reports_each_object_and_what_was_done(clust
     results = {step["object"]: step["result"] for step in report["steps"]}
     assert results["Deployment/serving/infer"].startswith("would")
     assert results["Deployment/ml/broken"].startswith("blocked: ")
-    applied = _report(cluster, "migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "5")
+    applied = _report(cluster, "migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "5s")
     assert applied["dryRun"] is False
     assert [s["result"] for s in applied["steps"] if s["object"] == "Deployment/serving/infer"][-1] == \
         "successfully rolled out"
 
 
 def test_rollback_o_json_reports_each_object(cluster) -> None:
-    cluster.kubectl_gpu("migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "5")
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "5s")
     report = _report(cluster, "rollback", "deploy/infer", "-n", "serving")
     assert report["kind"] == "RollbackResult" and report["steps"][0]["object"] == "Deployment/serving/infer"
     missing = _report(cluster, "rollback", "deploy/nosuch", "-n", "serving", expect=1)

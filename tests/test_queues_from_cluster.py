@@ -70,7 +70,7 @@ def queue(double: K8sDouble, kind: ResourceKind, name: str) -> dict:
 
 
 def test_a_server_dry_run_changes_no_queue_but_says_what_it_would(double):
-    output = kubectl_gpu(double, "migrate", "--from-cluster", "--kueue")
+    output = kubectl_gpu(double, "migrate", "--from-cluster", "-A", "--kueue")
     assert "Queue/research: would add capability: deviceclass/gpu.nvidia.com: 8" in output
     assert "ClusterQueue/inference: would add mig.nvidia.com/devices: 18" in output
     assert "deviceClassMappings" in output and "restart kueue-controller-manager" in output
@@ -80,7 +80,7 @@ def test_a_server_dry_run_changes_no_queue_but_says_what_it_would(double):
 
 def test_queues_are_capped_before_the_workloads_move_and_rolled_back_exactly(double):
     double.reset_requests()
-    output = kubectl_gpu(double, "migrate", "--from-cluster", "--kueue", "--apply", "--timeout", "30")
+    output = kubectl_gpu(double, "migrate", "--from-cluster", "-A", "--kueue", "--apply", "--timeout", "30s")
     assert "Queue/research: added capability: deviceclass/gpu.nvidia.com: 8, deserved: deviceclass/gpu.nvidia.com: 4" in output
     writes = [r.resource for r in double.requests if r.verb in ("patch", "update", "create") and not r.dry_run]
     assert writes.index("queues") < writes.index("deployments")
@@ -92,10 +92,10 @@ def test_queues_are_capped_before_the_workloads_move_and_rolled_back_exactly(dou
     assert group["coveredResources"][-1] == "mig.nvidia.com/devices"
     assert group["flavors"][0]["resources"][-1] == {"name": "mig.nvidia.com/devices", "nominalQuota": "18"}
 
-    again = kubectl_gpu(double, "migrate", "--from-cluster", "--kueue", "--apply", "--timeout", "30")
+    again = kubectl_gpu(double, "migrate", "--from-cluster", "-A", "--kueue", "--apply", "--timeout", "30s")
     assert "Queue/research: unchanged" in again  # idempotent
 
-    rolled = kubectl_gpu(double, "rollback", "-A", "--apply", "--timeout", "30")
+    rolled = kubectl_gpu(double, "rollback", "-A", "--apply", "--timeout", "30s")
     assert "Queue/research: removed" in rolled and "ClusterQueue/inference: removed" in rolled
     after = queue(double, VOLCANO, "research")
     assert after["spec"] == VOLCANO_QUEUE["spec"]
@@ -104,6 +104,6 @@ def test_queues_are_capped_before_the_workloads_move_and_rolled_back_exactly(dou
 
 
 def test_without_kueue_a_cluster_queue_covering_gpus_is_named_not_changed(double):
-    output = kubectl_gpu(double, "migrate", "--from-cluster", "--apply", "--timeout", "30")
+    output = kubectl_gpu(double, "migrate", "--from-cluster", "-A", "--apply", "--timeout", "30s")
     assert "ClusterQueue/inference" in output and "--kueue" in output
     assert queue(double, KUEUE, "inference")["spec"] == MIG_QUEUE["spec"]

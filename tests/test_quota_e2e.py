@@ -103,7 +103,7 @@ def test_rollback_takes_the_added_entry_away(double):
     # The tenant fits its workload to its cap, so rollouts can finish.
     send(Client(double.api_client().configuration), "PATCH", "/apis/apps/v1/namespaces/team/deployments/train",
          {"spec": {"replicas": 4}}, content_type="application/merge-patch+json", query=[("fieldManager", "kubectl")])
-    output = kubectl_gpu(double, "rollback", "--apply", "-n", "team", "--timeout", "5")
+    output = kubectl_gpu(double, "rollback", "--apply", "-n", "team", "--timeout", "5s")
     assert f"ResourceQuota/team/gpus: removed {DEVICES}" in output
     quota = double.get("resourcequotas", "gpus", "team")
     assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "4"}

@@ -16,6 +16,8 @@ from tests.test_webhook_cluster_profile import docs, gpu_pod
 from webhook.fencing import DRIVER_NODE, fence_driver_nodes, pinned_to_dra_node, strip_legacy_capacity
 
 H100_NODE = Path(__file__).parent / "data" / "slices" / "nvidia-h100-node.yaml"  # driver slice of h100-node-1
+# HAMi's DRA driver publishing on hami-h100-node (tests/hami_slices.py predicts it from the driver's code).
+HAMI_NODE = Path(__file__).parent / "data" / "slices" / "hami-h100-node.yaml"
 DRIVER_NODES = frozenset({"h100-node-1"})
 
 
@@ -61,8 +63,8 @@ def test_validate_denies_a_legacy_pod_pinned_to_an_unlabelled_node_that_publishe
         response = webhook_on(double).review("/validate", admission_review(legacy_pod(nodeName="h100-node-1")))
 
     assert response["allowed"] is False
-    assert "h100-node-1" in response["status"]["message"] and "gpu.nvidia.com ResourceSlices" in response["status"][
-        "message"]
+    assert "h100-node-1" in response["status"]["message"] and "gpu.nvidia.com" in response["status"]["message"]
+    assert "ResourceSlices" in response["status"]["message"]
 
 
 def test_mutate_fences_a_pod_it_translates_off_driver_nodes_when_it_keeps_legacy_requests(webhook_on):
@@ -107,5 +109,30 @@ def test_without_a_fitted_profile_validate_still_denies_a_legacy_pod_pinned_to_a
             "/validate", admission_review(legacy_pod(nodeName="h100-node-1")))
 
     assert response["allowed"] is False
-    assert "gpu.nvidia.com ResourceSlices" in response["status"]["message"]
+    assert "ResourceSlices" in response["status"]["message"]
 
+
+
+# HAMi's DRA driver is a GPU DRA driver too: a node its kubelet plugin publishes on hands out the GPUs
+# HAMi's device plugin would also advertise there, so legacy pods are kept off it the same way.
+
+def test_mutate_fences_legacy_pods_off_nodes_that_publish_hamis_slices(webhook_on):
+    with K8sDouble() as double:
+        double.seed(*docs(HAMI_NODE))
+        hook = webhook_on(double, passThroughFamilies=["nvidia-gpu"], **FIXED_TRANSLATION)
+        pod = legacy_pod()
+        response = hook.review("/mutate", admission_review(pod))
+
+    patched = jsonpatch.apply_patch(pod, patch_of(response))
+    assert not schedulable_on(patched, {}, "hami-h100-node")
+    assert schedulable_on(patched, {}, "plugin-node-1")
+
+
+def test_validate_denies_a_legacy_pod_pinned_to_a_node_that_publishes_hamis_slices(webhook_on):
+    with K8sDouble() as double:
+        double.seed(*docs(HAMI_NODE), {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "hami-h100-node"}})
+        response = webhook_on(double).review("/validate", admission_review(legacy_pod(nodeName="hami-h100-node")))
+
+    assert response["allowed"] is False
+    assert "hami-h100-node" in response["status"]["message"]
+    assert "hami-core-gpu.project-hami.io" in response["status"]["message"]

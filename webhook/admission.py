@@ -15,8 +15,8 @@ from kubectl_gpu.cluster.quota import quota_target
 from kubectl_gpu.cluster.shared_gpus import lands_only_on_shared_gpus
 from kubectl_gpu.core import (KnownClaim, QuotaTarget, TranslateOptions, claims_beside_legacy_gpus, gpus_asked_twice,
                               known_claims)
-from kubectl_gpu.dra.devices import nodes_of_driver
-from kubectl_gpu.core.constants import DRA_GROUP, NVIDIA_DRIVER
+from kubectl_gpu.dra.gpu_drivers import publishing_nodes
+from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.k8s import ApiError, Resource
 
 from . import fencing
@@ -296,7 +296,7 @@ class Admission:
         """The configuration fitted to ``profile`` (where translation depends on the cluster; else only
         the nodes the driver's slices name are taken from it), and the fitting's notes."""
         def fit(profile: ClusterProfile) -> tuple[WebhookConfig, tuple[str, ...]]:
-            driver_nodes = nodes_of_driver(profile.resource_slices, NVIDIA_DRIVER)
+            driver_nodes = publishing_nodes(profile.resource_slices)
             if not self.config.needs_cluster_profile:
                 return replace(self.config, driver_node_names=driver_nodes), ()
             fitted = fit_options(self.config.translate_options, profile,

@@ -21,7 +21,8 @@ from typing import Any
 from kubectl_gpu.core import LegacyRequest, escape_pointer, family_of, legacy_requests
 from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
 from kubectl_gpu.core.constants import TPU
-from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
+from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
+from kubectl_gpu.dra.gpu_drivers import GPU_DRA_DRIVERS
 
 __all__ = [
     "DraNodeSelector",
@@ -52,8 +53,9 @@ DEFAULT_DRA_NODE_SELECTORS = DEFAULT_DRA_NODE_MARKERS
 
 # What draNodeSelectors in the configuration reads into (webhook.config validates it).
 Selectors = Sequence[DraNodeSelector]
-# How a node without a DRA label is known to run the NVIDIA driver (GPU Operator installs label nothing).
-DRIVER_NODE = f"it publishes {NVIDIA_DRIVER} ResourceSlices"
+# How a node without a DRA label is known to run a GPU DRA driver (GPU Operator installs and HAMi's
+# chart label nothing).
+DRIVER_NODE = f"it publishes ResourceSlices of a GPU DRA driver ({' or '.join(GPU_DRA_DRIVERS)})"
 _NODE_NAME_FIELD = "metadata.name"
 # extraLegacyResources: names a device plugin advertises that kubectl-gpu does not know as GPUs.
 Extra = frozenset[str]

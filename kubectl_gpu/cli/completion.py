@@ -5,10 +5,12 @@ kubectl's protocol (kubernetes/kubernetes#105867, staging/src/k8s.io/kubectl/pkg
 plugin_completion.go, and kubernetes/sample-cli-plugin's README): kubectl runs
 `kubectl_complete-<plugin> ARGS... WORD` with the words after the plugin's name, the last one being
 the word under the cursor (maybe empty), and reads Cobra's `__complete` answer: one completion per
-line (`value<TAB>description`), then `:DIRECTIVE` (4: no file completion, 0: complete file names).
+line (`value<TAB>description`), then `:DIRECTIVE` (4: no file completion, 0: complete file names,
+2: no space after it, for a `KIND/` the name follows).
 
 Both use click's completion of this command tree, so subcommands, flags and their choices are
-never listed twice; node, pod and claim names come from the cluster (`names_from_cluster`).
+never listed twice; namespace, node, pod, claim and workload names come from the cluster
+(kubectl_gpu/k8s/name_completion.py; `names_from_cluster`, `complete_kind_and_name`).
 """
 
 from __future__ import annotations
@@ -29,13 +31,13 @@ SHELLS = ("bash", "zsh", "fish")
 # Cobra's ShellCompDirective values (spf13/cobra completions.go).
 DIRECTIVE_DEFAULT = 0
 DIRECTIVE_NO_FILE_COMP = 4
-# A completion that waits for a dead cluster is worse than none.
-NAMES_TIMEOUT_SECONDS = 5.0
+DIRECTIVE_NO_SPACE = 2  # a KIND/ to go on typing after
 
 EPILOG = exits.epilog("""\b
-bash:  source <(kubectl-gpu completion bash)      # e.g. in ~/.bashrc
-zsh:   source <(kubectl-gpu completion zsh)       # after compinit
-fish:  kubectl-gpu completion fish | source
+Examples:
+  source <(kubectl-gpu completion bash)      # bash, e.g. in ~/.bashrc
+  source <(kubectl-gpu completion zsh)       # zsh, after compinit
+  kubectl-gpu completion fish | source       # fish
 `kubectl gpu <TAB>` (kubectl 1.26+) uses the kubectl_complete-gpu executable
 installed next to kubectl-gpu; nothing to set up beyond kubectl's own completion.""")
 
@@ -62,6 +64,8 @@ def plugin_completions(args: list[str]) -> tuple[list[CompletionItem], int]:
     items = ShellComplete(main, {}, EXECUTABLE, COMPLETE_VAR).get_completions(words, incomplete)
     if not items or any(item.type in ("file", "dir") for item in items):
         return [], DIRECTIVE_DEFAULT  # file arguments (migrate, -f): let the shell complete file names
+    if all(str(item.value).endswith("/") for item in items):
+        return items, DIRECTIVE_NO_FILE_COMP | DIRECTIVE_NO_SPACE
     return items, DIRECTIVE_NO_FILE_COMP
 
 
@@ -79,49 +83,39 @@ def kubectl_complete() -> None:
 
 def names_from_cluster(kind: str) -> Callable[[click.Context, click.Parameter, str], list[CompletionItem]]:
     """A click `shell_complete` callback listing the names of `kind` (nodes, pods, resourceclaims)
-    with the kubeconfig, context and namespace given so far on the command line.
+    with the kubeconfig, context and namespace given so far on the command line."""
+    from kubectl_gpu.k8s.name_completion import complete_nodes, completing
+    from kubectl_gpu.k8s.paths import collection_path
 
-    click.shell_completion is imported when a name is completed, not here: explain and describe
-    make this callback at import, and running them never completes anything."""
-
-    def complete(ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-        from click.shell_completion import CompletionItem
-
-        try:
-            return [CompletionItem(n) for n in _names(ctx, kind) if n.startswith(incomplete)]
-        except Exception:  # noqa: BLE001 - no cluster, no names: completion stays quiet
-            return []
-
-    return complete
-
-
-def _names(ctx: click.Context, kind: str) -> list[str]:
-    from kubectl_gpu.inspect.fetch import discover_dra
-    from kubectl_gpu.k8s import collection_path, list_objects
-    from kubectl_gpu.k8s.options import ClusterOptions
-
-    params: dict[str, Any] = {}
-    for level in reversed(_chain(ctx)):
-        params.update({k: v for k, v in level.params.items() if v not in (None, False, ())})
-    options = ClusterOptions(kubeconfig=params.get("kubeconfig"), context=params.get("context"),
-                             namespace=params.get("namespace"),
-                             request_timeout=min(params.get("request_timeout") or NAMES_TIMEOUT_SECONDS,
-                                                 NAMES_TIMEOUT_SECONDS))
-    connection = options.connect()
-    namespace = options.namespace or connection.namespace
     if kind == "nodes":
-        path = collection_path("", "v1", "nodes")
-    elif kind == "pods":
-        path = collection_path("", "v1", "pods", namespace)
-    else:
-        path = discover_dra(connection.api).path(kind, namespace)
-    return sorted(str((o.get("metadata") or {}).get("name") or "") for o in list_objects(connection.api, path))
+        return complete_nodes
+    if kind == "pods":
+        return completing(lambda _connection, namespace: collection_path("", "v1", "pods", namespace))
+    return completing(lambda connection, namespace: _dra_path(connection, kind, namespace))
 
 
-def _chain(ctx: click.Context) -> list[click.Context]:
-    chain = []
-    current: click.Context | None = ctx
-    while current is not None:
-        chain.append(current)
-        current = current.parent
-    return chain
+def _dra_path(connection: Any, kind: str, namespace: str) -> str:
+    from kubectl_gpu.inspect.fetch import discover_dra
+
+    return discover_dra(connection.api).path(kind, namespace)
+
+
+def complete_kind_and_name(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """`rollback <TAB>`: KIND/ first (the workloads of k8s/paths.py WORKLOADS, and node/), then the
+    names of that kind in the namespace given so far (or the context's)."""
+    from click.shell_completion import CompletionItem
+
+    from kubectl_gpu.k8s.name_completion import completing, nodes_path
+    from kubectl_gpu.k8s.paths import WORKLOAD_RESOURCES, Resource
+
+    kinds = {r.kind.lower(): r for r in WORKLOAD_RESOURCES}
+    kind, slash, _ = incomplete.partition("/")
+    if not slash:
+        return [CompletionItem(f"{k}/") for k in sorted([*kinds, "node"]) if k.startswith(incomplete.lower())]
+    if kind.lower() == "node":
+        return completing(nodes_path, prefix=f"{kind}/")(ctx, param, incomplete)
+    resource: Resource | None = kinds.get(kind.lower())
+    if resource is None:
+        return []
+    return completing(lambda _connection, namespace: resource.path(namespace), prefix=f"{kind}/")(
+        ctx, param, incomplete)

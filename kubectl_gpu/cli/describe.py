@@ -82,7 +82,13 @@ class _KubectlNames(click.Group):
         return (command.name if command else name), command, rest
 
 
-@click.group("describe", cls=_KubectlNames, invoke_without_command=True, epilog=exits.TABLE)
+def _examples(*lines: str) -> str:
+    return exits.epilog("\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines))
+
+
+@click.group("describe", cls=_KubectlNames, invoke_without_command=True, epilog=_examples(
+    "kubectl gpu describe                      # every GPU node", "kubectl gpu describe --tree -l pool=h100",
+    "kubectl gpu -n ml describe pod train-0    # why it is Pending", "kubectl gpu describe claim train-gpus -o yaml"))
 @cluster_options
 @dra_node_label_option
 @tree_option
@@ -134,7 +140,8 @@ def _describe_cluster(settings: _Settings) -> None:
          lambda: [f"node/{n.name}" for n in report.nodes])
 
 
-@command.command("node", epilog=exits.TABLE)
+@command.command("node", epilog=_examples(
+    "kubectl gpu describe node gpu-7 -o wide", "kubectl gpu describe nodes --tree"))
 @click.argument("name", required=False, shell_complete=names_from_cluster("nodes"))
 @cluster_options
 @dra_node_label_option
@@ -179,7 +186,9 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
     fail_on_errors(run)
 
 
-@command.command("pod", epilog=exits.TABLE)
+@command.command("pod", epilog=_examples(
+    "kubectl gpu describe pod train-0 -n ml    # legacy requests, claims, why it waits",
+    "kubectl gpu describe pods -A -l app=infer"))
 @click.argument("name", required=False, shell_complete=names_from_cluster("pods"))
 @cluster_options
 @click.pass_context
@@ -242,7 +251,8 @@ def _with_legacy_step(report: Any, pod: Any, nodes: Any, pods: Any) -> Any:
     return dataclasses.replace(report, next_step=legacy_pending_step(pod, nodes, pods))
 
 
-@command.command("claim", epilog=exits.TABLE)
+@command.command("claim", epilog=_examples(
+    "kubectl gpu describe claim train-gpus -n ml", "kubectl gpu describe claims -A -o name"))
 @click.argument("name", required=False, shell_complete=names_from_cluster("resourceclaims"))
 @cluster_options
 @click.pass_context

@@ -17,7 +17,15 @@ from kubectl_gpu.cli.options import dra_node_label_option, emit, parse_dra_label
 from kubectl_gpu.k8s.options import ClusterOptions, cluster_options
 
 
-@click.command("doctor", epilog=exits.TABLE)
+EPILOG = exits.epilog("""\b
+Examples:
+  kubectl gpu doctor                        # the whole cluster; exit 1 on a finding
+  kubectl gpu doctor -n serving -o wide     # one namespace's objects, long values whole
+  kubectl gpu doctor -l pool=h100 -o json   # only these nodes, for scripts
+""")
+
+
+@click.command("doctor", epilog=EPILOG)
 @cluster_options(outputs=("table", "wide", "json", "yaml"))  # one report: no objects to name
 @dra_node_label_option
 @click.option("--extra-legacy-resource", "extra_legacy_resources", multiple=True, metavar="NAME",
@@ -30,7 +38,8 @@ def command(dra_node_labels: tuple[str, ...], extra_legacy_resources: tuple[str,
     - GPUs offered by both a device plugin and a DRA driver, NVIDIA's or HAMi's (double counting)
     - DeviceClass extendedResourceName overlapping device-plugin resources (KEP-5004)
     - the kubectl-gpu webhook: configured, with a Service that has ready endpoints
-    - claims/templates naming missing DeviceClasses or attributes no ResourceSlice publishes
+    - claims/templates naming missing DeviceClasses or attributes no ResourceSlice publishes,
+      or that no node could allocate even with every device free (Kubernetes' allocator)
     - templates and claims created by kubectl-gpu that nothing uses any more
     - which resource.k8s.io versions the cluster serves
     - GPUs their DRA driver tainted as unhealthy (KEP-5055 device taints)

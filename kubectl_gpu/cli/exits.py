@@ -94,10 +94,65 @@ def code_for(exc: BaseException) -> int:
     return FINDINGS
 
 
+class ErrorLine(click.ClickException):
+    """An error a person can fix, shown as kubectl shows one: `error: MESSAGE` on stderr."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", file=file, err=True)
+
+
+class UsageErrorLine(click.UsageError):
+    """A usage error in kubectl's two lines, not click's usage block:
+
+        error: unknown flag: --foo
+        See 'kubectl gpu migrate --help' for usage.
+
+    (cobra's and kubectl's words: `unknown flag: --foo`, `unknown shorthand flag: 'x' in -x`;
+    the code stays this table's USAGE, where kubectl exits 1 for every error.)"""
+
+    exit_code = USAGE
+
+    def __init__(self, error: click.UsageError) -> None:
+        super().__init__(error.message, error.ctx)
+        self.error = error
+
+    def format_message(self) -> str:
+        error = self.error
+        if isinstance(error, click.NoSuchOption):
+            name = error.option_name
+            text = (f"unknown flag: {name}" if name.startswith("--")
+                    else f"unknown shorthand flag: '{name[1:2]}' in {name}")
+            if error.possibilities:
+                text += f" (did you mean {' or '.join(sorted(error.possibilities))}?)"
+            return text
+        text = error.format_message().removesuffix(".")
+        # click's sentences start with a capital ("Missing argument ..."); kubectl's errors do not.
+        return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+    def show(self, file=None) -> None:
+        message = self.format_message()
+        click.echo(f"error: {message}" + ("\n" if "\n" in message else ""), file=file, err=True)
+        click.echo(f"See '{_command_line(self.ctx)} --help' for usage.", file=file, err=True)
+
+    @classmethod
+    def of(cls, error: click.UsageError) -> "UsageErrorLine":
+        return error if isinstance(error, cls) else cls(error)
+
+
+def _command_line(ctx: click.Context | None) -> str:
+    """The words that run the command: `kubectl gpu migrate nodes`, `kubectl gpu migrate --from-cluster`
+    (commands reached by a word or flag name themselves after it)."""
+    if ctx is not None and ctx.parent is not None and ctx.command.name:
+        return f"{_command_line(ctx.parent)} {ctx.command.name}"
+    from kubectl_gpu.cli.main import PLUGIN_NAME  # what people type, however the program was started
+
+    return PLUGIN_NAME
+
+
 def bad_input(exc: BaseException) -> click.ClickException:
-    """`Error: <message>` and exit 2 (usage), for input a person must fix
+    """`error: <message>` and exit 2 (usage), for input a person must fix
     (kubectl_gpu.input_error.InputError)."""
-    error = click.ClickException(str(exc))
+    error = ErrorLine(str(exc))
     error.exit_code = USAGE
     return error
 

@@ -20,6 +20,60 @@ EXIT_STOPPED = exits.NOT_MIGRATED  # a write or rollout failed: what came before
 FIELD_MANAGER = "kubectl-gpu"  # server-side apply field manager of every fleet write
 
 
+# kubectl's --dry-run values (k8s.io/kubectl/pkg/cmd/util/helpers.go GetDryRunStrategy); a bare
+# --dry-run is its deprecated spelling of client.
+DRY_RUN_VALUES = ("none", "server", "client")
+_BARE_DRY_RUN = "unchanged"
+
+
+def dry_run_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """--apply and --dry-run=none|server|client: without either, a server dry run."""
+    func = click.option("--dry-run", metavar="none|server|client", default=None, is_flag=False,
+                        flag_value=_BARE_DRY_RUN,
+                        help="none: write (as --apply); server: send every write with dryRun=All, so the API "
+                             "server checks it (the default); client: send no write, only show what would be "
+                             "sent.")(func)
+    return click.option("--apply", "do_apply", is_flag=True, help="Write (as --dry-run=none).")(func)
+
+
+def dry_run_mode(do_apply: bool, dry_run: str | None) -> Any:
+    """The kubectl_gpu.fleet.dry_run.DryRun the two flags ask for; a usage error for a value kubectl
+    refuses too, or for --apply beside a dry run."""
+    from kubectl_gpu.fleet.dry_run import DryRun
+
+    if dry_run == _BARE_DRY_RUN:
+        click.echo("warning: --dry-run is deprecated and can be replaced with --dry-run=client.", err=True)
+        dry_run = DryRun.CLIENT.value
+    if dry_run is not None and dry_run not in DRY_RUN_VALUES:
+        raise click.UsageError(f'Invalid dry-run value ({dry_run}). Must be "none", "server", or "client".')
+    if do_apply and dry_run not in (None, DryRun.NONE.value):
+        raise click.UsageError(f"use either --apply or --dry-run={dry_run}, not both")
+    if do_apply:
+        return DryRun.NONE
+    return DryRun(dry_run) if dry_run else DryRun.SERVER
+
+
+def dry_run_api(api: Any, mode: Any) -> Any:
+    """The client the writes go through: the cluster's, or one that keeps them here (client dry run)."""
+    from kubectl_gpu.fleet.dry_run import ClientDryRun, DryRun
+
+    return ClientDryRun(api) if mode is DryRun.CLIENT else api
+
+
+def list_selected(api: Any, path: str, selector: str) -> list[dict[str, Any]]:
+    """The collection's objects with these labels.  The API server reads the selector, as for kubectl
+    get/drain -l (one parser, the server's: =, ==, !=, in, notin, key, !key); one it cannot parse is
+    a usage error that quotes it."""
+    from kubectl_gpu.k8s import ApiError, list_objects
+
+    try:
+        return list_objects(api, path, label_selector=selector)
+    except ApiError as exc:
+        if exc.status == 400:
+            raise click.UsageError(f"-l {selector!r}: {exc.message}") from None
+        raise
+
+
 def translate_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """The translation choices of `kubectl gpu migrate`, with the same defaults."""
     decorators = [

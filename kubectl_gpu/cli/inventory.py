@@ -39,6 +39,13 @@ What inventory's exit codes mean (table below):
   {ExitCode.NO_NVML_LIBRARY:d}  no NVIDIA driver library (libnvidia-ml.so.1) on this machine
   {ExitCode.NO_GPU:d}  no usable GPU: kernel driver not loaded, no permission, or 0 GPUs
   {ExitCode.NVML_FAILED:d}  NVML failed before it could list the GPUs
+
+\b
+Examples:
+  kubectl gpu inventory                          # on a GPU node: this node's devices
+  kubectl gpu inventory -o yaml > slices.yaml    # the ResourceSlices, for explain --slices
+  kubectl gpu inventory --driver-gates DynamicMIG=true  # what DynamicMIG publishes
+  kubectl gpu inventory --node gpu-7             # run it in a pod on that node
 """)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli import exits
+from kubectl_gpu.k8s.name_completion import complete_namespaces
 
 # kubectl runs plugins by their file name (kubectl-gpu); people type `kubectl gpu`, so usage lines
 # and examples say that (kubectl's own plugin docs: "kubectl foo" runs "kubectl-foo").
@@ -50,6 +51,8 @@ def _has_inputs(args: list[str]) -> bool:
             return index + 1 < len(args)
         elif arg == "-" or not arg.startswith("-"):
             return True
+        elif arg in ("-f", "--filename") or arg.startswith(("--filename=", "-f")):
+            return index + 1 < len(args) or arg not in ("-f", "--filename")
         elif "=" not in arg and arg in takes_value:
             skip = True
     return False
@@ -81,6 +84,13 @@ class LazyGroup(click.Group):
             set_up_before_reference_parsing(_keep_parsing_in_user_cache)
         return module.command
 
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as error:  # `kubectl gpu --foo`: kubectl's one line, not click's usage block
+            raise exits.UsageErrorLine.of(error) from None
+
     def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:
         # `kubectl gpu`, whether kubectl ran us or the user typed kubectl-gpu or python -m.
         prog_name = prog_name or PLUGIN_NAME
@@ -100,6 +110,8 @@ class LazyGroup(click.Group):
             if code is None:
                 exits.internal_error(error)
             ctx.exit(code)
+        except click.UsageError as error:
+            raise exits.UsageErrorLine.of(error) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as error:  # a bug: Python's exit 1 would read as "the answer is no"
@@ -116,11 +128,13 @@ class LazyGroup(click.Group):
         # (kubectl_gpu/cli/migrate_nodes.py, migrate_cluster.py), not migrate's file inputs.
         if args and args[0] == "migrate":
             if args[1:2] == ["nodes"]:
-                return "migrate nodes", importlib.import_module("kubectl_gpu.cli.migrate_nodes").command, args[2:]
+                return _with_global_flags(ctx, "migrate nodes",
+                                          importlib.import_module("kubectl_gpu.cli.migrate_nodes").command, args[2:])
             if "--from-cluster" in args[1:] and not _has_inputs(args[1:]):
                 # With FILE inputs, --from-cluster reads the cluster's profile for translating files.
-                return "migrate", importlib.import_module("kubectl_gpu.cli.migrate_cluster").command, args[1:]
-        return super().resolve_command(ctx, args)
+                return _with_global_flags(ctx, "migrate",
+                                          importlib.import_module("kubectl_gpu.cli.migrate_cluster").command, args[1:])
+        return _with_global_flags(ctx, *super().resolve_command(ctx, args))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Help must not import every subcommand (and its dependencies) just to list them.
@@ -128,13 +142,54 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, SUBCOMMANDS[name]) for name in sorted(SUBCOMMANDS)])
 
 
-@click.group(cls=LazyGroup, epilog=exits.TABLE, context_settings={"help_option_names": ["-h", "--help"]})
+# kubectl's global flags, which kubectl hands to a plugin where the user typed them: `kubectl gpu
+# -n serving describe` runs `kubectl-gpu -n serving describe`.  Given before the command, each is
+# handed to the command as if typed after it (a value typed after it wins, as in kubectl), so it
+# is checked and used in one place: the command's own option.
+GLOBAL_FLAGS = {"kubeconfig": "--kubeconfig", "context": "--context", "namespace": "-n/--namespace",
+                "request_timeout": "--request-timeout"}
+
+
+def _with_global_flags(ctx: click.Context, name: str | None, command: click.Command | None,
+                       args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+    given = {key: value for key, value in ctx.params.items() if key in GLOBAL_FLAGS and value is not None}
+    if given and command is not None:
+        taken = {p.name for p in command.params}
+        for key in given:
+            if key not in taken:
+                raise click.UsageError(f"{GLOBAL_FLAGS[key]} is not a flag of {PLUGIN_NAME} {command.name}", ctx)
+        ctx.default_map = {**(ctx.default_map or {}), name: given}
+    return name, command, args
+
+
+_EXAMPLES = """\b
+Examples:
+  kubectl gpu migrate deploy.yaml > deploy-dra.yaml
+  kubectl gpu -n serving describe
+  kubectl gpu --context prod doctor
+  kubectl gpu migrate --help       # each command's own flags and examples
+"""
+
+
+@click.group(cls=LazyGroup, epilog=exits.epilog(_EXAMPLES), context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="kubectl-gpu")
-def main() -> None:
-    """Move GPU workloads from device plugins to Kubernetes DRA, safely."""
+@click.option("--kubeconfig", default=None, metavar="PATH", help="Path to the kubeconfig file, for the command.")
+@click.option("--context", default=None, metavar="NAME", help="The kubeconfig context, for the command.")
+@click.option("-n", "--namespace", default=None, metavar="NAMESPACE", shell_complete=complete_namespaces,
+              help="The namespace, for the command.")
+@click.option("--request-timeout", default=None, metavar="DURATION",
+              help="How long to wait for each answer of the API server, for the command.")
+def main(**_global_flags: Any) -> None:
+    """Move GPU workloads from device plugins to Kubernetes DRA, safely.
+
+    kubectl's global flags may come before the command (kubectl gpu -n NS describe) or after it."""
 
 
-@click.command("version", epilog=exits.TABLE, context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("version", epilog=exits.epilog("""\b
+Examples:
+  kubectl gpu version
+  kubectl gpu --version
+"""), context_settings={"help_option_names": ["-h", "--help"]})
 def _version_command() -> None:
     """Print the version of kubectl-gpu (as `kubectl gpu --version`)."""
     from importlib.metadata import version

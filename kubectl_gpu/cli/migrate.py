@@ -26,6 +26,7 @@ from kubectl_gpu.dra.facts import (DRA_API_VERSIONS, DRA_GROUP, DRA_VERSIONS, GF
 from kubectl_gpu.k8s.errors import ApiError, KubeconfigError
 from kubectl_gpu.cli.console import migrate_progress
 from kubectl_gpu.cli.options import gpu_memory_quantity, target_driver_option
+from kubectl_gpu.k8s.name_completion import complete_namespaces
 from kubectl_gpu.manifests import (DraTarget, FileResult, Format, InputError, MigrateOptions, MigrationResult, collect_sources,
                                    is_stream, migrate_files, unified_diff)
 from kubectl_gpu.manifests.output import (JsonList, OutputError, StreamJoiner, WriteReport, join_stream, output_paths,
@@ -64,6 +65,7 @@ What migrate's exit codes mean (table below):
 Examples:
   kubectl gpu migrate deploy.yaml > deploy-dra.yaml
   kubectl gpu migrate --diff k8s/
+  kubectl gpu migrate -f base/ -f overlays/prod -R --check   # kubectl apply's -f and -R
   kubectl gpu migrate --in-place --sharing mps k8s/
   kubectl get resourceslices,deviceclasses -o yaml > cluster.yaml
   kubectl gpu migrate --cluster cluster.yaml k8s/   # checked against its GPUs
@@ -78,7 +80,13 @@ Live clusters (see their --help):
 
 
 @click.command(name="migrate", epilog=exits.epilog(EPILOG), context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("inputs", nargs=-1, required=True, metavar="FILE|DIR|-...")
+@click.argument("inputs", nargs=-1, metavar="[FILE|DIR|-]...")
+@click.option("-f", "--filename", "filenames", multiple=True, metavar="FILE|DIR|-",
+              help="A manifest file, a directory of them or - (stdin), as kubectl apply -f takes them "
+                   "(repeatable; after the FILE arguments).")
+@click.option("-R", "--recursive", is_flag=True,
+              help="Also read the subdirectories of -f directories, as kubectl apply -R (a DIR argument is "
+                   "always read with its subdirectories).")
 @click.option("--in-place", is_flag=True,
               help="Rewrite the input files that change (a symbolic link: the file it reaches; in the encoding "
                    "the file was read in, UTF-16 or a byte order mark included, as kubectl reads them).")
@@ -136,11 +144,14 @@ Live clusters (see their --help):
 @click.option("--aliyun-memory-unit", type=click.Choice(["GiB", "MiB"]), default="GiB", show_default=True,
               help="Unit of aliyun.com/gpu-mem (the gpushare plugin's --memory-unit).")
 @target_driver_option
-@click.option("-n", "--namespace", help="Namespace for objects that name none (claims go there too).")
+@click.option("-n", "--namespace", shell_complete=complete_namespaces,
+              help="Namespace for objects that name none (claims go there too).")
 @click.option("-q", "--quiet", is_flag=True,
               help="Report only errors (each under its file and object); the exit code says the rest.")
 def command(
     inputs: tuple[str, ...],
+    filenames: tuple[str, ...],
+    recursive: bool,
     in_place: bool,
     output_dir: Path | None,
     show_diff: bool,
@@ -173,6 +184,12 @@ def command(
     written to stdout one at a time (with --device-classes, once all are read). A report goes
     to stderr, and progress too while stderr is a terminal.
     """
+    if not inputs and not filenames:
+        raise click.UsageError("no input: name FILE|DIR|- arguments or -f FILE|DIR|- (see the examples)")
+    if recursive and not filenames:
+        raise click.UsageError("-R reads the directories -f names: add -f DIR (a DIR argument is always "
+                               "read with its subdirectories)")
+    inputs = (*inputs, *filenames)
     if in_place and output_dir is not None:
         raise click.UsageError("use either --in-place or --output-dir, not both")
     streams = [name for name in inputs if is_stream(name)] if in_place or output_dir is not None else []
@@ -209,7 +226,7 @@ def command(
         dra_target=_dra_target(profile),
     )
     try:
-        sources = collect_sources(inputs, sys.stdin)
+        sources = collect_sources(inputs, sys.stdin, top_level_only=() if recursive else frozenset(filenames))
     except InputError as err:
         raise click.UsageError(str(err)) from err
     translate = checked_translator(profile) if profile is not None else translate_pod_template
@@ -426,6 +443,8 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
                      ) -> tuple[ClusterProfile | None, ClusterClaims]:
     """The profile, and (read live) the ResourceClaimTemplates and ResourceClaims the cluster holds by
     namespace, so a legacy GPU beside one of them is judged as beside one in the input."""
+    if not (files or live or kubernetes_version or feature_gates):
+        return None, {}  # `migrate FILE`: the profile's module (and the slice reader) never load
     from kubectl_gpu.cluster.profile import (ProfileError, parse_feature_gates, parse_kubernetes_version,
                                              read_live_profile)
 

@@ -13,21 +13,25 @@ import click
 
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
-from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, fail,
-                                          fitted_translate_options, translate_options)
+from kubectl_gpu.k8s.name_completion import complete_namespaces
+from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
+from kubectl_gpu.cli.fleet_common import (EXIT_STOPPED, FIELD_MANAGER, ProfileChoices, dry_run_api, dry_run_mode,
+                                          dry_run_option, fail, fitted_translate_options, list_selected,
+                                          translate_options)
 from kubectl_gpu.cli.step_report import StepReport, output_option
 
 EPILOG = exits.epilog("""\b
-Without --apply nothing is written: every write is sent with dryRun=All
-(--dry-run=server), so the API server validates it and reports conflicts.
+Without --apply (--dry-run=none) nothing is written: every write is sent with
+dryRun=All (--dry-run=server), so the API server validates it and reports
+conflicts; --dry-run=client sends no write at all.
 Only workloads whose pods fit on the DRA nodes now (wave 0 of `kubectl gpu
 plan`) are rewritten; switch more nodes (`kubectl gpu migrate nodes`) and run
 it again for the rest. Running it twice changes nothing.
 
 \b
 Examples:
-  kubectl gpu migrate --from-cluster                      # server dry run
-  kubectl gpu migrate --from-cluster --apply -n serving
+  kubectl gpu migrate --from-cluster -A                   # server dry run, every namespace
+  kubectl gpu migrate --from-cluster --apply -n serving   # only serving (default: the context's)
   kubectl gpu migrate --from-cluster --output-dir gitops/ # files for Git instead
 """)
 
@@ -36,23 +40,24 @@ Examples:
 @click.option("--from-cluster", is_flag=True, required=True, help="Migrate the live cluster's workloads.")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
-@click.option("-n", "--namespace", default=None, help="Only this namespace (default: all).")
-@click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace (the default today).")
-@click.option("-l", "--selector", default=None, help="Only workloads with these labels (KEY=VALUE[,KEY=VALUE]).")
-@click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
-@click.option("--dry-run", type=click.Choice(["server"]), default=None,
-              help="Send every write with dryRun=All (the default without --apply).")
+@request_timeout_option
+@click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces, help="The namespace to migrate (default: the context's, as kubectl).")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Every namespace.")
+@click.option("-l", "--selector", default=None, metavar="SELECTOR",
+              help="Only workloads (and bare pods) with these labels (kubectl's selector: key=value, key!=value, "
+                   "'key in (a,b)', 'key notin (a)', key, !key).")
+@dry_run_option
 @click.option("--output-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the migrated objects and their claim templates as files under DIR instead.")
-@click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
-              help="Seconds to wait for each wave's rollouts to become ready.")
+@timeout_option("How long to wait for each wave's rollouts to become ready.")
 @click.option("--kueue", is_flag=True,
               help="Also give Kueue's ClusterQueues covering GPUs their DRA device counts, and print the "
                    "deviceClassMappings Kueue's Configuration needs (Volcano's Queues are always changed).")
 @output_option
 @dra_node_label_option
 @translate_options
-def command(from_cluster: bool, kubeconfig: str | None, context: str | None, namespace: str | None,
+def command(from_cluster: bool, kubeconfig: str | None, context: str | None, request_timeout: float | None,
+            namespace: str | None,
             all_namespaces: bool, selector: str | None, do_apply: bool, dry_run: str | None, output_dir: Path | None, timeout: float,
             kueue: bool, dra_node_labels: tuple[str, ...], output: str | None, **translate: Any) -> None:
     """Rewrite the live workloads the plan can move now, with server-side apply (field manager
@@ -64,22 +69,23 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import plan_migration
     from kubectl_gpu.fleet.workloads import MIGRATE, RECREATE
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
     from kubectl_gpu.cli.console import progress
 
     if all_namespaces and namespace:
         raise click.UsageError("use either -n NAMESPACE or -A, not both")
-    if do_apply and dry_run:
-        raise click.UsageError("use either --apply or --dry-run=server, not both")
-    if do_apply and output_dir:
+    mode = dry_run_mode(do_apply, dry_run)
+    if mode.writes and output_dir:
         raise click.UsageError("--output-dir writes files instead of the cluster: drop --apply")
-    wanted = _parse_selector(selector)
     choices = ProfileChoices.parse(translate.get("kubernetes_version"), translate.get("feature_gates"))
     try:
-        connection = connect(kubeconfig, context)
+        connection = ClusterOptions(kubeconfig, context, request_timeout).connect()
         with progress(f"reading the cluster at {connection.server}"):
-            snapshot = fetch_snapshot(connection.api, namespace, source=f"cluster {connection.server}",
+            # kubectl's scope: -n, else the context's namespace; -A for all of them.
+            scope = None if all_namespaces else namespace or connection.namespace
+            snapshot = fetch_snapshot(connection.api, scope, source=f"cluster {connection.server}",
                                       gate_overrides=choices.gate_overrides)
+            wanted = _selected_refs(connection.api, selector, snapshot, scope) if selector is not None else None
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
     except ValueError as exc:  # an invalid ResourceSlice: every answer depends on it
@@ -88,15 +94,15 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
     if snapshot.dra_version is None:
         fail("the cluster serves no resource.k8s.io version: DRA needs Kubernetes 1.32 or newer", EXIT_STOPPED)
     options, fitted = fitted_translate_options(snapshot, **translate)
-    report = StepReport("MigrationResult", output, dry_run=not do_apply)
+    simulate = not mode.writes
+    report = StepReport("MigrationResult", output, dry_run=simulate)
     for line in fitted:
         report.say(line)
     plan = plan_migration(snapshot, options, dra_labels=parse_dra_labels(dra_node_labels))
     from kubectl_gpu.fleet.queues import plan_queue_writes
 
     queue_writes = plan_queue_writes((*snapshot.cluster_queues, *snapshot.volcano_queues), options, kueue)
-    by_ref = {_ref(w): w for w in (*snapshot.workloads, *snapshot.pods)}
-    chosen = [w for w in plan.workloads if _labels_match(by_ref.get(w.ref), wanted)]
+    chosen = [w for w in plan.workloads if wanted is None or w.ref in wanted]
 
     if output_dir is not None:
         for path in _write_files(output_dir, [w for w in chosen if w.status in (MIGRATE, RECREATE)]):
@@ -118,28 +124,28 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
                                "its wave)")
         elif w.status not in (MIGRATE, "migrated"):
             report.step(w.ref, f"{w.status}: {'; '.join(w.reasons)}")
-    simulate = not do_apply
+    writer = dry_run_api(connection.api, mode)
     waves: OrderedDict[str, list] = OrderedDict()
     for w in movable:
         waves.setdefault(w.namespace, []).append(w)
     try:
         # Cluster-wide queues first: a claim held before its queue counts it escapes the queue's cap.
-        _apply_queues(connection.api, queue_writes, simulate, report)
+        _apply_queues(writer, queue_writes, simulate, report)
         target = quota_target(snapshot.profile)
         for ns, workloads in waves.items():
             report.say(f"namespace {ns}: {len(workloads)} workload(s)")
             # The quota first: the moment a pod holds a claim, only a DRA entry counts it.
             for quota in plan_quotas(list_quotas(connection.api, ns), options, target):
-                report.line_step(apply_quota(connection.api, quota, FIELD_MANAGER, simulate), "  ")
+                report.line_step(apply_quota(writer, quota, FIELD_MANAGER, simulate), "  ")
                 for note in quota.notes:
                     report.note(f"{note.severity.value}: {note.render()}")
             claims = {c["metadata"]["name"]: c for w in workloads for c in w.claims}
-            for done in apply_claims(connection.api, list(claims.values()), FIELD_MANAGER, simulate):
-                report.step(done, "would apply (server dry run)" if simulate else "applied", "  ")
+            for done in apply_claims(writer, list(claims.values()), FIELD_MANAGER, simulate):
+                report.step(done, f"would apply {mode.words}" if simulate else "applied", "  ")
             targets = []
             for w in workloads:
                 target = _target(w, snapshot)
-                report.step(w.ref, apply_workload(connection.api, target, w.migrated, FIELD_MANAGER, simulate), "  ")
+                report.step(w.ref, apply_workload(writer, target, w.migrated, FIELD_MANAGER, simulate), "  ")
                 for note in w.notes:  # what each request became and what to know, as migrate reports it
                     report.note(str(note))
                 targets.append(target)
@@ -153,9 +159,9 @@ def command(from_cluster: bool, kubeconfig: str | None, context: str | None, nam
         report.finish(str(exc))
         exits.fail(exc)
     if not movable:
-        report.say("nothing to migrate now")
+        report.say("nothing to migrate now" + (f" in namespace {scope} (-A: every namespace)" if scope else ""))
     elif simulate:
-        report.say("server dry run: nothing was written; run with --apply to migrate")
+        report.say(f"{mode.value} dry run: nothing was written; run with --apply to migrate")
     report.finish()
     sys.exit(0)
 
@@ -207,29 +213,26 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
-def _ref(obj: Any) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{obj.get('kind')}/{namespace + '/' if namespace else ''}{meta.get('name')}"
+def _selected_refs(api: Any, selector: str, snapshot: Any, scope: str | None) -> set[str]:
+    """KIND/NAMESPACE/NAME of every workload and bare pod with these labels (the plan's refs), one
+    list per kind the snapshot holds, as kubectl get -l lists them."""
+    from kubectl_gpu.fleet.execute import BUILTIN_PLURALS
+    from kubectl_gpu.k8s import ApiError, collection_path
 
-
-def _parse_selector(selector: str | None) -> dict[str, str]:
-    if not selector:
-        return {}
-    wanted = {}
-    for term in selector.split(","):
-        key, sep, value = term.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{term!r}: use KEY=VALUE terms separated by commas", param_hint="-l")
-        wanted[key.strip()] = value.strip()
-    return wanted
-
-
-def _labels_match(obj: Any, wanted: dict[str, str]) -> bool:
-    if not wanted:
-        return True
-    labels = ((obj or {}).get("metadata") or {}).get("labels") or {}
-    return all(labels.get(k) == v for k, v in wanted.items())
+    refs = set()
+    for (api_version, kind), plural in {**BUILTIN_PLURALS, **snapshot.plurals}.items():
+        group, _, version = api_version.rpartition("/")
+        try:
+            listed = list_selected(api, collection_path(group, version, plural, scope), selector)
+        except ApiError as exc:
+            if exc.not_found:  # a kind this cluster does not serve
+                continue
+            raise
+        for obj in listed:
+            meta = obj.get("metadata") or {}
+            namespace = meta.get("namespace")
+            refs.add(f"{kind}/{namespace + '/' if namespace else ''}{meta.get('name')}")
+    return refs
 
 
 def _target(plan: Any, snapshot: Any):

@@ -10,8 +10,11 @@ import click
 
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
-from kubectl_gpu.cli.fleet_common import EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, fail
+from kubectl_gpu.k8s.name_completion import complete_nodes
+from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
 from kubectl_gpu.cli.step_report import StepReport, output_option
+from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode,
+                                          dry_run_option, fail, list_selected)
 
 EPILOG = exits.epilog("""\b
 Steps, for each node: cordon (and record on the node, in the
@@ -35,48 +38,56 @@ Then turn the device plugin off on these nodes, install the DRA driver, and
 Examples:
   kubectl gpu migrate nodes                    # the plan's next wave, server dry run
   kubectl gpu migrate nodes gpu-7 gpu-8 --apply
+  kubectl gpu migrate nodes -l 'pool in (h100),zone!=eu-1'   # a pool, checked as one wave
   kubectl gpu rollback node/gpu-7 --apply      # undo a wave
 """)
 
 
 @click.command("migrate nodes", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("nodes", nargs=-1, metavar="[NODE]...")
+@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=complete_nodes)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
-@click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
-@click.option("--dry-run", type=click.Choice(["server"]), default=None,
-              help="Send every write with dryRun=All (the default without --apply).")
+@request_timeout_option
+@dry_run_option
+@click.option("-l", "--selector", default=None, metavar="SELECTOR",
+              help="Switch the device-plugin GPU nodes with these labels instead (kubectl's selector, which the API "
+                   "server reads: key=value, key!=value, 'key in (a,b)', 'key notin (a)', key, !key).")
 @click.option("--wave-size", type=click.IntRange(min=1), default=None, metavar="N",
               help="Without NODE arguments: the size of the plan's waves (as in kubectl gpu plan).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
-              help="Seconds to keep retrying evictions a PodDisruptionBudget refuses.")
+@timeout_option("How long to keep retrying evictions a PodDisruptionBudget refuses.")
 @output_option
 @dra_node_label_option
-def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, do_apply: bool,
-            dry_run: str | None, wave_size: int | None, timeout: float, dra_node_labels: tuple[str, ...],
-            output: str | None) -> None:
-    """Switch one wave of GPU nodes (the plan's next, or the NODEs given) to the DRA driver."""
+def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None, request_timeout: float | None,
+            do_apply: bool, dry_run: str | None, selector: str | None, wave_size: int | None, timeout: float,
+            dra_node_labels: tuple[str, ...], output: str | None) -> None:
+    """Switch one wave of GPU nodes (the plan's next, the NODEs given, or those -l picks) to the DRA driver."""
     from kubectl_gpu.fleet.execute import NodeBefore, StepFailed, cordon_and_record, label_dra_node, read_node
     from kubectl_gpu.fleet.cluster_io import fetch_snapshot
     from kubectl_gpu.fleet.migration_plan import check_wave, next_wave_nodes, plan_migration
     from kubectl_gpu.fleet.workloads import pod_demand
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
     from kubectl_gpu.cli.console import progress
 
-    if do_apply and dry_run:
-        raise click.UsageError("use either --apply or --dry-run=server, not both")
+    mode = dry_run_mode(do_apply, dry_run)
+    if nodes and selector is not None:
+        raise click.UsageError("cannot specify both a node name and a --selector option")  # kubectl drain's words
     labels = parse_dra_labels(dra_node_labels)
     try:
-        connection = connect(kubeconfig, context)
+        connection = ClusterOptions(kubeconfig, context, request_timeout).connect()
         with progress(f"reading the cluster at {connection.server}"):
             snapshot = fetch_snapshot(connection.api, profile=False)  # cordons and evicts: fits no claim
+            selected = _selected_nodes(connection.api, selector, snapshot, labels) if selector is not None else None
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
-    simulate = not do_apply
+    simulate = not mode.writes
     report = StepReport("NodeWave", output, dry_run=simulate)
-    chosen = list(nodes) or next_wave_nodes(plan_migration(snapshot, wave_size=wave_size, dra_labels=labels))
+    if selected is not None:
+        chosen = selected
+    else:
+        chosen = list(nodes) or next_wave_nodes(plan_migration(snapshot, wave_size=wave_size, dra_labels=labels))
     if not chosen:
-        report.say("nothing to switch: every GPU node is already a DRA node")
+        report.say(f"nothing to switch: no device-plugin GPU node has the labels {selector!r}" if selector is not None
+                   else "nothing to switch: every GPU node is already a DRA node")
         report.finish()
         sys.exit(0)
     wave = check_wave(snapshot, chosen, dra_labels=labels)
@@ -85,6 +96,7 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
             click.echo(f"refused: {reason}", err=True)
         report.finish("refused: " + "; ".join(wave.refused))
         fail(f"nothing was changed on {', '.join(chosen)}", EXIT_REFUSED)
+    writer = dry_run_api(connection.api, mode)
     evictees = [p for p in snapshot.pods if (p.get("spec") or {}).get("nodeName") in chosen and pod_demand(p)
                 and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
                 and not any(o.get("kind") == "DaemonSet" for o in (p.get("metadata") or {}).get("ownerReferences") or ())]
@@ -92,12 +104,12 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
     started: dict[str, NodeBefore] = {}
     try:
         for node in chosen:
-            started[node] = cordon_and_record(connection.api, read_node(connection.api, node), list(wanted_labels),
+            started[node] = cordon_and_record(writer, read_node(connection.api, node), list(wanted_labels),
                                               FIELD_MANAGER, simulate)
             report.step(f"node/{node}", f"{'would be ' if simulate else ''}cordoned")
-        _evict_all(connection.api, evictees, simulate, timeout, report)
+        _evict_all(writer, evictees, simulate, timeout, report)
         for node in chosen:
-            label_dra_node(connection.api, node, wanted_labels, FIELD_MANAGER, simulate)
+            label_dra_node(writer, node, wanted_labels, FIELD_MANAGER, simulate)
             report.step(f"node/{node}", f"{'would be ' if simulate else ''}labelled "
                         + ", ".join(str(label) for label in labels))
     except (StepFailed, ApiError) as exc:
@@ -108,11 +120,22 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
             exits.fail(exc)
         fail(str(exc), EXIT_STOPPED)
     if simulate:
-        report.say("server dry run: nothing was written; run with --apply to switch these nodes")
+        report.say(f"{mode.value} dry run: nothing was written; run with --apply to switch these nodes")
     else:
         report.say(f"switched {len(chosen)} node(s): turn the device plugin off there, install the DRA driver, then "
                    f"`kubectl uncordon {' '.join(chosen)}` once their ResourceSlices are published")
     report.finish()
+
+
+def _selected_nodes(api, selector: str, snapshot, labels: tuple) -> list[str]:
+    """The device-plugin GPU nodes the label selector picks (as kubectl drain -l picks nodes)."""
+    from kubectl_gpu.fleet.capacity import gpu_nodes
+    from kubectl_gpu.k8s import collection_path
+
+    listed = list_selected(api, collection_path("", "v1", "nodes"), selector)
+    names = {str((n.get("metadata") or {}).get("name")) for n in listed}
+    switchable = {n.name for n in gpu_nodes(snapshot.nodes, snapshot.resource_slices, labels) if not n.dra}
+    return sorted(names & switchable)
 
 
 RETRY_SECONDS = 2.0  # between rounds of refused evictions (kubectl drain waits 5 s)

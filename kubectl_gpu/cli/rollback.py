@@ -9,7 +9,10 @@ from typing import Any
 import click
 
 from kubectl_gpu.cli import exits
-from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, fail
+from kubectl_gpu.cli.completion import complete_kind_and_name
+from kubectl_gpu.k8s.name_completion import complete_namespaces
+from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
+from kubectl_gpu.cli.fleet_common import EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode, dry_run_option, fail
 from kubectl_gpu.cli.step_report import StepReport, output_option
 
 EPILOG = exits.epilog("""\b
@@ -21,7 +24,7 @@ the ResourceQuota entries migrate added (when no KIND/NAME is named). Claim
 templates are left in place (doctor lists unused ones). A node switched by
 `migrate nodes` carries the kubectl-gpu.io/node-wave annotation: node/NAME
 puts back what the wave changed (cordon, the DRA-node label). Without --apply
-it is a server dry run.
+(--dry-run=none) it is a server dry run; --dry-run=client sends no write.
 
 \b
 KIND/NAME takes the names kubectl takes (deploy/web, deployment/web,
@@ -30,7 +33,8 @@ A named object that does not exist is the answer "no" (exit 1).
 
 \b
 Examples:
-  kubectl gpu rollback                          # every migrated workload, server dry run
+  kubectl gpu rollback -A                       # every migrated workload, server dry run
+  kubectl gpu rollback -n serving --apply       # those of one namespace (default: the context's)
   kubectl gpu rollback deploy/infer -n serving --apply
   kubectl gpu rollback node/gpu-7 --apply       # undo a node wave
 """)
@@ -44,25 +48,27 @@ class Named:
 
 
 @click.command("rollback", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("refs", nargs=-1, metavar="[KIND/NAME]...")
+@click.argument("refs", nargs=-1, metavar="[KIND/NAME]...", shell_complete=complete_kind_and_name)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
-@click.option("-n", "--namespace", default=None,
-              help="The namespace of KIND/NAME (default: the context's); without KIND/NAME, only this namespace "
-                   "(default: all).")
-@click.option("-A", "--all-namespaces", is_flag=True, help="Without KIND/NAME: every namespace (the default today).")
-@click.option("--apply", "do_apply", is_flag=True, help="Write (default: --dry-run=server).")
-@click.option("--timeout", type=click.FloatRange(min=0), default=300.0, show_default=True,
-              help="Seconds to wait for each rollout to become ready.")
+@request_timeout_option
+@click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces,
+              help="The namespace of KIND/NAME, or of every migrated workload rolled back without KIND/NAME "
+                   "(default: the context's, as kubectl).")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Without KIND/NAME: every namespace.")
+@dry_run_option
+@timeout_option("How long to wait for each rollout to become ready.")
 @output_option
-def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, namespace: str | None,
-            all_namespaces: bool, do_apply: bool, timeout: float, output: str | None) -> None:
+def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, request_timeout: float | None,
+            namespace: str | None,
+            all_namespaces: bool, do_apply: bool, dry_run: str | None, timeout: float, output: str | None) -> None:
     """Restore workloads to their original legacy GPU requests (all migrated ones, or KIND/NAME...),
     and nodes to what they were before `migrate nodes` (node/NAME)."""
     from kubectl_gpu.fleet.apply import RollbackError
     from kubectl_gpu.fleet.execute import StepFailed
-    from kubectl_gpu.k8s import ApiError, KubeconfigError, connect
+    from kubectl_gpu.k8s import ApiError, KubeconfigError
 
+    mode = dry_run_mode(do_apply, dry_run)
     if all_namespaces and namespace:
         raise click.UsageError("use either -n NAMESPACE or -A, not both")
     if all_namespaces and refs:
@@ -74,23 +80,25 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
             raise click.UsageError(f'"{ref}": rollback takes KIND/NAME, such as deployment/{ref.strip("/") or "web"} '
                                    f"or node/gpu-7")
     try:
-        connection = connect(kubeconfig, context)
+        connection = ClusterOptions(kubeconfig, context, request_timeout).connect()
         named = [_resolve(connection.api, ref) for ref in refs]
     except (KubeconfigError, ApiError) as exc:
         exits.fail(exc)
-    simulate = not do_apply
+    simulate = not mode.writes
+    writer = dry_run_api(connection.api, mode)
     report = StepReport("RollbackResult", output, dry_run=simulate)
     try:
         if named:
-            missing = _roll_back_named(connection, named, namespace or connection.namespace, simulate, timeout,
-                                       report)
+            missing = _roll_back_named(connection, writer, named, namespace or connection.namespace, simulate,
+                                       timeout, report)
             if missing:
                 for line in missing:
                     click.echo(f"error: {line}", err=True)
                 report.finish("; ".join(missing))
                 sys.exit(exits.FINDINGS)
         else:
-            _roll_back_all(connection, None if all_namespaces else namespace, simulate, timeout, report)
+            _roll_back_all(connection, writer, None if all_namespaces else namespace or connection.namespace, simulate,
+                           timeout, report)
     except (StepFailed, RollbackError) as exc:
         report.finish(str(exc))
         fail(str(exc), EXIT_STOPPED)
@@ -98,7 +106,7 @@ def command(refs: tuple[str, ...], kubeconfig: str | None, context: str | None, 
         report.finish(str(exc))
         exits.fail(exc)
     if simulate:
-        report.say("server dry run: nothing was written; run with --apply to roll back")
+        report.say(f"{mode.value} dry run: nothing was written; run with --apply to roll back")
     report.finish()
 
 
@@ -112,7 +120,7 @@ def _resolve(api: Any, ref: str) -> Named:
     return Named(resource, name)
 
 
-def _roll_back_named(connection: Any, named: list[Named], namespace: str, simulate: bool,
+def _roll_back_named(connection: Any, writer: Any, named: list[Named], namespace: str, simulate: bool,
                      timeout: float, report: StepReport) -> list[str]:
     """Roll back each named object; returns the "not found" lines (the answer is no)."""
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
@@ -124,7 +132,7 @@ def _roll_back_named(connection: Any, named: list[Named], namespace: str, simula
     for item in named:
         resource = item.resource
         if resource.kind == "Node" and resource.group == "":
-            line = _roll_back_node(connection.api, item.name, simulate, report)
+            line = _roll_back_node(connection.api, writer, item.name, simulate, report)
             if line is None:
                 missing.append(f'nodes "{item.name}" not found')
             continue
@@ -147,13 +155,13 @@ def _roll_back_named(connection: Any, named: list[Named], namespace: str, simula
         if not _recorded(obj, ORIGINAL_RESOURCES_ANNOTATION):
             report.step(target.ref, f"nothing to roll back (no {ORIGINAL_RESOURCES_ANNOTATION} annotation)")
             continue
-        report.step(target.ref, rollback_workload(connection.api, target, FIELD_MANAGER, simulate))
+        report.step(target.ref, rollback_workload(writer, target, FIELD_MANAGER, simulate))
         if not simulate:
             report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say))
     return missing
 
 
-def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeout: float,
+def _roll_back_all(connection: Any, writer: Any, namespace: str | None, simulate: bool, timeout: float,
                    report: StepReport) -> None:
     from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
     from kubectl_gpu.fleet.execute import BUILTIN_PLURALS, Target, rollback_workload, wait_ready
@@ -178,27 +186,27 @@ def _roll_back_all(connection: Any, namespace: str | None, simulate: bool, timeo
               if QUOTA_ENTRIES_ANNOTATION in ((q.get("metadata") or {}).get("annotations") or {})]
     from kubectl_gpu.fleet.queues import recorded_queues, rollback_queue
 
-    # Cluster-wide queues only when rolling back every namespace: they cap all of them.
+    # Cluster-wide queues only when rolling back every namespace (-A): they cap all of them.
     queues = recorded_queues((*snapshot.cluster_queues, *snapshot.volcano_queues)) if namespace is None else []
     if not targets and not quotas and not queues:
-        where = f" in namespace {namespace}" if namespace else ""
+        where = f" in namespace {namespace} (-A: every namespace)" if namespace else ""
         report.say(f"nothing to roll back{where}: no workload carries the {ORIGINAL_RESOURCES_ANNOTATION} annotation")
         report.finish()
         sys.exit(0)
     for target in targets:
-        report.step(target.ref, rollback_workload(connection.api, target, FIELD_MANAGER, simulate))
+        report.step(target.ref, rollback_workload(writer, target, FIELD_MANAGER, simulate))
         if not simulate:
             report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say))
     # The quota last: the DRA entries it loses would have counted the claims the workloads held.
     for quota in quotas:
-        line = rollback_quota(connection.api, quota, FIELD_MANAGER, simulate)
+        line = rollback_quota(writer, quota, FIELD_MANAGER, simulate)
         if line is not None:  # None only for a quota migrate never changed, which the list above left out
             report.line_step(line)
     for queue in queues:
-        report.line_step(rollback_queue(connection.api, queue, FIELD_MANAGER, simulate))
+        report.line_step(rollback_queue(writer, queue, FIELD_MANAGER, simulate))
 
 
-def _roll_back_node(api: Any, name: str, simulate: bool, report: StepReport) -> str | None:
+def _roll_back_node(api: Any, writer: Any, name: str, simulate: bool, report: StepReport) -> str | None:
     """Undo the node wave recorded on the node; None when there is no such node."""
     from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
     from kubectl_gpu.fleet.execute import NodeBefore, read_node, undo_wave
@@ -214,7 +222,7 @@ def _roll_back_node(api: Any, name: str, simulate: bool, report: StepReport) -> 
     if before is None:
         result = f"nothing to roll back (no {NODE_WAVE_ANNOTATION} annotation)"
     else:
-        changed = undo_wave(api, name, before, FIELD_MANAGER, simulate)
+        changed = undo_wave(writer, name, before, FIELD_MANAGER, simulate)
         done = ", ".join(changed) or "its record removed"
         if simulate:
             done = "would be " + done

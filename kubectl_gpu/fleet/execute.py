@@ -19,6 +19,7 @@ from kubectl_gpu.k8s.paths import POD, WORKLOAD_RESOURCES, collection_path
 
 from .apply import describe_change, diff, migration_steps, rollback_config
 from .cluster_io import object_path, send, status_causes
+from .dry_run import mode_of
 
 APPLY = "application/apply-patch+yaml"
 JSON_PATCH = "application/json-patch+json"
@@ -133,7 +134,7 @@ def _dry_run_update(api: Client, target: Target, live: Mapping[str, Any], planne
         result = send(api, "PUT", target.path, body, query=_query(manager, True))
     except ApiError as error:
         raise StepFailed(_explain(error, target.ref)) from error
-    return "would apply (server dry run): " + describe_change(live, result)
+    return f"would apply {mode_of(api).words}: " + describe_change(live, result)
 
 
 def _with_live_identity(migrated: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,7 +155,7 @@ def rollback_workload(api: Client, target: Target, manager: str, dry_run: bool) 
         send(api, "PATCH", target.path, config, content_type=APPLY, query=_query(manager, dry_run))
     except ApiError as error:
         raise StepFailed(_explain(error, target.ref)) from error
-    return "would roll back (server dry run)" if dry_run else "rolled back"
+    return f"would roll back {mode_of(api).words}" if dry_run else "rolled back"
 
 
 def rollout_ready(obj: Mapping[str, Any]) -> tuple[bool, str]:
@@ -327,4 +328,4 @@ def evict(api: Client, namespace: str, name: str, dry_run: bool) -> tuple[bool, 
         if error.status == 404:
             return True, "already gone"
         raise StepFailed(_explain(error, f"pod/{namespace}/{name}")) from error
-    return True, "evicted" if not dry_run else "would be evicted (server dry run)"
+    return True, "evicted" if not dry_run else f"would be evicted {mode_of(api).words}"

@@ -327,8 +327,13 @@ def plan_workloads(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
         if plan is not None:
             plans.append(plan)
     plans.extend(p for pod in snapshot.pods
-                 if _controller(pod) is None and (p := _bare_pod(pod, options, translate, known, sharing_nodes)))
+                 if _controller(pod) is None and _in_scope(pod, snapshot.scope)
+                 and (p := _bare_pod(pod, options, translate, known, sharing_nodes)))
     return sorted(plans, key=lambda p: (p.namespace, p.kind, p.name))
+
+
+def _in_scope(obj: Obj, scope: str | None) -> bool:
+    return scope is None or (obj.get("metadata") or {}).get("namespace") == scope
 
 
 def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),

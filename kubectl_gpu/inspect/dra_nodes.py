@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.dra.devices import nodes_of_driver
-from kubectl_gpu.dra import hami
-from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, NVIDIA_DRIVER, DraNodeMarker
+from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
+from kubectl_gpu.dra.gpu_drivers import GPU_DRA_DRIVERS, publishing_nodes
 
-# The GPU DRA drivers whose kubelet plugin, publishing on a node, makes it a DRA node for describe and doctor.
-GPU_DRA_DRIVERS = (NVIDIA_DRIVER, hami.HAMI_DRIVER)
+__all__ = ["DEFAULT_DRA_NODE_LABELS", "GPU_DRA_DRIVERS", "NodeLabel", "is_dra_node", "matching_label",
+           "publishing_nodes"]
 
 
 # The same marker type as the webhook's (KEY=VALUE, or KEY for any value).
@@ -29,10 +28,3 @@ def is_dra_node(labels: Mapping[str, str], selectors: Iterable[NodeLabel]) -> bo
 
 def matching_label(labels: Mapping[str, str], selectors: Iterable[NodeLabel]) -> NodeLabel | None:
     return next((s for s in selectors if s.matches(labels)), None)
-
-
-def publishing_nodes(resource_slices: Iterable[Mapping[str, Any]]) -> frozenset[str]:
-    """The nodes a current ResourceSlice of a GPU DRA driver (NVIDIA's or HAMi's) names: its kubelet plugin
-    runs there."""
-    slices = list(resource_slices)
-    return frozenset().union(*(nodes_of_driver(slices, driver) for driver in GPU_DRA_DRIVERS))

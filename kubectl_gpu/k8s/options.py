@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-import re
-
 import click
 
+from kubectl_gpu.k8s.duration import format_duration, parse_duration
+from kubectl_gpu.k8s.name_completion import complete_namespaces
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
 
 OUTPUT_FORMATS = ("table", "wide", "json", "yaml", "name")
@@ -45,25 +45,48 @@ class ClusterOptions:
         return connect(self.kubeconfig, self.context, timeout or None)
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
-_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
 def parse_request_timeout(value: str) -> float:
-    """kubectl's --request-timeout: a bare number of seconds, or a duration such as 30s, 1m, 1m30s;
-    0 waits forever."""
+    """kubectl's --request-timeout (client-go's clientcmd.ParseTimeout): a bare number of seconds, or
+    a duration such as 30s, 1m, 1m30s; 0 waits forever."""
     text = value.strip()
     try:
         seconds = float(text)
     except ValueError:
-        parts = _DURATION.findall(text)
-        if not parts or "".join(n + u for n, u in parts) != text:
+        try:
+            seconds = parse_duration(text)
+        except ValueError:
             raise ValueError(f"{value!r} is not a duration; use seconds or a unit, e.g. 30s, 2m, 1m30s, "
                              "or 0 to wait forever") from None
-        seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     if seconds < 0:
         raise ValueError(f"{value!r} is negative; use 0 to wait forever")
     return seconds
+
+
+class Duration(click.ParamType):
+    """A `--timeout` as kubectl takes one (Go's time.ParseDuration: 5m, 90s, 1h30m; 0), in seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, (int, float)):
+            return float(value)
+        flag = param.opts[-1] if param is not None and param.opts else "--timeout"
+        try:
+            seconds = parse_duration(value)
+        except ValueError as error:
+            # kubectl's words (cobra: invalid argument "90" for "--timeout" flag: time: ...), and what to write
+            raise click.UsageError(f'invalid argument "{value}" for "{flag}" flag: {error} (write it as kubectl '
+                                   "does, with a unit: 90s, 5m, 1h30m)", ctx) from None
+        if seconds < 0:
+            raise click.UsageError(f'invalid argument "{value}" for "{flag}" flag: a time to wait cannot be negative',
+                                   ctx)
+        return seconds
+
+
+def timeout_option(what: str, default_seconds: float = 300.0) -> Callable[..., Any]:
+    """`--timeout DURATION` of the commands that wait (kubectl's spelling: 5m, 90s, 1h30m)."""
+    return click.option("--timeout", type=Duration(), default=default_seconds, metavar="DURATION",
+                        help=f"{what} (e.g. 90s, 5m, 1h30m)  [default: {format_duration(default_seconds)}]")
 
 
 def request_timeout_callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
@@ -75,6 +98,12 @@ def request_timeout_callback(_ctx: click.Context, _param: click.Parameter, value
         raise click.BadParameter(str(exc)) from None
 
 
+def request_timeout_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--request-timeout", callback=request_timeout_callback, metavar="DURATION", default=None,
+                        help=f"How long to wait for each answer of the API server (e.g. 10s, 1m; 0: forever). "
+                             f"Nothing is retried.  [default: {REQUEST_TIMEOUT_SECONDS:g}s]")(func)
+
+
 def cluster_options(func: Callable[..., Any] | None = None, *, outputs: tuple[str, ...] = OUTPUT_FORMATS) -> Any:
     """The flags above; `outputs`: the -o forms the command prints (-o name only where it lists objects)."""
     if func is None:
@@ -84,10 +113,8 @@ def cluster_options(func: Callable[..., Any] | None = None, *, outputs: tuple[st
         click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
                      help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
         click.option("--context", default=None, help="The kubeconfig context to use."),
-        click.option("--request-timeout", callback=request_timeout_callback, metavar="DURATION", default=None,
-                     help=f"How long to wait for each answer of the API server (e.g. 10s, 1m; 0: forever). "
-                          f"Nothing is retried.  [default: {REQUEST_TIMEOUT_SECONDS:g}s]"),
-        click.option("-n", "--namespace", default=None,
+        request_timeout_option,
+        click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces,
                      help="Namespace (default: the context's namespace)."),
         click.option("-A", "--all-namespaces", is_flag=True, default=False,
                      help="Look in all namespaces."),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -81,6 +81,16 @@ class OpenedFile:
         for chunk in self.chunks:
             yield parse_chunk(self.codec, chunk)
 
+    def documents_or_unread(self, unread: Callable[[Chunk], bool]) -> Iterator[ParsedDocument | Chunk]:
+        """The documents in order, parsed, except that a YAML document for which `unread` is true
+        comes as its Chunk, never parsed."""
+        if self.parsed is not None:
+            yield from self.parsed
+            return
+        assert self.chunks is not None
+        for chunk in self.chunks:
+            yield chunk if unread(chunk) else parse_chunk(self.codec, chunk)
+
     def documents_naming(self, texts: Iterable[str]) -> Iterator[ParsedDocument]:
         """The documents whose text contains one of `texts` (every document of a JSON file)."""
         if self.parsed is not None:
@@ -99,10 +109,13 @@ def is_stream(argument: str) -> bool:
     return argument == STDIN or (path.exists() and not path.is_dir() and not path.is_file())
 
 
-def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> list[Source]:
-    """Every manifest named by `arguments`, in order.  Raises InputError for a path that
-    does not exist, a directory or file that cannot be read, or a file that is not text: one
-    error naming every such path (nothing is migrated while part of the input is unseen)."""
+def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None,
+                    top_level_only: Collection[str] = ()) -> list[Source]:
+    """Every manifest named by `arguments`, in order: a directory's files and those of its
+    subdirectories, or only its own for a directory in `top_level_only` (kubectl's `-f DIR`
+    without -R).  Raises InputError for a path that does not exist, a directory or file that
+    cannot be read, or a file that is not text: one error naming every such path (nothing is
+    migrated while part of the input is unseen)."""
     sources: list[Source] = []
     problems: list[str] = []
     for argument in arguments:
@@ -119,7 +132,7 @@ def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> li
         path = Path(argument)
         try:
             if path.is_dir():
-                for file in sorted(_manifests_under(path, problems)):
+                for file in sorted(_manifests_under(path, problems, argument not in top_level_only)):
                     try:
                         sources.append(_read(file, file.as_posix(), PurePosixPath(file.relative_to(path).as_posix())))
                     except InputError as err:
@@ -139,7 +152,7 @@ def collect_sources(arguments: Iterable[str], stdin: TextIO | None = None) -> li
     return sources
 
 
-def _manifests_under(directory: Path, problems: list[str]) -> list[Path]:
+def _manifests_under(directory: Path, problems: list[str], recursive: bool = True) -> list[Path]:
     def unreadable(err: OSError) -> None:
         # Skipping it would let `--check` pass over manifests nobody looked at.
         where = err.filename or directory
@@ -148,7 +161,7 @@ def _manifests_under(directory: Path, problems: list[str]) -> list[Path]:
 
     found: list[Path] = []
     for root, dirs, files in os.walk(directory, onerror=unreadable):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if recursive else []
         for name in files:
             path = Path(root) / name
             if not name.startswith(".") and path.suffix.lower() in MANIFEST_SUFFIXES:
