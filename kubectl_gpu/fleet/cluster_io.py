@@ -64,11 +64,12 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     # What holds GPUs, and what guards the pods a node wave evicts, in every namespace: `namespace`
     # picks what moves, the scheduler sees them all (Snapshot.scope keeps other namespaces' pods out
     # of the plan's moves).  Without a profile (rollback, node waves) nothing is fitted or placed.
-    held = not profile or namespace is None
+    # True: only `namespace` (nothing is placed); False: every namespace.
+    holders_in_scope_only = not profile
     objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector),
-               *listed("", "v1", "pods", namespaced=held),
+               *listed("", "v1", "pods", namespaced=holders_in_scope_only),
                *workloads, *domains,
-               *listed("policy", "v1", "poddisruptionbudgets", namespaced=held),
+               *listed("policy", "v1", "poddisruptionbudgets", namespaced=holders_in_scope_only),
                *stamped(listed("", "v1", PLURALS["ResourceQuota"]), "v1", "ResourceQuota"),
                *_cluster_queues(api, listed)]
     dra_objects: list[dict[str, Any]] = []
@@ -78,7 +79,7 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
                        *stamped(listed("resource.k8s.io", dra_version, "deviceclasses", False),
                                 f"resource.k8s.io/{dra_version}", "DeviceClass")]
         objects += [*dra_objects, *listed("resource.k8s.io", dra_version, "resourceclaimtemplates"),
-                    *stamped(listed("resource.k8s.io", dra_version, "resourceclaims", namespaced=held),
+                    *stamped(listed("resource.k8s.io", dra_version, "resourceclaims", namespaced=holders_in_scope_only),
                              f"resource.k8s.io/{dra_version}", "ResourceClaim"),
                     *_taint_rules(api, _served(dra_group))]
     # The same sorting and shape checks as for files: one way into the planner.
