@@ -27,13 +27,18 @@ def queue(name: str = "gpu-team", **sections: dict) -> dict:
 
 
 def test_each_section_capping_gpus_gets_the_device_count_of_the_gpu_class():
+    """A Queue's guarantee is a struct whose ResourceList is ``guarantee.resource`` (volcano-sh/apis
+    pkg/apis/scheduling/v1beta1/types.go at ed2d962a3a85cce852c88b610755c2f64d54a214, ``type
+    Guarantee struct { Resource v1.ResourceList `json:"resource"` }``; the capacity plugin reads
+    ``queue.Queue.Spec.Guarantee.Resource``), so that is where its GPUs and its DRA key live."""
     change = volcano_queue_change(queue(capability={"cpu": "64", "nvidia.com/gpu": "8"},
-                                        deserved={"nvidia.com/gpu": "4"}, guarantee={"nvidia.com/gpu": 1}))
+                                        deserved={"nvidia.com/gpu": "4"}, guarantee={"resource": {"nvidia.com/gpu": 1}}))
     assert change.operations == (
         {"op": "add", "path": "/spec/capability/deviceclass~1gpu.nvidia.com", "value": "8"},
         {"op": "add", "path": "/spec/deserved/deviceclass~1gpu.nvidia.com", "value": "4"},
-        {"op": "add", "path": "/spec/guarantee/deviceclass~1gpu.nvidia.com", "value": "1"},
+        {"op": "add", "path": "/spec/guarantee/resource/deviceclass~1gpu.nvidia.com", "value": "1"},
     )
+    assert "guarantee.resource: deviceclass/gpu.nvidia.com: 1" in change.added
     said = " ".join(n.message for n in change.notes)
     assert "capacity plugin" in said and "capacity.DynamicResourceAllocationEnable" in said and "v1.15" in said
     assert "proportion" in said  # Volcano's default queue plugin counts no DRA device at all
