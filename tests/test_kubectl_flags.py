@@ -35,6 +35,16 @@ DURATIONS = [
     (".s", 'time: invalid duration ".s"'),
     ("s", 'time: invalid duration "s"'),
     ("1h 30m", 'time: unknown unit "h " in duration "1h 30m"'),
+    # A Duration is int64 nanoseconds: Go refuses what does not fit (golang/go src/time/time_test.go
+    # at 53ce81ef642355d27223eaf77c0a8e74580632e8, parseDurationTests and parseDurationErrorTests).
+    ("9223372036854775807ns", 9223372036.854775807), ("9223372036s854ms775us807ns", 9223372036.854775807),
+    ("9223372036854775808ns", 'time: invalid duration "9223372036854775808ns"'),
+    ("9223372036854775810ns", 'time: invalid duration "9223372036854775810ns"'),
+    ("9223372036854776us", 'time: invalid duration "9223372036854776us"'),
+    ("3000000h", 'time: invalid duration "3000000h"'),
+    ("9223372036854775.808us", 'time: invalid duration "9223372036854775.808us"'),
+    ("9223372036854ms775us808ns", 'time: invalid duration "9223372036854ms775us808ns"'),
+    ("1" + "0" * 400 + "h", f'time: invalid duration "1{"0" * 400}h"'),
 ]
 
 
@@ -382,6 +392,11 @@ def test_every_command_that_talks_to_a_cluster_takes_kubectls_global_flags():
 def test_request_timeout_bounds_the_fleet_commands_reads(cluster):
     output = cluster.kubectl_gpu("--request-timeout", "soon", "rollback", expect=2)
     assert "'soon' is not a duration" in output
+    # client-go's clientcmd.ParseTimeout (kubernetes/kubernetes staging/src/k8s.io/client-go/tools/
+    # clientcmd/helpers.go at ad139a23b1563f7fbd23a28b1bdf30d9657ddbbe) takes a whole number of seconds
+    # (strconv.ParseInt) or a Go duration, nothing else: no float spellings, no infinity.
+    for text in ("nan", "inf", "1e400", "1.5", "3000000h"):
+        assert "is not a duration" in cluster.kubectl_gpu("--request-timeout", text, "rollback", expect=2), text
     assert "nothing to roll back" in cluster.kubectl_gpu("--request-timeout", "30s", "rollback")
 
 
