@@ -293,6 +293,18 @@ def test_filename_flags_read_what_kubectl_apply_reads(manifests):
     assert kinds(migrate(str(manifests)).stdout) == ["Pod", "ResourceClaimTemplate", "Service"]
 
 
+def test_an_empty_file_name_is_refused_not_read_as_the_current_directory(manifests, monkeypatch):
+    """`migrate "$DIR" --in-place` with DIR unset must not rewrite everything under the working
+    directory: kubectl refuses `-f ''` ("error: must specify one of -f and -k"), and so does migrate,
+    saying what to change."""
+    monkeypatch.chdir(manifests / "gpu")
+    for args in (("",), ("-f", ""), ("", "--in-place"), ("-f", "", "-f", "pod.yaml")):
+        result = migrate(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "an empty file name" in result.stderr and "Traceback" not in result.output
+        assert (manifests / "gpu" / "pod.yaml").read_text() == POD
+
+
 def test_recursive_without_a_filename_is_a_usage_error(manifests):
     result = migrate(str(manifests), "-R")
     assert result.exit_code == 2 and "-R reads the directories -f names" in result.stderr
