@@ -224,6 +224,23 @@ def test_dry_run_client_sends_no_write_and_says_what_it_would_send(cluster):
     assert writes(cluster) == []
 
 
+def test_a_client_dry_run_sends_no_write_whichever_client_method_makes_it(cluster):
+    """Every way the client writes (request, and its create/merge_patch/delete helpers) answers here
+    under --dry-run=client: a helper reached through the wrapper must not reach the real client."""
+    from kubectl_gpu.fleet.dry_run import ClientDryRun
+    from kubectl_gpu.k8s import Resource
+
+    api = ClientDryRun(cluster.api)
+    deployments = Resource("apps/v1", "Deployment")
+    before = api.get(deployments, "serving", "infer")
+    cluster.double.reset_requests()
+    api.merge_patch(deployments, "serving", "infer", {"metadata": {"labels": {"touched": "yes"}}})
+    api.create(deployments, "serving", {**before, "metadata": {"name": "copy", "namespace": "serving"}})
+    api.delete(deployments, "serving", "infer")
+    assert writes(cluster) == []
+    assert api.get(deployments, "serving", "infer")["metadata"] == before["metadata"]
+
+
 def test_dry_run_values_and_conflicts_are_usage_errors(cluster):
     output = cluster.kubectl_gpu("rollback", "--dry-run=foo", expect=2)
     assert output.startswith('error: invalid dry-run value (foo). Must be "none", "server", or "client"\n')
