@@ -25,7 +25,10 @@ Prints, next to floors measured in the same run:
   free, the last two; the pod asks for four 1g.10gb placements and a whole GPU: on each node the
   placements fit on the free GPU in 35 ways and the whole GPU then in none, so the structured
   allocator backtracks through all of them, node after node, until the last node fits.  Floor:
-  reading the same slices (read_slice).
+  reading the same slices (read_slice).  Target: explain's work beyond the floor <= 0.5 s CPU,
+  the budget issue 11 gives the whole of explain on 8,000 devices: a pod that makes the search
+  meet a dead end on every node (the shape DynamicMIG makes common: one GPU free per node) may
+  cost one more explanation's worth, not more.
 
 Targets (issue 11): end to end <= 0.5 s; every selector <= 10 us per device.  Figures only;
 never a pass/fail test.  CPU times, with the load average printed beside them: the machine is
@@ -120,6 +123,7 @@ def build_slices() -> list[dict]:
 
 
 MIG_NODES = 125
+MIG_TARGET = 0.5  # s of CPU beyond reading the slices (see the docstring)
 MIG_PLACEMENTS = [("1g.10gb", "10Gi", 7), ("3g.40gb", "40Gi", 2)]
 
 
@@ -202,8 +206,9 @@ def bench_dynamic_mig() -> None:
     print(f"\nbacktracking and counters: DynamicMIG-shaped, {MIG_NODES} nodes x {GPUS} GPUs, {devices} devices "
           f"(whole GPUs and MIG placements on one counter set each), one GPU free per node, two on the last")
     print(f"  floor: reading the slices (read_slice)              {floor:7.3f} s")
-    print(f"  explain_objects (the allocator searching every node) {explain_s:7.3f} s  floor + {explain_s - floor:.3f} s; "
-          f"{steps} search steps; answer: {item.verdict}")
+    verdict = "PASS" if explain_s - floor <= MIG_TARGET else "MISS"
+    print(f"  explain_objects (the allocator searching every node) {explain_s:7.3f} s  floor + {explain_s - floor:.3f} s "
+          f"(target floor + {MIG_TARGET} s: {verdict}); {steps} search steps; answer: {item.verdict}")
     print(f"  devices it would allocate: {', '.join(f'{d.request}={d.pool}/{d.device}' for d in item.allocation)}")
 
 

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from kubectl_gpu.allocator import (
     AllocatedState,
     Claim,
+    ClaimConfig,
     Constraint,
     DeviceClass,
     Features,
@@ -59,12 +60,15 @@ def claim(obj: Mapping[str, Any]) -> Claim:
     constraints = tuple(Constraint(tuple(c.get("requests") or ()), c.get("matchAttribute"), c.get("distinctAttribute"))
                         for c in devices.get("constraints") or ())
     name = f"{meta['namespace']}/{meta['name']}" if meta.get("namespace") else meta["name"]
-    return Claim(name, tuple(requests), constraints)
+    config = tuple(ClaimConfig(c.get("deviceConfiguration") or {}, tuple(c.get("requests") or ()))
+                   for c in devices.get("config") or ())
+    return Claim(name, tuple(requests), constraints, config)
 
 
 def device_class(obj: Mapping[str, Any]) -> DeviceClass:
     return DeviceClass(obj["metadata"]["name"],
-                       tuple((s.get("cel") or {}).get("expression", "") for s in obj["spec"].get("selectors") or ()))
+                       tuple((s.get("cel") or {}).get("expression", "") for s in obj["spec"].get("selectors") or ()),
+                       tuple(c.get("deviceConfiguration") or {} for c in obj["spec"].get("config") or ()))
 
 
 def node(obj: Mapping[str, Any] | None) -> Node:

@@ -74,6 +74,23 @@ def gpu_slice(node: str, gpus: int = 8, *, devices: Iterable[dict] | None = None
     }
 
 
+def dynamic_mig_slices(node: str = "node-1") -> list[dict]:
+    """NVIDIA's DynamicMIG shape: the whole GPU and each MIG placement draw on one counter set."""
+    whole = gpu_device(node, 0)
+    whole["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]
+    migs = []
+    for slot in range(2):
+        mig = mig_device(node, 0, slot, "3g.40gb", "40Gi")
+        mig["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
+        migs.append(mig)
+    devices = gpu_slice(node, devices=[whole, *migs])
+    devices["spec"]["pool"]["resourceSliceCount"] = 2
+    counters = {"apiVersion": DRA, "kind": "ResourceSlice", "metadata": {"name": f"{node}-counters"},
+                "spec": {"driver": NVIDIA, "nodeName": node, "pool": {"name": node, "generation": 0, "resourceSliceCount": 2},
+                         "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]}}
+    return [devices, counters]
+
+
 def node(name: str, *, labels: dict[str, str] | None = None,
          legacy: dict[str, str] | None = None, allocatable: dict[str, str] | None = None) -> dict[str, Any]:
     capacity = {"cpu": "96", "memory": "1056Gi", "pods": "110", **(legacy or {})}

@@ -78,6 +78,10 @@ def _selector(selector: Any) -> Any:
         for term in selector["nodeSelectorTerms"])
 
 
+def _config(source: str, requests: Any, configuration: Any) -> str:
+    return json.dumps([source, list(requests or ()), configuration], sort_keys=True)
+
+
 def _canonical(devices: list[dict[str, Any]]) -> Counter:
     return Counter(json.dumps(d, sort_keys=True, default=str) for d in devices)
 
@@ -119,11 +123,15 @@ def test_upstream_case(name: str) -> None:
         assert not any(a.devices for a in got), outcome
         return
     # ConsistOf: one allocation per claim, in any order.
+    # Each allocation's devices (any order), node selector and device configuration (in order).
     assert Counter(json.dumps([sorted(_canonical([_device(d) for d in a.devices]).elements()),
-                               sorted(map(repr, (_selector(a.node_selector) or {}).items()))], default=str)
+                               sorted(map(repr, (_selector(a.node_selector) or {}).items())),
+                               [_config(c.source, c.requests, c.configuration) for c in a.config]], default=str)
                    for a in got) == Counter(
         json.dumps([sorted(_canonical([_expected_device(d) for d in e["devices"]["results"]]).elements()),
-                    sorted(map(repr, (_selector(e["nodeSelector"]) or {}).items()))], default=str)
+                    sorted(map(repr, (_selector(e["nodeSelector"]) or {}).items())),
+                    [_config(c["source"], c.get("requests"), c["deviceConfiguration"])
+                     for c in e["devices"].get("config") or ()]], default=str)
         for e in expected)
     if case["expectSteps"]:
         assert outcome.steps == case["expectSteps"]

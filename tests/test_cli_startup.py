@@ -56,6 +56,14 @@ def test_migrating_without_a_cluster_profile_loads_neither_explain_nor_a_second_
     assert loaded_client_modules("migrate", str(EXAMPLE), packages=("kubectl_gpu.explain", "yaml")) == []
 
 
+def test_migrating_without_a_cluster_profile_loads_no_profile_allocator_or_cel():
+    """The profile (and its slice reader) and the allocator serve a cluster migrate was given; the CEL
+    environment compiles device selectors, which a whole GPU's claim has none of (issue 29: one small
+    file migrated within 0.3 s of CPU, scripts/bench_migrate.py)."""
+    packages = ("kubectl_gpu.cluster.profile", "kubectl_gpu.dra.devices", "kubectl_gpu.allocator", "kubectl_gpu.cel")
+    assert loaded_client_modules("migrate", str(EXAMPLE), packages=packages) == []
+
+
 # The executable's own start: `--help` from the user's cache (kubectl_gpu/cli/launch.py).
 LAUNCH_PROBE = ("import atexit, sys\n"
                 "atexit.register(lambda: sys.stderr.write('CLICK %s\\n' % ('click' in sys.modules)))\n"

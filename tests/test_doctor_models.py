@@ -104,10 +104,35 @@ def test_guarded_attribute_references_are_not_errors():
 def test_corpus_mig_selectors_match_published_mig_profiles():
     docs = _fixture("gpu-test4-mig-devices")
     templates = [d for d in docs if d["kind"] == "ResourceClaimTemplate"]
+    gpu_test4 = [b.mig_device("a100", 0, slot, profile)
+                 for slot, profile in enumerate(("1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"))]
+    report = _doctor(resource_slices=[b.gpu_slice("a100", devices=gpu_test4)], resource_claim_templates=templates,
+                     device_classes=b.nvidia_device_classes())
+    assert _codes(report) == []
+
+
+def test_a_template_no_node_can_allocate_even_with_every_device_free_is_named():
+    """doctor judges claims with Kubernetes' structured allocator: gpu-test4's four MIG devices
+    on one parent GPU (matchAttribute parentUUID) against a node publishing one 1g.5gb device."""
+    docs = _fixture("gpu-test4-mig-devices")
+    templates = [d for d in docs if d["kind"] == "ResourceClaimTemplate"]
     slices = [b.gpu_slice("a100", devices=[b.mig_device("a100", 0, 0, "1g.5gb")])]
     report = _doctor(resource_slices=slices, resource_claim_templates=templates,
                      device_classes=b.nvidia_device_classes())
-    assert _codes(report) == []
+    assert _codes(report) == [("unsatisfiable-claim", "resourceclaimtemplate/gpu-test4/mig-devices")]
+    (finding,) = [f for f in report.findings if f.code == "unsatisfiable-claim"]
+    assert "cannot be allocated" in finding.message and "kubectl gpu explain" in finding.fix
+
+
+def test_a_whole_gpu_and_a_mig_slice_of_it_in_one_template_are_never_allocated_together():
+    """DynamicMIG (KEP-4815 partitionable devices): the whole GPU and its MIG placements draw on
+    one counter set, so one claim asking for both cannot be allocated (upstream allocatortesting
+    partitionable-devices cases); a per-device check would call each request satisfiable."""
+    both = b.template("both", "ml", requests=[b.exact_request("gpu"), b.exact_request("mig", "mig.nvidia.com")])
+    either = b.template("either", "ml", requests=[b.exact_request("mig", "mig.nvidia.com")])
+    report = _doctor(resource_slices=b.dynamic_mig_slices("dra-1"), resource_claim_templates=[both, either],
+                     device_classes=b.nvidia_device_classes())
+    assert _codes(report) == [("unsatisfiable-claim", "resourceclaimtemplate/ml/both")]
 
 
 def test_request_for_a_device_class_that_does_not_exist():

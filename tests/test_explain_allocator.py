@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from kubectl_gpu.cli.exits import FINDINGS, INTERNAL_ERROR, OK
 from kubectl_gpu.cli.main import main
 from kubectl_gpu.explain import explain_objects
-from tests.builders import NVIDIA, claim, exact_request, gpu_device, gpu_slice, mig_device
+from tests.builders import NVIDIA, claim, dynamic_mig_slices, exact_request, gpu_device, gpu_slice
 
 ALL_ON = frozenset({"DRAAdminAccess", "DRAPrioritizedList", "DRADeviceTaints", "DRAPartitionableDevices",
                     "DRAConsumableCapacity", "DRAListTypeAttributes", "DRAResourceClaimDeviceStatus",
@@ -63,23 +63,6 @@ def test_a_tainted_device_is_not_allocated_unless_the_request_tolerates_the_tain
     assert explained([claim("c", requests=[tolerating])], slices).allocatable
     # Before DRADeviceTaints the scheduler ignores taints.
     assert explained([claim("c")], slices, gates=ALL_ON - {"DRADeviceTaints"}).allocatable
-
-
-def dynamic_mig_slices(node: str = "node-1") -> list[dict]:
-    """NVIDIA's DynamicMIG shape: the whole GPU and each MIG placement draw on one counter set."""
-    whole = gpu_device(node, 0)
-    whole["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]
-    migs = []
-    for slot in range(2):
-        mig = mig_device(node, 0, slot, "3g.40gb", "40Gi")
-        mig["consumesCounters"] = [{"counterSet": "gpu-0", "counters": {"memory": {"value": "40Gi"}}}]
-        migs.append(mig)
-    devices = gpu_slice(node, devices=[whole, *migs])
-    devices["spec"]["pool"]["resourceSliceCount"] = 2
-    counters = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{node}-counters"},
-                "spec": {"driver": NVIDIA, "nodeName": node, "pool": {"name": node, "generation": 0, "resourceSliceCount": 2},
-                         "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]}}
-    return [devices, counters]
 
 
 def test_a_gpu_and_a_mig_slice_of_it_are_not_allocated_together() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from kubectl_gpu.cluster import build_profile, unsatisfiable
 from kubectl_gpu.core import ApiVersion, ClaimObject
 from tests.builders import NVIDIA, gpu_device, gpu_slice
-from tests.test_explain_allocator import dynamic_mig_slices
+from tests.builders import dynamic_mig_slices
 
 
 def gpu_claim(name: str, *requests: dict) -> ClaimObject:

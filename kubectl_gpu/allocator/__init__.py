@@ -13,6 +13,7 @@ off.  Pure: objects in, an :class:`Outcome` out; no I/O, no clock.
 
 from .allocator import Allocator, Placement, TaintRule, place
 from .features import ALL_FEATURES, Features
+from .ledger import Ledger
 from .requests import (
     ALL,
     ALLOCATED,
@@ -21,9 +22,13 @@ from .requests import (
     ERROR,
     EXACT_COUNT,
     UNSATISFIABLE,
+    FROM_CLAIM,
+    FROM_CLASS,
     AllocatedState,
+    AllocationConfig,
     Claim,
     ClaimAllocation,
+    ClaimConfig,
     Constraint,
     DeviceClass,
     DeviceResult,
@@ -39,7 +44,7 @@ UPSTREAM_COMMIT = "3d036712930cdac0b0d46c4c21316a78147c551f"
 
 __all__ = [
     "ALL", "ALLOCATED", "ALLOCATION_RESULTS_MAX_SIZE", "ALL_FEATURES", "BUDGET_EXHAUSTED", "DEFAULT_STEP_BUDGET",
-    "ERROR", "EXACT_COUNT", "UNSATISFIABLE", "UPSTREAM_COMMIT", "AllocatedState", "Allocator", "Claim",
-    "ClaimAllocation", "Constraint", "DeviceClass", "DeviceResult", "Features", "Node", "Outcome", "Placement",
+    "ERROR", "EXACT_COUNT", "FROM_CLAIM", "FROM_CLASS", "UNSATISFIABLE", "UPSTREAM_COMMIT", "AllocatedState", "AllocationConfig", "Allocator", "Claim",
+    "ClaimAllocation", "ClaimConfig", "Constraint", "DeviceClass", "DeviceResult", "Features", "Ledger", "Node", "Outcome", "Placement",
     "Request", "SubRequest", "TaintRule", "Toleration", "place",
 ]

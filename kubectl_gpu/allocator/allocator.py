@@ -10,6 +10,7 @@ from kubectl_gpu.cel import CelCompileError, compile_selector
 from kubectl_gpu.dra.devices import Device, SliceFacts, Taint
 
 from .features import Features
+from .ledger import Ledger
 from .requests import ERROR, AllocatedState, Claim, DeviceClass, Outcome
 from .node_selection import Node
 from .search import DEFAULT_STEP_BUDGET, Allocation, SelectorCompileError, Verdict, gather
@@ -61,15 +62,19 @@ class Allocator:
     def devices(self) -> list[Device]:
         return [d for s in self.slices for d in s.devices]
 
-    def allocate(self, claims: Sequence[Claim], node: Node, allocated: AllocatedState | None = None) -> Outcome:
+    def allocate(self, claims: Sequence[Claim], node: Node, allocated: AllocatedState | Ledger | None = None) -> Outcome:
         """Allocate every claim of ``claims`` (one pod's) on ``node``, as the scheduler's filter does;
-        ``allocated`` replaces what the cluster holds (explaining a claim that holds devices itself)."""
+        ``allocated`` replaces what the cluster holds (explaining a claim that holds devices itself,
+        or a plan's :class:`Ledger` of what its earlier placements took)."""
         state = self.allocated if allocated is None else allocated
         node_slices = self.on_node.get(node.name, []) + self.shared
         pools = gather(node_slices, node, self.features, self.slices)
         if isinstance(pools, str):
             return Outcome(ERROR, node.name, error=pools)
-        counters = next((cache for known, cache in self._counters if known is state), None)
+        if isinstance(state, Ledger):
+            counters = state.counters
+        else:
+            counters = next((cache for known, cache in self._counters if known is state), None)
         if counters is None:
             counters = {}
             self._counters.append((state, counters))

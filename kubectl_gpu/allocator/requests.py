@@ -71,16 +71,41 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class ClaimConfig:
+    """One entry of a claim's ``spec.devices.config``: a DeviceConfiguration (``opaque``: driver and
+    parameters) for the requests named (none: every request)."""
+
+    configuration: Mapping[str, Any]
+    requests: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Claim:
     name: str  # namespace/name, as the scheduler names it in messages (klog.KObj)
     requests: tuple[Request, ...]
     constraints: tuple[Constraint, ...] = ()
+    config: tuple[ClaimConfig, ...] = ()
 
 
 @dataclass(frozen=True)
 class DeviceClass:
     name: str
     selectors: tuple[str, ...] = ()
+    config: tuple[Mapping[str, Any], ...] = ()  # its spec.config[].DeviceConfiguration, in order
+
+
+FROM_CLASS = "FromClass"
+FROM_CLAIM = "FromClaim"
+
+
+@dataclass(frozen=True)
+class AllocationConfig:
+    """One entry of ``status.allocation.devices.config``: where the configuration came from
+    (``FromClass`` | ``FromClaim``) and the requests it applies to (empty: all of them)."""
+
+    source: str
+    requests: tuple[str, ...]
+    configuration: Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -123,6 +148,7 @@ class ClaimAllocation:
     devices: tuple[DeviceResult, ...]
     node_selector: Mapping[str, Any] | None  # None: reachable from every node
     chosen: Mapping[str, str] = field(default_factory=dict)  # firstAvailable request -> chosen alternative
+    config: tuple[AllocationConfig, ...] = ()
 
 
 ALLOCATED = "allocated"

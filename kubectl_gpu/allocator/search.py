@@ -21,6 +21,7 @@ from kubectl_gpu.dra.devices import Device, SliceFacts
 from . import capacity as cap
 from .constraints import ConstraintState
 from .features import Features
+from .ledger import Ledger
 from .requests import (
     ALL,
     ALLOCATED,
@@ -37,6 +38,9 @@ from .requests import (
     Outcome,
     Request,
     SubRequest,
+    FROM_CLAIM,
+    FROM_CLASS,
+    AllocationConfig,
 )
 from .node_selection import InvalidNodeSelector, Node, node_matches, node_name_selector
 from .pools import Pool, PoolError, gather_pools
@@ -92,7 +96,7 @@ class Allocation:
     """One Allocate call: the claims of one pod, on one node."""
 
     def __init__(self, claims: Sequence[Claim], node: Node, pools: list[Pool], classes: Mapping[str, DeviceClass],
-                 allocated: AllocatedState, features: Features, evaluate: Evaluate, budget: int,
+                 allocated: AllocatedState | Ledger, features: Features, evaluate: Evaluate, budget: int,
                  available_counters: dict[str, dict[str, dict[str, Fraction]]]) -> None:
         self.claims = claims
         self.node = node
@@ -110,6 +114,7 @@ class Allocation:
         self.allocating_capacity: dict[str, dict[str, Fraction]] = {}
         self.consumed_counters: dict[str, dict[str, dict[str, Fraction]]] = {}  # pool id -> set -> counter
         self.available_counters = available_counters  # pool id -> ..., shared by the nodes of one Allocator
+        self.consumptions: dict[str, Any] = {}  # device id -> its consumesCounters (see _consumption)
         self.results: list[list[tuple[DeviceResult, Pool, SliceFacts, Device]]] = [[] for _ in claims]
 
     # -- Allocate ------------------------------------------------------------------------------
@@ -268,6 +273,10 @@ class Allocation:
 
         admin = bool(request.admin_access)
         pool_start, slice_start, position_start = start
+        # The loop below is the search's hot path (every device, at every step of backtracking):
+        # the in-use check and the selectability cache are read inline, not through method calls.
+        allocated, allocating, matches = self.allocated.devices, self.allocating, self.matches
+        capacity = self.features.consumable_capacity
         for pool_index in range(pool_start, len(self.pools)):
             pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
@@ -282,13 +291,16 @@ class Allocation:
                     device_id = device.id
                     # Being in use is cheap to check, so it is checked before the selectors.
                     if admin:
-                        if claim_index in self.allocating.get(device_id, ()):
+                        if claim_index in allocating.get(device_id, ()):
                             continue
-                    elif self._in_use(device_id):
+                    elif device_id in allocated or allocating.get(device_id):
                         continue
-                    if not self._selectable(key, data, facts, device):
+                    selectable = matches.get((device_id, key))
+                    if selectable is None:
+                        selectable = self._selectable(key, data, facts, device)
+                    if not selectable:
                         continue
-                    if self.features.consumable_capacity and not self._capacity_fits(request, device):
+                    if capacity and not self._capacity_fits(request, device):
                         continue
                     undo = self._allocate_device(claim_index, data, pool, facts, device, must=False)
                     if undo is None:
@@ -467,29 +479,40 @@ class Allocation:
         """checkAvailableCounters: the device's consumption added, and every counter of the pool
         still within what is available.  Only the sets this device draws on changed; a counter
         set already overdrawn (by allocated devices) refuses every device, as upstream's check of
-        all the pool's counters does."""
+        all the pool's counters does.  A device that does not fit takes nothing (checked before
+        adding: most devices the search meets on a busy GPU do not fit)."""
         available, overdrawn = self._available(pool)
         if overdrawn:
             return False
+        consumption = self._consumption(device)
         consumed = self.consumed_counters.setdefault(pool.id, {})
-        fits = True
-        for set_name, counters in device.placement.consumes_counters:
+        for set_name, counters in consumption:
+            taken = consumed.get(set_name) or _NONE
+            limits = available.get(set_name) or _NONE
+            for counter, amount in counters:
+                if counter in limits and limits[counter] < taken.get(counter, 0) + amount:
+                    return False
+        for set_name, counters in consumption:
             taken = consumed.setdefault(set_name, {})
-            limits = available.get(set_name, {})
-            for counter, amount in counters.items():
-                total = taken[counter] = taken.get(counter, 0) + _number(amount)
-                if counter in limits and limits[counter] < total:
-                    fits = False
-        if not fits:
-            self._return_counters(pool, device)
-        return fits
+            for counter, amount in counters:
+                taken[counter] = taken.get(counter, 0) + amount
+        return True
 
     def _return_counters(self, pool: Pool, device: Device) -> None:
         consumed = self.consumed_counters.get(pool.id, {})
-        for set_name, counters in device.placement.consumes_counters:
+        for set_name, counters in self._consumption(device):
             taken = consumed.setdefault(set_name, {})
-            for counter, amount in counters.items():
-                taken[counter] = taken.get(counter, 0) - _number(amount)
+            for counter, amount in counters:
+                taken[counter] = taken.get(counter, 0) - amount
+
+    def _consumption(self, device: Device) -> tuple[tuple[str, tuple[tuple[str, Fraction | int], ...]], ...]:
+        """The device's consumesCounters with whole amounts as ints, read once per search."""
+        found = self.consumptions.get(device.id)
+        if found is None:
+            found = self.consumptions[device.id] = tuple(
+                (set_name, tuple((counter, _number(amount)) for counter, amount in counters.items()))
+                for set_name, counters in device.placement.consumes_counters)
+        return found
 
     # -- the result -------------------------------------------------------------------------------
 
@@ -506,7 +529,41 @@ class Allocation:
             devices=tuple(result for result, *_ in entries),
             node_selector=self._node_selector(entries),
             chosen=chosen,
+            config=self._config(claim_index),
         )
+
+    def _config(self, claim_index: int) -> tuple[AllocationConfig, ...]:
+        """The allocation's device configuration, as upstream populates it: each class's configs
+        once (for every request using the class), then the claim's own that name an allocated
+        request (or subrequest) or none; a config then naming every request names none."""
+        claim = self.claims[claim_index]
+        # The allocated name of each request: the subrequest chosen for a firstAvailable one.
+        names: list[tuple[str, str | None]] = []  # (request name, "request/subrequest" or None)
+        configs: list[tuple[str, list[str], Mapping[str, Any]]] = []
+        by_class: dict[str, tuple[int, int]] = {}
+        for request_index, request in enumerate(claim.requests):
+            data = self.request_data[(claim_index, request_index, 0)]
+            if data.parent is not None:
+                data = self.request_data[(claim_index, request_index, data.selected)]
+            names.append((request.name, data.name if data.parent is not None else None))
+            device_class = data.device_class
+            if device_class is None:
+                continue
+            known = by_class.get(device_class.name)
+            if known is not None:
+                for entry in configs[known[0]:known[1]]:
+                    entry[1].append(data.name)
+                continue
+            start = len(configs)
+            configs.extend((FROM_CLASS, [data.name], config) for config in device_class.config)
+            by_class[device_class.name] = (start, len(configs))
+        for config in claim.config:
+            if not config.requests or any(name in config.requests or (sub is not None and sub in config.requests)
+                                          for name, sub in names):
+                configs.append((FROM_CLAIM, list(config.requests), config.configuration))
+        return tuple(AllocationConfig(source, () if all(name in requests or (sub is not None and sub in requests)
+                                                        for name, sub in names) else tuple(requests), configuration)
+                     for source, requests, configuration in configs)
 
     def _node_selector(self, entries: Sequence[tuple[DeviceResult, Pool, SliceFacts, Device]]) -> Mapping[str, Any] | None:
         fields: list[Any] = []
@@ -538,6 +595,9 @@ class Allocation:
         if fields:
             term["matchFields"] = fields
         return {"nodeSelectorTerms": [term]}
+
+
+_NONE: Mapping[str, Any] = {}
 
 
 def _number(value: Fraction) -> Fraction | int:

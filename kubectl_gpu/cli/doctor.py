@@ -38,7 +38,8 @@ def command(dra_node_labels: tuple[str, ...], extra_legacy_resources: tuple[str,
     - GPUs offered by both a device plugin and a DRA driver, NVIDIA's or HAMi's (double counting)
     - DeviceClass extendedResourceName overlapping device-plugin resources (KEP-5004)
     - the kubectl-gpu webhook: configured, with a Service that has ready endpoints
-    - claims/templates naming missing DeviceClasses or attributes no ResourceSlice publishes
+    - claims/templates naming missing DeviceClasses or attributes no ResourceSlice publishes,
+      or that no node could allocate even with every device free (Kubernetes' allocator)
     - templates and claims created by kubectl-gpu that nothing uses any more
     - which resource.k8s.io versions the cluster serves
     - GPUs their DRA driver tainted as unhealthy (KEP-5055 device taints)

@@ -8,6 +8,7 @@ claim can be allocated, 1 when one cannot (or is invalid), 2 for bad usage or un
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import sys
@@ -16,11 +17,12 @@ from typing import Any, Sequence
 
 import click
 
+from kubectl_gpu.allocator.features import releases_text
 from kubectl_gpu.dra.devices import InvalidResourceSlice, SliceFacts
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.completion import names_from_cluster
 from kubectl_gpu.collector import with_collector_paused
-from kubectl_gpu.explain import InvalidClaim, allocator_nodes, explain_objects, sort_objects
+from kubectl_gpu.explain import InvalidClaim, InvalidTaintRule, allocator_nodes, explain_objects, sort_objects
 from kubectl_gpu.explain.loading import UnreadableInput, load_documents
 from kubectl_gpu.explain.render import render_table, to_dict
 from kubectl_gpu.input_error import InputError
@@ -67,7 +69,7 @@ Examples:
 """)
 
 
-@click.command(name="explain", epilog=EPILOG)
+@click.command(name="explain", epilog=EPILOG, help="")
 @click.argument("pod", required=False, metavar="[POD | pod/NAME | claim/NAME]",
                 shell_complete=names_from_cluster("pods"))
 @cluster_options
@@ -88,8 +90,9 @@ Examples:
 @click.option("--feature-gates", metavar="NAME=BOOL,...",
               help="DRA feature gates that differ from the cluster's (e.g. DRAConsumableCapacity=true).")
 @click.option("--node", "node", metavar="NAME",
-              help="Allocate on this node only (its labels from a Node object among the files, for slices "
-                   "selecting nodes by label; without one every node selector is taken to match).")
+              help="Allocate on this node only (its labels, for slices selecting nodes by label, from the "
+                   "cluster's Node or a Node object among the files; without one every node selector is "
+                   "taken to match).")
 def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...], class_files: tuple[str, ...],
             allocation_files: tuple[str, ...], local: bool, kubernetes_version: str | None,
             feature_gates: str | None, node: str | None = None, **values: Any) -> None:
@@ -104,18 +107,16 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     one runs out, and a claim that names neither takes the whole GPU (the request policies' defaults).
 
     \b
-    Whether a claim can be allocated, on which node and with which devices (pool/device per
-    request, the firstAvailable alternative chosen) is decided by Kubernetes' structured
-    allocator (k8s.io/dynamic-resource-allocation structured at commit 3d03671), as the
-    scheduler runs it, with the cluster's DRA feature gates:
-      always           counts, allocationMode All, matchAttribute, distinctAttribute,
-                       pools (generations, resourceSliceCount), 32 devices per claim
-      1.34+            admin access, prioritized lists (firstAvailable)
-      1.36+            partitionable devices (shared counters: DynamicMIG), device taints
-                       and tolerations, consumable capacity, binding conditions
-      1.37+            DeviceTaintRules
-      gate only        list-type attributes (DRAListTypeAttributes)
-    A search that exceeds its step budget says "cannot be decided", never "cannot be allocated".
+    Whether a claim can be allocated, on which node and with which devices
+    (pool/device per request, the firstAvailable alternative chosen, the device
+    configuration) is decided by Kubernetes' structured allocator
+    (k8s.io/dynamic-resource-allocation structured at commit 3d03671) as the
+    scheduler runs it: a pod's claims together on one node, under the cluster's
+    DRA feature gates (on by default from these releases; --feature-gates):
+    {releases}
+    A search that exceeds its step budget says "cannot be decided", never
+    "cannot be allocated".  DeviceTaintRules are read from the cluster or from
+    the files beside the slices.
     """
     options = ClusterOptions(**values)
     output = options.output
@@ -153,6 +154,12 @@ def command(pod: str | None, files: tuple[str, ...], slice_files: tuple[str, ...
     sys.exit(0 if explanation.allocatable else 1)
 
 
+# The release table comes from dra/gates.py (the one home of each gate's defaults).
+command.help = inspect.cleandoc(command.callback.__doc__ or "").replace("{releases}", "\n".join(
+    ["always     counts, allocationMode All, matchAttribute, distinctAttribute,",
+     "           pools (generations, resourceSliceCount), 32 devices per claim",
+     *releases_text(76).splitlines()]))
+
 CLAIM_TYPES = ("claim", "claims", "resourceclaim", "resourceclaims", "resourceclaim.resource.k8s.io")
 POD_TYPES = ("pod", "pods", "po")
 
@@ -181,7 +188,7 @@ def _explain_live(target: str | None, options: ClusterOptions, kubernetes_versio
         if kind == "claim":
             return explain_claim_live(connection.api, namespace, name, gates, node)
         return explain_pod_live(connection.api, namespace, name, gates, node)
-    except (InvalidResourceSlice, InvalidClaim) as err:
+    except (InvalidResourceSlice, InvalidClaim, InvalidTaintRule) as err:
         raise InputError(str(err)) from None
     except exits.cluster_errors() as err:
         exits.fail(err)
@@ -268,9 +275,11 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
     if local:
         slices.extend(_local_slices())
     avoid: frozenset[str] = frozenset()
+    live_rules: list[Any] = []
     if not slices:
         live = _live_devices(options)  # like kubectl: no file given, ask the cluster
         slices, classes, allocated_claims = live.slices, [*classes, *live.classes], [*allocated_claims, *live.claims]
+        live_rules = list(live.taint_rules)
         avoid = live.double_counted_nodes()
         if not slices:
             raise InputError("no ResourceSlices to explain against: the cluster publishes none; pass --slices FILE "
@@ -286,7 +295,8 @@ def _explain_files(files: tuple[str, ...], slice_files: tuple[str, ...], class_f
             gates=gates,
             slice_facts=slice_facts,
             nodes=allocator_nodes([*main.nodes, *extra.nodes, *allocated.nodes], node),
+            taint_rules=[*main.taint_rules, *extra.taint_rules, *allocated.taint_rules, *live_rules],
         )
-    except (InvalidResourceSlice, InvalidClaim) as err:
+    except (InvalidResourceSlice, InvalidClaim, InvalidTaintRule) as err:
         raise InputError(str(err)) from None
     return explanation, (main, extra, allocated, slices, classes, slice_facts)

@@ -430,6 +430,8 @@ def _cluster_profile(files: tuple[str, ...], live: bool, kubeconfig: str | None,
                      ) -> tuple[ClusterProfile | None, ClusterClaims]:
     """The profile, and (read live) the ResourceClaimTemplates and ResourceClaims the cluster holds by
     namespace, so a legacy GPU beside one of them is judged as beside one in the input."""
+    if not (files or live or kubernetes_version or feature_gates):
+        return None, {}  # `migrate FILE`: the profile's module (and the slice reader) never load
     from kubectl_gpu.cluster.profile import (ProfileError, parse_feature_gates, parse_kubernetes_version,
                                              read_live_profile)
 

@@ -25,10 +25,10 @@ from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import (DRA_VERSIONS, GFD_REPLICAS_LABEL, GFD_SHARING_STRATEGY_LABEL, device_plugin_mig_resource,
                                    gpu_device_class_names)
 
-from .profile import PRIORITIZED_LIST, ClusterProfile, prioritized_list_on
 from .shared_gpus import every_gpu_node_shares, shared_pools
 
 if TYPE_CHECKING:
+    from .profile import ClusterProfile  # loaded by whoever built a profile; offline migrate never does
     from kubectl_gpu.dra.devices import Device
     from kubectl_gpu.explain import DeviceClassSpec
     from kubectl_gpu.explain.model import ClaimResult
@@ -169,9 +169,12 @@ def _fit_slot_shares(options: TranslateOptions, profile: ClusterProfile | None, 
 
 def _fit_prioritized_list(options: TranslateOptions, profile: ClusterProfile | None,
                           notes: list[str]) -> TranslateOptions:
+    if profile is None:
+        return options
+    from .profile import PRIORITIZED_LIST, prioritized_list_on
+
     if not prioritized_list_on(profile) or options.target_driver is TargetDriver.HAMI:
         return options  # HAMi's driver publishes no MIG devices to list first
-    assert profile is not None
     mig: dict[str, int] = {}
     for device in _nvidia_devices(profile, "mig"):
         name, memory = device.attribute("profile"), device.capacity_value("memory")

@@ -10,11 +10,13 @@ profile: its gates and its classes (plus the classes ``migrate --device-classes`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_gpu.dra.gates import EXTENDED_RESOURCE
-from kubectl_gpu.cluster.profile import ClusterProfile
 from kubectl_gpu.core import QuotaTarget
+
+if TYPE_CHECKING:
+    from kubectl_gpu.cluster.profile import ClusterProfile  # offline migrate has none and never loads it
 
 
 def quota_target(profile: ClusterProfile | None, extra_classes: Iterable[Mapping[str, Any]] = ()) -> QuotaTarget:

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gpu.allocator.node_selection import InvalidNodeSelector, Node, selector_matches
 from kubectl_gpu.dra.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
                                     GFD_SHARING_STRATEGY_LABEL)
 
@@ -160,6 +159,10 @@ def admits(template: Mapping[str, Any], labels: Mapping[str, Any], name: str) ->
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if not isinstance(required, Mapping):
         return True
+    # The allocator (and the CEL environment it loads) only for a pod with node affinity and a profile's
+    # Nodes: `migrate FILE` imports this module and never needs it (tests/test_cli_startup.py).
+    from kubectl_gpu.allocator.node_selection import InvalidNodeSelector, Node, selector_matches
+
     try:
         return selector_matches(required, Node(name, {str(k): str(v) for k, v in labels.items()}))
     except InvalidNodeSelector:

@@ -18,7 +18,7 @@ _HOMES: dict[str, tuple[str, str]] = {
         "gpus_asked_twice", "known_claims")},
     **{name: ("families", name) for name in (
         "ContainerRef", "LegacyRequest", "family_of", "has_legacy_gpu_request", "is_plain_integer_gpu",
-        "legacy_requests", "mig_profile_of")},
+        "legacy_requests", "legacy_texts", "mig_profile_of")},
     "PatchError": ("json_patch", "PatchError"),
     "escape_pointer": ("json_patch", "escape"),
     "prefix_patch": ("json_patch", "prefix"),
@@ -44,7 +44,7 @@ __all__ = [
     "ApiVersion", "BesideLegacy", "ClaimObject", "ClaimRef", "KnownClaim", "claim_spec_requests_gpus",
     "claims_beside_legacy_gpus", "gpus_asked_twice", "known_claims", "ContainerRef", "IntegerGpuMode", "LegacyRequest", "Note", "PatchError",
     "PodTranslation", "Severity", "Sharing", "TargetDriver", "TranslateOptions", "for_target", "escape_pointer", "family_of",
-    "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "prefix_patch", "split_pointer",
+    "has_legacy_gpu_request", "is_plain_integer_gpu", "legacy_requests", "legacy_texts", "prefix_patch", "split_pointer",
     "mig_profile_of", "translate_pod_template", "unescape_pointer",
     "QuotaEntry", "QuotaPlan", "QuotaTarget", "devices_entry", "is_resource_quota", "plan_quota",
     "KUEUE_GROUP", "QueueChange", "is_cluster_queue", "kueue_configuration", "kueue_notes", "merged_mappings",

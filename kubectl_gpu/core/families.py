@@ -16,6 +16,7 @@ from typing import Any
 from . import constants as c
 from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import driver_mig_profile
+from .hints import ANNOTATION_ONLY_KEYS
 from .model import Note, Severity
 from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
 
@@ -83,7 +84,8 @@ UNTRANSLATED_ACCELERATORS: tuple[tuple[str, str], ...] = (
 _PLACEHOLDER = re.compile(r"\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\{\{.*?\}\}")
 # NVIDIA resource names that look like GPUs but that no family knows (a renamed device-plugin
 # resource, a new vGPU product): warned about rather than passed over.
-_NVIDIA_GPU_LIKE = re.compile(r"^nvidia\.com/(?:.*gpu.*|mig.*|vcuda.*)$", re.IGNORECASE)
+NVIDIA_DOMAIN = "nvidia.com/"
+_NVIDIA_GPU_LIKE = re.compile("^" + re.escape(NVIDIA_DOMAIN) + "(?:.*gpu.*|mig.*|vcuda.*)$", re.IGNORECASE)
 
 
 def family_of(resource: str) -> str | None:
@@ -94,6 +96,17 @@ def family_of(resource: str) -> str | None:
     if name.startswith(MIG_PREFIX) and len(name) > len(MIG_PREFIX):
         return c.MIG
     return None
+
+
+def legacy_texts() -> frozenset[str]:
+    """Lower-case texts of which every resource name `family_of` or `untranslated_accelerator`
+    knows contains one, and every annotation key that asks for a GPU alone (hints.py): a pod
+    template, quota or queue whose text (lower-cased) holds none of them gets nothing from the
+    core (no request, no note).  What a YAML escape (`\\x2f`) can spell is the caller's to rule
+    out.  Shortest form: a text that contains another one is left out."""
+    texts = {name.lower() for name in LEGACY_RESOURCE_NAMES} | {MIG_PREFIX, NVIDIA_DOMAIN}
+    texts |= {prefix.lower() for prefix, _ in UNTRANSLATED_ACCELERATORS} | set(ANNOTATION_ONLY_KEYS)
+    return frozenset(t for t in texts if not any(other != t and other in t for other in texts))
 
 
 def untranslated_accelerator(resource: str) -> str | None:

@@ -29,16 +29,18 @@ def selectors_of(claim: ClaimObject) -> Iterator[str]:
 
 
 def selector_errors(claims: Iterable[ClaimObject]) -> list[Note]:
+    written = [(claim, expression) for claim in claims for expression in selectors_of(claim)]
+    if not written:
+        return []  # most claims (a whole GPU, a MIG profile) select by class alone: no CEL to load
     from kubectl_gpu.cel import CelCompileError, compile_selector  # the CEL environment loads on first use
 
     notes = []
-    for claim in claims:
-        for expression in selectors_of(claim):
-            try:
-                compile_selector(expression)
-            except CelCompileError as err:
-                notes.append(Note(Severity.ERROR,
-                                  f"kubectl-gpu built a device selector for {claim.kind} {claim.name} that does not "
-                                  f"compile in Kubernetes' DRA CEL environment ({err}), so nothing was changed; this "
-                                  f"is a kubectl-gpu bug, please report it with the pod. Selector: {expression}"))
+    for claim, expression in written:
+        try:
+            compile_selector(expression)
+        except CelCompileError as err:
+            notes.append(Note(Severity.ERROR,
+                              f"kubectl-gpu built a device selector for {claim.kind} {claim.name} that does not "
+                              f"compile in Kubernetes' DRA CEL environment ({err}), so nothing was changed; this "
+                              f"is a kubectl-gpu bug, please report it with the pod. Selector: {expression}"))
     return notes

@@ -58,6 +58,11 @@ DRA_API_VERSIONS = (
     DraApiVersion("v1alpha3", 31, flat_requests=True, written=False),
 )
 DRA_VERSIONS = tuple(v.name for v in DRA_API_VERSIONS if v.written)
+# The resource.k8s.io versions serving DeviceTaintRule (KEP-5055), newest first, with the first
+# Kubernetes minor serving each (k8s.io/api resource/{v1,v1beta2,v1alpha3}/types.go: v1alpha3 from
+# v0.33.0, v1beta2 from v0.36.0, v1 from v0.37.0-beta.0, commit e0ab441b2).  Up to 1.34 v1alpha3's
+# deviceSelector could also name a deviceClassName and CEL selectors; 1.35 removed them.
+DEVICE_TAINT_RULE_VERSIONS = (("v1", 37), ("v1beta2", 36), ("v1alpha3", 33))
 DRA_VERSION_SINCE = {v.name: (1, v.since_minor) for v in DRA_API_VERSIONS if v.written}
 # The apiVersion of what kubectl-gpu writes without a cluster to fit ("resource.k8s.io/v1").
 NEWEST_DRA_API_VERSION = f"{DRA_GROUP}/{DRA_VERSIONS[0]}"

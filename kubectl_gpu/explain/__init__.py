@@ -10,6 +10,7 @@ from .allocations import Holder, allocations_from_claims
 from .engine import explain_claim
 from .inputs import ExplainInputs, Explanation, allocator_nodes, explain_objects, sort_objects
 from .model import AlternativeResult, ClaimError, ClaimResult, DeviceResult, RequestResult, SelectorResult
+from .taint_rules import InvalidTaintRule
 from .specs import (
     BUILTIN_CLASS_SELECTORS,
     ClaimSpec,
@@ -34,6 +35,7 @@ __all__ = [
     "Explanation",
     "Holder",
     "InvalidClaim",
+    "InvalidTaintRule",
     "RequestResult",
     "SelectorResult",
     "allocations_from_claims",

@@ -16,6 +16,8 @@ from .allocations import allocations_from_claims
 from .engine import AVOID_NODES, ClassPasses, explain_claim, explain_together
 from .judge import Cluster, build_allocator, facts_from_devices
 from .model import ClaimError, ClaimResult
+from .taint_rules import is_device_taint_rule
+from .taint_rules import taint_rules as read_taint_rules
 from .specs import ClaimSpec, DeviceClassSpec, InvalidClaim, is_claim, is_device_class, parse_claim, parse_device_class
 
 
@@ -27,6 +29,7 @@ class ExplainInputs:
     slices: list[Mapping[str, Any]] = field(default_factory=list)
     classes: list[Mapping[str, Any]] = field(default_factory=list)
     nodes: list[Mapping[str, Any]] = field(default_factory=list)  # core/v1 Nodes (names, labels)
+    taint_rules: list[Mapping[str, Any]] = field(default_factory=list)  # DeviceTaintRules
     ignored: list[str] = field(default_factory=list)  # "Kind/name" of objects explain does not use
 
 
@@ -82,6 +85,8 @@ def sort_objects(objects: Iterable[Any]) -> ExplainInputs:
             inputs.classes.append(obj)
         elif obj.get("kind") == "Node" and obj.get("apiVersion") == "v1":
             inputs.nodes.append(obj)
+        elif is_device_taint_rule(obj):
+            inputs.taint_rules.append(obj)
         else:
             metadata = obj.get("metadata")
             name = metadata.get("name", "") if isinstance(metadata, Mapping) else ""
@@ -102,6 +107,8 @@ def explain_objects(
     slice_facts: Sequence[SliceFacts] | None = None,
     nodes: Sequence[Node] | None = None,
     one_pod: bool = False,
+    pods: Sequence[Sequence[int]] = (),
+    taint_rules: Sequence[Mapping[str, Any]] = (),
 ) -> Explanation:
     """Explain each claim under the cluster's enabled DRA feature ``gates`` (None: the defaults of
     :data:`kubectl_gpu.dra.gates.DEFAULT_MINOR`).  Invalid claims become ClaimError items; invalid slices and classes raise
@@ -112,7 +119,9 @@ def explain_objects(
     was a quarter of `explain -f --slices`; ``slice_devices`` the same as bare devices, for callers
     without the slices.  ``nodes`` are the cluster's nodes (names and labels, for node selectors);
     None: the nodes the slices name.  ``one_pod``: the claims are one pod's, allocated together on
-    one node (the scheduler's way), not each alone."""
+    one node (the scheduler's way), not each alone; ``pods``: the same for several pods, each the
+    positions of its claims in ``claims`` (a claim two pods share is judged with the first);
+    ``taint_rules``: the cluster's DeviceTaintRules (InvalidTaintRule when one cannot be read)."""
     claims, slices, classes, allocated_claims = (flatten(x) for x in (claims, slices, classes, allocated_claims))
     if slice_facts is None:
         # The scheduler ignores older pool generations; the allocator sees the rest as published.
@@ -129,7 +138,7 @@ def explain_objects(
         class_specs[spec.name] = spec
     allocations = allocations_from_claims([*allocated_claims, *claims])
     class_passes: ClassPasses = {}  # a class's selectors run once over the devices, whatever the claim count
-    cluster = Cluster(facts, normalize_gates(gates), nodes)
+    cluster = Cluster(facts, normalize_gates(gates), nodes, read_taint_rules(flatten(taint_rules)))
     specs = _parse_each(claims)
     class_names = {a.device_class for spec in specs if not isinstance(spec, ClaimError)
                    for r in spec.requests for a in r.alternatives}
@@ -141,9 +150,16 @@ def explain_objects(
         items = [spec if isinstance(spec, ClaimError) else
                  explain_claim(spec, all_devices, class_specs, allocations, class_passes, gates, (allocator, cluster))
                  for spec in specs]
-        explained = [(i, spec) for i, spec in enumerate(specs) if not isinstance(spec, ClaimError)]
-        if one_pod and len(explained) > 1 and len(explained) == len(specs):
-            items = explain_together(items, [spec for _, spec in explained], allocator, cluster, allocations)
+        judged: set[int] = set()
+        for pod in ([range(len(specs))] if one_pod else pods):
+            members = [i for i in dict.fromkeys(pod) if i not in judged]
+            judged.update(members)
+            if len(members) < 2 or any(isinstance(specs[i], ClaimError) for i in members):
+                continue
+            together = explain_together([items[i] for i in members], [specs[i] for i in members],
+                                        allocator, cluster, allocations)
+            for i, result in zip(members, together):
+                items[i] = result
     finally:
         AVOID_NODES.reset(token)
     return Explanation(tuple(items), len(all_devices), len(slices), tuple(sorted(class_specs)))

@@ -1,11 +1,11 @@
 """Capacity on both sides of a migration: device-plugin GPUs on legacy nodes, DRA devices on DRA nodes.
 
 Pure. Legacy pods are placed first-fit-decreasing on the legacy nodes' allocatable extended
-resources (what the scheduler's NodeResourcesFit checks). DRA pods are placed by matching each
-claim request against the devices with explain's engine (the scheduler's selector evaluation,
-class selectors first), then taking free devices on one node: whole devices for exclusive
-requests, capacity (KEP-5075 consumable shares) for requests that ask for capacity on devices
-that allow multiple allocations.
+resources (what the scheduler's NodeResourcesFit checks). DRA pods are placed node by node with
+Kubernetes' structured allocator (kubectl_gpu/allocator, what the scheduler's DynamicResources
+filter runs): all claims of a pod together on one node, with backtracking, shared counters
+(DynamicMIG), device taints and consumable capacity, every earlier placement's devices counted
+as allocated. Explain's engine says why a claim no device of the cluster matches is blocked.
 
 Nodes that do not run the DRA driver yet publish no ResourceSlices; their devices are predicted
 from GPU Feature Discovery's labels (product, memory, family, count) with the NVIDIA driver's
@@ -20,8 +20,11 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
-from kubectl_gpu.dra.devices import Device, devices_from_slice, InvalidResourceSlice
+from kubectl_gpu.allocator import ERROR as ALLOCATOR_ERROR, EXACT_COUNT, Allocator, Claim, Features, Ledger
+from kubectl_gpu.allocator import Node as AllocatorNode
+from kubectl_gpu.dra.devices import Device, InvalidResourceSlice, SliceFacts, devices_from_slice, read_slice
 from kubectl_gpu.dra.devices import current_slices
+from kubectl_gpu.dra.gates import normalize_gates
 from kubectl_gpu.core import TargetDriver, family_of
 from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.quantity import parse_quantity, QuantityError
@@ -31,7 +34,10 @@ from kubectl_gpu.dra.facts import GFD_MEMORY_LABEL as GFD_MEMORY
 from kubectl_gpu.dra.facts import GFD_PRODUCT_LABEL as GFD_PRODUCT
 from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION, NVIDIA_DRIVER, architecture_of_gfd_family
 from kubectl_gpu.explain.engine import explain_claim
-from kubectl_gpu.explain.specs import DeviceClassSpec, InvalidClaim, parse_claim, parse_device_class
+from kubectl_gpu.explain.judge import allocated_state, allocator_claim, allocator_classes, facts_from_devices
+from kubectl_gpu.explain.specs import BUILTIN_CLASS_SELECTORS, DeviceClassSpec, InvalidClaim, parse_claim
+from kubectl_gpu.explain.specs import parse_device_class
+from kubectl_gpu.explain.taint_rules import InvalidTaintRule, read_taint_rule
 from kubectl_gpu.dra.facts import CAP
 from kubectl_gpu.inspect.dra_nodes import NodeLabel, is_dra_node, publishing_nodes
 from kubectl_gpu.inventory import consumable_shares
@@ -63,6 +69,7 @@ class GpuNode:
     devices: tuple[Device, ...] = ()  # published DRA devices, or predicted ones (see predicted)
     predicted: bool = False
     labels: Mapping[str, str] = field(default_factory=dict)
+    slices: tuple[SliceFacts, ...] = ()  # the devices' slices, as the allocator reads them
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "dra": self.dra, "unschedulable": self.unschedulable,
@@ -82,15 +89,14 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
     label, nor does HAMi's chart)."""
     slices = list(slices)
     driver_nodes = publishing_nodes(slices)
-    published: dict[str, list[Device]] = {}
+    published: dict[str, list[SliceFacts]] = {}
     for slice_obj in current_slices(slices):
         try:
-            devices = devices_from_slice(slice_obj)
+            facts = read_slice(slice_obj)
         except (InvalidResourceSlice, AttributeError, TypeError, ValueError):
             continue  # a slice the scheduler could not use either; doctor names what is wrong with it
-        for device in devices:
-            if device.node_name:
-                published.setdefault(device.node_name, []).append(device)
+        if facts.node_name:  # devices other nodes reach too are not counted as any node's
+            published.setdefault(facts.node_name, []).append(facts)
     found = []
     for node in nodes:
         meta = node.get("metadata") or {}
@@ -99,15 +105,17 @@ def gpu_nodes(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, 
         allocatable = (node.get("status") or {}).get("allocatable") or {}
         legacy = {k: _quantity(v) for k, v in allocatable.items() if family_of(k) and _quantity(v) > 0}
         dra = is_dra_node(labels, dra_labels) or name in driver_nodes
-        devices = tuple(published.get(name, ()))
+        node_slices = tuple(published.get(name, ()))
+        devices = tuple(d for f in node_slices for d in f.devices)
         if not (legacy or dra or devices or GFD_PRODUCT in labels):
             continue
         predicted = False
         if not devices:
             devices = predict_devices(name, labels, legacy, driver, target)
             predicted = bool(devices)
+            node_slices = tuple(facts_from_devices(devices))
         found.append(GpuNode(name, dra, bool((node.get("spec") or {}).get("unschedulable")), legacy, devices,
-                             predicted, labels))
+                             predicted, labels, node_slices))
     return sorted(found, key=lambda n: n.name)
 
 
@@ -234,28 +242,25 @@ def fit_legacy(pods: Sequence[LegacyPodLoad], free: dict[str, dict[str, Fraction
 # --------------------------------------------------------------------- DRA side
 
 @dataclass(frozen=True)
-class RequestNeed:
-    candidates: frozenset[str]  # device ids that satisfy the request
-    count: int  # devices wanted; 0 = all matching devices on the node (allocationMode All)
-    capacity: Mapping[str, Fraction]  # consumable capacity per device (empty: exclusive)
-
-
-@dataclass(frozen=True)
 class ClaimNeed:
     key: str
-    requests: tuple[RequestNeed, ...]
     verdict: str  # explain's verdict when nothing satisfies it
     satisfiable: bool
+    claim: Claim | None = None  # in the allocator's terms
+    devices: int = 0  # devices its requests take at least, none of them shared (see DraPool._may_fit)
 
 
 class DraPool:
-    """Devices on DRA nodes and what is taken from them, across waves."""
+    """Devices on DRA nodes and what is taken from them, across waves.  A pod's claims are placed
+    by Kubernetes' structured allocator (kubectl_gpu/allocator), all of them on one node, the
+    devices of every earlier placement counted as allocated (a :class:`Ledger`)."""
 
-    def __init__(self, classes: Iterable[Mapping[str, Any]] = (), universe: Sequence[Device] | None = None,
-                 gates: frozenset[str] | None = None):
-        # Claims are matched once against every device the cluster will have (``universe``:
-        # published and predicted); a pool then only counts the candidates on its own nodes.
-        self.universe = universe
+    def __init__(self, classes: Iterable[Mapping[str, Any]] = (), nodes: Sequence[GpuNode] = (),
+                 gates: frozenset[str] | None = None, taint_rules: Iterable[Mapping[str, Any]] = ()):
+        # Claims are matched once against every device the cluster will have (published and
+        # predicted) for their verdict; a placement is tried only on the nodes added.
+        self.nodes = {n.name: n for n in nodes}
+        self.universe = [d for n in nodes for d in n.devices]
         self.gates = gates  # the cluster's DRA feature gates (its profile); None: upstream's defaults
         self.devices: dict[str, Device] = {}
         self.by_node: dict[str, list[str]] = {}
@@ -267,60 +272,67 @@ class DraPool:
             except (InvalidClaim, ValueError, AttributeError, TypeError):
                 continue  # explain and doctor report a malformed class; the plan uses the built-in one
             self.classes[spec.name] = spec
-        self.exclusive: set[str] = set()
-        self.journal: list = []  # what each placement took, newest last (for undo)
-        self.used_capacity: dict[str, dict[str, Fraction]] = {}
+        self.taint_rules = []
+        for obj in taint_rules:
+            try:
+                rule = read_taint_rule(obj)
+            except InvalidTaintRule:
+                continue  # explain names what is wrong with it
+            if rule is not None:
+                self.taint_rules.append(rule)
+        self.ledger = Ledger()
+        self._allocator: Allocator | None = None
+        self._targets: dict[str, AllocatorNode] = {}
+        self._shared_devices: set[str] = set()  # nodes with a device that allows multiple allocations
         self._needs: dict[str, ClaimNeed] = {}
         self._class_passes: dict = {}
         self._groups: dict[str, list[Device]] | None = None
         self._by_identity: dict[int, tuple[Mapping[str, Any], str]] = {}  # the same claim dict, asked again
         self._cursors: dict[tuple, int] = {}
-        # Devices of each node neither taken whole nor shared yet: a node with fewer of them than
-        # a pod's exclusive requests want is passed over without looking at its devices.
-        self.free_count: dict[str, int] = {}
         self.allocated_before = 0  # devices held by ResourceClaims allocated before the plan
         self.node_of: dict[str, str] = {}
 
     def add_node(self, node: GpuNode) -> None:
         if node.name in self.by_node:
             return
+        if node.name not in self.nodes:  # a node the pool was not built with: its devices join
+            self.nodes[node.name] = node
+            self.universe.extend(node.devices)
+            self._allocator, self._groups = None, None
+            self._needs.clear()
         self.node_order.append(node.name)
         self.by_node[node.name] = [d.id for d in node.devices]
+        self._targets[node.name] = AllocatorNode(node.name, {str(k): str(v) for k, v in node.labels.items()})
         for device in node.devices:
             self.devices[device.id] = device
             self.node_of[device.id] = node.name
-        self.free_count[node.name] = sum(1 for d in node.devices if d.id not in self.exclusive
-                                         and d.id not in self.used_capacity)
-        if self.universe is None:
-            self._needs.clear()  # candidates depend on the devices known
+            if device.allow_multiple_allocations:
+                self._shared_devices.add(node.name)
         # Cursors stay valid: nodes are only ever appended after them.
+
+    @property
+    def allocator(self) -> Allocator:
+        if self._allocator is None:
+            facts = [f for n in self.nodes.values() for f in n.slices]
+            classes = allocator_classes(self.classes, BUILTIN_CLASS_SELECTORS)
+            self._allocator = Allocator(facts, classes, Features.from_gates(normalize_gates(self.gates)),
+                                        taint_rules=self.taint_rules)
+        return self._allocator
 
     def hold_allocated(self, allocations: Mapping[str, Sequence[Any]]) -> int:
         """Take the devices existing ResourceClaims hold (explain's reading of their
         status.allocation.devices.results): whole, or the capacity a shared device's holders
-        consumed (KEP-5075). Admin access takes nothing (it never blocks other claims). Returns
-        how many of the pool's devices are held."""
-        held = 0
-        for device_id, holders in allocations.items():
-            device = self.devices.get(device_id)
-            holding = [h for h in holders if not h.admin_access]
-            if device is None or not holding:
-                continue
-            held += 1
-            if device.allow_multiple_allocations:
-                consumed: dict[str, Fraction] = {}
-                for holder in holding:
-                    for name, quantity in holder.consumed.items():
-                        consumed[name] = consumed.get(name, Fraction(0)) + Fraction(quantity.value)
-                self._commit((set(), {device_id: consumed}))
-            else:
-                self._commit(({device_id}, {}))
+        consumed (KEP-5075), before any placement. Admin access takes nothing (it never blocks
+        other claims). Returns how many of the pool's devices are held."""
+        base = allocated_state(allocations)
+        self.ledger = Ledger(base)
+        held = sum(1 for d in self.devices if self.ledger.holds(d))
         self.allocated_before += held
         return held
 
     @property
     def used(self) -> int:
-        return len(self.exclusive | set(self.used_capacity))
+        return sum(1 for d in self.devices if self.ledger.holds(d))
 
     def claim_need(self, claim: Mapping[str, Any]) -> ClaimNeed:
         known = self._by_identity.get(id(claim))
@@ -338,31 +350,22 @@ class DraPool:
         try:
             spec = parse_claim(claim)
         except InvalidClaim as err:
-            return ClaimNeed(key, (), str(err), False)
-        devices = list(self.universe) if self.universe is not None else list(self.devices.values())
-        # A selector sees a device's driver, attributes and capacity only: devices alike in those
-        # (every GPU of a node pool not yet on DRA, predicted alike) are evaluated once.
-        groups = self._groups if self._groups is not None and self.universe is not None else _group_alike(devices)
-        if self.universe is not None:
-            self._groups = groups
-        result = explain_claim(spec, [members[0] for members in groups.values()], self.classes,
+            return ClaimNeed(key, str(err), False)
+        # Whether any device of the cluster satisfies each request (explain's verdict says why
+        # not).  A selector sees a device's driver, attributes and capacity only: devices alike
+        # in those (every GPU of a node pool not yet on DRA, predicted alike) are evaluated once.
+        if self._groups is None:
+            self._groups = _group_alike(self.universe)
+        result = explain_claim(spec, [members[0] for members in self._groups.values()], self.classes,
                                class_passes=self._class_passes, gates=self.gates)
-        by_representative = {members[0].id: members for members in groups.values()}
-        requests = []
-        for request in result.requests:
-            chosen = next((a for a in request.alternatives if a.name == request.chosen), None) \
-                or next((a for a in request.alternatives if a.matched), None)
-            if chosen is None or not chosen.matched:
-                return ClaimNeed(key, (), request.verdict, False)
-            candidates = frozenset(member.id for d in chosen.device_results if d.result == "matched"
-                                   for member in by_representative[d.device])
-            count = 0 if chosen.allocation_mode == "All" else chosen.count
-            capacity = {k: _quantity(v) for k, v in chosen.capacity_requests.items()}
-            requests.append(RequestNeed(candidates, count, capacity))
-        return ClaimNeed(key, tuple(requests), result.verdict, True)
+        blocked = next((r for r in result.requests if not any(a.matched for a in r.alternatives)), None)
+        if blocked is not None:
+            return ClaimNeed(key, blocked.verdict, False)
+        target = allocator_claim(spec)
+        return ClaimNeed(key, result.verdict, True, target, _fewest_devices(target))
 
     def place(self, claims: Sequence[Mapping[str, Any]]) -> str | None:
-        """Take devices on one node for one pod's ``claims``; None when nothing fits."""
+        """Allocate one pod's ``claims`` on the first node where they fit; None when none fits."""
         needs = [self.claim_need(c) for c in claims]
         if not all(n.satisfiable for n in needs):
             return None
@@ -370,95 +373,70 @@ class DraPool:
         index = self._cursors.get(shape, 0)
         while index < len(self.node_order):
             node = self.node_order[index]
-            taken = self._take(node, [r for n in needs for r in n.requests])
-            if taken is not None:
+            fits = self._allocate(node, needs)
+            if fits:
                 self._cursors[shape] = index
-                self._commit(taken)
-                self.journal.append(taken)
                 return node
+            if fits is None:
+                break  # an error that is the pod's, not the node's: it fits nowhere
             index += 1  # devices only get taken: this node never fits this pod shape again
         self._cursors[shape] = index
         return None
 
     def place_on(self, node: str, claims: Sequence[Mapping[str, Any]]) -> bool:
-        """Take devices on ``node`` for one pod pinned there (a DaemonSet's)."""
+        """Allocate one pod's ``claims`` on ``node`` (a DaemonSet's pod, pinned there)."""
         needs = [self.claim_need(c) for c in claims]
         if node not in self.by_node or not all(n.satisfiable for n in needs):
             return False
-        taken = self._take(node, [r for n in needs for r in n.requests])
-        if taken is None:
-            return False
-        self._commit(taken)
-        self.journal.append(taken)
-        return True
+        return bool(self._allocate(node, needs))
 
-    def _commit(self, taken) -> None:
-        exclusive, shared = taken
-        for device in exclusive:
-            self.free_count[self.node_of[device]] -= 1
-        self.exclusive.update(exclusive)
-        for device, amounts in shared.items():
-            if device not in self.used_capacity:
-                self.free_count[self.node_of[device]] -= 1
-            used = self.used_capacity.setdefault(device, {})
-            for name, amount in amounts.items():
-                used[name] = used.get(name, Fraction(0)) + amount
+    def _allocate(self, node: str, needs: Sequence[ClaimNeed]) -> bool | None:
+        """True when the claims were allocated on ``node`` (and are held from now on), False when
+        they do not fit there, None on an error that no node escapes (a CEL runtime error)."""
+        if not self._may_fit(node, needs):
+            return False
+        outcome = self.allocator.allocate([n.claim for n in needs if n.claim is not None], self._targets[node],
+                                          self.ledger)
+        if outcome.allocated:
+            self.ledger.add(outcome)
+            return True
+        if outcome.kind == ALLOCATOR_ERROR and not outcome.node_only:
+            return None
+        return False  # unsatisfiable here, or undecided within the search's budget: not promised
+
+    def _may_fit(self, node: str, needs: Sequence[ClaimNeed]) -> bool:
+        """A node with fewer devices nobody holds than the pod's requests take at least is passed
+        over without a search (every device there is used once, none allows sharing)."""
+        if node in self._shared_devices:
+            return True
+        wanted = sum(n.devices for n in needs)
+        if not wanted:
+            return True
+        free = 0
+        for device in self.by_node[node]:
+            if not self.ledger.holds(device):
+                free += 1
+                if free >= wanted:
+                    return True
+        return False
 
     def mark(self) -> tuple[int, dict[tuple, int]]:
         """A point to undo back to (all-or-nothing placement of a workload)."""
-        return len(self.journal), dict(self._cursors)
+        return self.ledger.mark(), dict(self._cursors)
 
     def undo(self, mark: tuple[int, dict[tuple, int]]) -> None:
         position, cursors = mark
-        if len(self.journal) == position:
+        if self.ledger.mark() == position:
             return  # nothing was taken: every node a cursor passed still cannot fit its shape
-        while len(self.journal) > position:
-            exclusive, shared = self.journal.pop()
-            self.exclusive.difference_update(exclusive)
-            for device in exclusive:
-                self.free_count[self.node_of[device]] += 1
-            for device, amounts in shared.items():
-                used = self.used_capacity[device]
-                for name, amount in amounts.items():
-                    used[name] -= amount
-                if not any(used.values()):
-                    del self.used_capacity[device]
-                    self.free_count[self.node_of[device]] += 1
+        self.ledger.undo(position)
         self._cursors = cursors
 
-    def _take(self, node: str, requests: Sequence[RequestNeed]):
-        if sum(r.count for r in requests if not r.capacity) > self.free_count[node]:
-            return None  # fewer untouched devices than the exclusive requests want
-        exclusive: set[str] = set()
-        shared: dict[str, dict[str, Fraction]] = {}
-        for request in requests:
-            ids = [d for d in self.by_node[node] if d in request.candidates and d not in self.exclusive
-                   and d not in exclusive]
-            if request.capacity:
-                ids = [d for d in ids if self._fits_capacity(d, request.capacity, shared.get(d, {}))]
-            else:
-                ids = [d for d in ids if d not in self.used_capacity and d not in shared]
-            wanted = len(ids) if request.count == 0 else request.count
-            if len(ids) < wanted or wanted == 0:
-                return None
-            for device in ids[:wanted]:
-                if request.capacity:
-                    slot = shared.setdefault(device, {})
-                    for name, amount in request.capacity.items():
-                        slot[name] = slot.get(name, Fraction(0)) + amount
-                else:
-                    exclusive.add(device)
-        return exclusive, shared
 
-    def _fits_capacity(self, device_id: str, wanted: Mapping[str, Fraction], pending: Mapping[str, Fraction]) -> bool:
-        device = self.devices[device_id]
-        if not device.allow_multiple_allocations:
-            return device_id not in self.used_capacity and not pending
-        used = self.used_capacity.get(device_id, {})
-        for name, amount in wanted.items():
-            total = device.capacity_value(name)
-            if total is None:
-                return False
-            if used.get(name, Fraction(0)) + pending.get(name, Fraction(0)) + amount > total.value:
-                return False
-        return True
+def _fewest_devices(claim: Claim) -> int:
+    """Devices a claim's requests take at least (admin access and All take none for sure)."""
+    total = 0
+    for request in claim.requests:
+        subs = (request.exactly,) if request.exactly is not None else request.first_available
+        total += min((s.count if s.allocation_mode == EXACT_COUNT and not s.admin_access else 0 for s in subs),
+                     default=0)
+    return total

@@ -14,6 +14,7 @@ from typing import Any
 from kubectl_gpu.cluster.profile import ProfileError, profile_from_discovery, read_server_gates, stamped
 from kubectl_gpu.core import KUEUE_GROUP, VOLCANO_SCHEDULING_GROUP
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, DRA_VERSIONS
+from kubectl_gpu.inspect.fetch import list_taint_rules
 from kubectl_gpu.k8s.client import Client
 from kubectl_gpu.k8s.discovery import custom_resources
 from kubectl_gpu.k8s.errors import ApiError
@@ -63,11 +64,12 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     # What holds GPUs, and what guards the pods a node wave evicts, in every namespace: `namespace`
     # picks what moves, the scheduler sees them all (Snapshot.scope keeps other namespaces' pods out
     # of the plan's moves).  Without a profile (rollback, node waves) nothing is fitted or placed.
-    held = not profile or namespace is None
+    # True: only `namespace` (nothing is placed); False: every namespace.
+    holders_in_scope_only = not profile
     objects = [*listed("", "v1", "nodes", namespaced=False, label_selector=node_selector),
-               *listed("", "v1", "pods", namespaced=held),
+               *listed("", "v1", "pods", namespaced=holders_in_scope_only),
                *workloads, *domains,
-               *listed("policy", "v1", "poddisruptionbudgets", namespaced=held),
+               *listed("policy", "v1", "poddisruptionbudgets", namespaced=holders_in_scope_only),
                *stamped(listed("", "v1", PLURALS["ResourceQuota"]), "v1", "ResourceQuota"),
                *_cluster_queues(api, listed)]
     dra_objects: list[dict[str, Any]] = []
@@ -77,8 +79,9 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
                        *stamped(listed("resource.k8s.io", dra_version, "deviceclasses", False),
                                 f"resource.k8s.io/{dra_version}", "DeviceClass")]
         objects += [*dra_objects, *listed("resource.k8s.io", dra_version, "resourceclaimtemplates"),
-                    *stamped(listed("resource.k8s.io", dra_version, "resourceclaims", namespaced=held),
-                             f"resource.k8s.io/{dra_version}", "ResourceClaim")]
+                    *stamped(listed("resource.k8s.io", dra_version, "resourceclaims", namespaced=holders_in_scope_only),
+                             f"resource.k8s.io/{dra_version}", "ResourceClaim"),
+                    *_taint_rules(api, _served(dra_group))]
     # The same sorting and shape checks as for files: one way into the planner.
     snapshot = replace(snapshot_from_objects(objects), plurals=plurals, dra_version=dra_version,
                        scope=namespace if profile else None)
@@ -91,6 +94,17 @@ def fetch_snapshot(api: Client, namespace: str | None = None, node_selector: str
     except ProfileError as err:  # a ResourceSlice the scheduler could not use either
         return without_profile(snapshot, err)
     return replace(snapshot, profile=profile)
+
+
+def _taint_rules(api: Client, served: Sequence[str]) -> list[dict[str, Any]]:
+    """The cluster's DeviceTaintRules.  Ones the plan may not read (403) are none: the taints
+    drivers publish in their slices still count."""
+    try:
+        return list_taint_rules(api, served)
+    except ApiError as exc:
+        if exc.status == 403:
+            return []
+        raise
 
 
 def _cluster_queues(api: Client, listed: Callable[..., list[dict[str, Any]]]) -> list[Mapping[str, Any]]:

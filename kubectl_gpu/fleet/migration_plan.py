@@ -8,8 +8,9 @@ Every wave is checked before it is proposed:
    resources), and none of them is a bare pod that a drain would delete for good;
 2. every PodDisruptionBudget over those pods allows a disruption (a drain through the eviction
    API waits forever on one that allows none);
-3. the migrated workloads' pods fit on the DRA nodes' devices (explain's matching; devices of
-   nodes not yet switched are predicted from their GPU Feature Discovery labels).
+3. the migrated workloads' pods fit on the DRA nodes' devices (Kubernetes' structured allocator,
+   pod by pod; devices of nodes not yet switched are predicted from their GPU Feature Discovery
+   labels).
 
 A wave that fails 1 or 2 is halved until it passes; a single node that still fails is refused
 with the numbers, and planning stops there (later waves would build on it).
@@ -198,14 +199,13 @@ def plan_migration(snapshot: Snapshot, options: TranslateOptions = TranslateOpti
     plans = workloads if workloads is not None else plan_workloads(snapshot, options, translate)
     nodes = gpu_nodes(snapshot.nodes, snapshot.resource_slices, dra_labels, driver, options.target_driver)
     claims = claims_by_name(plans)
-    universe = [d for node in nodes for d in node.devices]
-    pool = DraPool(snapshot.device_classes, universe,
-                   snapshot.profile.feature_gates if snapshot.profile is not None else None)
+    pool = DraPool(snapshot.device_classes, nodes,
+                   snapshot.profile.feature_gates if snapshot.profile is not None else None, snapshot.taint_rules)
     for node in nodes:
         if node.dra:
             pool.add_node(node)
     pool.hold_allocated(allocations_from_claims(snapshot.resource_claims))
-    blocked = _unsatisfiable([p for p in plans if p.status == MIGRATE], claims, pool) if universe else {}
+    blocked = _unsatisfiable([p for p in plans if p.status == MIGRATE], claims, pool) if pool.universe else {}
     plans = [blocked.get(p.ref, p) for p in plans]
     pending = [p for p in plans if p.status == MIGRATE]
     shapes: dict[str, tuple] = {}  # workload -> (pods, its claims' needs): alike workloads fit alike

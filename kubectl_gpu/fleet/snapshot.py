@@ -10,6 +10,7 @@ from kubectl_gpu.core import KUEUE_GROUP, VOLCANO_SCHEDULING_GROUP
 from kubectl_gpu.core.constants import DRA_GROUP
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND
 from kubectl_gpu.explain.inputs import flatten
+from kubectl_gpu.explain.taint_rules import is_device_taint_rule
 from kubectl_gpu.k8s.paths import WORKLOAD_RESOURCES
 from kubectl_gpu.manifests.locate import find_pod_sites
 
@@ -36,6 +37,7 @@ class Snapshot:
     quotas: tuple[Obj, ...] = ()  # ResourceQuotas: their GPU caps must follow the workloads (fleet/quota_waves.py)
     cluster_queues: tuple[Obj, ...] = ()  # Kueue ClusterQueues: their GPU quota must count claims (fleet/kueue.py)
     volcano_queues: tuple[Obj, ...] = ()  # Volcano Queues: their GPU caps must count claims (fleet/queues.py)
+    taint_rules: tuple[Obj, ...] = ()  # DeviceTaintRules: devices they taint take no pod that does not tolerate it
     ignored: tuple[str, ...] = field(default=())
     rejected: tuple[str, ...] = ()  # malformed objects left out, each with what is wrong
     dra_version: str | None = None  # the newest resource.k8s.io version the cluster serves (live only)
@@ -142,7 +144,7 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
     buckets: dict[str, list[Obj]] = {k: [] for k in ("nodes", "pods", "workloads", "pdbs", "resource_slices",
                                                        "device_classes", "claim_templates", "resource_claims",
                                                        "compute_domains", "quotas", "cluster_queues",
-                                                       "volcano_queues")}
+                                                       "volcano_queues", "taint_rules")}
     ignored: list[str] = []
     rejected: list[str] = []
     for obj in _each_once(flatten(objects)):
@@ -169,6 +171,8 @@ def snapshot_from_objects(objects: Iterable[Any]) -> Snapshot:
             buckets["claim_templates"].append(obj)
         elif group == DRA_GROUP and kind == "ResourceClaim":
             buckets["resource_claims"].append(obj)
+        elif is_device_taint_rule(obj):
+            buckets["taint_rules"].append(obj)
         elif kind == COMPUTE_DOMAIN_KIND:
             buckets["compute_domains"].append(obj)
         elif kind == "ResourceQuota" and obj.get("apiVersion") == "v1":

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 
 from kubectl_gpu.collector import collector_paused
-from kubectl_gpu.dra.facts import DRA_VERSIONS
-from kubectl_gpu.inspect.doctor import DoctorInputs
+from kubectl_gpu.dra.facts import DEVICE_TAINT_RULE_VERSIONS, DRA_VERSIONS
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
 from kubectl_gpu.inspect.pods import referenced_claim_names
 from kubectl_gpu.k8s import (PLURALS, ApiError, Client, DRA_GROUP, NotFound, collection_path, get_object, list_objects,
                              object_path, preferred_dra_version, served_versions)
+
+if TYPE_CHECKING:
+    from kubectl_gpu.inspect.doctor import DoctorInputs  # loads every check: only doctor needs it
+
 
 Objects = list[dict[str, Any]]
 # Pods that finished hold no GPU; the API server filters them so 10,000 completed Jobs cost nothing.
@@ -76,6 +79,7 @@ _SHOWS = {
     "resourceslices": "the DRA devices (GPUs, MIG devices) drivers publish",
     "resourceclaims": "which DRA devices are allocated, and to whom",
     "deviceclasses": "the cluster's DeviceClasses",
+    "devicetaintrules": "the DeviceTaintRules that taint devices (KEP-5055)",
 }
 
 
@@ -200,6 +204,7 @@ class DraObjects:
     claims: Objects  # every ResourceClaim in the cluster: allocations decide which devices are free
     unreadable: tuple[Unreadable, ...] = ()
     nodes: Objects = ()  # to tell which nodes count GPUs twice (never suggested by explain)
+    taint_rules: Objects = ()  # DeviceTaintRules (KEP-5055)
 
     def double_counted_nodes(self, dra_labels: tuple[NodeLabel, ...] = DEFAULT_DRA_NODE_LABELS) -> frozenset[str]:
         """Nodes doctor flags for double counting (DRA driver and device plugin both offering GPUs)."""
@@ -224,8 +229,8 @@ class DraObjects:
 
 
 def fetch_dra(api: Client, dra: DraApi, namespace: str | None = None) -> DraObjects:
-    """Every ResourceSlice, DeviceClass, ResourceClaim and Node.  A list RBAC refuses is left empty
-    and named in `unreadable`; claims then fall back to `namespace`."""
+    """Every ResourceSlice, DeviceClass, ResourceClaim, DeviceTaintRule and Node.  A list RBAC
+    refuses is left empty and named in `unreadable`; claims then fall back to `namespace`."""
     unreadable: list[Unreadable] = []
     got = _parallel({
         "slices": _readable("resourceslices", lambda: _dra_list(api, dra, "resourceslices"), unreadable),
@@ -234,8 +239,28 @@ def fetch_dra(api: Client, dra: DraApi, namespace: str | None = None) -> DraObje
                             fallback=(lambda: _dra_list(api, dra, "resourceclaims", namespace)) if namespace
                             else None, fallback_namespace=namespace),
         "nodes": _readable("nodes", lambda: list_objects(api, "/api/v1/nodes"), unreadable),
+        "rules": _readable("devicetaintrules", lambda: list_taint_rules(api, dra.served), unreadable),
     })
-    return DraObjects(got["slices"], got["classes"], got["claims"], tuple(unreadable), got["nodes"])
+    return DraObjects(got["slices"], got["classes"], got["claims"], tuple(unreadable), got["nodes"], got["rules"])
+
+
+def list_taint_rules(api: Client, served: Sequence[str]) -> Objects:
+    """DeviceTaintRules at the newest version that serves them (not always the preferred one:
+    1.36 serves them at v1beta2 beside v1's other kinds); none where no version does."""
+    for version, _ in DEVICE_TAINT_RULE_VERSIONS:
+        if version not in served:
+            continue
+        try:
+            rules = list_objects(api, collection_path(DRA_GROUP, version, "devicetaintrules"))
+        except ApiError as exc:
+            if exc.status == 404:
+                continue  # this version serves no DeviceTaintRule (or the alpha API is off)
+            raise
+        for rule in rules:
+            rule.setdefault("apiVersion", f"{DRA_GROUP}/{version}")
+            rule.setdefault("kind", "DeviceTaintRule")
+        return rules
+    return []
 
 
 # ------------------------------------------------------------------- explain
@@ -306,13 +331,13 @@ GatesFor = Callable[[DraObjects], "CompileProfile | None"]
 
 
 def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: GatesFor | None = None,
-                   one_pod: bool = False, node: str | None = None) -> Any:
+                   one_pod: bool = False, node: str | None = None, pods: Sequence[Sequence[int]] = ()) -> Any:
     """Explain these claims against the cluster's slices and classes, every other claim's
     allocation telling free devices from taken (pure; the objects are already fetched);
-    ``one_pod``: they are one pod's, allocated together; ``node``: only on that node (its labels
-    unknown: every node selector is taken to match it)."""
-    from kubectl_gpu.allocator import Node
-    from kubectl_gpu.explain import explain_objects
+    ``one_pod``: they are one pod's, allocated together; ``pods``: the positions of each pod's
+    claims, each pod's allocated together; ``node``: only on that node (its labels from the
+    cluster's Node; unknown when it cannot be read: every node selector is then taken to match it)."""
+    from kubectl_gpu.explain import allocator_nodes, explain_objects
 
     own = {(c.get("metadata") or {}).get("uid") for c in claim_objects}
     others = [c for c in dra_objects.claims if (c.get("metadata") or {}).get("uid") not in own]
@@ -322,7 +347,8 @@ def explain_claims(claim_objects: Objects, dra_objects: DraObjects, gates: Gates
                            avoid_nodes=dra_objects.double_counted_nodes(),
                            gates=profile.feature_gates if profile is not None else None,
                            slice_facts=profile.slice_facts if profile is not None else None, one_pod=one_pod,
-                           nodes=[Node(node, unknown_labels=True)] if node else None)
+                           pods=pods, nodes=allocator_nodes(dra_objects.nodes, node) if node else None,
+                           taint_rules=dra_objects.taint_rules)
 
 
 def explain_pod_live(api_client: Client, namespace: str, pod_name: str, gates: GatesFor | None = None,
@@ -353,26 +379,31 @@ def explain_claim_live(api_client: Client, namespace: str, name: str, gates: Gat
 def explain_pods_live(api_client: Client, namespace: str | None, label_selector: str | None,
                       gates: GatesFor | None = None, node: str | None = None) -> Any:
     """`explain -A` / `explain -l SELECTOR`: the claims of every pod that has DRA claims, each
-    claim once (pods sharing a ResourceClaim share its answer)."""
+    claim once (pods sharing a ResourceClaim share its answer), each pod's claims allocated
+    together on one node as the scheduler allocates them."""
     dra = discover_dra(api_client)
     got = _parallel({"pods": lambda: list_pods(api_client, namespace, label_selector),
                      "dra": lambda: fetch_dra(api_client, dra)})
     objects: Objects = []
-    seen: set[tuple[str, str, str]] = set()
+    position: dict[tuple[str, str, str], int] = {}
+    pods: list[list[int]] = []  # each pod's claims, by position in objects: allocated together
     for pod in got["pods"]:
         if not (pod.get("spec") or {}).get("resourceClaims"):
             continue
+        members = []
         for obj in pod_claim_objects(api_client, dra, pod, got["dra"].claims):
             meta = obj.get("metadata") or {}
             key = (str(obj.get("kind")), str(meta.get("namespace")), str(meta.get("name")))
-            if key not in seen:
-                seen.add(key)
+            if key not in position:
+                position[key] = len(objects)
                 objects.append(obj)
+            members.append(position[key])
+        pods.append(members)
     if not objects:
         where = f'namespace "{namespace}"' if namespace else "any namespace"
         raise NothingToExplain(f"no pod in {where}" + (f" matching -l {label_selector}" if label_selector else "")
                                + " has DRA resource claims to explain")
-    return explain_claims(objects, got["dra"], gates, node=node)
+    return explain_claims(objects, got["dra"], gates, node=node, pods=pods)
 
 
 # -------------------------------------------------------------------- doctor
@@ -450,6 +481,8 @@ def fetch_doctor_inputs(api: Client, namespace: str | None = None,
 
     def objects(key: str) -> tuple[dict[str, Any], ...]:
         return tuple(got[key] or ())
+
+    from kubectl_gpu.inspect.doctor import DoctorInputs
 
     return DoctorInputs(
         served_dra_versions=dra.served,

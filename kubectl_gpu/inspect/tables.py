@@ -4,19 +4,21 @@ out; the CLI prints them."""
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from kubectl_gpu.inspect.claims import ClaimReport
 from kubectl_gpu.inspect.cluster import ClusterReport
-from kubectl_gpu.inspect.doctor import DoctorReport
 from kubectl_gpu.inspect.findings import Finding, Severity
 from kubectl_gpu.inspect.dra_nodes import GPU_DRA_DRIVERS
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
 from kubectl_gpu.inspect.pods import AllocatedDeviceRow, PodReport
+
+if TYPE_CHECKING:
+    from kubectl_gpu.inspect.doctor import DoctorReport  # loads every check: describe draws none
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _STATE_STYLE = {FREE: "green", ALLOCATED: "", SHARED: "magenta"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path, PurePosixPath
@@ -80,6 +80,16 @@ class OpenedFile:
         assert self.chunks is not None
         for chunk in self.chunks:
             yield parse_chunk(self.codec, chunk)
+
+    def documents_or_unread(self, unread: Callable[[Chunk], bool]) -> Iterator[ParsedDocument | Chunk]:
+        """The documents in order, parsed, except that a YAML document for which `unread` is true
+        comes as its Chunk, never parsed."""
+        if self.parsed is not None:
+            yield from self.parsed
+            return
+        assert self.chunks is not None
+        for chunk in self.chunks:
+            yield chunk if unread(chunk) else parse_chunk(self.codec, chunk)
 
     def documents_naming(self, texts: Iterable[str]) -> Iterator[ParsedDocument]:
         """The documents whose text contains one of `texts` (every document of a JSON file)."""

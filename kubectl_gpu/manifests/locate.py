@@ -225,6 +225,13 @@ _COUNT_FIELDS = {
 }
 
 
+# MPIJob v1alpha1's `spec.gpus`, which the operator turns into limits itself.
+_OBSOLETE_COUNT_KIND = "MPIJob"
+# The kinds whose GPU counts are read by kind, not by a resource name (passthrough.py reads every
+# document that names one).
+COUNT_FIELD_KINDS = (*_COUNT_FIELDS, _OBSOLETE_COUNT_KIND)
+
+
 def _count_fields(obj: Any) -> list[Unrewritable]:
     if not isinstance(obj, Mapping):
         return []
@@ -245,7 +252,7 @@ def _count_fields(obj: Any) -> list[Unrewritable]:
 def _obsolete_count_fields(obj: Any) -> list[Unrewritable]:
     spec = obj.get("spec")
     if (
-        obj.get("kind") == "MPIJob"
+        obj.get("kind") == _OBSOLETE_COUNT_KIND
         and str(obj.get("apiVersion", "")).endswith("/v1alpha1")
         and isinstance(spec, Mapping)
         and "gpus" in spec

@@ -17,8 +17,10 @@ from typing import Any
 from .apply import AppliedDocument, apply_document
 from .loader import Format, Source, parse_chunk, open_source
 from .nodes import to_plain
+from .passthrough import objects_in
 from .plan import FilePlan, Planner
 from .serialize import RenderedFile, json_problem, json_text, yaml_of_unit, yaml_piece
+from .stream import Chunk
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,17 @@ class FileMigration:
         if opened.format is Format.JSON:
             broken = next((d.error for d in opened.parsed or () if d.error is not None), None)
 
-        for index, document in enumerate(opened.documents()):
+        # Written as read, a document that names nothing migrate reacts to need not be parsed.
+        unread = self.planner.unread if stream_yaml else None
+        documents = opened.documents_or_unread(unread) if unread is not None else opened.documents()
+        for index, document in enumerate(documents):
             self.documents += 1
+            if isinstance(document, Chunk):
+                # Names nothing migrate rewrites or reports (passthrough.py): its bytes, unread.
+                plan.objects_passed += objects_in(document)
+                yield document.text
+                streamed.append(document.text)
+                continue
             first_template, first_emission = len(plan.templates), len(plan.emissions)
             first_quota, first_conversion = len(plan.quotas), len(plan.conversions)
             self.planner.plan_document(plan, index, document)

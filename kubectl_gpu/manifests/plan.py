@@ -29,6 +29,7 @@ from .container_sites import KSERVE_REQUIREMENT, ContainerSite, find_container_s
 from .locate import Unrewritable, PodSite, find_pod_sites, find_unrewritable
 from .nodes import to_plain
 from .objects import ObjectRef, iter_objects
+from .stream import Chunk
 from .ray import KeptCount, keep_gpu_count, ray_groups
 from .tree_patch import PatchError, apply_patch, resolve
 
@@ -155,6 +156,9 @@ class FilePlan:
     object_notes: list[ObjectNote] = field(default_factory=list)
     issues: list[DocumentIssue] = field(default_factory=list)
     objects: list[ObjectRef] = field(default_factory=list)
+    # Objects written back as read, never parsed: their text names nothing migrate reacts to
+    # (passthrough.py).
+    objects_passed: int = 0
     quotas: list[QuotaChange] = field(default_factory=list)
     conversions: list[VersionChange] = field(default_factory=list)
 
@@ -224,9 +228,13 @@ class Planner:
     already holds) and `emitted` (the ones already placed) are what crosses documents."""
 
     def __init__(self, options: MigrateOptions, translate: Translator,
-                 present: dict[ObjectKey, Any], emitted: set[ObjectKey] | None = None) -> None:
+                 present: dict[ObjectKey, Any], emitted: set[ObjectKey] | None = None,
+                 unread: Callable[[Chunk], bool] | None = None) -> None:
         self.options = options
         self.translate = translate
+        # Which YAML documents need no planning, so that they are written back unparsed (None: all
+        # are planned); see manifests/__init__.py Unread.
+        self.unread = unread
         self.present = present
         self.emitted: set[ObjectKey] = set() if emitted is None else emitted
 

@@ -40,7 +40,7 @@ def totals(result: MigrationResult) -> Totals:
             errors += severity is Severity.ERROR
     return Totals(
         files=len(result.files),
-        objects=sum(len(f.plan.objects) for f in result.files),
+        objects=sum(len(f.plan.objects) + f.plan.objects_passed for f in result.files),
         changed_files=sum(f.changed for f in result.files),
         templates_migrated=sum(t.changed for f in result.files for t in f.plan.templates),
         objects_added=sum(len(f.plan.emissions) for f in result.files),

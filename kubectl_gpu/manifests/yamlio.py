@@ -125,11 +125,13 @@ class _BoundedScanner(RoundTripScanner):
 
     def stale_possible_simple_keys(self) -> None:
         # When the oldest key is on this line and within 1024 characters, every other one is too.
+        # Asked before every token: no key (most of a block document) is answered without a call.
         keys = self.possible_simple_keys
-        if keys:
-            oldest = next(iter(keys.values()))
-            if oldest.line == self.reader.line and self.reader.index - oldest.index <= 1024:
-                return
+        if not keys:
+            return
+        oldest = next(iter(keys.values()))
+        if oldest.line == self.reader.line and self.reader.index - oldest.index <= 1024:
+            return
         super().stale_possible_simple_keys()
 
 

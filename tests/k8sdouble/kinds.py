@@ -104,6 +104,8 @@ KINDS: tuple[ResourceKind, ...] = (
     _r("resource.k8s.io", RESOURCE_VERSIONS, "resourceclaimtemplates", "ResourceClaimTemplate", NS),
     _r("resource.k8s.io", RESOURCE_VERSIONS, "resourceslices", "ResourceSlice", CLUSTER,
        field_labels=("spec.nodeName", "spec.driver")),
+    # As Kubernetes 1.36 serves it: v1beta2 only (k8s.io/api resource/v1beta2 at v0.36.0; v1 from 1.37).
+    _r("resource.k8s.io", "v1beta2", "devicetaintrules", "DeviceTaintRule", CLUSTER),
     # Served so that clients can read custom resources' schemas; seeding one does not serve its kind
     # (pass the kind in `extra_kinds`).
     _r("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", CLUSTER,

@@ -1,5 +1,8 @@
-"""Claims and templates that cannot be allocated as written: a DeviceClass that does not exist, or
-a CEL selector naming an attribute no device publishes.
+"""Claims and templates that cannot be allocated as written: a DeviceClass that does not exist, a
+CEL selector naming an attribute no device publishes, or requests no node's devices satisfy
+together even with every device free.  Whether a claim can be allocated is Kubernetes'
+structured allocator's answer (kubectl_gpu/allocator, through explain's engine, whose selector
+counts say where a CEL runtime error happens).
 
 In Kubernetes a missing attribute is a runtime error, not a non-match: the scheduler aborts
 allocation for the pod.  The NVIDIA driver removed `index` and `minor` in v25.8.0 and its own
@@ -10,9 +13,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.core.constants import NVIDIA_DRIVER
+from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION
 from kubectl_gpu.dra.facts import removed_attribute_advice
 from kubectl_gpu.inspect.claims_model import Request, claim_requests, read_claim
 from kubectl_gpu.inspect.devices import SliceDevice
@@ -63,135 +67,116 @@ def check_selectors(inputs: DoctorInputs, devices: Iterable[SliceDevice]) -> Che
     devices = list(devices)
     published = _published_by_driver(devices)
     classes = {str((c.get("metadata") or {}).get("name")): c for c in inputs.device_classes}
-    evaluator = _Evaluator([d.device for d in devices], classes)
+    subjects = list(_claim_specs(inputs))
+    judged = _judge(inputs, [obj for _, obj in subjects], classes)
     findings: list[Finding] = []
-    checked = 0
-    for subject, requests in _claim_specs(inputs):
-        checked += 1
+    for (subject, obj), result in zip(subjects, judged.claims):
+        requests = read_claim(obj).requests if obj.get("kind") == "ResourceClaim" else \
+            claim_requests((obj.get("spec") or {}).get("spec"))
         for request in requests:
             for alternative in request.alternatives or (request,):
-                findings.extend(_check_request(subject, alternative, classes, published, evaluator))
-    for name, device_class in sorted(classes.items()):
-        findings.extend(_check_expressions(f"deviceclass/{name}", f"DeviceClass {name}",
-                                           _class_selectors(device_class), published,
-                                           lambda: evaluator.all_devices))
-    summary = (f"{checked} template(s)/claim(s) and {len(classes)} DeviceClass(es) against "
+                findings.extend(_class_missing(subject, alternative, classes))
+        if result is None or result.allocatable:
+            continue
+        found = [f for alternative in _alternatives(result) for f in _selector_errors(
+            subject, f"request {alternative.name.split('/', 1)[-1]!r}", alternative.selectors, "request", published)]
+        findings.extend(found)
+        if not found and inputs.resource_slices and not any(
+                a.class_source == "missing" or (classes and a.device_class not in classes)
+                for a in _alternatives(result)):
+            findings.append(Finding(
+                "unsatisfiable-claim", Severity.WARNING, subject,
+                f"Kubernetes' structured allocator finds no node whose devices could satisfy it even with "
+                f"every device free: {result.verdict}",
+                "change its requests, or add devices that match them (`kubectl gpu explain` shows each "
+                "request against the devices)"))
+    for name, result in sorted(judged.classes.items()):
+        findings.extend(_selector_errors(f"deviceclass/{name}", f"DeviceClass {name}",
+                                         _alternatives(result)[0].selectors if result else (), "class", published))
+    summary = (f"{len(subjects)} template(s)/claim(s) and {len(classes)} DeviceClass(es) against "
                f"{len(devices)} published device(s)")
+    if judged.unreadable:
+        summary += f"; not judged: {judged.unreadable}"
     return CheckResult(NAME, TITLE, summary, tuple(findings))
 
 
-class _Evaluator:
-    """Confirms a suspicious selector with Kubernetes' CEL semantics: `a && b` absorbs b's error
-    when a is false, so a reference to a missing attribute only matters where it is evaluated."""
-
-    def __init__(self, devices: list[Any], classes: Mapping[str, Any]) -> None:
-        # The devices the scheduler sees (current pool generations), as the one parser read them.
-        self.all_devices = devices
-        self._classes = classes
-        self._members: dict[str, list[Any]] = {}
-
-    def class_members(self, name: str | None) -> list[Any]:
-        """Devices the request's DeviceClass admits (errors and non-matches excluded)."""
-        if name is None or name not in self._classes:
-            return self.all_devices
-        if name not in self._members:
-            selectors = _compiled(_class_selectors(self._classes[name]))
-            self._members[name] = [d for d in self.all_devices
-                                   if all(_outcome(s, d) is True for s in selectors)]
-        return self._members[name]
-
-    @staticmethod
-    def errors(expression: str, devices: list[Any]) -> tuple[int, str | None]:
-        compiled = _compiled([expression])
-        if not compiled:
-            return 0, None
-        count, first = 0, None
-        for device in devices:
-            outcome = _outcome(compiled[0], device)
-            if isinstance(outcome, str):
-                count += 1
-                first = first or f"{outcome} (device {device.id})"
-        return count, first
+@dataclass(frozen=True)
+class _Judged:
+    claims: list[Any]  # ClaimResult per claim (None: the claim itself cannot be read)
+    classes: dict[str, Any]  # DeviceClass name -> the ClaimResult of one device of it
+    unreadable: str | None = None  # why nothing could be judged
 
 
-def _compiled(expressions: Iterable[str]) -> list[Any]:
-    from kubectl_gpu.cel import CelCompileError, compile_selector
-    found = []
-    for expression in expressions:
-        try:
-            found.append(compile_selector(expression))
-        except CelCompileError:
-            continue  # the webhook and explain report compile errors; this check is about attributes
-    return found
+def _judge(inputs: DoctorInputs, claims: list[Mapping[str, Any]], classes: Mapping[str, Any]) -> _Judged:
+    """Every claim and template as Kubernetes' structured allocator sees it with every device
+    free (explain's engine, whose selector counts feed the allocator's verdicts), and one probe
+    claim of one device per DeviceClass, for the class's own selectors."""
+    from kubectl_gpu.dra.devices import InvalidResourceSlice
+    from kubectl_gpu.explain import ClaimResult, InvalidClaim, explain_objects
 
-
-def _outcome(selector: Any, device: Any) -> bool | str:
-    from kubectl_gpu.cel import CelRuntimeError
+    probes = [{"apiVersion": NEWEST_DRA_API_VERSION, "kind": "ResourceClaim", "metadata": {"name": f"deviceclass-{name}"},
+               "spec": {"devices": {"requests": [{"name": "probe", "exactly": {"deviceClassName": name}}]}}}
+              for name in sorted(classes)]
     try:
-        return selector.matches(device)
-    except CelRuntimeError as err:
-        return str(err)
+        items = explain_objects(claims=[*claims, *probes], slices=inputs.resource_slices,
+                                classes=inputs.device_classes).items
+    except (InvalidResourceSlice, InvalidClaim) as err:
+        return _Judged([None] * len(claims), {}, str(err))
+    results = [item if isinstance(item, ClaimResult) else None for item in items]
+    return _Judged(results[:len(claims)], dict(zip(sorted(classes), results[len(claims):])))
 
 
-def _class_selectors(device_class: Mapping[str, Any]) -> list[str]:
-    return [str((s.get("cel") or {}).get("expression") or "")
-            for s in (device_class.get("spec") or {}).get("selectors") or ()]
+def _alternatives(result: Any) -> list[Any]:
+    return [a for r in result.requests for a in r.alternatives]
 
 
-def _claim_specs(inputs: DoctorInputs) -> Iterable[tuple[str, tuple[Request, ...]]]:
-    for template in inputs.resource_claim_templates:
-        metadata = template.get("metadata") or {}
-        spec = (template.get("spec") or {}).get("spec")
-        yield (f"resourceclaimtemplate/{metadata.get('namespace')}/{metadata.get('name')}",
-               claim_requests(spec))
-    for claim in inputs.resource_claims:
-        view = read_claim(claim)
-        # Generated claims repeat their template, and allocated ones were evidently satisfiable.
-        if view.owner_pod is None and not view.is_allocated:
-            yield f"resourceclaim/{view.namespace}/{view.name}", view.requests
-
-
-def _check_request(subject: str, request: Request, classes: Mapping[str, Any],
-                   published: Mapping[str, tuple[int, dict[str, int]]],
-                   evaluator: _Evaluator) -> list[Finding]:
-    findings = []
+def _class_missing(subject: str, request: Request, classes: Mapping[str, Any]) -> list[Finding]:
     if request.device_class and classes and request.device_class not in classes:
-        findings.append(Finding(
+        return [Finding(
             "device-class-missing", Severity.ERROR, subject,
             f"request {request.name!r} asks for DeviceClass {request.device_class}, which does not "
             "exist; its pods stay Pending",
             f"create DeviceClass {request.device_class} (install its DRA driver) or use one of: "
-            + ", ".join(sorted(classes))))
-    findings.extend(_check_expressions(subject, f"request {request.name!r}", request.selectors,
-                                       published, lambda: evaluator.class_members(request.device_class)))
-    return findings
+            + ", ".join(sorted(classes)))]
+    return []
 
 
-def _check_expressions(subject: str, where: str, expressions: Iterable[str],
-                       published: Mapping[str, tuple[int, dict[str, int]]],
-                       candidates: Callable[[], list[Any]]) -> list[Finding]:
+def _selector_errors(subject: str, where: str, selectors: Iterable[Any], origin: str,
+                     published: Mapping[str, tuple[int, dict[str, int]]]) -> list[Finding]:
+    """A selector that reads an attribute some devices do not publish, where the allocator's
+    evaluation met that error (CEL's `a && b` absorbs b's error when a is false, so a reference
+    only matters where it is evaluated)."""
     findings = []
-    for expression in expressions:
+    for selector in selectors:
+        if selector.origin != origin or not selector.errors:
+            continue
         missing = []
-        for ref in attribute_references(expression):
+        for ref in attribute_references(selector.expression):
             total, counts = published.get(ref.domain, (0, {}))
             # No device of that driver published: nothing to compare against.
             if total and counts.get(f"{ref.kind}/{ref.name}", 0) < total:
                 missing.append(ref)
         if not missing:
             continue
-        devices = candidates()
-        errors, first = _Evaluator.errors(expression, devices)
-        if not errors:
-            continue  # guarded by the expression itself or by the DeviceClass
         ref = missing[0]
         findings.append(Finding(
             "unpublished-attribute", Severity.ERROR, subject,
-            f"{where}: selector `{expression}` reads {ref.kind} {ref.qualified}, which "
-            f"{errors} of the {len(devices)} device(s) it is evaluated on do not publish "
-            f"({first}); the scheduler treats that as a CEL runtime error and aborts allocation",
+            f"{where}: selector `{selector.expression}` reads {ref.kind} {ref.qualified}, which "
+            f"{selector.errors} of the {selector.evaluated} device(s) it is evaluated on do not publish "
+            f"({selector.first_error}); the scheduler treats that as a CEL runtime error and aborts allocation",
             _fix(ref, published[ref.domain][1])))
     return findings
+
+
+def _claim_specs(inputs: DoctorInputs) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    for template in inputs.resource_claim_templates:
+        metadata = template.get("metadata") or {}
+        yield f"resourceclaimtemplate/{metadata.get('namespace')}/{metadata.get('name')}", template
+    for claim in inputs.resource_claims:
+        view = read_claim(claim)
+        # Generated claims repeat their template, and allocated ones were evidently satisfiable.
+        if view.owner_pod is None and not view.is_allocated:
+            yield f"resourceclaim/{view.namespace}/{view.name}", claim
 
 
 def _fix(ref: AttributeReference, counts: Mapping[str, int]) -> str:
