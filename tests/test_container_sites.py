@@ -190,6 +190,17 @@ def test_argo_template_defaults_gpu_is_left_where_its_pod_spec_patch_would_reach
         assert f"({other['name']})" in result.stderr and "podSpecPatch" in result.stderr
         (out,) = [d for d in yaml.safe_load_all(result.stdout) if d]
         assert out["spec"]["templateDefaults"] == {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    # A step or task naming another WorkflowTemplate's template (templateRef) runs it with these defaults
+    # merged in too (executeTemplate merges them into the resolved template), whatever its type.
+    for caller in ({"name": "main", "steps": [[{"name": "t", "templateRef": {"name": "lib", "template": "eval"}}]]},
+                   {"name": "main", "dag": {"tasks": [{"name": "t", "templateRef": {"name": "lib", "template": "eval"}}]}}):
+        obj = argo()
+        obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+        obj["spec"]["templates"].append(caller)
+        obj["spec"]["templateDefaults"] = {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+        result = run(obj)
+        assert result.exit_code == exits.NOT_MIGRATED, result.output
+        assert "templateRef" in result.stderr and "lib/eval" in result.stderr
     # Templates that make no pod (steps, dag, suspend) are not reached: the rewrite stands.
     obj = argo()
     obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
