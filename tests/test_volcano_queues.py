@@ -113,3 +113,14 @@ def test_plan_shows_what_volcano_queues_need_and_writes_them_in_yaml(tmp_path):
     document = yaml.safe_load(CliRunner().invoke(main, ["plan", "-f", str(path), "-o", "yaml"]).stdout)
     [entry] = document["volcanoQueues"]
     assert entry["queue"]["spec"]["capability"] == {"nvidia.com/gpu": "8", "deviceclass/gpu.nvidia.com": "8"}
+
+
+def test_a_negative_entry_is_an_error_and_does_not_add_up_with_the_others():
+    """Volcano's queue admission refuses a negative amount ("must be greater than or equal to 0",
+    volcano-sh/volcano pkg/webhooks/admission/queues/validate/validate_queue_test.go
+    "queue-negative-guarantee", at ed72c7c8): summed with another entry of the same
+    class it would have made a wrong cap (-3 + 4 = 1) without a word."""
+    change = volcano_queue_change(queue(capability={"nvidia.com/gpu": "-3", "nvidia.com/gpu.shared": "4"}))
+    assert change.operations == ({"op": "add", "path": "/spec/capability/deviceclass~1gpu.nvidia.com", "value": "4"},)
+    [error] = [n.message for n in change.notes if n.severity is Severity.ERROR]
+    assert "capability.nvidia.com/gpu" in error and "negative" in error

@@ -84,6 +84,11 @@ def volcano_queue_change(queue: Mapping[str, Any], options: TranslateOptions = T
                 notes.append(Note(Severity.ERROR, f"{label}: {section}.{resource}: {err}; correct the Queue",
                                   resource=resource))
                 continue
+            if amount < 0:
+                notes.append(Note(Severity.ERROR, f"{label}: {section}.{resource}: {raw_value} is negative, which "
+                                                  "Volcano's queue admission refuses; correct the Queue",
+                                  resource=resource))
+                continue
             device_class = target_class(resource, options)
             role = SHARE_RESOURCES.get(resource)
             if role is not None:
