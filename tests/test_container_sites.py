@@ -174,6 +174,42 @@ def test_argo_template_defaults_gpu_is_left_where_a_template_writes_its_own_pod_
     assert out["spec"]["templateDefaults"]["script"]["resources"]["limits"] == {"nvidia.com/gpu": 1}
 
 
+def test_argo_template_defaults_gpu_is_left_where_its_pod_spec_patch_would_reach_other_templates_pods():
+    """mergedTemplateDefaultsInto (operator.go @ f016ad89) zeroes only the other template *types'* fields
+    of templateDefaults before the merge: its podSpecPatch (and metadata) reach every template.  A script
+    template's container is `main` too, so claims put in the default's podSpecPatch would give a
+    CPU-only script step a GPU; a containerSet's pod would get a `main` container with no image."""
+    for other in ({"name": "report", "script": {"image": "python:3.12", "source": "print('done')"}},
+                  {"name": "fanout", "containerSet": {"containers": [{"name": "a", "image": "busybox"}]}}):
+        obj = argo()
+        obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+        obj["spec"]["templates"].append(other)
+        obj["spec"]["templateDefaults"] = {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+        result = run(obj)
+        assert result.exit_code == exits.NOT_MIGRATED, result.output
+        assert f"({other['name']})" in result.stderr and "podSpecPatch" in result.stderr
+        (out,) = [d for d in yaml.safe_load_all(result.stdout) if d]
+        assert out["spec"]["templateDefaults"] == {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    # A step or task naming another WorkflowTemplate's template (templateRef) runs it with these defaults
+    # merged in too (executeTemplate merges them into the resolved template), whatever its type.
+    for caller in ({"name": "main", "steps": [[{"name": "t", "templateRef": {"name": "lib", "template": "eval"}}]]},
+                   {"name": "main", "dag": {"tasks": [{"name": "t", "templateRef": {"name": "lib", "template": "eval"}}]}}):
+        obj = argo()
+        obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+        obj["spec"]["templates"].append(caller)
+        obj["spec"]["templateDefaults"] = {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+        result = run(obj)
+        assert result.exit_code == exits.NOT_MIGRATED, result.output
+        assert "templateRef" in result.stderr and "lib/eval" in result.stderr
+    # Templates that make no pod (steps, dag, suspend) are not reached: the rewrite stands.
+    obj = argo()
+    obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+    obj["spec"]["templates"].append({"name": "main", "steps": [[{"name": "t", "template": "train"}]]})
+    obj["spec"]["templateDefaults"] = {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    out, _, _ = migrated(obj)
+    assert "podSpecPatch" in out["spec"]["templateDefaults"]
+
+
 def test_a_workflows_pod_spec_patch_asking_for_gpus_is_rewritten_inside_itself():
     """WorkflowSpec.podSpecPatch is applied to every pod of the workflow (workflowpod.go processPodSpecPatch):
     a PodSpec fragment whose containers' GPUs become claims in the same fragment."""

@@ -196,3 +196,13 @@ def test_a_scoped_quota_cannot_carry_a_cap_for_claims_and_says_so(scoping):
     [warning] = warnings(plan)
     assert "ResourceQuota team-a/high-priority" in warning and "scoped" in warning
     assert "never counts ResourceClaims" in warning and GPU_DEVICES in warning
+
+
+def test_a_negative_cap_is_an_error_not_carried():
+    """The API server refuses a negative hard limit (kubernetes pkg/apis/core/validation/validation.go
+    ValidateResourceQuantityValue: "must be greater than or equal to 0"), so migrate names it instead of
+    writing a DRA entry that is refused or that adds up with other caps to a wrong one."""
+    plan = plan_quota(quota({"requests.nvidia.com/gpu": "-3", "requests.nvidia.com/gpu.shared": "4"}))
+    assert added(plan) == {GPU_DEVICES: "4"}  # the valid cap alone, not -3 + 4
+    [error] = [n.message for n in plan.notes if n.severity is Severity.ERROR]
+    assert "requests.nvidia.com/gpu" in error and "negative" in error

@@ -35,6 +35,16 @@ DURATIONS = [
     (".s", 'time: invalid duration ".s"'),
     ("s", 'time: invalid duration "s"'),
     ("1h 30m", 'time: unknown unit "h " in duration "1h 30m"'),
+    # A Duration is int64 nanoseconds: Go refuses what does not fit (golang/go src/time/time_test.go
+    # at 53ce81ef642355d27223eaf77c0a8e74580632e8, parseDurationTests and parseDurationErrorTests).
+    ("9223372036854775807ns", 9223372036.854775807), ("9223372036s854ms775us807ns", 9223372036.854775807),
+    ("9223372036854775808ns", 'time: invalid duration "9223372036854775808ns"'),
+    ("9223372036854775810ns", 'time: invalid duration "9223372036854775810ns"'),
+    ("9223372036854776us", 'time: invalid duration "9223372036854776us"'),
+    ("3000000h", 'time: invalid duration "3000000h"'),
+    ("9223372036854775.808us", 'time: invalid duration "9223372036854775.808us"'),
+    ("9223372036854ms775us808ns", 'time: invalid duration "9223372036854ms775us808ns"'),
+    ("1" + "0" * 400 + "h", f'time: invalid duration "1{"0" * 400}h"'),
 ]
 
 
@@ -214,6 +224,23 @@ def test_dry_run_client_sends_no_write_and_says_what_it_would_send(cluster):
     assert writes(cluster) == []
 
 
+def test_a_client_dry_run_sends_no_write_whichever_client_method_makes_it(cluster):
+    """Every way the client writes (request, and its create/merge_patch/delete helpers) answers here
+    under --dry-run=client: a helper reached through the wrapper must not reach the real client."""
+    from kubectl_gpu.fleet.dry_run import ClientDryRun
+    from kubectl_gpu.k8s import Resource
+
+    api = ClientDryRun(cluster.api)
+    deployments = Resource("apps/v1", "Deployment")
+    before = api.get(deployments, "serving", "infer")
+    cluster.double.reset_requests()
+    api.merge_patch(deployments, "serving", "infer", {"metadata": {"labels": {"touched": "yes"}}})
+    api.create(deployments, "serving", {**before, "metadata": {"name": "copy", "namespace": "serving"}})
+    api.delete(deployments, "serving", "infer")
+    assert writes(cluster) == []
+    assert api.get(deployments, "serving", "infer")["metadata"] == before["metadata"]
+
+
 def test_dry_run_values_and_conflicts_are_usage_errors(cluster):
     output = cluster.kubectl_gpu("rollback", "--dry-run=foo", expect=2)
     assert output.startswith('error: invalid dry-run value (foo). Must be "none", "server", or "client"\n')
@@ -281,6 +308,18 @@ def test_filename_flags_read_what_kubectl_apply_reads(manifests):
     assert kinds(migrate("-f", str(manifests), "--recursive").stdout) == kinds(migrate(str(manifests)).stdout)
     # A DIR argument keeps reading its subdirectories, as it always has.
     assert kinds(migrate(str(manifests)).stdout) == ["Pod", "ResourceClaimTemplate", "Service"]
+
+
+def test_an_empty_file_name_is_refused_not_read_as_the_current_directory(manifests, monkeypatch):
+    """`migrate "$DIR" --in-place` with DIR unset must not rewrite everything under the working
+    directory: kubectl refuses `-f ''` ("error: must specify one of -f and -k"), and so does migrate,
+    saying what to change."""
+    monkeypatch.chdir(manifests / "gpu")
+    for args in (("",), ("-f", ""), ("", "--in-place"), ("-f", "", "-f", "pod.yaml")):
+        result = migrate(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "an empty file name" in result.stderr and "Traceback" not in result.output
+        assert (manifests / "gpu" / "pod.yaml").read_text() == POD
 
 
 def test_recursive_without_a_filename_is_a_usage_error(manifests):
@@ -382,6 +421,11 @@ def test_every_command_that_talks_to_a_cluster_takes_kubectls_global_flags():
 def test_request_timeout_bounds_the_fleet_commands_reads(cluster):
     output = cluster.kubectl_gpu("--request-timeout", "soon", "rollback", expect=2)
     assert "'soon' is not a duration" in output
+    # client-go's clientcmd.ParseTimeout (kubernetes/kubernetes staging/src/k8s.io/client-go/tools/
+    # clientcmd/helpers.go at ad139a23b1563f7fbd23a28b1bdf30d9657ddbbe) takes a whole number of seconds
+    # (strconv.ParseInt) or a Go duration, nothing else: no float spellings, no infinity.
+    for text in ("nan", "inf", "1e400", "1.5", "3000000h"):
+        assert "is not a duration" in cluster.kubectl_gpu("--request-timeout", text, "rollback", expect=2), text
     assert "nothing to roll back" in cluster.kubectl_gpu("--request-timeout", "30s", "rollback")
 
 

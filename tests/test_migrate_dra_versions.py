@@ -79,6 +79,16 @@ def test_every_exact_field_moves_and_a_request_with_none_keeps_its_shape():
     assert obj["apiVersion"] == "resource.k8s.io/v1beta2" and conversion.requests_wrapped == 1
 
 
+def test_a_request_that_already_holds_exactly_keeps_everything_it_holds():
+    """v1beta1 has no `exactly`: a request carrying one beside flat fields (written half by hand) is
+    not what the API server converts, and the rewrite must not replace what is under it."""
+    obj = claim([{"name": "r", "deviceClassName": "x", "exactly": {"count": 2}}])
+    conversion = conversion_patch(obj, "v1")
+    apply_patch(obj, conversion.operations)
+    assert obj["spec"]["devices"]["requests"] == [{"name": "r", "deviceClassName": "x", "exactly": {"count": 2}}]
+    assert conversion.requests_wrapped == 0
+
+
 def test_objects_in_a_served_or_other_version_and_other_kinds_are_not_converted():
     assert conversion_patch(claim([{"name": "r", "exactly": {}}], "v1"), "v1") is None
     assert conversion_patch({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "v1") is None

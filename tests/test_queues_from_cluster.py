@@ -26,7 +26,7 @@ PLURALS = {"Node": ("", "nodes"), "ResourceSlice": ("resource.k8s.io", "resource
            "Queue": (VOLCANO.group, VOLCANO.plural)}
 VOLCANO_QUEUE = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "research"},
                  "spec": {"reclaimable": True, "capability": {"cpu": "64", "nvidia.com/gpu": "8"},
-                          "deserved": {"nvidia.com/gpu": "4"}}}
+                          "deserved": {"nvidia.com/gpu": "4"}, "guarantee": {"resource": {"nvidia.com/gpu": "2"}}}}
 MIG_QUEUE = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "inference"},
              "spec": {"namespaceSelector": {}, "resourceGroups": [{
                  "coveredResources": ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb"],
@@ -88,6 +88,7 @@ def test_queues_are_capped_before_the_workloads_move_and_rolled_back_exactly(dou
     volcano = queue(double, VOLCANO, "research")
     assert volcano["spec"]["capability"] == {"cpu": "64", "nvidia.com/gpu": "8", "deviceclass/gpu.nvidia.com": "8"}
     assert volcano["spec"]["deserved"] == {"nvidia.com/gpu": "4", "deviceclass/gpu.nvidia.com": "4"}
+    assert volcano["spec"]["guarantee"] == {"resource": {"nvidia.com/gpu": "2", "deviceclass/gpu.nvidia.com": "2"}}
     [group] = queue(double, KUEUE, "inference")["spec"]["resourceGroups"]
     assert group["coveredResources"][-1] == "mig.nvidia.com/devices"
     assert group["flavors"][0]["resources"][-1] == {"name": "mig.nvidia.com/devices", "nominalQuota": "18"}

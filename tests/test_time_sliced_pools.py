@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from kubectl_gpu.cli.main import main
-from kubectl_gpu.cluster.shared_gpus import device_plugin_sharing, shared_pools
+from kubectl_gpu.cluster.shared_gpus import admits, device_plugin_sharing, shared_pools
 
 DATA = Path(__file__).parent / "data"
 
@@ -173,6 +173,15 @@ def test_the_shared_claim_of_a_time_sliced_workload_is_strictly_valid_for_1_32_t
         sharing_group="Deployment/infer"))
     (claim,) = result.claims
     assert_strictly_valid(claim.manifest("ml"), RELEASES[api_version])
+
+
+def test_a_node_selector_never_matches_a_label_the_node_lacks():
+    """The scheduler's nodeSelector is labels.SelectorFromSet: an Equals requirement matches only a node
+    that has the label (k8s.io/apimachinery pkg/labels/selector.go Requirement.Matches: `if
+    !ls.Has(r.key) { return false }`), whatever the value spells, "None" included."""
+    template = {"spec": {"nodeSelector": {"pool": "None"}}}
+    assert not admits(template, {}, "n")
+    assert admits(template, {"pool": "None"}, "n")
 
 
 def test_in_a_mixed_cluster_a_workload_pinned_to_the_shared_pool_is_read_as_slots(tmp_path):

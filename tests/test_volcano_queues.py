@@ -27,13 +27,18 @@ def queue(name: str = "gpu-team", **sections: dict) -> dict:
 
 
 def test_each_section_capping_gpus_gets_the_device_count_of_the_gpu_class():
+    """A Queue's guarantee is a struct whose ResourceList is ``guarantee.resource`` (volcano-sh/apis
+    pkg/apis/scheduling/v1beta1/types.go at ed2d962a3a85cce852c88b610755c2f64d54a214, ``type
+    Guarantee struct { Resource v1.ResourceList `json:"resource"` }``; the capacity plugin reads
+    ``queue.Queue.Spec.Guarantee.Resource``), so that is where its GPUs and its DRA key live."""
     change = volcano_queue_change(queue(capability={"cpu": "64", "nvidia.com/gpu": "8"},
-                                        deserved={"nvidia.com/gpu": "4"}, guarantee={"nvidia.com/gpu": 1}))
+                                        deserved={"nvidia.com/gpu": "4"}, guarantee={"resource": {"nvidia.com/gpu": 1}}))
     assert change.operations == (
         {"op": "add", "path": "/spec/capability/deviceclass~1gpu.nvidia.com", "value": "8"},
         {"op": "add", "path": "/spec/deserved/deviceclass~1gpu.nvidia.com", "value": "4"},
-        {"op": "add", "path": "/spec/guarantee/deviceclass~1gpu.nvidia.com", "value": "1"},
+        {"op": "add", "path": "/spec/guarantee/resource/deviceclass~1gpu.nvidia.com", "value": "1"},
     )
+    assert "guarantee.resource: deviceclass/gpu.nvidia.com: 1" in change.added
     said = " ".join(n.message for n in change.notes)
     assert "capacity plugin" in said and "capacity.DynamicResourceAllocationEnable" in said and "v1.15" in said
     assert "proportion" in said  # Volcano's default queue plugin counts no DRA device at all
@@ -108,3 +113,14 @@ def test_plan_shows_what_volcano_queues_need_and_writes_them_in_yaml(tmp_path):
     document = yaml.safe_load(CliRunner().invoke(main, ["plan", "-f", str(path), "-o", "yaml"]).stdout)
     [entry] = document["volcanoQueues"]
     assert entry["queue"]["spec"]["capability"] == {"nvidia.com/gpu": "8", "deviceclass/gpu.nvidia.com": "8"}
+
+
+def test_a_negative_entry_is_an_error_and_does_not_add_up_with_the_others():
+    """Volcano's queue admission refuses a negative amount ("must be greater than or equal to 0",
+    volcano-sh/volcano pkg/webhooks/admission/queues/validate/validate_queue_test.go
+    "queue-negative-guarantee", at ed72c7c8): summed with another entry of the same
+    class it would have made a wrong cap (-3 + 4 = 1) without a word."""
+    change = volcano_queue_change(queue(capability={"nvidia.com/gpu": "-3", "nvidia.com/gpu.shared": "4"}))
+    assert change.operations == ({"op": "add", "path": "/spec/capability/deviceclass~1gpu.nvidia.com", "value": "4"},)
+    [error] = [n.message for n in change.notes if n.severity is Severity.ERROR]
+    assert "capability.nvidia.com/gpu" in error and "negative" in error

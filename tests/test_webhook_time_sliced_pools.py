@@ -58,10 +58,11 @@ def by_migrate(workload: dict, tmp_path: Path) -> tuple[dict, list[dict]]:
     return migrated, [d for d in docs if d["kind"] != "Deployment"]
 
 
-def by_webhook(workload: dict, webhook_on) -> tuple[dict, list[dict]]:
+def by_webhook(workload: dict, webhook_on, **settings) -> tuple[dict, list[dict]]:
+    settings = {"translation": {"sharing": "timeslicing"}, **settings}
     with K8sDouble() as double:
         double.seed(*NODES, *[d for d in yaml.safe_load_all(SHARES.read_text()) if d])
-        response = webhook_on(double, translation={"sharing": "timeslicing"}).review(
+        response = webhook_on(double, **settings).review(
             "/mutate", admission_review(workload))
         assert response["allowed"] is True, response
         migrated = jsonpatch.apply_patch(copy.deepcopy(workload), patch_of(response))
@@ -117,3 +118,15 @@ def test_a_node_keeps_only_what_slot_reading_needs_and_a_heartbeat_changes_nothi
     relabelled = copy.deepcopy(gpu)
     relabelled["metadata"]["labels"]["nvidia.com/gpu.replicas"] = "4"
     assert sharing_identity([node_as_read(relabelled)]) != sharing_identity([kept])
+
+
+def test_a_webhook_whose_translation_needs_nothing_else_of_the_cluster_still_reads_slots(webhook_on, tmp_path):
+    """A fixed apiVersion and sharing with the claim check off need no profile for translation, but
+    the pool a pod is kept in still decides what its nvidia.com/gpu meant (docs/webhook.md "Time-sliced
+    pools"): the webhook must not give that pod whole GPUs where migrate gives it the pool's slot."""
+    workload = deployment({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"})
+    _, cli_claims = by_migrate(workload, tmp_path)
+    _, hook_claims = by_webhook(workload, webhook_on, translation={"sharing": "timeslicing", "apiVersion": "v1"},
+                                cluster={"unsatisfiableClaims": "ignore"})
+    assert [c["kind"] for c in hook_claims] == [c["kind"] for c in cli_claims] == ["ResourceClaim"]
+    assert cli_claims[0]["spec"] == hook_claims[0]["spec"]

@@ -85,9 +85,10 @@ class Admission:
             if isinstance(fitted, Verdict):
                 return fitted
             mutation = fitted
-        elif mutation.has_legacy and self.profiles is not None:
+        elif (mutation.has_legacy or mutation.claims) and self.profiles is not None:
             # Legacy requests stay: keep them off the nodes the profile's slices say run the driver
-            # (read even where translation needs nothing else of the cluster: a driver node may carry no label).
+            # (read even where translation needs nothing else of the cluster: a driver node may carry no
+            # label); and a pod kept in a time-sliced pool asked for slots, whatever else is configured.
             mutation = await self._fenced_off_driver_nodes(request, answers, site, skip, mutation)
         if not skip:
             try:
@@ -264,20 +265,16 @@ class Admission:
         except Exception:  # noqa: BLE001 - ApiError or a profile the API returned that cannot be read
             return mutation
         if not self.config.needs_cluster_profile:
-            # Nothing else is fitted: the configuration as written, with the driver's nodes.
-            return self.caches.plans.get_or_plan(site, self._config_for(profile)[0], skip, request.strict_json,
-                                                 profile.revision)
+            # Nothing else is fitted: the configuration as written, with the driver's nodes and the
+            # time-sliced pool the pod is kept in.
+            config = _reading_slots(self._config_for(profile)[0], site, profile)
+            return self.caches.plans.get_or_plan(site, config, skip, request.strict_json, profile.revision)
         fitted = answers.fitted_for(skip, profile.revision, lambda: self._fit(request, site, skip, profile))
         return fitted if isinstance(fitted, MutationPlan) else mutation
 
     def _fit(self, request: AdmissionRequest, site: TemplateSite, skip: bool,
                 profile: ClusterProfile) -> MutationPlan | Verdict:
-        config, _notes = self._config_for(profile)
-        options = config.translate_options
-        if profile.nodes and not options.gpu_slots and lands_only_on_shared_gpus(site.template, profile.nodes):
-            # As migrate reads it: the time-sliced pool the pod's node selection keeps it in counted slots.
-            # A pure function of the template and the profile (its revision covers the nodes' labels).
-            config = replace(config, translate_options=replace(options, gpu_slots=True))
+        config = _reading_slots(self._config_for(profile)[0], site, profile)
         mutation = self.caches.plans.get_or_plan(site, config, skip, request.strict_json, profile.revision)
         warnings: list[str] = []
         if mutation.claims and self.config.unsatisfiable_claims != "ignore":
@@ -461,3 +458,13 @@ def _metadata(obj: dict[str, Any] | None) -> dict[str, Any]:
     if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
         return obj["metadata"]
     return {}
+
+
+def _reading_slots(config: WebhookConfig, site: TemplateSite, profile: ClusterProfile) -> WebhookConfig:
+    """``config`` reading nvidia.com/gpu as slots where the pod's node selection keeps it in a
+    time-sliced pool, as migrate reads it.  A pure function of the template and the profile (its
+    revision covers the nodes' labels)."""
+    options = config.translate_options
+    if profile.nodes and not options.gpu_slots and lands_only_on_shared_gpus(site.template, profile.nodes):
+        return replace(config, translate_options=replace(options, gpu_slots=True))
+    return config

@@ -190,6 +190,11 @@ def command(
         raise click.UsageError("-R reads the directories -f names: add -f DIR (a DIR argument is always "
                                "read with its subdirectories)")
     inputs = (*inputs, *filenames)
+    if any(not name for name in inputs):
+        # An unset shell variable ("$DIR") would otherwise name the working directory, and with
+        # --in-place rewrite everything under it; kubectl refuses `-f ''` too.
+        raise click.UsageError("an empty file name ('') names nothing: name a FILE, a DIR or - (is a shell "
+                               "variable unset?)")
     if in_place and output_dir is not None:
         raise click.UsageError("use either --in-place or --output-dir, not both")
     streams = [name for name in inputs if is_stream(name)] if in_place or output_dir is not None else []

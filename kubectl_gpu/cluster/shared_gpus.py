@@ -152,7 +152,7 @@ def admits(template: Mapping[str, Any], labels: Mapping[str, Any], name: str) ->
     selector the scheduler could not parse admits nothing."""
     spec = template.get("spec") if isinstance(template.get("spec"), Mapping) else {}
     selector = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), Mapping) else {}
-    if not all(str(labels.get(key)) == str(value) for key, value in selector.items()):
+    if not all(key in labels and str(labels[key]) == str(value) for key, value in selector.items()):
         return False
     affinity = spec.get("affinity") if isinstance(spec.get("affinity"), Mapping) else {}
     node_affinity = affinity.get("nodeAffinity") if isinstance(affinity.get("nodeAffinity"), Mapping) else {}

@@ -168,6 +168,10 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
         except QuantityError as err:
             notes.append(Note(Severity.ERROR, f"{label}: {key}: {err}; correct the quota", resource=resource))
             continue
+        if amount < 0:
+            notes.append(Note(Severity.ERROR, f"{label}: {key}: {raw_value} is negative, which the API server refuses "
+                                              "(a cap is 0 or more); correct the quota", resource=resource))
+            continue
         caps_gpus = True
         role = SHARE_RESOURCES.get(resource)
         device_class = target_class(resource, options)

@@ -3,7 +3,7 @@ entries capped.
 
 Volcano's capacity plugin (volcano-sh/volcano, from v1.15.0; read at commit
 ed72c7c815a9fd547a787134676f73d42e9d049c, pkg/scheduler/plugins/capacity/capacity.go) counts a
-queue's DRA devices only under reserved keys of its ``capability``, ``deserved`` and ``guarantee``:
+queue's DRA devices only under reserved keys of its ``capability``, ``deserved`` and ``guarantee.resource``:
 ``deviceclass/<DeviceClass>`` (devices; ``DeviceClassCountPrefix``) and ``<dim>.deviceclass/<DeviceClass>``
 (consumable capacity; ``DeviceClassCapacitySep``), with the plugin arguments
 ``capacity.DynamicResourceAllocationEnable`` (and ``capacity.DRAConsumableCapacityEnable`` for the
@@ -30,7 +30,10 @@ from .quota import SHARE_RESOURCES, stays_legacy, target_class
 from kubectl_gpu.dra.quantity import QuantityError, format_plain, parse_quantity
 
 VOLCANO_SCHEDULING_GROUP = "scheduling.volcano.sh"
-QUEUE_SECTIONS = ("capability", "deserved", "guarantee")
+# Where each of a Queue's ResourceLists lives under its spec: capability and deserved are lists
+# themselves; guarantee is a struct whose list is `resource` (volcano-sh/apis
+# pkg/apis/scheduling/v1beta1/types.go at ed2d962a, `Guarantee.Resource`, which capacity.go reads).
+QUEUE_SECTIONS: tuple[tuple[str, ...], ...] = (("capability",), ("deserved",), ("guarantee", "resource"))
 DEVICE_COUNT_PREFIX = "deviceclass/"  # capacity.go DeviceClassCountPrefix
 CAPACITY_SEPARATOR = ".deviceclass/"  # capacity.go DeviceClassCapacitySep
 DRA_QUOTA_RELEASE = "v1.15.0"
@@ -60,8 +63,9 @@ def volcano_queue_change(queue: Mapping[str, Any], options: TranslateOptions = T
     operations: list[dict[str, Any]] = []
     notes: list[Note] = []
     added: list[str] = []
-    for section in QUEUE_SECTIONS:
-        entries = spec.get(section)
+    for path in QUEUE_SECTIONS:
+        section = ".".join(path)
+        entries = _at(spec, path)
         if not isinstance(entries, Mapping):
             continue
         sums: dict[str, Fraction] = {}
@@ -78,6 +82,11 @@ def volcano_queue_change(queue: Mapping[str, Any], options: TranslateOptions = T
                 amount = parse_quantity(raw_value)
             except QuantityError as err:
                 notes.append(Note(Severity.ERROR, f"{label}: {section}.{resource}: {err}; correct the Queue",
+                                  resource=resource))
+                continue
+            if amount < 0:
+                notes.append(Note(Severity.ERROR, f"{label}: {section}.{resource}: {raw_value} is negative, which "
+                                                  "Volcano's queue admission refuses; correct the Queue",
                                   resource=resource))
                 continue
             device_class = target_class(resource, options)
@@ -107,7 +116,7 @@ def volcano_queue_change(queue: Mapping[str, Any], options: TranslateOptions = T
                                                  f"the DRA devices of {legacy}"))
                 continue
             value = format_plain(amount)
-            operations.append({"op": "add", "path": f"/spec/{section}/{escape(key)}", "value": value})
+            operations.append({"op": "add", "path": "/spec/" + "/".join([*path, escape(key)]), "value": value})
             added.append(f"{section}: {key}: {value}")
             notes.append(Note(Severity.INFO, f"{label}: added {section}.{key}: {value} (the DRA devices of {legacy}; "
                                              "the legacy entries stay for pods not yet migrated)"))
@@ -117,3 +126,10 @@ def volcano_queue_change(queue: Mapping[str, Any], options: TranslateOptions = T
                           f"({DRA_QUOTA_RELEASE} or newer, plugin argument {DRA_QUOTA_ARGUMENT}: true); the proportion "
                           "plugin, Volcano's default, counts none, so there these caps do not hold for claims"))
     return VolcanoQueueChange(tuple(operations), tuple(notes), tuple(added))
+
+
+def _at(spec: Mapping[str, Any], path: tuple[str, ...]) -> object:
+    node: object = spec
+    for key in path:
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node

@@ -46,7 +46,20 @@ class ClientDryRun:
             return self._api.request(method, path, body=body, **options)
         return dict(body) if isinstance(body, dict) else {}
 
+    # The client's write helpers, over this request: reached through __getattr__ they would be the
+    # real client's, bound to its own request, and write.
+    def create(self, resource: Any, namespace: str | None, obj: dict[str, Any]) -> Any:
+        return self.request("POST", resource.path(namespace), body=obj)
+
+    def merge_patch(self, resource: Any, namespace: str | None, name: str, patch: dict[str, Any]) -> Any:
+        return self.request("PATCH", resource.path(namespace, name), body=patch)
+
+    def delete(self, resource: Any, namespace: str | None, name: str, resource_version: str | None = None) -> None:
+        self.request("DELETE", resource.path(namespace, name))
+
     def __getattr__(self, name: str) -> Any:  # lists, text and everything else a read needs
+        if name == "aio":  # the asynchronous client writes as it is told
+            raise AttributeError(f"a client dry run has no {name}")
         return getattr(self._api, name)
 
 

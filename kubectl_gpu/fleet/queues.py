@@ -137,13 +137,14 @@ def _remove(body: dict[str, Any], recorded: list[str]) -> list[str]:
     removed = []
     spec = body.get("spec") or {}
     if is_volcano_queue(body):
-        for pointer in recorded:
-            _, _, section, key = (pointer.split("/", 3) + ["", "", "", ""])[:4]
-            entries = spec.get(section)
-            key = key.replace("~1", "/").replace("~0", "~")
+        for pointer in recorded:  # "/spec/<section>[/resource]/<key>", RFC 6901-escaped
+            *where, key = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]] or [""]
+            entries: Any = body
+            for part in where:
+                entries = entries.get(part) if isinstance(entries, dict) else None
             if isinstance(entries, dict) and key in entries:
                 del entries[key]
-                removed.append(f"{section}: {key}")
+                removed.append(f"{'.'.join(where[1:])}: {key}")
     else:  # a Kueue ClusterQueue: the resource names added to its groups and flavors
         for group in spec.get("resourceGroups") or ():
             covered = group.get("coveredResources") or []

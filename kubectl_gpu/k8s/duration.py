@@ -9,42 +9,71 @@ takes bare seconds (client-go's clientcmd.ParseTimeout), in kubectl_gpu/k8s/opti
 
 from __future__ import annotations
 
-# Go's unitMap (time/format.go), in seconds; µ is U+00B5 (micro sign), μ U+03BC (Greek mu).
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0,
-                 "h": 3600.0}
+# Go's unitMap (time/format.go), in nanoseconds; µ is U+00B5 (micro sign), μ U+03BC (Greek mu).
+_UNIT_NANOSECONDS = {"ns": 1, "us": 10**3, "\u00b5s": 10**3, "\u03bcs": 10**3, "ms": 10**6, "s": 10**9,
+                     "m": 60 * 10**9, "h": 3600 * 10**9}
 _DIGITS = "0123456789"
+# A Go Duration is an int64 of nanoseconds: ParseDuration refuses a value beyond it ("invalid
+# duration"), so no timeout here is infinite or too large for a timer (about 292 years at most).
+_LIMIT = 1 << 63
 
 
 def parse_duration(text: str) -> float:
-    """Seconds, or ValueError with Go's message (`time: missing unit in duration "90"`)."""
+    """Seconds, or ValueError with Go's message (`time: missing unit in duration "90"`).  Counted in
+    whole nanoseconds with Go's overflow checks (golang/go src/time/format.go ParseDuration)."""
     original, rest = text, text
     negative = False
     if rest[:1] in ("-", "+"):
         negative, rest = rest[0] == "-", rest[1:]
     if rest == "0":
         return 0.0
+    invalid = ValueError(f"time: invalid duration {_quote(original)}")
     if not rest:
-        raise ValueError(f"time: invalid duration {_quote(original)}")
-    seconds = 0.0
+        raise invalid
+    total = 0
     while rest:
         if rest[0] != "." and rest[0] not in _DIGITS:
-            raise ValueError(f"time: invalid duration {_quote(original)}")
+            raise invalid
         whole, rest = _leading_digits(rest)
         fraction = ""
         if rest[:1] == ".":
             fraction, rest = _leading_digits(rest[1:])
             if not whole and not fraction:  # ".s", "-.s": no digits at all
-                raise ValueError(f"time: invalid duration {_quote(original)}")
+                raise invalid
         end = 0
         while end < len(rest) and rest[end] != "." and rest[end] not in _DIGITS:
             end += 1
         if end == 0:
             raise ValueError(f"time: missing unit in duration {_quote(original)}")
         unit, rest = rest[:end], rest[end:]
-        if unit not in _UNIT_SECONDS:
+        if unit not in _UNIT_NANOSECONDS:
             raise ValueError(f"time: unknown unit {_quote(unit)} in duration {_quote(original)}")
-        seconds += float(f"{whole or '0'}.{fraction or '0'}") * _UNIT_SECONDS[unit]
-    return -seconds if negative else seconds
+        value = int(whole or "0")
+        if value > _LIMIT // _UNIT_NANOSECONDS[unit]:  # leadingInt's and the unit's overflow
+            raise invalid
+        value *= _UNIT_NANOSECONDS[unit]
+        numerator, scale = _leading_fraction(fraction)
+        if numerator:
+            value += int(float(numerator) * (float(_UNIT_NANOSECONDS[unit]) / scale))
+            if value > _LIMIT:
+                raise invalid
+        total += value
+        if total > _LIMIT:
+            raise invalid
+    if not negative and total > _LIMIT - 1:
+        raise invalid
+    return (-total if negative else total) / 1e9
+
+
+def _leading_fraction(digits: str) -> tuple[int, float]:
+    """Go's leadingFraction: the digits as an integer and their scale, precision dropped (not an
+    error) once another digit would overflow."""
+    value, scale = 0, 1.0
+    for digit in digits:
+        if value > (_LIMIT - 1) // 10 or value * 10 + int(digit) > _LIMIT:
+            break
+        value, scale = value * 10 + int(digit), scale * 10
+    return value, scale
 
 
 def _leading_digits(text: str) -> tuple[str, str]:

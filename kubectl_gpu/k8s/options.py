@@ -8,6 +8,7 @@ They are accepted on a group and on its subcommands alike (`describe --context x
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
@@ -18,6 +19,8 @@ from kubectl_gpu.k8s.name_completion import complete_namespaces
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
 
 OUTPUT_FORMATS = ("table", "wide", "json", "yaml", "name")
+_WHOLE_SECONDS = re.compile(r"[+-]?[0-9]+")
+_MAX_SECONDS = 2**63 / 1e9  # the longest Go Duration, in seconds
 
 
 @dataclass(frozen=True)
@@ -46,11 +49,16 @@ class ClusterOptions:
 
 
 def parse_request_timeout(value: str) -> float:
-    """kubectl's --request-timeout (client-go's clientcmd.ParseTimeout): a bare number of seconds, or
-    a duration such as 30s, 1m, 1m30s; 0 waits forever."""
+    """kubectl's --request-timeout (client-go's clientcmd.ParseTimeout): a whole number of seconds
+    (strconv.ParseInt, so no `1.5`, `1e3`, `nan` or `inf`), or a duration such as 30s, 1m, 1m30s;
+    0 waits forever."""
     text = value.strip()
     try:
-        seconds = float(text)
+        if not _WHOLE_SECONDS.fullmatch(text):
+            raise ValueError(text)
+        seconds = float(int(text))
+        if seconds >= _MAX_SECONDS:  # ParseInt's int64, and then a Duration of nanoseconds
+            raise ValueError(text)
     except ValueError:
         try:
             seconds = parse_duration(text)

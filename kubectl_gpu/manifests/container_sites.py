@@ -12,7 +12,10 @@ the rewrite goes where the operator reads each of them.
       Template the controller merges under every template of its type (operator.go
       mergedTemplateDefaultsInto: the template's own fields win), so its container/script/containerSet is
       rewritten with its own podSpecPatch, unless a template of that type writes a podSpecPatch of its
-      own (it would replace the default's, claims and all).  The workflow's `podSpecPatch` (and a
+      own (it would replace the default's, claims and all) or a pod-making template of another type
+      writes none (only the other types' fields are dropped from the defaults before the merge, so the
+      default's podSpecPatch would reach that template's pod too), or a step or task runs another
+      WorkflowTemplate's template (templateRef: the defaults are merged into it too, type unknown here).  The workflow's `podSpecPatch` (and a
       template's where its containers ask for no GPU) is a PodSpec fragment applied to every pod
       (workflowpod.go processPodSpecPatch: the workflow's, then the template's): its containers'
       GPUs are rewritten inside it, claims and all.
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -136,11 +139,28 @@ def _argo_sites(spec: Mapping[str, Any], kind: str) -> list[ContainerSite]:
     if isinstance(defaults, Mapping):
         for field, site in _argo_template_sites(defaults, [*path, "templateDefaults"], "Argo templateDefaults"):
             own = [str(t.get("name") or i) for i, t in templates if field in t and t.get("podSpecPatch")]
+            # Only the other types' fields are dropped from the defaults before the merge: the default's
+            # podSpecPatch reaches every pod a template of another type makes (whose container is `main` too).
+            others = [str(t.get("name") or i) for i, t in templates
+                      if _argo_template_type(t) in _ARGO_POD_TYPES and _argo_template_type(t) != field
+                      and not t.get("podSpecPatch")]
+            referenced = _argo_template_refs(t for _, t in templates)
             if own:
                 site = replace(site, refused=(
                     f"templates of this type write their own podSpecPatch ({', '.join(own)}), which replaces the "
                     "default's, so claims put there would not reach their pods; left unchanged: move the GPU into "
                     "each template, or use the admission webhook"))
+            elif others:
+                site = replace(site, refused=(
+                    f"the default's podSpecPatch would reach the pods of templates of other types too "
+                    f"({', '.join(others)}), giving them these claims (Argo merges every templateDefaults field but "
+                    "the other types' into each template); left unchanged: move the GPU into each template, "
+                    "or use the admission webhook"))
+            elif referenced:
+                site = replace(site, refused=(
+                    f"steps or tasks run other WorkflowTemplates' templates (templateRef {', '.join(referenced)}), "
+                    "which get these defaults and their podSpecPatch too, whatever their type; left unchanged: move "
+                    "the GPU into each template, or use the admission webhook"))
             sites.append(site)
     if _gpu_in_patch(spec.get("podSpecPatch")):
         site = _argo_patch_site([*path, "podSpecPatch"], "Argo workflow podSpecPatch")
@@ -154,6 +174,32 @@ def _argo_sites(spec: Mapping[str, Any], kind: str) -> list[ContainerSite]:
                 "place, or use the admission webhook"))
         sites.append(site)
     return sites
+
+
+# Template.GetType's order, and the types whose templates make a pod (IsPodType), in
+# pkg/apis/workflow/v1alpha1/workflow_types.go @ f016ad89.
+_ARGO_TEMPLATE_TYPES = ("container", "containerSet", "steps", "dag", "script", "resource", "data", "suspend", "http",
+                        "plugin")
+_ARGO_POD_TYPES = frozenset({"container", "containerSet", "script", "resource", "data"})
+
+
+def _argo_template_type(template: Mapping[str, Any]) -> str | None:
+    return next((t for t in _ARGO_TEMPLATE_TYPES if template.get(t) is not None), None)
+
+
+def _argo_template_refs(templates: Iterable[Mapping[str, Any]]) -> list[str]:
+    """`name/template` of each templateRef a template's steps or DAG tasks run (WorkflowStep.TemplateRef,
+    DAGTask.TemplateRef): operator.go executeTemplate merges the workflow's templateDefaults into those too."""
+    calls: list[Any] = []
+    for template in templates:
+        steps = template.get("steps")
+        for group in steps if isinstance(steps, list) else ():
+            calls.extend(group if isinstance(group, list) else ())
+        dag = template.get("dag")
+        tasks = dag.get("tasks") if isinstance(dag, Mapping) else None
+        calls.extend(tasks if isinstance(tasks, list) else ())
+    refs = [call.get("templateRef") for call in calls if isinstance(call, Mapping)]
+    return sorted({f"{r.get('name')}/{r.get('template')}" for r in refs if isinstance(r, Mapping)})
 
 
 def _argo_template_sites(template: Mapping[str, Any], at: list[str | int],
