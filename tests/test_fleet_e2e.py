@@ -295,9 +295,9 @@ def test_an_object_changed_after_it_was_read_is_not_written(cluster):
 
 def test_a_rollout_that_does_not_become_ready_stops_the_wave(cluster):
     cluster.double.stall("deployments", "infer", "serving")
-    output = cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "-n", "serving", "--timeout", "0",
+    output = cluster.kubectl_gpu("migrate", "--from-cluster", "--apply", "-n", "serving", "--timeout", "1ms",
                                  expect=3)
-    assert "Deployment/serving/infer did not become ready within 0s" in output
+    assert "Deployment/serving/infer did not become ready within 0.001s" in output
 
 
 def test_output_dir_writes_migrated_manifests_for_git_and_changes_nothing(cluster, tmp_path):

@@ -69,7 +69,7 @@ def test_a_wave_whose_evictions_are_refused_leaves_its_node_as_it_was(cluster):
     before = cluster.double.get("nodes", node, namespace="")
     cluster.double.fail("create", "pods/eviction", status=429, times=None, reason="TooManyRequests",
                         message="Cannot evict pod as it would violate the pod's disruption budget.")
-    output = cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "0", expect=3)
+    output = cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "1ms", expect=3)
     after = cluster.double.get("nodes", node, namespace="")
     assert not after["spec"].get("unschedulable")
     assert DRA_LABEL not in after["metadata"].get("labels", {})
@@ -86,7 +86,7 @@ def test_a_node_cordoned_before_the_wave_stays_cordoned_when_the_wave_is_undone(
          content_type="application/merge-patch+json")
     cluster.double.fail("create", "pods/eviction", status=429, times=None, reason="TooManyRequests",
                         message="Cannot evict pod as it would violate the pod's disruption budget.")
-    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "0", expect=3)
+    cluster.kubectl_gpu("migrate", "nodes", node, "--apply", "--timeout", "1ms", expect=3)
     assert cluster.double.get("nodes", node, namespace="")["spec"]["unschedulable"] is True
 
 

@@ -7,6 +7,8 @@ Where kubectl itself can be asked, it is: the real kubectl (scripts/install-tool
 
 from __future__ import annotations
 
+import math
+
 import shutil
 
 import pytest
@@ -87,6 +89,20 @@ def test_timeouts_take_kubectls_durations_and_refuse_bare_numbers(cluster):
         assert "See 'kubectl gpu " in output
     output = cluster.kubectl_gpu("rollback", "--timeout=-5s", expect=2)
     assert "cannot be negative" in output
+
+
+def test_a_zero_timeout_means_wait_without_end_as_kubectl_says():
+    """kubectl rollout status --timeout: "The length of time to wait before ending watch, zero means
+    never"; kubectl drain --timeout: "The length of time to wait before giving up, zero means infinite"
+    (k8s.io/kubectl pkg/cmd/rollout/rollout_status.go, pkg/cmd/drain/drain.go).  A 0 that gave up at
+    once would stop a migration on its first rollout."""
+    from kubectl_gpu.k8s.options import Duration
+
+    assert Duration().convert("0", None, None) == math.inf
+    assert Duration().convert("0s", None, None) == math.inf
+    assert Duration().convert("1ms", None, None) == 0.001
+    result = CliRunner().invoke(main, ["migrate", "nodes", "--help"], terminal_width=200)
+    assert "0: without end" in result.output
 
 
 def test_help_shows_the_timeout_as_kubectl_shows_a_duration():

@@ -73,7 +73,7 @@ def test_the_fifth_replica_is_refused_before_and_after_the_move(double):
            "limited: requests.nvidia.com/gpu=4" in before
 
     double.reset_requests()
-    output = kubectl_gpu(double, "migrate", "--from-cluster", "--apply", "-n", "team", "--timeout", "0", expect=3)
+    output = kubectl_gpu(double, "migrate", "--from-cluster", "--apply", "-n", "team", "--timeout", "1ms", expect=3)
     assert f"ResourceQuota/team/gpus: added {DEVICES}: 4" in output
     writes = [r.resource for r in double.requests if r.verb in ("patch", "update") and not r.dry_run]
     assert writes.index("resourcequotas") < writes.index("deployments")
@@ -99,7 +99,7 @@ def test_a_server_dry_run_changes_no_quota(double):
 
 
 def test_rollback_takes_the_added_entry_away(double):
-    kubectl_gpu(double, "migrate", "--from-cluster", "--apply", "-n", "team", "--timeout", "0", expect=3)
+    kubectl_gpu(double, "migrate", "--from-cluster", "--apply", "-n", "team", "--timeout", "1ms", expect=3)
     # The tenant fits its workload to its cap, so rollouts can finish.
     send(Client(double.api_client().configuration), "PATCH", "/apis/apps/v1/namespaces/team/deployments/train",
          {"spec": {"replicas": 4}}, content_type="application/merge-patch+json", query=[("fieldManager", "kubectl")])

@@ -8,6 +8,8 @@ They are accepted on a group and on its subcommands alike (`describe --context x
 
 from __future__ import annotations
 
+import math
+
 import re
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -71,7 +73,9 @@ def parse_request_timeout(value: str) -> float:
 
 
 class Duration(click.ParamType):
-    """A `--timeout` as kubectl takes one (Go's time.ParseDuration: 5m, 90s, 1h30m; 0), in seconds."""
+    """A `--timeout` as kubectl takes one (Go's time.ParseDuration: 5m, 90s, 1h30m), in seconds; 0 is
+    no end at all (math.inf), as `kubectl rollout status` ("zero means never") and `kubectl drain`
+    ("zero means infinite") read it."""
 
     name = "duration"
 
@@ -88,13 +92,14 @@ class Duration(click.ParamType):
         if seconds < 0:
             raise click.UsageError(f'invalid argument "{value}" for "{flag}" flag: a time to wait cannot be negative',
                                    ctx)
-        return seconds
+        return math.inf if seconds == 0 else seconds
 
 
 def timeout_option(what: str, default_seconds: float = 300.0) -> Callable[..., Any]:
     """`--timeout DURATION` of the commands that wait (kubectl's spelling: 5m, 90s, 1h30m)."""
     return click.option("--timeout", type=Duration(), default=default_seconds, metavar="DURATION",
-                        help=f"{what} (e.g. 90s, 5m, 1h30m)  [default: {format_duration(default_seconds)}]")
+                        help=f"{what} (e.g. 90s, 5m, 1h30m; 0: without end, as kubectl)  "
+                             f"[default: {format_duration(default_seconds)}]")
 
 
 def request_timeout_callback(_ctx: click.Context, _param: click.Parameter, value: str | None) -> float | None:
