@@ -246,3 +246,12 @@ def test_api_version_v1beta1_for_a_1_37_cluster_is_still_written(tmp_path):
     result = migrate(tmp_path, "--kubernetes-version", "1.37", "--api-version", "v1beta1")
 
     assert result.exit_code == 0, result.output
+
+
+def test_the_inputs_dra_objects_follow_the_api_version_asked_for_when_the_target_serves_it(tmp_path):
+    """--api-version says which version the emitted claims use; the input's own claims that must move
+    (v1beta1 on 1.38) move to the same one, so one run never writes two versions for one cluster."""
+    result = migrate(tmp_path, "--kubernetes-version", "1.38", "--api-version", "v1beta2")
+    assert result.exit_code == 0, result.output
+    versions = {d["apiVersion"] for d in yaml.safe_load_all(result.stdout) if d and d["kind"].startswith("Resource")}
+    assert versions == {"resource.k8s.io/v1beta2"}

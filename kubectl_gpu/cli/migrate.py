@@ -228,7 +228,7 @@ def command(
         quota_target=quota_target(profile),
         mig_stays_legacy=leave_mig,
         kueue=kueue,
-        dra_target=_dra_target(profile),
+        dra_target=_dra_target(profile, api_version),
     )
     try:
         sources = collect_sources(inputs, sys.stdin, top_level_only=() if recursive else frozenset(filenames))
@@ -373,14 +373,18 @@ def _check_api_version_served(api_version: str | None, profile: ClusterProfile |
         f"{' or '.join(served)}, or leave --api-version out to write the newest the cluster serves ({served[0]})")
 
 
-def _dra_target(profile: ClusterProfile | None) -> DraTarget | None:
-    """With a cluster profile of a known release: the versions it serves, to which the input's own DRA
-    objects are rewritten when it no longer serves theirs."""
+def _dra_target(profile: ClusterProfile | None, api_version: str | None) -> DraTarget | None:
+    """With a cluster profile of a known release: the versions that release serves (a profile read from
+    files knows only the versions its objects were written in), to which the input's own DRA objects
+    are rewritten when it no longer serves theirs: the ``--api-version`` asked for (it is served:
+    checked before), else the newest."""
     minor = profile.kubernetes_minor if profile is not None else None
-    if minor is None or minor < SUPPORTED_KUBERNETES_MINORS[0]:
+    if profile is None or minor is None or minor < SUPPORTED_KUBERNETES_MINORS[0]:
         return None
     served = served_dra_versions(min(minor, SUPPORTED_KUBERNETES_MINORS[-1]))
-    return DraTarget(served[0], served, minor) if served else None
+    if not served:
+        return None
+    return DraTarget(api_version if api_version in served else served[0], tuple(served), minor)
 
 
 def _shared_pool_warnings(profile: ClusterProfile | None, whole_gpu_templates: int) -> list[str]:
