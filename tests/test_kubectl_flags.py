@@ -418,6 +418,9 @@ def test_kubectl_completes_namespaces_nodes_and_workloads(plugin_path, k8s_doubl
     assert completions("rollback", "-n", "serving", "deployment/")[0] == ["deployment/infer", "deployment/web"]
     assert completions("-n", "ml", "rollback", "deployment/t")[0] == ["deployment/train"]
     assert completions("rollback", "node/d")[0] == ["node/dra-a"]
+    # kubectl's names for a kind (short name, plural, group-qualified) complete as the kind does.
+    assert completions("rollback", "-n", "serving", "deploy/")[0] == ["deploy/infer", "deploy/web"]
+    assert completions("rollback", "-n", "serving", "deployments.apps/i")[0] == ["deployments.apps/infer"]
 
 
 def test_every_command_that_talks_to_a_cluster_takes_kubectls_global_flags():

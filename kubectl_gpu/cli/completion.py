@@ -105,6 +105,7 @@ def complete_kind_and_name(ctx: click.Context, param: click.Parameter, incomplet
     names of that kind in the namespace given so far (or the context's)."""
     from click.shell_completion import CompletionItem
 
+    from kubectl_gpu.k8s.discovery import resolve_resource
     from kubectl_gpu.k8s.name_completion import completing, nodes_path
     from kubectl_gpu.k8s.paths import WORKLOAD_RESOURCES, Resource
 
@@ -114,8 +115,14 @@ def complete_kind_and_name(ctx: click.Context, param: click.Parameter, incomplet
         return [CompletionItem(f"{k}/") for k in sorted([*kinds, "node"]) if k.startswith(incomplete.lower())]
     if kind.lower() == "node":
         return completing(nodes_path, prefix=f"{kind}/")(ctx, param, incomplete)
-    resource: Resource | None = kinds.get(kind.lower())
-    if resource is None:
-        return []
-    return completing(lambda _connection, namespace: resource.path(namespace), prefix=f"{kind}/")(
-        ctx, param, incomplete)
+    def path(connection: Any, namespace: str) -> str:
+        # kubectl's other names for the kind (deploy, deployments.apps) as rollback reads them: discovery.
+        resource: Resource | None = kinds.get(kind.lower())
+        if resource is None:
+            served = resolve_resource(connection.api, kind)
+            resource = kinds.get(served.kind.lower()) if served is not None else None
+        if resource is None:
+            raise LookupError(f"{kind}: not a workload kind rollback reads")
+        return resource.path(namespace)
+
+    return completing(path, prefix=f"{kind}/")(ctx, param, incomplete)
