@@ -421,3 +421,11 @@ def test_quiet_reports_only_errors_and_leaves_the_exit_code_to_say_the_rest(tmp_
         f"{tmp_path / 'bad.yaml'} (not fully migrated)", "  Pod p",
         "      error: container 'main': nvidia.com/vcuda-core: 150 is not valid: 100 is one GPU, so use a value "
         "below 100 (a share of one GPU) or a multiple of 100 (whole GPUs)"]
+
+
+def test_an_empty_cluster_file_name_is_refused_like_an_empty_input(tmp_path):
+    """`--cluster "$PROFILE"` with the variable unset would read the working directory as the cluster."""
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n")
+    result = CliRunner().invoke(main, ["migrate", str(manifest), "--cluster", ""])
+    assert result.exit_code == 2 and "an empty file name ('') names nothing" in result.output

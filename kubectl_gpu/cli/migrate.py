@@ -190,7 +190,7 @@ def command(
         raise click.UsageError("-R reads the directories -f names: add -f DIR (a DIR argument is always "
                                "read with its subdirectories)")
     inputs = (*inputs, *filenames)
-    if any(not name for name in inputs):
+    if any(not name for name in (*inputs, *cluster_files)):
         # An unset shell variable ("$DIR") would otherwise name the working directory, and with
         # --in-place rewrite everything under it; kubectl refuses `-f ''` too.
         raise click.UsageError("an empty file name ('') names nothing: name a FILE, a DIR or - (is a shell "
