@@ -122,6 +122,23 @@ def stays_legacy(resource: str, options: TranslateOptions) -> str | None:
     return None
 
 
+def read_cap(where: str, resource: str, raw_value: Any, options: TranslateOptions, owner: str,
+             refused_by: str) -> tuple[Fraction, None] | tuple[None, Note]:
+    """The amount a legacy cap on ``resource`` holds, or the note saying why it is not carried: its pods
+    keep the legacy request, or the value cannot be read, or it is negative (which ``refused_by``)."""
+    why = stays_legacy(resource, options)
+    if why is not None:
+        return None, Note(Severity.INFO, f"{where} keeps its cap: {why}", resource=resource)
+    try:
+        amount = parse_quantity(raw_value)
+    except QuantityError as err:
+        return None, Note(Severity.ERROR, f"{where}: {err}; correct {owner}", resource=resource)
+    if amount < 0:
+        return None, Note(Severity.ERROR, f"{where}: {raw_value} is negative, which {refused_by}; correct {owner}",
+                          resource=resource)
+    return amount, None
+
+
 def target_class(resource: str, options: TranslateOptions) -> str:
     family = family_of(resource)
     if family == c.MIG:
@@ -159,18 +176,10 @@ def plan_quota(quota: Mapping[str, Any], options: TranslateOptions = TranslateOp
                               f"GPUs, write {REQUESTS_PREFIX}{resource} and {devices_entry(target_class(resource, options))}"
                               , resource=resource))
             continue
-        why = stays_legacy(resource, options)
-        if why is not None:
-            notes.append(Note(Severity.INFO, f"{label}: {key} keeps its cap: {why}", resource=resource))
-            continue
-        try:
-            amount = parse_quantity(raw_value)
-        except QuantityError as err:
-            notes.append(Note(Severity.ERROR, f"{label}: {key}: {err}; correct the quota", resource=resource))
-            continue
-        if amount < 0:
-            notes.append(Note(Severity.ERROR, f"{label}: {key}: {raw_value} is negative, which the API server refuses "
-                                              "(a cap is 0 or more); correct the quota", resource=resource))
+        amount, unread = read_cap(f"{label}: {key}", resource, raw_value, options, "the quota",
+                                  "the API server refuses (a cap is 0 or more)")
+        if unread is not None:
+            notes.append(unread)
             continue
         caps_gpus = True
         role = SHARE_RESOURCES.get(resource)

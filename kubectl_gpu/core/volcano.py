@@ -26,8 +26,8 @@ from typing import Any
 from .families import MIG_PREFIX, family_of, mig_profile_of
 from .json_patch import escape
 from .model import Note, Severity, TranslateOptions
-from .quota import SHARE_RESOURCES, stays_legacy, target_class
-from kubectl_gpu.dra.quantity import QuantityError, format_plain, parse_quantity
+from .quota import SHARE_RESOURCES, read_cap, target_class
+from kubectl_gpu.dra.quantity import format_plain
 
 VOLCANO_SCHEDULING_GROUP = "scheduling.volcano.sh"
 # Where each of a Queue's ResourceLists lives under its spec: capability and deserved are lists
@@ -74,20 +74,10 @@ def volcano_queue_change(queue: Mapping[str, Any], options: TranslateOptions = T
             resource = str(raw_key).strip()
             if family_of(resource) is None:
                 continue
-            why = stays_legacy(resource, options)
-            if why is not None:
-                notes.append(Note(Severity.INFO, f"{label}: {section}.{resource} keeps its cap: {why}", resource=resource))
-                continue
-            try:
-                amount = parse_quantity(raw_value)
-            except QuantityError as err:
-                notes.append(Note(Severity.ERROR, f"{label}: {section}.{resource}: {err}; correct the Queue",
-                                  resource=resource))
-                continue
-            if amount < 0:
-                notes.append(Note(Severity.ERROR, f"{label}: {section}.{resource}: {raw_value} is negative, which "
-                                                  "Volcano's queue admission refuses; correct the Queue",
-                                  resource=resource))
+            amount, unread = read_cap(f"{label}: {section}.{resource}", resource, raw_value, options, "the Queue",
+                                      "Volcano's queue admission refuses")
+            if unread is not None:
+                notes.append(unread)
                 continue
             device_class = target_class(resource, options)
             role = SHARE_RESOURCES.get(resource)
