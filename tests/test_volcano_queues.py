@@ -124,3 +124,12 @@ def test_a_negative_entry_is_an_error_and_does_not_add_up_with_the_others():
     assert change.operations == ({"op": "add", "path": "/spec/capability/deviceclass~1gpu.nvidia.com", "value": "4"},)
     [error] = [n.message for n in change.notes if n.severity is Severity.ERROR]
     assert "capability.nvidia.com/gpu" in error and "negative" in error
+
+
+def test_a_fractional_gpu_cap_becomes_the_whole_devices_it_allows():
+    """Volcano reads a device count with Quantity.Value(), which rounds up (capacity.go
+    parseDRAResourceList): "2.5" would let a third device in.  A claim holds whole devices, so the cap
+    that holds the same is the whole number below it, and the report says so."""
+    change = volcano_queue_change(queue(capability={"nvidia.com/gpu": "2500m"}))
+    assert change.operations == ({"op": "add", "path": "/spec/capability/deviceclass~1gpu.nvidia.com", "value": "2"},)
+    assert any("2.5 GPUs" in n.message and "rounds up" in n.message for n in change.notes)

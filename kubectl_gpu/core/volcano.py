@@ -18,6 +18,7 @@ to one DeviceClass add up, and what no entry can express is a WARNING.  Pure.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -105,6 +106,13 @@ def volcano_queue_change(queue: Mapping[str, Any], options: TranslateOptions = T
                 notes.append(Note(Severity.INFO, f"{label}: {section}.{key} is already set ({entries[key]}); it caps "
                                                  f"the DRA devices of {legacy}"))
                 continue
+            if amount.denominator != 1:
+                # Volcano reads the count with Quantity.Value(), which rounds up: a fraction would let one
+                # more device in than the legacy cap did.
+                notes.append(Note(Severity.WARNING,
+                                  f"{label}: {section}: {legacy} adds up to {format_plain(amount)} GPUs; {key} is "
+                                  f"{math.floor(amount)}, the whole devices it allows (Volcano rounds up a fraction)"))
+                amount = Fraction(math.floor(amount))
             value = format_plain(amount)
             operations.append({"op": "add", "path": "/spec/" + "/".join([*path, escape(key)]), "value": value})
             added.append(f"{section}: {key}: {value}")
