@@ -53,3 +53,13 @@ def test_resource_k8s_io_versions_are_spelled_only_in_the_facts():
     # Bare "v1" is every group's GA version (Pods, apps/v1...): only the group-qualified one counts.
     bare = versions - {"v1"}
     assert _spelled_outside_home(bare | {f"{facts.DRA_GROUP}/{v}" for v in versions}) == {}
+
+
+def test_no_other_module_quotes_a_beta_version_even_in_its_prose():
+    """A quoted "v1beta1" in a docstring reads as a fact too, and goes stale the same way."""
+    import re
+
+    quoted = re.compile(r"[\"']v1beta[12][\"']")
+    found = [str(p.relative_to(ROOT)) for package in ("kubectl_gpu", "webhook") for p in (ROOT / package).rglob("*.py")
+             if p != HOME and quoted.search(p.read_text(encoding="utf-8"))]
+    assert found == []

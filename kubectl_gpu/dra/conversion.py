@@ -45,7 +45,7 @@ class Conversion:
 
 
 def dra_version_of(obj: Mapping[str, Any]) -> str | None:
-    """"v1beta1" for a resource.k8s.io/v1beta1 object of a kind kubectl-gpu rewrites, else None."""
+    """The version part of a resource.k8s.io object's apiVersion, for a kind kubectl-gpu rewrites, else None."""
     if obj.get("kind") not in CONVERTED_KINDS:
         return None
     group, slash, version = str(obj.get("apiVersion", "")).partition("/")

@@ -43,6 +43,8 @@ class DraApiVersion:
     flat_requests: bool  # the v1beta1 shape of a request
     written: bool = True  # kubectl-gpu writes it (and a cluster profile may be read at it)
     until_minor: int | None = None  # the last Kubernetes minor that serves it; None: still served
+    # The first Kubernetes minor serving DeviceTaintRule (KEP-5055) at this version; None: never.
+    taint_rules_since: int | None = None
 
     def served_by(self, minor: int) -> bool:
         return self.since_minor <= minor and (self.until_minor is None or minor <= self.until_minor)
@@ -52,17 +54,17 @@ class DraApiVersion:
 # v1beta1 is no longer served from Kubernetes 1.38 (the beta's removal, as issue 25 records it for
 # 1.38; no 1.38 source is in this project's snapshots): a 1.38 cluster is never written v1beta1.
 DRA_API_VERSIONS = (
-    DraApiVersion("v1", 34, flat_requests=False),
-    DraApiVersion("v1beta2", 33, flat_requests=False),
+    DraApiVersion("v1", 34, flat_requests=False, taint_rules_since=37),
+    DraApiVersion("v1beta2", 33, flat_requests=False, taint_rules_since=36),
     DraApiVersion("v1beta1", 32, flat_requests=True, until_minor=37),
-    DraApiVersion("v1alpha3", 31, flat_requests=True, written=False),
+    DraApiVersion("v1alpha3", 31, flat_requests=True, written=False, taint_rules_since=33),
 )
 DRA_VERSIONS = tuple(v.name for v in DRA_API_VERSIONS if v.written)
 # The resource.k8s.io versions serving DeviceTaintRule (KEP-5055), newest first, with the first
 # Kubernetes minor serving each (k8s.io/api resource/{v1,v1beta2,v1alpha3}/types.go: v1alpha3 from
 # v0.33.0, v1beta2 from v0.36.0, v1 from v0.37.0-beta.0, commit e0ab441b2).  Up to 1.34 v1alpha3's
 # deviceSelector could also name a deviceClassName and CEL selectors; 1.35 removed them.
-DEVICE_TAINT_RULE_VERSIONS = (("v1", 37), ("v1beta2", 36), ("v1alpha3", 33))
+DEVICE_TAINT_RULE_VERSIONS = tuple((v.name, v.taint_rules_since) for v in DRA_API_VERSIONS if v.taint_rules_since)
 DRA_VERSION_SINCE = {v.name: (1, v.since_minor) for v in DRA_API_VERSIONS if v.written}
 # The apiVersion of what kubectl-gpu writes without a cluster to fit ("resource.k8s.io/v1").
 NEWEST_DRA_API_VERSION = f"{DRA_GROUP}/{DRA_VERSIONS[0]}"
@@ -97,7 +99,7 @@ def dra_version_for(minor: int) -> str:
     for version in served_dra_versions(minor):
         return version
     raise ValueError(f"Kubernetes 1.{minor} serves no resource.k8s.io version kubectl-gpu writes "
-                     f"(DRA needs 1.{DRA_VERSION_SINCE['v1beta1'][1]}+)")
+                     f"(DRA needs 1.{SUPPORTED_KUBERNETES_MINORS[0]}+)")
 
 
 # --- kubectl-gpu's own labels, annotations and report kinds --------------------------------------
