@@ -465,6 +465,6 @@ def _reading_slots(config: WebhookConfig, site: TemplateSite, profile: ClusterPr
     time-sliced pool, as migrate reads it.  A pure function of the template and the profile (its
     revision covers the nodes' labels)."""
     options = config.translate_options
-    if profile.nodes and not options.gpu_slots and lands_only_on_shared_gpus(site.template, profile.nodes):
+    if profile.slot_nodes and not options.gpu_slots and lands_only_on_shared_gpus(site.template, profile.slot_nodes):
         return replace(config, translate_options=replace(options, gpu_slots=True))
     return config

@@ -243,7 +243,7 @@ def command(
 
     def recording(template, translate_options):  # type: ignore[no-untyped-def]
         if profile is not None and not translate_options.gpu_slots \
-                and lands_only_on_shared_gpus(template, profile.nodes):
+                and lands_only_on_shared_gpus(template, profile.slot_nodes):
             translate_options = replace(translate_options, gpu_slots=True)
         if leave_mig:
             served = {r.name for r in legacy_requests(template) if r.family == MIG and mig_profile_of(r.name)}

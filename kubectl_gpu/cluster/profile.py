@@ -101,6 +101,16 @@ class ClusterProfile:
         return tuple(d for d in self.devices if d.driver == driver and d.allow_multiple_allocations)
 
     @functools.cached_property
+    def slot_nodes(self) -> tuple[Mapping[str, Any], ...]:
+        """The GPU nodes, where some node's device plugin shares its GPUs (a pod's nvidia.com/gpu may
+        have been a slot: cluster/shared_gpus.py); none on a cluster that shares nothing, so reading
+        slots per pod (migrate, and the webhook's request path) costs nothing there."""
+        from .shared_gpus import is_gpu_node, shared_pools
+
+        gpu_nodes = tuple(node for node in self.nodes if is_gpu_node(node))
+        return gpu_nodes if shared_pools(gpu_nodes) else ()
+
+    @functools.cached_property
     def publishes_hami(self) -> bool:
         """HAMi's DRA driver runs here: a slice of its driver, or its DeviceClass (kubectl_gpu.dra.hami)."""
         return (any(d.driver == hami.HAMI_DRIVER for d in self.devices)
