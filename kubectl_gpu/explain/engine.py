@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
 from kubectl_gpu.allocator import BUDGET_EXHAUSTED, ERROR as ALLOCATOR_ERROR, Allocator, Outcome
-from kubectl_gpu.cel import CelCompileError, CelRuntimeError, CompiledSelector, Gates, compile_selector
+from kubectl_gpu.cel import CelCompileError, CompiledSelector, Gates, compile_selector
 from kubectl_gpu.dra.devices import Device
 from kubectl_gpu.dra.facts import removed_attribute_advice
 from kubectl_gpu.dra.gates import normalize_gates

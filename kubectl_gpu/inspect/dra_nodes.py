@@ -6,7 +6,7 @@ chart; their kubelet plugins' slices say where they run."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Iterable, Mapping
 
 from kubectl_gpu.dra.facts import DEFAULT_DRA_NODE_MARKERS, DraNodeMarker
 from kubectl_gpu.dra.gpu_drivers import GPU_DRA_DRIVERS, publishing_nodes

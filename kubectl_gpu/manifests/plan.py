@@ -19,7 +19,7 @@ from typing import Any
 
 from kubectl_gpu.core import (ClaimObject, KnownClaim, Note, PodTranslation, QuotaTarget, Severity, TranslateOptions,
                               is_cluster_queue, is_resource_quota, known_claims, mig_profile_of, plan_quota,
-                              queue_change, translate_pod_template, volcano_queue_change, is_volcano_queue)
+                              queue_change, volcano_queue_change, is_volcano_queue)
 from kubectl_gpu.dra.conversion import CONVERTED_KINDS, Conversion, conversion_patch, dra_version_of
 from kubectl_gpu.dra.facts import COMPUTE_DOMAIN_KIND, gpu_device_class_names
 
