@@ -14,8 +14,6 @@ from typing import Any
 
 import click
 
-STRUCTURED_OUTPUTS = ("json", "yaml")
-
 
 def object_list(items: list[dict[str, Any]]) -> dict[str, Any]:
     """Several objects as one value, as `kubectl get -o json` prints them (a `v1` List)."""

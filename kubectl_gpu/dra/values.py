@@ -113,7 +113,6 @@ def _format(value: Fraction) -> str:
     return f"{int(nanos)}n"
 
 
-_SEMVER_NUMERIC = re.compile(r"^(0|[1-9][0-9]*)$")
 _SEMVER_IDENT = re.compile(r"^[0-9A-Za-z-]+$")
 
 
