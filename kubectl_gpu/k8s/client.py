@@ -6,9 +6,9 @@ kr8s (`_api.py`, `_async_utils.py`) the synchronous `Client` the CLI uses is der
 of its methods runs the async one on a private event-loop thread, so there is one implementation
 of requests, errors and pagination.
 
-Connection settings (server, TLS, credentials, proxy) come from a `kubernetes.client.Configuration`,
-as the kubernetes package's kubeconfig and in-cluster loaders fill it in (exec plugins and token
-refresh included); only the HTTP is ours.
+Connection settings (server, TLS, credentials, proxy) come from a `ClusterAccess` (access.py), as
+kubeconfig.py reads it the way client-go does (exec plugins and token refresh included); a
+`kubernetes.client.Configuration` (the API double's clients in tests) is read into one.
 
 Objects come back as plain dicts (the API's own JSON), never as generated models: the webhook must
 speak whichever resource.k8s.io version it is configured for and compare objects field by field,
@@ -29,8 +29,8 @@ import weakref
 from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
 
 import aiohttp
-from kubernetes.client import Configuration
 
+from kubectl_gpu.k8s.access import ClusterAccess, from_kubernetes_configuration
 from kubectl_gpu.k8s.errors import ApiError
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
 from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages
@@ -48,13 +48,15 @@ class AsyncClient:
     serves every later request of that loop (keep-alive connections).
     """
 
-    def __init__(self, configuration: Configuration,
+    def __init__(self, configuration: ClusterAccess | Any,
                  timeout: float | None = REQUEST_TIMEOUT_SECONDS) -> None:
         # `timeout` bounds each request (seconds; None: no limit, as kubectl's --request-timeout 0)
-        self.configuration = configuration
+        if not isinstance(configuration, ClusterAccess):
+            configuration = from_kubernetes_configuration(configuration)
+        self.configuration: ClusterAccess = configuration
         self.timeout = timeout
         self._session: aiohttp.ClientSession | None = None
-        self._ssl = _ssl_context(configuration)
+        self._ssl = configuration.ssl_context()
         self._host = configuration.host.rstrip("/")
         proxy = effective_proxy(configuration.proxy, configuration.host)  # HTTPS_PROXY/NO_PROXY as kubectl
         # client-go also dials through a socks5:// proxy-url; aiohttp's own proxy speaks HTTP only.
@@ -247,7 +249,7 @@ class AsyncClient:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 connector=self._connector(),
-                # The kubernetes package's loaders decide the proxy; the environment must not.
+                # The kubeconfig and proxy.py decide the proxy; aiohttp's reading of the environment must not.
                 trust_env=False,
                 skip_auto_headers=("User-Agent",),
                 headers={"User-Agent": "kubectl-gpu"},
@@ -270,36 +272,20 @@ class AsyncClient:
         return _root_cause(exc)
 
     def _auth_headers(self) -> dict[str, str]:
-        # auth_settings() asks the configuration's refresh hook first, so an exec plugin's or the
-        # service account's rotated token is picked up.
-        headers = {}
-        for setting in self.configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        return headers
+        # Asked per request, so an exec plugin's expired token or a rotated token file is renewed.
+        return self.configuration.auth_headers()
 
 
-def _route(configuration: Configuration, proxy: str | None) -> dict[str, Any]:
+def _route(configuration: ClusterAccess, proxy: str | None) -> dict[str, Any]:
     """How every request reaches the server, as kubectl sends it: through the HTTP proxy (the
     kubeconfig's `proxy-url`, else the environment's, see proxy.py), checking the TLS certificate
     against `tls-server-name` (else the server's host)."""
     route: dict[str, Any] = {}
     if proxy:
         route["proxy"] = proxy
-    if getattr(configuration, "tls_server_name", None):
+    if configuration.tls_server_name:
         route["server_hostname"] = configuration.tls_server_name
     return route
-
-
-def _ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
-    if not configuration.host.startswith("https"):
-        return False
-    if not configuration.verify_ssl:
-        return False
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
-    return context
 
 
 def _watch_event(path: str, line: bytes) -> dict[str, Any]:
@@ -393,14 +379,14 @@ def _sync(method: Callable[..., Awaitable[T]]) -> Callable[..., T]:
 class Client:
     """The synchronous face of `AsyncClient`: the same methods, same arguments, same errors."""
 
-    def __init__(self, configuration: Configuration,
+    def __init__(self, configuration: ClusterAccess | Any,
                  timeout: float | None = REQUEST_TIMEOUT_SECONDS) -> None:
         self.aio = AsyncClient(configuration, timeout)
         # A client dropped or alive at exit closes its connections (weakref.finalize runs at exit).
         weakref.finalize(self, _Portal.close_soon, self.aio)
 
     @property
-    def configuration(self) -> Configuration:
+    def configuration(self) -> ClusterAccess:
         return self.aio.configuration
 
     @property
