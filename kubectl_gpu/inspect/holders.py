@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.inspect.claims_model import ClaimView
+from kubectl_gpu.inspect.claims_model import ClaimView, frozen
 from kubectl_gpu.inspect.devices import DeviceKey
 
 
@@ -30,7 +30,8 @@ def holders_by_device(claims: Iterable[ClaimView]) -> dict[DeviceKey, list[Holde
     for claim in claims:
         pods = tuple(f"{claim.namespace}/{p}" for p in claim.reserved_for)
         for result in claim.allocated:
-            index.setdefault(result.key, []).append(Holder(
+            index.setdefault(result.key, []).append(frozen(
+                Holder,
                 claim=claim.ref,
                 request=result.request,
                 pods=pods,

@@ -95,6 +95,8 @@ def is_active(pod: Mapping[str, Any]) -> bool:
 
 def legacy_pod(pod: Mapping[str, Any]) -> LegacyPod | None:
     """The pod's non-zero legacy GPU requests, or None when it makes none."""
+    if not _names_a_legacy_resource(pod):
+        return None  # most pods of a cluster: the core's reading (notes and all) is not needed
     requests = tuple(
         LegacyRequestRow(r.container.name, r.name, format_plain(r.amount), r.family)
         for r in legacy_requests(pod) if r.amount > 0
@@ -111,6 +113,40 @@ def legacy_pod(pod: Mapping[str, Any]) -> LegacyPod | None:
         requests=requests,
         served_by_dra=_served_by_extended_resource_claim(status, requests),
     )
+
+
+def _names_a_legacy_resource(pod: Mapping[str, Any]) -> bool:
+    """False only when no container's limits or requests name a resource `family_of` knows (the
+    only keys `legacy_requests` turns into requests).  Objects read from the API are plain dicts;
+    any other mapping is left to the core's full reading (an ABC check per container would cost
+    more than the rest of this)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return isinstance(spec, Mapping)
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if not containers or not isinstance(containers, list):
+            continue
+        for container in containers:
+            if not isinstance(container, dict):
+                if isinstance(container, Mapping):
+                    return True
+                continue
+            resources = container.get("resources")
+            if not resources:
+                continue
+            if not isinstance(resources, dict):
+                return isinstance(resources, Mapping)
+            for amounts in (resources.get("limits"), resources.get("requests")):
+                if not amounts:
+                    continue
+                if not isinstance(amounts, dict):
+                    if isinstance(amounts, Mapping):
+                        return True
+                    continue
+                if any(family_of(str(key)) is not None for key in amounts):
+                    return True
+    return False
 
 
 def _served_by_extended_resource_claim(status: Mapping[str, Any],

@@ -266,6 +266,9 @@ def _format(name: str, amount: Fraction) -> str:
     return format_bytes(amount) if name.rsplit("/", 1)[-1] == "memory" else format_plain(amount)
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
 def _natural(text: str) -> tuple:
     # gpu-2 before gpu-10, as people count.
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(text))
