@@ -28,5 +28,5 @@ def test_an_allocated_claim_reads_its_results_consumers_and_owner():
     assert view.labels == {"team": "x"} and view.annotations == {"resource.kubernetes.io/pod-claim-name": "gpu"}
     [allocated] = view.allocated
     assert allocated == AllocatedDevice("gpu", DeviceKey("gpu.nvidia.com", "node-a", "gpu-0"), {"memory": "8Gi"}, "b")
-    assert holders_by_device([view]) == {DeviceKey("gpu.nvidia.com", "node-a", "gpu-0"): [
+    assert holders_by_device([raw, b.claim("unallocated", "ml")]) == {DeviceKey("gpu.nvidia.com", "node-a", "gpu-0"): [
         Holder("ml/share-1", "gpu", ("ml/p",), {"memory": "8Gi"}, "b", False)]}

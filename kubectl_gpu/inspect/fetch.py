@@ -120,10 +120,13 @@ def _parallel(calls: Mapping[str, Callable[[], Any]]) -> dict[str, Any]:
         pool = ThreadPoolExecutor(max_workers=_WORKERS)
         try:
             futures = {key: pool.submit(call) for key, call in calls.items()}
-            return {key: future.result() for key, future in futures.items()}
-        finally:
+            done = {key: future.result() for key, future in futures.items()}
+        except BaseException:
             # On an error or Ctrl-C, do not wait for the other lists (up to --request-timeout each).
             pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)  # every list is read: its idle workers end now, not at exit
+        return done
 
 
 # ------------------------------------------------------------------ describe
