@@ -175,6 +175,19 @@ def test_the_corpus_reads_the_same_either_way(monkeypatch: pytest.MonkeyPatch) -
 
 # -- the reader and the writer agree with ruamel ---------------------------------------------------
 
+def test_every_document_libyaml_takes_reads_as_ruamel_reads_it() -> None:
+    paths = [*_manifest_files(), *(sorted(CORPUS.glob("**/*.y*ml")) if CORPUS.is_dir() else [])]
+    taken = 0
+    for path in paths:
+        for chunk in split_stream(path.read_text()):
+            fast = read_fast(chunk.parse_text) if not chunk.directives else None
+            if fast is None:
+                continue
+            taken += 1
+            assert same(to_plain(fast.tree), to_plain(YamlCodec().parse(chunk.parse_text).tree)), path.name
+    assert taken > 100
+
+
 SCALARS = st.one_of(
     st.sampled_from(["yes", "No", "on", "0755", "0o17", "0x1F", "1_000", "1e3", ".5", "+1", "-0", "12", "1.50",
                      "~", "null", "NULL", "", "true", "False", "2024-01-01", "16Gi", "500m", "a: b", "x #y",
