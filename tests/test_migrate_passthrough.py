@@ -136,8 +136,9 @@ def test_past_the_first_few_kilobytes_a_plain_document_is_never_read_by_ruamel(
     """The run reads its first plain documents with ruamel (loading libyaml costs about as much),
     then none: 40 Services after a GPU Pod are written back unread, and still counted."""
     parsed: list[str] = []
-    real = loader.parse_chunk
+    real, real_fast = loader.parse_chunk, loader.read_fast
     monkeypatch.setattr(loader, "parse_chunk", lambda codec, chunk: (parsed.append(chunk.body), real(codec, chunk))[1])
+    monkeypatch.setattr(loader, "read_fast", lambda text: (parsed.append(text), real_fast(text))[1])  # rewritten as text
     services = [f"apiVersion: v1\nkind: Service\nmetadata:\n  name: web-{i}\nspec:\n  ports:\n  - port: 80\n"
                 for i in range(80)]
     pod = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: cuda\n"

@@ -17,8 +17,10 @@ from typing import Any
 
 from .loader import Format, ParsedDocument
 from .nodes import to_round_trip
+from .text_edit import rewrite_text
 from .plan import Emission, QuotaChange, TemplatePlan, VersionChange
 from .tree_patch import PatchError, apply_patch
+from .yamlio import Indentation
 from .unshare import operation_pointers, unshare_paths
 
 
@@ -29,6 +31,8 @@ class AppliedDocument:
     documents_before: list[dict[str, Any]] = field(default_factory=list)
     # Why the patch did not apply (the document is written back exactly as read), or None.
     failed: str | None = None
+    # The document's new text, when it was rewritten as edits of its text (text_edit.py).
+    text: str | None = None
 
 
 def apply_document(
@@ -75,4 +79,30 @@ def apply_document(
         for item in sorted(list_items, reverse=True):  # from the end: earlier indexes stay valid
             items[item:item] = [wrap(manifest) for manifest in list_items[item]]
         applied.changed = True
+    return applied
+
+
+def apply_as_text(document: ParsedDocument, changes: Sequence[TemplatePlan | QuotaChange | VersionChange],
+                  emissions: Sequence[Emission], indentation: Indentation, newline: str) -> AppliedDocument | None:
+    """apply_document for a document fast_read took: the patch applied to a copy of its plain tree
+    and written as edits of its text.  None when that cannot be done faithfully (the caller then
+    reads it with ruamel and applies the same plan there)."""
+    assert document.fast is not None and document.chunk is not None
+    if any(emission.before.item is not None for emission in emissions):
+        return None  # new items inside a List: ruamel's tree places them
+    applied = AppliedDocument(documents_before=[emission.manifest for emission in emissions])
+    operations = [operation for change in changes for operation in change.operations]
+    if not operations:
+        return applied
+    if any(operation.get("op") in ("move", "copy") for operation in operations):
+        return None  # a moved value takes its comments along (tree_patch), which only ruamel's tree holds
+    tree, nodes = document.fast.twin()
+    try:
+        apply_patch(tree, operations, copy.deepcopy)
+    except (PatchError, KeyError, TypeError, ValueError, AttributeError):
+        return None  # apply_document says what went wrong
+    text = rewrite_text(document.chunk.body, document.fast.root, nodes, tree, indentation, newline)
+    if text is None:
+        return None
+    applied.text, applied.changed = text, True
     return applied

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from kubectl_gpu.input_error import InputError  # raised for an argument that cannot be read at all
 from kubectl_gpu.input_text import NotText, decode, encode, number_too_long_in  # encode: manifests' face
 
+from .fast_read import FastRead, read_fast
 from .stream import Chunk, is_blank, split_leading_comments, split_stream
 from .yamlio import MAX_DEPTH, DuplicateKey, YamlCodec, _too_deep, guess_indentation
 
@@ -45,6 +46,8 @@ class ParsedDocument:
     line: int  # 1-based line of its first content line in the file
     error: str | None = None  # why it did not parse, with the line
     duplicates: list[DuplicateKey] = field(default_factory=list)
+    # Read by libyaml, to be rewritten as edits of its text (text_edit.py); `tree` is then plain.
+    fast: FastRead | None = None
 
     @property
     def is_object(self) -> bool:
@@ -81,15 +84,16 @@ class OpenedFile:
         for chunk in self.chunks:
             yield parse_chunk(self.codec, chunk)
 
-    def documents_or_unread(self, unread: Callable[[Chunk], bool]) -> Iterator[ParsedDocument | Chunk]:
-        """The documents in order, parsed, except that a YAML document for which `unread` is true
-        comes as its Chunk, never parsed."""
+    def documents_to_rewrite(self, unread: Callable[[Chunk], bool] | None) -> Iterator[ParsedDocument | Chunk]:
+        """The documents in order, for rewriting: a YAML document libyaml reads exactly comes read by
+        it, to be rewritten as text (parse_for_text_edit), except that one for which `unread` is
+        true comes as its Chunk, never parsed."""
         if self.parsed is not None:
             yield from self.parsed
             return
         assert self.chunks is not None
         for chunk in self.chunks:
-            yield chunk if unread(chunk) else parse_chunk(self.codec, chunk)
+            yield chunk if unread is not None and unread(chunk) else parse_for_text_edit(self.codec, chunk)
 
     def documents_naming(self, texts: Iterable[str]) -> Iterator[ParsedDocument]:
         """The documents whose text contains one of `texts` (every document of a JSON file)."""
@@ -313,6 +317,16 @@ def parse_chunk(codec: YamlCodec, chunk: Chunk) -> ParsedDocument:
         DuplicateKey(d.key, chunk.body_line + d.line - 1 - offset, d.same_value) for d in outcome.duplicates
     ]
     return ParsedDocument(chunk, outcome.tree, _first_content_line(chunk), duplicates=duplicates)
+
+
+def parse_for_text_edit(codec: YamlCodec, chunk: Chunk) -> ParsedDocument:
+    """The document read by libyaml when fast_read takes it (a plain tree, kept with its nodes),
+    else by ruamel (parse_chunk)."""
+    if not chunk.directives and not is_blank(chunk.body):
+        fast = read_fast(chunk.body)
+        if fast is not None:
+            return ParsedDocument(chunk, fast.tree, _first_content_line(chunk), fast=fast)
+    return parse_chunk(codec, chunk)
 
 
 def _first_content_line(chunk: Chunk) -> int:

@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .apply import AppliedDocument, apply_document
-from .loader import Format, Source, parse_chunk, open_source
+from .apply import AppliedDocument, apply_as_text, apply_document
+from .loader import Format, ParsedDocument, Source, parse_chunk, open_source
 from .nodes import to_plain
 from .passthrough import objects_in
-from .plan import FilePlan, Planner
+from .plan import Emission, FilePlan, Planner
 from .serialize import RenderedFile, json_problem, json_text, yaml_of_unit, yaml_piece
 from .stream import Chunk
 
@@ -83,7 +83,7 @@ class FileMigration:
 
         # Written as read, a document that names nothing migrate reacts to need not be parsed.
         unread = self.planner.unread if stream_yaml else None
-        documents = opened.documents_or_unread(unread) if unread is not None else opened.documents()
+        documents = opened.documents_to_rewrite(unread) if stream_yaml else opened.documents()
         for index, document in enumerate(documents):
             self.documents += 1
             if isinstance(document, Chunk):
@@ -95,12 +95,17 @@ class FileMigration:
             first_template, first_emission = len(plan.templates), len(plan.emissions)
             first_quota, first_conversion = len(plan.quotas), len(plan.conversions)
             self.planner.plan_document(plan, index, document)
-            applied = AppliedDocument()
-            if document.tree is not None:
-                applied = apply_document(document, opened.format,
-                                         [*plan.templates[first_template:], *plan.quotas[first_quota:],
-                                          *plan.conversions[first_conversion:]],
-                                         plan.emissions[first_emission:])
+            changes = [*plan.templates[first_template:], *plan.quotas[first_quota:],
+                       *plan.conversions[first_conversion:]]
+            emitted = plan.emissions[first_emission:]
+            applied: AppliedDocument | None = None
+            if document.fast is not None:
+                applied = apply_as_text(document, changes, emitted, opened.codec.indentation, newline)
+                if applied is None:  # not as text: the same plan, on ruamel's tree of the same text
+                    document, applied = _read_by_ruamel(opened.codec, document, emitted)
+            if applied is None:
+                applied = (apply_document(document, opened.format, changes, emitted) if document.tree is not None
+                           else AppliedDocument())
             touched = touched or applied.changed or bool(applied.documents_before) or applied.failed is not None
             if opened.format is Format.YAML:
                 piece, error = yaml_piece(opened.codec, newline, document, applied)
@@ -157,3 +162,18 @@ class FileMigration:
             return RenderedFile(source, "".join(streamed), Format.YAML,
                                 f"not written as JSON: {unjsonable}; written as YAML instead", problems)
         return RenderedFile(source, json_text(units, json_indent), Format.JSON, None, problems)
+
+
+def _read_by_ruamel(codec: Any, document: ParsedDocument, emitted: list[Emission]
+                    ) -> tuple[ParsedDocument, AppliedDocument | None]:
+    """The document read again by ruamel, for apply_document; libyaml read it, so ruamel refusing
+    it is a disagreement between the two readers: the document is then written back as read."""
+    assert document.chunk is not None
+    again = parse_chunk(codec, document.chunk)
+    if again.tree is not None:
+        return again, None
+    return document, AppliedDocument(
+        documents_before=[emission.manifest for emission in emitted],
+        failed=(f"line {document.line}: the rewrite could not be applied to this document (ruamel could not read "
+                f"it: {again.error}); it is left exactly as it was: please report this as a kubectl-gpu bug "
+                "with the document"))

@@ -14,8 +14,8 @@ from ruamel.yaml.scalarstring import SingleQuotedScalarString
 
 # Kubernetes reads manifests with a YAML 1.1 resolver (sigs.k8s.io/yaml): these plain
 # scalars are booleans there, and a leading zero makes an integer octal (`defaultMode: 0755`).
-_YAML11_TRUE = frozenset("y Y yes Yes YES on On ON".split())
-_YAML11_FALSE = frozenset("n N no No NO off Off OFF".split())
+YAML11_TRUE = frozenset("y Y yes Yes YES on On ON".split())
+YAML11_FALSE = frozenset("n N no No NO off Off OFF".split())
 _YAML11_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
 
 
@@ -37,9 +37,9 @@ def to_plain(node: Any) -> Any:
         return float(node)
     if isinstance(node, str):
         if type(node) is str:  # a plain (unquoted) scalar
-            if node in _YAML11_TRUE:
+            if node in YAML11_TRUE:
                 return True
-            if node in _YAML11_FALSE:
+            if node in YAML11_FALSE:
                 return False
         return str(node)
     if isinstance(node, datetime.datetime):
@@ -71,7 +71,12 @@ def to_round_trip(value: Any) -> Any:
         return mapping
     if isinstance(value, list):
         return CommentedSeq(to_round_trip(item) for item in value)
-    if type(value) is str and (value in _YAML11_TRUE or value in _YAML11_FALSE or _YAML11_OCTAL.match(value)):
-        # ruamel writes YAML 1.2, where `yes` is text; Kubernetes would read it as a boolean.
+    if type(value) is str and reads_otherwise_in_yaml11(value):
         return SingleQuotedScalarString(value)
     return value
+
+
+def reads_otherwise_in_yaml11(text: str) -> bool:
+    """ruamel writes YAML 1.2, where a plain `yes` or `0755` is text; Kubernetes would read it as a
+    boolean or an octal number, so such text is written quoted."""
+    return text in YAML11_TRUE or text in YAML11_FALSE or bool(_YAML11_OCTAL.match(text))

@@ -59,6 +59,9 @@ def yaml_piece(codec: YamlCodec, newline: str, document: ParsedDocument, applied
         else:
             pieces.append(body + "---" + newline)
     error = applied.failed
+    if error is None and applied.text is not None:
+        pieces.append(chunk.header + applied.text + chunk.trailer)  # the body keeps its own `---`
+        return "".join(pieces), None
     if error is None and applied.changed:
         # A `---` carrying content (`--- !!map`, `--- {...}`) was part of the body: the
         # dumped document needs its own marker back, or it would merge into the one before.

@@ -18,6 +18,11 @@ from kubectl_gpu.core import PatchError
 from .comments import attach_trailing_lines, detach_trailing_lines
 
 
+# A key added to a mapping goes at its end, except these, placed before their neighbour: readers
+# expect an object's metadata above its spec.
+PLACED_BEFORE = {"metadata": "spec"}
+
+
 def join_pointer(tokens: Iterable[str | int]) -> str:
     return "".join("/" + escape_pointer(str(token)) for token in tokens)
 
@@ -101,9 +106,9 @@ def apply_patch(document: Any, operations: Iterable[Mapping[str, Any]], wrap: Wr
 def _add(document: Any, path: str, value: Any) -> None:
     parent, token = _parent(document, path)
     if isinstance(parent, MutableMapping):
-        if token == "metadata" and "spec" in parent and token not in parent and hasattr(parent, "insert"):
-            # Readers expect an object's metadata above its spec.
-            parent.insert(list(parent).index("spec"), token, value)
+        before = PLACED_BEFORE.get(token)
+        if before is not None and before in parent and token not in parent and hasattr(parent, "insert"):
+            parent.insert(list(parent).index(before), token, value)
         elif token not in parent:
             _append_keeping_comments(parent, lambda: parent.__setitem__(token, value), value)
         else:

@@ -11,6 +11,7 @@ import io
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -18,8 +19,12 @@ from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.emitter import RoundTripEmitter
 from ruamel.yaml.scanner import RoundTripScanner, ScannerError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.resolver import VersionedResolver
 
 from kubectl_gpu.input_text import number_too_long
+
+from .nodes import reads_otherwise_in_yaml11
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,7 @@ class YamlCodec:
     """One configured ruamel instance for one file (its indentation)."""
 
     def __init__(self, indentation: Indentation = Indentation()) -> None:
+        self.indentation = indentation
         self._yaml = YAML(typ="rt")
         self._yaml.Constructor = _TrackingConstructor
         self._yaml.Emitter = _FlowItemEmitter
@@ -194,6 +200,48 @@ class YamlCodec:
         out = io.StringIO()
         self._yaml.dump(tree, out)
         return out.getvalue()
+
+
+# The YAML 1.2 resolver the round-trip reader and writer use: what a plain scalar reads as.
+RESOLVER = VersionedResolver(version=(1, 2))
+STR_TAG = "tag:yaml.org,2002:str"
+
+
+def resolve_plain(text: str) -> str:
+    """The tag ruamel gives `text` written plain (`tag:yaml.org,2002:int` for `12`)."""
+    return RESOLVER.resolve(ScalarNode, text, (True, False))
+
+
+class _ScalarAnalyser(RoundTripEmitter):
+    """Only for `analyze_scalar`: which styles ruamel's writer allows for a string (YAML 1.2, as
+    the codec writes; the emitter otherwise asks its serializer for the version)."""
+
+    serializer = SimpleNamespace(use_version=None)
+
+
+_ANALYSER = _ScalarAnalyser(None, allow_unicode=True)
+
+
+def written_scalar(value: Any, *, key: bool = False) -> str | None:
+    """The text the codec's writer gives a plain value a patch brings in (a string, integer or
+    boolean, block context), or None where that would not be one line written plain or in single
+    quotes (double quotes, a block scalar, a float or null: left to the writer itself).  Follows
+    ruamel's Emitter.choose_scalar_style, and to_round_trip's quoting of YAML 1.1 words."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if type(value) is not str:
+        return None
+    analysis = _ANALYSER.analyze_scalar(value)
+    if not reads_otherwise_in_yaml11(value) and resolve_plain(value) == STR_TAG:
+        if analysis.allow_block_plain and not (key and (analysis.empty or analysis.multiline)):
+            return value
+        if "'" in value or "\n" in value:
+            return None  # ruamel writes it double-quoted
+    if analysis.allow_single_quoted and not analysis.multiline:
+        return "'" + value.replace("'", "''") + "'"
+    return None
 
 
 # Kubernetes objects nest a few dozen levels (a CRD's OpenAPI schema the most); the readers
