@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 from kubectl_gpu.collector import collector_paused
 from kubectl_gpu.dra.facts import DEVICE_TAINT_RULE_VERSIONS, DRA_VERSIONS
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
-from kubectl_gpu.inspect.pods import referenced_claim_names
 from kubectl_gpu.k8s import (PLURALS, ApiError, Client, DRA_GROUP, NotFound, collection_path, get_object, list_objects,
                              object_path, preferred_dra_version, served_versions)
 
@@ -509,4 +508,4 @@ def fetch_doctor_inputs(api: Client, namespace: str | None = None,
 
 __all__ = ["ClusterObjects", "DraApi", "DraObjects", "NothingToExplain", "Unreadable", "discover_dra",
            "explain_claim_live", "explain_claims", "explain_pod_live", "explain_pods_live", "fetch_claim", "fetch_cluster", "fetch_doctor_inputs", "fetch_dra",
-           "fetch_pod", "list_pods", "pod_claim_objects", "referenced_claim_names"]
+           "fetch_pod", "list_pods", "pod_claim_objects"]
