@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol, Sequence
 from kubectl_gpu.collector import collector_paused
 from kubectl_gpu.dra.facts import DEVICE_TAINT_RULE_VERSIONS, DRA_VERSIONS
 from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS, NodeLabel
+from kubectl_gpu.inspect.legacy import LEGACY_TEXTS
 from kubectl_gpu.k8s import (PLURALS, ApiError, Client, DRA_GROUP, NotFound, collection_path, get_object, list_objects,
                              object_path, preferred_dra_version, served_versions)
 
@@ -156,7 +157,7 @@ class ClusterObjects:
     nodes: Objects
     slices: Objects
     claims: Objects
-    pods: Objects
+    pods: Objects  # the running pods that may hold device-plugin GPUs (the others' pages are skipped)
     unreadable: tuple[Unreadable, ...] = ()
 
 
@@ -179,7 +180,10 @@ def start_fetch_cluster(api: Client, dra: DraApi, *, node_selector: str | None =
     unreadable: list[Unreadable] = []
 
     def pods(where: str | None) -> Callable[[], Objects]:
-        return lambda: list_objects(api, collection_path("", "v1", "pods", where), field_selector=pod_fields)
+        # Only pods holding device-plugin GPUs are read from them: a page naming no legacy
+        # resource is not decoded (most pages of a large cluster).
+        return lambda: list_objects(api, collection_path("", "v1", "pods", where), field_selector=pod_fields,
+                                    mentioning=LEGACY_TEXTS)
 
     calls: dict[str, Callable[[], Any]] = {
         "nodes": _readable("nodes", lambda: list_objects(api, "/api/v1/nodes", label_selector=node_selector,

@@ -7,10 +7,13 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from kubectl_gpu.core import constants
-from kubectl_gpu.core import family_of, legacy_requests
+from kubectl_gpu.core import family_of, legacy_requests, legacy_texts
 from kubectl_gpu.dra.quantity import format_plain, parse_quantity, QuantityError
 
 TERMINATED_PHASES = ("Succeeded", "Failed")
+# A pod whose JSON (lower-cased) holds none of these texts names no legacy resource, so holds no
+# device-plugin GPU: a page of such pods need not be decoded (k8s/lists.py, unmentioned_page).
+LEGACY_TEXTS = tuple(sorted(text.encode() for text in legacy_texts()))
 # TPUs are accelerators too, but no NVIDIA DRA driver offers them, so they cannot be double counted
 # against the NVIDIA driver's GPUs.
 NON_GPU_FAMILIES = (constants.TPU,)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Corou
 from kubectl_gpu.k8s.access import ClusterAccess, from_kubernetes_configuration
 from kubectl_gpu.k8s.errors import ApiError, TransportFailure, TransportTimeout
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
-from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages
+from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages, unmentioned_page
 from kubectl_gpu.k8s.paths import Resource
 from kubectl_gpu.k8s.route import Route
 
@@ -67,8 +67,11 @@ class AsyncClient:
     async def request(self, method: str, path: str, *, body: Any = None,
                       query: Sequence[tuple[str, Any]] = (),
                       content_type: str = "application/json",
-                      timeout: float | None = None) -> dict[str, Any]:
-        """Send one request (`path` like /api/v1/nodes) and return its decoded JSON object."""
+                      timeout: float | None = None, mentioning: Sequence[bytes] = ()) -> dict[str, Any]:
+        """Send one request (`path` like /api/v1/nodes) and return its decoded JSON object.
+
+        `mentioning` (a list's page): when the answer's bytes hold none of these texts, its items
+        are not decoded, only the list's metadata (lists.py, `unmentioned_page`)."""
         headers = {"Accept": "application/json", **self._auth_headers()}
         data = None
         if body is not None:
@@ -79,6 +82,10 @@ class AsyncClient:
             raise ApiError.from_response(status, path, raw or b"", method)
         if not raw:
             return {}
+        if mentioning:
+            page = unmentioned_page(raw, mentioning)
+            if page is not None:
+                return page
         try:
             # The standard library's decoder: the plugin does not install orjson (the webhook's
             # extra), and json.loads of a page of 1,000 objects, with the cycle collector paused
@@ -105,8 +112,9 @@ class AsyncClient:
                 0, path, f"cannot reach the API server {self._host} ({method} {path}): {exc}",
                 method=method) from exc
 
-    async def get_json(self, path: str, query: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
-        return await self.request("GET", path, query=query)
+    async def get_json(self, path: str, query: Sequence[tuple[str, Any]] = (), *,
+                       mentioning: Sequence[bytes] = ()) -> dict[str, Any]:
+        return await self.request("GET", path, query=query, mentioning=mentioning)
 
     async def get_text(self, path: str) -> str:
         """GET a text resource, e.g. pods/NAME/log (what `kubectl logs` reads)."""
@@ -127,9 +135,12 @@ class AsyncClient:
 
     async def list_objects(self, path: str, *, label_selector: str | None = None,
                            field_selector: str | None = None,
-                           page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
-        """Every item of the collection at `path`, page by page (see lists.py)."""
-        return await read_all_pages(self.get_json, path, label_selector=label_selector,
+                           page_size: int = DEFAULT_PAGE_SIZE,
+                           mentioning: Sequence[bytes] = ()) -> list[dict[str, Any]]:
+        """Every item of the collection at `path`, page by page (see lists.py); with `mentioning`,
+        only the items of pages whose JSON holds one of those texts."""
+        get_json = functools.partial(self.get_json, mentioning=mentioning) if mentioning else self.get_json
+        return await read_all_pages(get_json, path, label_selector=label_selector,
                                     field_selector=field_selector, page_size=page_size)
 
     async def reachable(self) -> bool:
