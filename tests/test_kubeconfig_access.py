@@ -255,3 +255,25 @@ def test_a_plugin_error_is_an_error_not_a_silent_anonymous_request(tmp_path):
     kubectl stops with the plugin's error."""
     with pytest.raises(CredentialPluginError):
         ExecPlugin({"apiVersion": V1, "interactiveMode": "Never", "command": "/bin/false"}).credential()
+
+
+def test_the_cluster_and_user_flags_pick_other_kubeconfig_entries(tmp_path):
+    """kubectl --cluster/--user: the context's cluster points nowhere and its user has the wrong
+    token; the flags name the working ones."""
+    from click.testing import CliRunner
+    from kubectl_gpu.cli.main import main
+
+    with K8sDouble(token="sesame") as double:
+        path = tmp_path / "kc.yaml"
+        path.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "down", "cluster": {"server": "http://127.0.0.1:1"}},
+                         {"name": "double", "cluster": {"server": double.url}}],
+            "users": [{"name": "nobody", "user": {"token": "wrong"}}, {"name": "me", "user": {"token": "sesame"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "down", "user": "nobody"}}]}))
+        args = ["describe", "-o", "json", "--kubeconfig", str(path), "--cluster", "double"]
+        refused = CliRunner().invoke(main, args)
+        assert refused.exit_code != 0 and "401" in refused.output
+        result = CliRunner().invoke(main, [*args, "--user", "me"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["kind"] == "GpuClusterSummary"
