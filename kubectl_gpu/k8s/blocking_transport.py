@@ -114,10 +114,11 @@ class BlockingTransport:
         chunks = []
         while True:
             sock.settimeout(_remaining(deadline))
-            chunk = response.read(_CHUNK)
+            chunk = response.read1(_CHUNK)  # one receive at most: the deadline is checked between them
             if not chunk:
                 break
             chunks.append(chunk)
+        response.close()  # the whole body is read: the connection takes the next request
         body = b"".join(chunks)
         if response.getheader("Content-Encoding", "").lower() == "gzip":
             body = zlib.decompress(body, 16 + zlib.MAX_WBITS)
