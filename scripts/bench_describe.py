@@ -355,7 +355,8 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     print(f"  {'explain POD live (lists + engine)':46s} {spread(live_times)}")
 
     totals = report.totals()
-    print(f"\nobjects: nodes={len(objects.nodes)} pods={len(objects.pods)} claims={len(objects.claims)} "
+    print(f"\nobjects: nodes={len(objects.nodes)} pods decoded={len(objects.pods)} (of {args.pods}: pages naming "
+          f"no legacy resource are skipped) claims={len(objects.claims)} "
           f"slices={len(objects.slices)}; describe printed {len(output.splitlines())} lines")
     print(f"summary: {totals['gpus']} GPUs, {totals['allocated']} allocated, {totals['free']} free; "
           f"explain verdict: {explanation.items[0].verdict[:100]}")
