@@ -277,3 +277,16 @@ def test_the_cluster_and_user_flags_pick_other_kubeconfig_entries(tmp_path):
         result = CliRunner().invoke(main, [*args, "--user", "me"])
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["kind"] == "GpuClusterSummary"
+
+
+def test_an_oidc_auth_provider_token_is_sent_through_the_kubernetes_package(tmp_path):
+    """`auth-provider` (deprecated in kubectl) is the one case that loads the kubernetes package,
+    whose loader checks the id-token's expiry and refreshes it; its token is what requests carry."""
+    def b64(doc: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
+
+    token = f"{b64({'alg': 'none'})}.{b64({'exp': 4102444800, 'sub': 'ada'})}.c2ln"  # expires in 2100
+    user = {"auth-provider": {"name": "oidc", "config": {"id-token": token, "client-id": "kubectl"}}}
+    path = write_kubeconfig(tmp_path / "kc.yaml", "https://127.0.0.1:6443", user)
+    access, _, _ = load_access(path)
+    assert {k.lower(): v for k, v in access.auth_headers().items()} == {"authorization": f"Bearer {token}"}
