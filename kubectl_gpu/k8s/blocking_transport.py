@@ -107,6 +107,9 @@ class BlockingTransport:
         connection.putheader("Accept-Encoding", "gzip")
         for name, value in headers.items():
             connection.putheader(name, value)
+        if self._proxy is not None and not self._https:  # no tunnel: the proxy reads every request
+            for name, value in self._proxy_headers.items():
+                connection.putheader(name, value)
         if data is not None:
             connection.putheader("Content-Length", str(len(data)))
         connection.endheaders(data)
