@@ -45,8 +45,9 @@ def test_every_module_the_plugin_imports_is_a_declared_dependency():
 
 def test_the_webhook_server_stack_is_an_extra_the_plugin_does_not_install():
     base, webhook = _names(PROJECT["dependencies"]), _names(PROJECT["optional-dependencies"]["webhook"])
-    assert {"prometheus-client", "cryptography", "orjson"} <= webhook
+    assert {"prometheus-client", "cryptography"} <= webhook
     assert "aiohttp" in base  # the client's transport (kubectl_gpu/k8s/client.py)
+    assert "orjson" in base  # the client's JSON too (kubectl_gpu/json_codec.py)
     assert not webhook & base
     assert _distributions(_third_party_imports("webhook")) <= base | webhook
 

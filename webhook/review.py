@@ -8,7 +8,6 @@ well-formed AdmissionReview, even for objects the webhook does not understand.
 from __future__ import annotations
 
 import base64
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,6 +16,7 @@ from typing import Any
 import orjson
 
 from kubectl_gpu.input_text import json_problem
+from kubectl_gpu.json_codec import decode_json, encode_json
 
 ADMISSION_API_VERSION = "admission.k8s.io/v1"
 # An UPDATE carries the object twice (object and oldObject), each up to the API server's 3 MiB
@@ -42,40 +42,6 @@ MAX_WARNINGS = 10
 
 class BadReview(ValueError):
     """Not an AdmissionReview this webhook can answer; the message says what to change."""
-
-
-# 19 digits in a row may be an integer beyond 64 bits, which orjson reads as a float.  Found by
-# mapping every digit to "0" and searching for 19 of them: a tenth of what a regex costs.
-_DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= c <= 0x39 else 0x2E for c in range(256))
-_LONG_DIGITS = b"0" * 19
-
-
-def decode_json(body: bytes) -> tuple[Any, bool]:
-    """The document in ``body``, as ``json.loads`` reads it, and whether it is strict JSON.
-
-    orjson parses reviews several times faster than the standard library, but it differs at the
-    edges: it rejects NaN, lone surrogates and UTF-16/32 bodies (lenient: ``False``), and reads
-    integers beyond 64 bits as floats.  Those bodies go to the standard library, so exactly what
-    ``json.loads`` accepts is accepted, with the same values and error messages.
-    """
-    if _LONG_DIGITS in body.translate(_DIGITS_AS_ZEROS):
-        return json.loads(body), True
-    try:
-        return orjson.loads(body), True
-    except orjson.JSONDecodeError:
-        return json.loads(body), False
-
-
-def encode_json(value: Any, strict: bool = True) -> bytes:
-    """Compact JSON.  What orjson cannot encode (integers beyond 64 bits, non-string keys) the
-    standard library does; so does everything derived from a lenient body (``strict=False``),
-    where orjson would turn NaN into null."""
-    if strict:
-        try:
-            return orjson.dumps(value)
-        except TypeError:
-            pass
-    return json.dumps(value, separators=(",", ":")).encode()
 
 
 @dataclass(frozen=True)
