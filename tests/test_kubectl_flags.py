@@ -182,6 +182,14 @@ def test_kubectl_hands_flags_before_the_command_to_the_plugin(plugin_path, k8s_d
      "kubectl gpu describe node"),
     (["rollback", "--timeout", "90"], 'error: invalid argument "90" for "--timeout" flag: time: missing unit in '
      'duration "90" (write it as kubectl does, with a unit: 90s, 5m, 1h30m)', "kubectl gpu rollback"),
+    # A flag's missing value is the command's error, named with the command's help (cobra: `kubectl
+    # drain --timeout` says "flag needs an argument" and "See 'kubectl drain -h'").
+    (["migrate", "nodes", "legacy-4", "--timeout"], "error: option '--timeout' requires an argument",
+     "kubectl gpu migrate nodes"),
+    (["describe", "node", "-o"], "error: option '-o' requires an argument", "kubectl gpu describe node"),
+    (["-n", "ml", "describe", "pods", "-o"], "error: option '-o' requires an argument", "kubectl gpu describe pod"),
+    # One line, the choices on it: not click's list of them over four lines.
+    (["completion"], "error: missing argument '{bash|zsh|fish}' (one of bash, zsh, fish)", "kubectl gpu completion"),
 ])
 def test_usage_errors_are_kubectls_two_lines(plugin_path, args, first, command):  # noqa: F811
     """kubectl's form (`kubectl get --foo`): the error, then where the usage is; nothing on stdout."""

@@ -126,6 +126,10 @@ class UsageErrorLine(click.UsageError):
                 text += f" (did you mean {' or '.join(sorted(error.possibilities))}?)"
             return text
         text = error.format_message().removesuffix(".")
+        # click lists a choice's values one a line ("Choose from:\n\tbash,\n\tzsh"): kubectl's one line.
+        head, sep, choices = text.partition(". Choose from:")
+        if sep:
+            text = f"{head} (one of {' '.join(choices.split()).rstrip('.,')})"
         # click's sentences start with a capital ("Missing argument ..."); kubectl's errors do not.
         return text[:1].lower() + text[1:] if text[1:2].islower() else text
 

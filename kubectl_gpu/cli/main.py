@@ -111,6 +111,8 @@ class LazyGroup(click.Group):
                 exits.internal_error(error)
             ctx.exit(code)
         except click.UsageError as error:
+            if error.ctx is None:  # click's parser names no context for a flag missing its value
+                error.ctx = _context_of(ctx, *ctx.meta.get(_RESOLVED, (None, None, [])))
             raise exits.UsageErrorLine.of(error) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
@@ -118,6 +120,11 @@ class LazyGroup(click.Group):
             exits.internal_error(error)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
+        resolved = self._resolve(ctx, args)
+        ctx.meta[_RESOLVED] = resolved
+        return resolved
+
+    def _resolve(self, ctx: click.Context, args: list[str]):
         if args and not args[0].startswith("-") and args[0] not in SUBCOMMANDS:
             import difflib
 
@@ -140,6 +147,24 @@ class LazyGroup(click.Group):
         # Help must not import every subcommand (and its dependencies) just to list them.
         with formatter.section("Commands"):
             formatter.write_dl([(name, SUBCOMMANDS[name]) for name in sorted(SUBCOMMANDS)])
+
+
+_RESOLVED = "kubectl_gpu.resolved"  # ctx.meta: the command the words named (name, command, its args)
+
+
+def _context_of(parent: click.Context, name: str | None, command: click.Command | None,
+                args: list[str]) -> click.Context:
+    """The context of the command the words name (`describe node` within `describe`), for the
+    `See '... --help'` line of an error click raised before that context existed."""
+    if command is None:
+        return parent
+    context = click.Context(command, info_name=name, parent=parent)
+    if isinstance(command, click.Group):
+        for index, word in enumerate(args):
+            sub = None if word.startswith("-") else command.get_command(context, word)
+            if sub is not None:
+                return _context_of(context, sub.name, sub, args[index + 1:])
+    return context
 
 
 # kubectl's global flags, which kubectl hands to a plugin where the user typed them: `kubectl gpu
