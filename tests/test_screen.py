@@ -112,3 +112,25 @@ def test_migrate_wraps_its_report_notes_to_the_terminal_and_not_into_a_pipe(tmp_
     lines = [shown[start]] + [line for line in shown[start + 1:start + 4] if line.startswith(" " * 15)]
     assert len(lines) > 1 and all(len(line) <= 80 for line in lines), shown
     assert " ".join(lines).split() == note.split()
+
+
+def test_plan_wraps_each_workloads_sentence_to_the_terminal_and_not_into_a_pipe(k8s_double):
+    """The lines under plan's workload table say why a workload cannot move (a sentence, often
+    longer than 80 columns): wrapped to the terminal like describe's findings, one line piped."""
+    from tests import fleet_cluster as fc
+
+    broken = fc.workload("Deployment", "broken", "default",
+                         fc.template("broken", fc.container("150", resource="nvidia.com/vcuda-core")))
+    k8s_double.seed(fc.node("legacy-1"), fc.node("dra-1", dra=True), fc.resource_slice("dra-1"), fc.device_class(),
+                    broken)
+    env = {**os.environ, "KUBECONFIG": k8s_double.kubeconfig_path(), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", "plan"], capture_output=True, text=True,
+                           env=env, timeout=120).stdout.splitlines()
+    (reason,) = [line for line in piped if line.startswith("  default/deployment/broken: ")]
+    assert len(reason) > 80  # one line on the pipe
+    shown = [line.rstrip() for line in run_in_terminal(80, ["plan", "2>/dev/null"], env).splitlines()]
+    start = next(i for i, line in enumerate(shown) if line.startswith("  default/deployment/broken: "))
+    lines = [shown[start]] + [line for line in shown[start + 1:start + 4] if line.startswith(" " * 4)]
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), shown
+    assert " ".join(lines).split() == reason.split()
