@@ -227,6 +227,14 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
                 except (NotFound, NothingToExplain):
                     explanation = None  # the claim rows already say what is missing
                 report = pod_report(pod, dra_objects.claims, devices, explanation)
+            if report.pending and report.scheduling is None:
+                import dataclasses
+
+                from kubectl_gpu.inspect.fetch import scheduling_events
+                from kubectl_gpu.inspect.pods import scheduling_from_events
+
+                report = dataclasses.replace(
+                    report, scheduling=scheduling_from_events(scheduling_events(connection.api, pod)))
             if report.needs_legacy_step():
                 report = _with_legacy_step(report, pod, dra_objects.nodes, list_pods(connection.api, None, None))
             emit(options, report.to_dict(), lambda: tables.pod(report, wide), lambda: [f"pod/{name}"])
