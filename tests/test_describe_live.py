@@ -354,3 +354,25 @@ def test_describe_node_and_pod_tables_fit_80_columns_and_wide_adds_the_details(g
     assert _tables(pod)[0].split() == ["REQUEST", "DEVICE", "NODE", "CONSUMED"]
     wide = run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml", "-o", "wide").output
     assert "NVIDIA H100 80GB HBM3" in wide and _tables(wide)[0].split()[4:6] == ["PRODUCT", "MEMORY"]
+
+
+def test_the_pod_list_fits_80_columns_and_shows_nodes_claims_and_devices_under_o_wide(gpu_cluster):
+    """`describe pods -A` has kubectl get pods' look: by default each pod's legacy GPU requests and
+    how many claims it has in which state; -o wide adds the node (as `kubectl get pods -o wide`),
+    the claims' names and the devices they hold.  Legacy requests and claims never share a column."""
+    for i in range(3):  # a Deployment's pods
+        pod = f"inference-7d9f8c6-x{i}k2"
+        gpu_cluster.seed(
+            b.pod(pod, "ml", node_name="dra-b", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                  claim_statuses={"gpu": f"{pod}-gpu-abcde"}),
+            b.claim(f"{pod}-gpu-abcde", "ml", allocated=[("gpu", f"gpu-{i}")], node_name="dra-b",
+                    reserved_for=[pod], owner_pod=pod))
+    table = run(gpu_cluster, "describe", "pods", "-A").output.splitlines()
+    assert max(len(line) for line in table) <= 80, table
+    rows = {line.split()[1]: line.split() for line in table}
+    assert " ".join(rows["NAME"]) == "NAMESPACE NAME PHASE LEGACY GPUS CLAIMS"
+    assert rows["train-0"][-3:] == ["-", "1", "allocated"] and rows["old-job"][-2:] == ["nvidia.com/gpu=2", "-"]
+    wide = run(gpu_cluster, "describe", "pods", "-A", "-o", "wide").output.splitlines()
+    assert " ".join(wide[0].split()) == "NAMESPACE NAME PHASE NODE LEGACY GPUS CLAIMS DEVICES"
+    train = next(line.split() for line in wide if " train-0 " in line)
+    assert train[3] == "dra-a" and train[-3:] == ["gpu", "(allocated)", "gpu-5"]

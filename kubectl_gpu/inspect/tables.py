@@ -4,6 +4,7 @@ out; the CLI prints them."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable
 
 from rich.console import Group, RenderableType
@@ -283,14 +284,21 @@ def pod(report: PodReport, wide: bool = False) -> RenderableType:
 
 def pod_list(reports: Iterable[PodReport], wide: bool = False, headers: bool = True,
              namespaces: bool = False) -> KubeTable:
-    """`describe pod` without a name: one line per pod, as kubectl get."""
-    columns = ["NAME", "PHASE", "NODE", "LEGACY GPU REQUESTS", "CLAIMS", "DEVICES"]
+    """`describe pod` without a name: one line per pod, as kubectl get pods.  The default columns
+    fit kubectl's 80 (how many claims in which state); -o wide adds the node, as kubectl does, and
+    names the claims and the devices they hold."""
+    columns = (["NAME", "PHASE", "NODE", "LEGACY GPUS", "CLAIMS", "DEVICES"] if wide
+               else ["NAME", "PHASE", "LEGACY GPUS", "CLAIMS"])
     table = KubeTable(*(["NAMESPACE"] if namespaces else []), *columns, wide=wide, show_header=headers)
     for r in reports:
-        legacy = ", ".join(f"{q.resource}={q.amount}" for q in r.legacy_requests)
-        claims = ", ".join(f"{c.name} ({c.state})" for c in r.claims)
-        devices = ", ".join(dict.fromkeys(d.device for c in r.claims for d in c.devices))
-        row = [r.name, r.phase, _dash(r.node), _dash(legacy), _dash(claims), _dash(devices)]
+        legacy = _dash(", ".join(f"{q.resource}={q.amount}" for q in r.legacy_requests))
+        if wide:
+            claims = ", ".join(f"{c.name} ({c.state})" for c in r.claims)
+            devices = ", ".join(dict.fromkeys(d.device for c in r.claims for d in c.devices))
+            row = [r.name, r.phase, _dash(r.node), legacy, _dash(claims), _dash(devices)]
+        else:
+            states = Counter(c.state for c in r.claims)
+            row = [r.name, r.phase, legacy, _dash(", ".join(f"{n} {state}" for state, n in states.items()))]
         table.add_row(*([r.namespace] if namespaces else []), *row)
     return table
 
