@@ -118,8 +118,31 @@ def test_describe_node_lists_every_device_with_its_holder(gpu_cluster):
                                 "consumedCapacity": {}, "shareID": None, "adminAccess": False}]
     assert node["findings"] == []
     table = run(gpu_cluster, "describe", "node", "dra-a").output
-    assert "ml/train-0-gpu-7x2kq" in table and b.gpu_uuid("dra-a", 5) not in table  # UUIDs are for -o wide
-    assert b.gpu_uuid("dra-a", 5) in run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
+    assert "ml/train-0" in table.split() and b.gpu_uuid("dra-a", 5) not in table  # UUIDs are for -o wide
+    wide = run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
+    assert b.gpu_uuid("dra-a", 5) in wide and "ml/train-0-gpu-7x2kq" in wide
+
+
+def test_describe_node_fits_80_columns_with_kubectls_usual_names(gpu_cluster):
+    """A Deployment's pod names (and the claim names generated from them, longer still) on a DRA
+    node and on a device-plugin node: the default tables fit 80 columns, saying which pod holds
+    each GPU; the claim's name and whether DRA serves a legacy request (KEP-5004) are -o wide's."""
+    pod = "inference-server-7d9f8c6b5d-xk2p9"
+    gpu_cluster.seed(
+        b.pod(pod, "serving", node_name="dra-b", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+              claim_statuses={"gpu": f"{pod}-gpu-abcde"}),
+        b.claim(f"{pod}-gpu-abcde", "serving", allocated=[("gpu", "gpu-0")], node_name="dra-b", reserved_for=[pod],
+                owner_pod=pod),
+        b.pod("embeddings-batch-5f7c9d8b6-q8w2z", "serving", node_name="legacy-1", limits={"nvidia.com/gpu": 1}))
+    for name in ("dra-b", "legacy-1"):
+        table = run(gpu_cluster, "describe", "node", name).output.splitlines()
+        assert max(len(line) for line in table) <= 80, table
+    dra = run(gpu_cluster, "describe", "node", "dra-b").output
+    assert f"serving/{pod}" in dra and "-gpu-abcde" not in dra
+    assert f"serving/{pod}-gpu-abcde" in run(gpu_cluster, "describe", "node", "dra-b", "-o", "wide").output
+    legacy = run(gpu_cluster, "describe", "node", "legacy-1", "-o", "wide").output
+    assert "SERVED BY DRA (KEP-5004)" in legacy and "SERVED BY DRA" not in run(gpu_cluster, "describe", "node",
+                                                                                "legacy-1").output
 
 
 def test_describe_node_with_a_custom_dra_label(gpu_cluster):
@@ -345,9 +368,9 @@ def test_describe_node_and_pod_tables_fit_80_columns_and_wide_adds_the_details(g
     node = run(gpu_cluster, "describe", "node", "dra-a").output
     assert _tables(node) and max(len(line) for line in _tables(node)) <= 80, node
     assert "GPUs: 8 NVIDIA H100 80GB HBM3 (80Gi)" in node  # the product once, above the table
-    assert _tables(node)[0].split() == ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS"]
+    assert _tables(node)[0].split() == ["DEVICE", "TYPE", "STATE", "PODS"]
     wide = run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
-    assert _tables(wide)[0].split()[:9] == ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS", "PRODUCT", "MEMORY", "MIG",
+    assert _tables(wide)[0].split()[:9] == ["DEVICE", "TYPE", "STATE", "PODS", "CLAIM", "PRODUCT", "MEMORY", "MIG",
                                             "PROFILE"]
     pod = run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml").output
     assert _tables(pod) and max(len(line) for line in _tables(pod)) <= 80, pod

@@ -179,19 +179,19 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
     label = (f"yes ({report.dra_label})" if report.dra_label
              else f"yes (publishes {', '.join(publishing)} ResourceSlices)" if publishing else "no")
     parts: list[RenderableType] = [Text.assemble(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]
-    # The default columns fit 80: what each device is (product, memory, MIG profile) is said once
-    # per kind above the table; those, UUIDs (40 characters) and the driver's pools are -o wide's.
-    columns = ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS"]
+    # The default columns fit 80: which pods hold each device; what the device is (product,
+    # memory, MIG profile) is said once per kind above the table.  The claims (named after their
+    # pod, and longer), UUIDs (40 characters) and the driver's pools are -o wide's.
+    columns = ["DEVICE", "TYPE", "STATE", "PODS"]
     if wide:
-        columns += ["PRODUCT", "MEMORY", "MIG PROFILE", "CONSUMED", "UUID", "DRIVER", "POOL", "SHARE ID"]
+        columns += ["CLAIM", "PRODUCT", "MEMORY", "MIG PROFILE", "CONSUMED", "UUID", "DRIVER", "POOL", "SHARE ID"]
     table = _table(*columns, title="DRA devices (ResourceSlices)", wide=wide)
     for row in report.devices:
         d = row.device
-        claims = ", ".join(dict.fromkeys(f"{h.claim}" + (f" [{h.request}]" if wide else "") for h in row.holders))
-        values = [d.name, _dash(d.type), Text(row.state, style=_STATE_STYLE[row.state]), _dash(claims),
-                  _dash(", ".join(row.pods))]
+        values = [d.name, _dash(d.type), Text(row.state, style=_STATE_STYLE[row.state]), _dash(", ".join(row.pods))]
         if wide:
-            values += [_dash(d.product), _dash(d.memory), _dash(d.mig_profile),
+            claims = ", ".join(dict.fromkeys(f"{h.claim} [{h.request}]" for h in row.holders))
+            values += [_dash(claims), _dash(d.product), _dash(d.memory), _dash(d.mig_profile),
                        _dash(", ".join(f"{k} {v}" for k, v in row.consumed.items())), _dash(d.uuid), d.driver, d.pool,
                        _dash(", ".join(h.share_id for h in row.holders if h.share_id))]
         table.add_row(*values)
@@ -207,10 +207,12 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
     else:
         parts += [Text(""), Text("Device-plugin resources: none")]
     if report.legacy_pods:
-        pods = _table("POD", "PHASE", "REQUESTS", "SERVED BY DRA (KEP-5004)", title="Pods holding legacy GPUs")
+        # Whether DRA serves a pod's extended resource (KEP-5004) is -o wide's: the default fits 80.
+        pods = _table("POD", "PHASE", "REQUESTS", *(["SERVED BY DRA (KEP-5004)"] if wide else []),
+                      title="Pods holding legacy GPUs", wide=wide)
         for p in report.legacy_pods:
             pods.add_row(p.ref, p.phase, ", ".join(f"{r.container}: {r.resource}={r.amount}" for r in p.requests),
-                         "yes" if p.served_by_dra else "no")
+                         *(["yes" if p.served_by_dra else "no"] if wide else []))
         parts += [Text(""), pods]
     parts += [Text(""), findings(report.findings)]
     return Group(*parts)
