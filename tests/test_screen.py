@@ -134,3 +134,28 @@ def test_plan_wraps_each_workloads_sentence_to_the_terminal_and_not_into_a_pipe(
     lines = [shown[start]] + [line for line in shown[start + 1:start + 4] if line.startswith(" " * 4)]
     assert len(lines) > 1 and all(len(line) <= 80 for line in lines), shown
     assert " ".join(lines).split() == reason.split()
+
+
+def test_explain_wraps_its_verdicts_and_notes_to_the_terminal_and_not_into_a_pipe(tmp_path):
+    """explain's sentences (a claim's verdict, notes, each request's reason) are wrapped to the
+    terminal like describe's findings, the lines after the first indented under it; piped, one line."""
+    from tests.corpus import claim_fixture
+
+    args = ["explain", "-f", str(claim_fixture("gpu-test6-a100-index")), "--slices",
+            str(REPO / "tests" / "data" / "slices" / "nvidia-a100-mig-v1beta1.yaml")]
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "none"), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", *args], capture_output=True, text=True,
+                           env=env, timeout=120).stdout.splitlines()
+    sentences = [line for line in piped if line.startswith(("  cannot be allocated", "  note: "))]
+    assert len(sentences) == 2 and all(len(line) > 80 for line in sentences)
+    shown = [line.rstrip() for line in run_in_terminal(80, args, env).splitlines()]
+    for sentence in sentences:
+        start = next(i for i, line in enumerate(shown) if line and sentence.startswith(line))
+        end = next(i for i in range(start + 1, len(shown)) if not shown[i].startswith(" " * 4))
+        lines = shown[start:end]
+        assert len(lines) > 1, shown
+        assert all(len(line) <= 80 for line in lines if len(line.split()) > 1), shown
+        assert " ".join(lines).split() == sentence.split()
+    tables = [line for line in shown if line.startswith(("REQUEST ", "gpu "))]
+    assert tables == [line for line in piped if line.startswith(("REQUEST ", "gpu "))]  # tables are never wrapped
