@@ -2,8 +2,10 @@
 """Benchmark `migrate` against a plain ruamel.yaml round-trip of the same stream.
 
 A benchmark, not a test: it prints figures and PASS/MISS.  The floor is measured in the same
-run on the same documents (load + dump with ruamel's round-trip mode, what any comment-preserving
-YAML rewriter has to pay), so the ratio means the same on a fast or a busy machine.  Times are
+run on the same documents (load + dump with ruamel's round-trip mode, what rewriting through a
+comment-preserving YAML tree costs), so the ratio means the same on a fast or a busy machine.
+migrate goes below it: plain documents are read by libyaml and rewritten as edits of their own
+text (manifests/fast_read.py, text_edit.py), and those that name no legacy resource are not read.  Times are
 CPU seconds of the process doing the run (wall seconds printed beside them): on a shared
 machine a process also waits for a core, which says nothing about the command.
 Targets (issue 29): a repository whose documents are at most 30% GPU workloads migrates in

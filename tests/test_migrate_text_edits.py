@@ -101,6 +101,14 @@ def test_the_edit_reads_as_the_round_trip_would(monkeypatch: pytest.MonkeyPatch)
     assert objects(migrated(STYLED)) == objects(migrated_by_round_trip(STYLED, monkeypatch))
 
 
+def pod(containers: str, metadata: str = "") -> str:
+    """A Pod named p with these `containers:` lines (and more `metadata:` lines)."""
+    return f"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n{metadata}spec:\n  containers:\n{containers}"
+
+
+ONE_GPU = "  - name: c\n    resources:\n      limits:\n        nvidia.com/gpu: 1\n"
+
+
 @pytest.mark.parametrize("text, written", [
     pytest.param("""\
 apiVersion: ray.io/v1
@@ -118,31 +126,9 @@ spec:
             limits:
               nvidia.com/gpu: 1
 """, "    rayStartParams:\n      num-gpus: '1'\n", id="an empty flow map filled"),
-    pytest.param("""\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-  annotations:
-spec:
-  containers:
-  - name: c
-    resources:
-      limits:
-        nvidia.com/gpu: 1
-""", "  annotations:\n    kubectl-gpu.io/original-resources: ", id="a key holding null given a map"),
-    pytest.param("""\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-spec:
-  containers:
-  - name: c
-    resources:
-      limits:
-        nvidia.com/gpu: 1
-""", "    resources:\n      claims:\n", id="a map emptied by the rewrite"),
+    pytest.param(pod(ONE_GPU, metadata="  annotations:\n"), "  annotations:\n    kubectl-gpu.io/original-resources: ",
+                 id="a key holding null given a map"),
+    pytest.param(pod(ONE_GPU), "    resources:\n      claims:\n", id="a map emptied by the rewrite"),
 ])
 def test_values_that_held_nothing_are_written_in_block_style(text: str, written: str,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,54 +138,13 @@ def test_values_that_held_nothing_are_written_in_block_style(text: str, written:
 
 
 @pytest.mark.parametrize("text", [
-    pytest.param("""\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-spec:
-  containers:
-  - resources: &gpu
-      limits:
-        nvidia.com/gpu: 1
-    name: c
-  - name: d
-    resources: *gpu
-""", id="an alias"),
-    pytest.param("""\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-spec:
-  containers:
-  - name: c
-    resources:
-      limits: {nvidia.com/gpu: 1, cpu: 2}
-""", id="a flow map changed"),
-    pytest.param("""\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-  labels: !!map {a: b}
-spec:
-  containers:
-  - name: c
-    resources: {limits: {nvidia.com/gpu: 1}}
-""", id="a tag"),
-    pytest.param("""\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: p
-spec:
-  containers:
-  - resources:
-      limits:
-        nvidia.com/gpu: 1
-    name: c
-""", id="a rewritten map first on its item's line"),
+    pytest.param(pod("  - resources: &gpu\n      limits:\n        nvidia.com/gpu: 1\n    name: c\n"
+                     "  - name: d\n    resources: *gpu\n"), id="an alias"),
+    pytest.param(pod("  - name: c\n    resources:\n      limits: {nvidia.com/gpu: 1, cpu: 2}\n"), id="a flow map changed"),
+    pytest.param(pod("  - name: c\n    resources: {limits: {nvidia.com/gpu: 1}}\n", metadata="  labels: !!map {a: b}\n"),
+                 id="a tag"),
+    pytest.param(pod("  - resources:\n      limits:\n        nvidia.com/gpu: 1\n    name: c\n"),
+                 id="a rewritten map first on its item's line"),
 ])
 def test_documents_the_edit_does_not_write_still_migrate_through_the_round_trip(
         text: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -229,6 +174,19 @@ def test_the_corpus_reads_the_same_either_way(monkeypatch: pytest.MonkeyPatch) -
 
 
 # -- the reader and the writer agree with ruamel ---------------------------------------------------
+
+def test_every_document_libyaml_takes_reads_as_ruamel_reads_it() -> None:
+    paths = [*_manifest_files(), *(sorted(CORPUS.glob("**/*.y*ml")) if CORPUS.is_dir() else [])]
+    taken = 0
+    for path in paths:
+        for chunk in split_stream(path.read_text()):
+            fast = read_fast(chunk.parse_text) if not chunk.directives else None
+            if fast is None:
+                continue
+            taken += 1
+            assert same(to_plain(fast.tree), to_plain(YamlCodec().parse(chunk.parse_text).tree)), path.name
+    assert taken > 100
+
 
 SCALARS = st.one_of(
     st.sampled_from(["yes", "No", "on", "0755", "0o17", "0x1F", "1_000", "1e3", ".5", "+1", "-0", "12", "1.50",

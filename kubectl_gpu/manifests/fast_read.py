@@ -119,6 +119,11 @@ def scalar_value(node: Any) -> Any:
     raise _Declined
 
 
+def node_value(node: Any) -> Any:
+    """What a node read by read_fast reads as (the value read_fast built for it)."""
+    return _value(node, {}, set(), 1)
+
+
 def _key(node: Any) -> str:
     if not isinstance(node, ScalarNode) or node.tag is not None:
         raise _Declined

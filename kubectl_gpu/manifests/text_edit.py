@@ -21,7 +21,7 @@ from typing import Any
 
 from yaml import MappingNode, ScalarNode, SequenceNode
 
-from .fast_read import read_fast, scalar_value
+from .fast_read import node_value, read_fast, scalar_value
 from .tree_patch import PLACED_BEFORE
 from .yamlio import Indentation, written_scalar
 
@@ -37,8 +37,8 @@ def rewrite_text(text: str, root: Any, nodes: dict[int, tuple[Any, Any]], after:
                  newline: str) -> str | None:
     """`text` (whose node tree is `root`) edited to read as `after`: the tree read from it, patched
     in place or as a copy whose dicts and lists `nodes` maps (by id, to themselves and the node) to
-    the nodes they were read from.  None when the change is not one this writes, or the edited text does not read back as
-    `after`."""
+    the nodes they were read from.  None when the change is not one this writes, or the edited text
+    does not read back as `after`."""
     if text and not text.endswith("\n"):
         text += newline  # the last line ends like the others, so what is added after it starts on its own
     writer = _Writer(text, nodes, indentation, newline)
@@ -86,7 +86,7 @@ class _Writer:
         if self._node_of(value) is not node:
             raise _Unsupported  # a collection put in place of another
         if node.flow_style:
-            if not same(value, _read(node)):
+            if not same(value, node_value(node)):
                 raise _Unsupported
         elif isinstance(node, MappingNode):
             self._mapping(value, node)
@@ -104,9 +104,9 @@ class _Writer:
         for key, (key_node, item_node) in entries.items():
             if key not in value:
                 self._cut(key_node, _end_of(item_node, key_node))
-            elif _placeholder(item_node) and not same(value[key], _read(item_node)):
+            elif _placeholder(item_node) and not same(value[key], node_value(item_node)):
                 self._refill(key_node, item_node, value[key], column)
-            elif value[key] in ({}, []) and not _placeholder(item_node) and not isinstance(item_node, ScalarNode):
+            elif value[key] in ({}, []) and _block_collection(item_node):
                 self._empty(key_node, item_node, value[key])
             else:
                 self.value(value[key], item_node)
@@ -268,6 +268,10 @@ class _Writer:
         return written
 
 
+def _block_collection(node: Any) -> bool:
+    return isinstance(node, (MappingNode, SequenceNode)) and not node.flow_style
+
+
 def _placeholder(node: Any) -> bool:
     """A value that holds nothing: an empty `{}` or `[]`, or null written plain."""
     if isinstance(node, ScalarNode):
@@ -278,18 +282,10 @@ def _placeholder(node: Any) -> bool:
 def _end_of(node: Any, key: Any = None) -> int:
     """The index where the last value inside `node` ends (a block collection ends where its next
     sibling starts, past any comment lines; the last value's own end keeps those)."""
-    while isinstance(node, (MappingNode, SequenceNode)) and not node.flow_style and node.value:
+    while _block_collection(node) and node.value:
         if isinstance(node, MappingNode):
             key, node = node.value[-1]
         else:
             key, node = None, node.value[-1]
     end = node.end_mark.index
     return max(end, key.end_mark.index) if key is not None else end
-
-
-def _read(node: Any) -> Any:
-    if isinstance(node, ScalarNode):
-        return scalar_value(node)
-    if isinstance(node, MappingNode):
-        return {key.value: _read(item) for key, item in node.value}
-    return [_read(item) for item in node.value]
