@@ -159,3 +159,29 @@ def test_explain_wraps_its_verdicts_and_notes_to_the_terminal_and_not_into_a_pip
         assert " ".join(lines).split() == sentence.split()
     tables = [line for line in shown if line.startswith(("REQUEST ", "gpu "))]
     assert tables == [line for line in piped if line.startswith(("REQUEST ", "gpu "))]  # tables are never wrapped
+
+
+def test_the_fleet_commands_wrap_their_steps_to_the_terminal_and_not_into_a_pipe(k8s_double):
+    """migrate --from-cluster, migrate nodes and rollback say what each step did in a sentence
+    (what the operator must do next): wrapped to the terminal, one line piped."""
+    import json
+
+    from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
+    from tests import fleet_cluster as fc
+
+    switched = fc.node("legacy-1", dra=True)
+    switched["metadata"]["annotations"] = {NODE_WAVE_ANNOTATION: json.dumps(
+        {"labels": {"ack.node.gpu.schedule": None}, "unschedulable": False})}
+    switched["spec"] = {"unschedulable": True}
+    k8s_double.seed(switched)
+    env = {**os.environ, "KUBECONFIG": k8s_double.kubeconfig_path(), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    args = ["rollback", "node/legacy-1"]
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", *args], capture_output=True, text=True,
+                           env=env, timeout=120).stdout.splitlines()
+    step = piped[0]
+    assert step.startswith("node/legacy-1: would be uncordoned") and len(step) > 80
+    shown = [line.rstrip() for line in run_in_terminal(80, args, env).splitlines()]
+    end = next(i for i in range(1, len(shown)) if not shown[i].startswith(" " * 4))
+    assert end > 1 and all(len(line) <= 80 for line in shown[:end]), shown
+    assert " ".join(shown[:end]).split() == step.split()
