@@ -201,8 +201,8 @@ def test_describe_unallocated_claim_says_why_against_everyone_elses_allocations(
 def test_describe_lists_print_one_line_per_pod_or_claim_and_a_table_per_node(gpu_cluster):
     claims = run(gpu_cluster, "describe", "claim", "-n", "ml").output.splitlines()
     assert [line.split() for line in claims] == [
-        ["NAME", "STATE", "NODE", "DEVICES", "RESERVED", "FOR"],
-        ["train-0-gpu-7x2kq", "allocated", "dra-a", "gpu-5", "train-0"]]
+        ["NAME", "STATE", "NODE", "DEVICES"],
+        ["train-0-gpu-7x2kq", "allocated", "dra-a", "gpu-5"]]
     nodes = run(gpu_cluster, "describe", "node").output
     assert all(f"Node: {n}" in nodes for n in ("dra-a", "dra-b", "dra-bad", "legacy-1"))
     assert "cpu-1" not in nodes
@@ -399,3 +399,17 @@ def test_the_pod_list_fits_80_columns_and_shows_nodes_claims_and_devices_under_o
     assert " ".join(wide[0].split()) == "NAMESPACE NAME PHASE NODE LEGACY GPUS CLAIMS DEVICES"
     train = next(line.split() for line in wide if " train-0 " in line)
     assert train[3] == "dra-a" and train[-3:] == ["gpu", "(allocated)", "gpu-5"]
+
+
+def test_the_claim_list_fits_80_columns_and_shows_who_it_is_reserved_for_under_o_wide(gpu_cluster):
+    """`describe claims -A` (kubectl get resourceclaims' look): a generated claim's name is its
+    pod's and longer, so the pods it is reserved for are -o wide's."""
+    pod = "inference-7d9f8c6b5d-xk2p9"  # a Deployment's pod; its claim: POD-CLAIM-xxxxx (ResourceClaim's generateName)
+    gpu_cluster.seed(b.claim(f"{pod}-gpu-abcde", "ml", allocated=[("gpu", "gpu-0")], node_name="dra-b",
+                             reserved_for=[pod], owner_pod=pod))
+    table = run(gpu_cluster, "describe", "claims", "-A").output.splitlines()
+    assert max(len(line) for line in table) <= 80, table
+    assert table[0].split() == ["NAMESPACE", "NAME", "STATE", "NODE", "DEVICES"]
+    wide = run(gpu_cluster, "describe", "claims", "-A", "-o", "wide").output.splitlines()
+    assert wide[0].split() == ["NAMESPACE", "NAME", "STATE", "NODE", "DEVICES", "RESERVED", "FOR"]
+    assert next(line for line in wide if f"{pod}-gpu-abcde" in line).split()[-1] == pod

@@ -307,12 +307,13 @@ def pod_list(reports: Iterable[PodReport], wide: bool = False, headers: bool = T
 
 def claim_list(reports: Iterable[ClaimReport], wide: bool = False, headers: bool = True,
                namespaces: bool = False) -> KubeTable:
-    """`describe claim` without a name: one line per ResourceClaim, as kubectl get."""
-    columns = ["NAME", "STATE", "NODE", "DEVICES", "RESERVED FOR"]
+    """`describe claim` without a name: one line per ResourceClaim, as kubectl get.  A generated
+    claim is named after its pod, and longer: the pods it is reserved for are -o wide's (80 columns)."""
+    columns = ["NAME", "STATE", "NODE", "DEVICES", *(["RESERVED FOR"] if wide else [])]
     table = KubeTable(*(["NAMESPACE"] if namespaces else []), *columns, wide=wide, show_header=headers)
     for r in reports:
         devices = ", ".join(dict.fromkeys(d.device for d in r.devices))
-        row = [r.name, r.state, _dash(r.node), _dash(devices), _dash(", ".join(r.reserved_for))]
+        row = [r.name, r.state, _dash(r.node), _dash(devices), *([_dash(", ".join(r.reserved_for))] if wide else [])]
         table.add_row(*([r.namespace] if namespaces else []), *row)
     return table
 
