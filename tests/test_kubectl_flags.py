@@ -479,3 +479,18 @@ def test_migrate_from_cluster_takes_kubectls_label_selectors(cluster):
     assert shown("!tier") == set()
     output = cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "-l", "tier in (", expect=2)
     assert output.startswith("error: -l 'tier in (':")
+
+
+# ----------------------------------------------------------------- version
+
+@needs_kubectl
+def test_version_and_the_version_flag_say_the_same_through_kubectl(plugin_path):  # noqa: F811
+    """`kubectl gpu version` (as `kubectl version`) and `kubectl gpu --version` print the one version."""
+    from importlib.metadata import version
+
+    expected = f"kubectl-gpu {version('kubectl-gpu')}\n"
+    for args in (["version"], ["--version"]):
+        result = kubectl(plugin_path, "gpu", *args)
+        assert result.returncode == 0 and result.stdout == expected, (args, result.stdout, result.stderr)
+    typo = kubectl(plugin_path, "gpu", "versoin")
+    assert typo.returncode == 2 and "Did you mean this?\n\tversion" in typo.stderr

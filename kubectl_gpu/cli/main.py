@@ -197,7 +197,7 @@ Examples:
 
 
 @click.group(cls=LazyGroup, epilog=exits.epilog(_EXAMPLES), context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kubectl-gpu")
+@click.version_option(package_name="kubectl-gpu", message="kubectl-gpu %(version)s")
 @click.option("--kubeconfig", default=None, metavar="PATH", help="Path to the kubeconfig file, for the command.")
 @click.option("--context", default=None, metavar="NAME", help="The kubeconfig context, for the command.")
 @click.option("-n", "--namespace", default=None, metavar="NAMESPACE", shell_complete=complete_namespaces,
