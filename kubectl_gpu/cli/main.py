@@ -187,6 +187,9 @@ def _with_global_flags(ctx: click.Context, name: str | None, command: click.Comm
     return name, command, args
 
 
+DISTRIBUTION = "kubectl-gpu"  # the package's name (pyproject.toml), whose version both print
+VERSION_LINE = "kubectl-gpu %(version)s"  # `kubectl gpu version` and `kubectl gpu --version`
+
 _EXAMPLES = """\b
 Examples:
   kubectl gpu migrate deploy.yaml > deploy-dra.yaml
@@ -197,7 +200,7 @@ Examples:
 
 
 @click.group(cls=LazyGroup, epilog=exits.epilog(_EXAMPLES), context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kubectl-gpu", message="kubectl-gpu %(version)s")
+@click.version_option(package_name=DISTRIBUTION, message=VERSION_LINE)
 @click.option("--kubeconfig", default=None, metavar="PATH", help="Path to the kubeconfig file, for the command.")
 @click.option("--context", default=None, metavar="NAME", help="The kubeconfig context, for the command.")
 @click.option("-n", "--namespace", default=None, metavar="NAMESPACE", shell_complete=complete_namespaces,
@@ -219,7 +222,7 @@ def _version_command() -> None:
     """Print the version of kubectl-gpu (as `kubectl gpu --version`)."""
     from importlib.metadata import version
 
-    click.echo(f"kubectl-gpu {version('kubectl-gpu')}")
+    click.echo(VERSION_LINE % {"version": version(DISTRIBUTION)})
 
 
 def run() -> None:
