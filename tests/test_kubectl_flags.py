@@ -153,8 +153,14 @@ def test_global_flags_before_the_command_are_the_commands_flags(cluster):
     assert "/serving/" in cluster.kubectl_gpu("-n", "ml", "migrate", "--from-cluster", "-n", "serving")
     output = cluster.kubectl_gpu("--request-timeout", "forever", "describe", expect=2)
     assert "'forever' is not a duration" in output
-    output = cluster.kubectl_gpu("-n", "ml", "version", expect=2)
-    assert output.startswith("error: -n/--namespace is not a flag of kubectl gpu version\n")
+    # kubectl takes its global flags with every command, `kubectl --context prod version` too (an
+    # alias `k='kubectl --context prod'` types them): a command that never reaches a cluster
+    # (version, completion) takes them and has no use for them; one that reads a cluster without
+    # such a flag refuses it rather than ignore what it was told.
+    assert cluster.kubectl_gpu("-n", "ml", "--context", "prod", "version").startswith("kubectl-gpu ")
+    assert "complete" in cluster.kubectl_gpu("--request-timeout", "5s", "completion", "bash")
+    output = cluster.kubectl_gpu("--request-timeout", "5s", "migrate", "x.yaml", expect=2)
+    assert output.startswith("error: --request-timeout is not a flag of kubectl gpu migrate\n")
 
 
 @needs_kubectl

@@ -170,7 +170,9 @@ def _context_of(parent: click.Context, name: str | None, command: click.Command 
 # kubectl's global flags, which kubectl hands to a plugin where the user typed them: `kubectl gpu
 # -n serving describe` runs `kubectl-gpu -n serving describe`.  Given before the command, each is
 # handed to the command as if typed after it (a value typed after it wins, as in kubectl), so it
-# is checked and used in one place: the command's own option.
+# is checked and used in one place: the command's own option.  A command that reads no cluster
+# (version, completion: none of these is its flag) takes them and has no use for them, as
+# `kubectl --context prod version` does; one that reads a cluster refuses a flag it does not take.
 GLOBAL_FLAGS = {"kubeconfig": "--kubeconfig", "context": "--context", "namespace": "-n/--namespace",
                 "request_timeout": "--request-timeout"}
 
@@ -178,8 +180,8 @@ GLOBAL_FLAGS = {"kubeconfig": "--kubeconfig", "context": "--context", "namespace
 def _with_global_flags(ctx: click.Context, name: str | None, command: click.Command | None,
                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
     given = {key: value for key, value in ctx.params.items() if key in GLOBAL_FLAGS and value is not None}
-    if given and command is not None:
-        taken = {p.name for p in command.params}
+    taken = {p.name for p in command.params} if command is not None else set()
+    if given and command is not None and taken & GLOBAL_FLAGS.keys():
         for key in given:
             if key not in taken:
                 raise click.UsageError(f"{GLOBAL_FLAGS[key]} is not a flag of {PLUGIN_NAME} {command.name}", ctx)
