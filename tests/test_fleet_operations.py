@@ -177,3 +177,20 @@ def test_reading_the_cluster_shows_the_consoles_progress(cluster, monkeypatch):
         shown.clear()
         cluster.kubectl_gpu(*args, expect=None)
         assert shown and shown[0].startswith("reading the cluster at "), args
+
+
+def test_a_rollback_whose_rollout_stalls_does_not_advise_rolling_back(cluster):
+    """migrate's stalled rollout can be undone by `kubectl gpu rollback`; rollback's own cannot:
+    it names what kubectl follows a rollout with instead."""
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "5s")
+    cluster.double.stall("deployments", "infer", "serving")
+    result = CliRunner().invoke(main, ["rollback", "deploy/infer", "-n", "serving", "--apply", "--timeout", "2s"],
+                                env=cluster.double.kubectl_env(), catch_exceptions=False)
+    assert result.exit_code == 3
+    assert "did not become ready within 2s" in result.stderr
+    assert "kubectl gpu rollback can restore it" not in result.stderr
+    assert "kubectl rollout status deployment/infer -n serving" in result.stderr
