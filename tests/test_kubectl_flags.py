@@ -500,3 +500,18 @@ def test_version_and_the_version_flag_say_the_same_through_kubectl(plugin_path):
         assert result.returncode == 0 and result.stdout == expected, (args, result.stdout, result.stderr)
     typo = kubectl(plugin_path, "gpu", "versoin")
     assert typo.returncode == 2 and "Did you mean this?\n\tversion" in typo.stderr
+
+
+# ----------------------------------------------------------------- -l says what it selects
+
+@pytest.mark.parametrize("command,selects", [
+    (["describe"], "nodes"), (["describe", "node"], "nodes"), (["doctor"], "nodes"), (["plan"], "nodes"),
+    (["describe", "pod"], "pods"), (["explain"], "pods"), (["describe", "claim"], "ResourceClaims"),
+])
+def test_each_selector_flag_says_which_objects_it_selects(command, selects):
+    """-l narrows nodes for the node views, doctor and plan, pods for describe pod and explain: its
+    help names them, with an example that selects them (plan -l app=web would select no node)."""
+    result = CliRunner().invoke(main, [*command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if "-l, --selector" in line)
+    assert f"Label selector of the {selects}" in line, line
