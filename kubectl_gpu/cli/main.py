@@ -293,6 +293,8 @@ def _on_interrupt(signum: int, frame: Any) -> None:
 
 def _exit_after_grace() -> None:
     time.sleep(_GRACE_SECONDS)
+    while exits.undoing:  # a node wave being put back (exits.undoing_after_interrupt): let it finish
+        time.sleep(0.05)
     os._exit(exits.INTERRUPTED)  # no flush: the main thread may hold the streams' locks
 
 

@@ -119,6 +119,13 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
         if isinstance(exc, ApiError):
             exits.fail(exc)
         fail(str(exc), EXIT_STOPPED)
+    except KeyboardInterrupt:  # Ctrl-C while refused evictions are retried: never leave the nodes half-switched
+        if not simulate:
+            click.echo("", err=True)
+            with exits.undoing_after_interrupt():
+                _undo(connection.api, started, report)
+        report.finish("interrupted")
+        raise
     if simulate:
         report.say(f"{mode.value} dry run: nothing was written; run with --apply to switch these nodes")
     else:
