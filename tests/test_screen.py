@@ -61,7 +61,7 @@ def _sections(lines: list[str]) -> tuple[list[str], list[str]]:
 
 
 @pytest.mark.parametrize("columns", [80, 160])
-@pytest.mark.parametrize("args", [["describe", "-o", "wide"], ["describe", "node", "dra-a"], ["doctor"]],
+@pytest.mark.parametrize("args", [["describe", "-o", "wide"], ["describe", "node", "dra-a"], ["doctor", "-o", "wide"]],
                          ids=" ".join)
 def test_the_terminal_shows_the_tables_a_pipe_gets_and_wraps_only_the_findings(wide_cluster, columns, args):
     """Tables are never wrapped (the terminal wraps a line too long for it, as for kubectl); the

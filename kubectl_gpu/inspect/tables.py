@@ -363,10 +363,14 @@ def explanation(result: Any) -> RenderableType:
 
 
 def doctor(report: DoctorReport, wide: bool = False, headers: bool = True) -> RenderableType:
-    table = KubeTable("CHECK", "STATUS", "LOOKED AT", wide=wide, show_header=headers)
+    # Each check by its short name (the JSON's `name`), whole within 80 columns; what it checks is a
+    # sentence, -o wide's.
+    table = KubeTable("CHECK", "STATUS", *(["WHAT IT CHECKS"] if wide else []), "LOOKED AT", wide=wide,
+                      show_header=headers)
     for check in report.checks:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[check.status]
-        table.add_row(check.title, Text(check.status.upper(), style=style), check.summary)
+        table.add_row(check.name, Text(check.status.upper(), style=style), *([check.title] if wide else []),
+                      check.summary)
     verdict = (Text("No problems found.", style="bold green") if report.healthy else
                Text(f"{sum(1 for f in report.findings if f.fails)} problem(s) found.", style="bold red"))
     return Group(table, Text(""), findings(report.findings), Text(""), verdict)
