@@ -5,11 +5,14 @@ way every document was written before, and still the way for what the edit does 
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from kubectl_gpu.manifests import loader, migrate_text
 from kubectl_gpu.manifests.fast_read import read_fast
@@ -129,9 +132,11 @@ spec:
     pytest.param(pod(ONE_GPU, metadata="  annotations:\n"), "  annotations:\n    kubectl-gpu.io/original-resources: ",
                  id="a key holding null given a map"),
     pytest.param(pod(ONE_GPU), "    resources:\n      claims:\n", id="a map emptied by the rewrite"),
+    pytest.param(pod("  - name: c\n    resources:\n      limits: {nvidia.com/gpu: 1, 'cpu': \"2\"}\n"),
+                 "      limits: {'cpu': \"2\"}\n", id="a flow map changed keeps its style and quotes"),
 ])
-def test_values_that_held_nothing_are_written_in_block_style(text: str, written: str,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_collections_that_held_nothing_or_are_flow_style_are_written_as_ruamel_would(
+        text: str, written: str, monkeypatch: pytest.MonkeyPatch) -> None:
     output = migrated(text)
     assert written in output
     assert objects(output) == objects(migrated_by_round_trip(text, monkeypatch))
@@ -140,7 +145,8 @@ def test_values_that_held_nothing_are_written_in_block_style(text: str, written:
 @pytest.mark.parametrize("text", [
     pytest.param(pod("  - resources: &gpu\n      limits:\n        nvidia.com/gpu: 1\n    name: c\n"
                      "  - name: d\n    resources: *gpu\n"), id="an alias"),
-    pytest.param(pod("  - name: c\n    resources:\n      limits: {nvidia.com/gpu: 1, cpu: 2}\n"), id="a flow map changed"),
+    pytest.param(pod("  - name: c\n    resources:\n      limits: {nvidia.com/gpu: 1,  # one\n        cpu: 2}\n"),
+                 id="a flow map holding a comment changed"),
     pytest.param(pod("  - name: c\n    resources: {limits: {nvidia.com/gpu: 1}}\n", metadata="  labels: !!map {a: b}\n"),
                  id="a tag"),
     pytest.param(pod("  - resources:\n      limits:\n        nvidia.com/gpu: 1\n    name: c\n"),
@@ -265,3 +271,55 @@ def test_any_style_is_kept_and_reads_as_the_round_trip(text: str) -> None:
     kept = [line for line in text.splitlines() if not any(
         name in line for name in ("gpu: ", "gpu-mem: ", "mig-1g.10gb: ", "limits:", "requests:", "annotations:"))]
     assert is_subsequence(kept, output.splitlines())
+
+
+ODD_SCALARS = st.one_of(
+    st.sampled_from(["yes", "0755", "1e3", "", "~", "a: b", "x #y", "it's", "-x", "16Gi", "true", "12", "1.5", "é",
+                     "two\nlines", " lead", "trail ", "{}", "[x]"]),
+    st.integers(-5, 5), st.booleans(), st.none(), st.text(alphabet="ab:# '\"-,[]{}", max_size=5))
+TREES = st.recursive(ODD_SCALARS, lambda children: st.one_of(
+    st.lists(children, max_size=3), st.dictionaries(st.sampled_from(["a", "name", "on", "k.io/z", "x y"]), children,
+                                                    max_size=3)), max_leaves=8)
+
+
+def _styled(value: object, draw: st.DrawFn) -> object:
+    """ruamel's nodes for `value`, some collections in flow style, some keys with a comment."""
+    if isinstance(value, dict):
+        mapping = CommentedMap((key, _styled(item, draw)) for key, item in value.items())
+        if value and draw(st.booleans()):
+            mapping.fa.set_flow_style()
+        if value and draw(st.integers(0, 3)) == 0:
+            mapping.yaml_add_eol_comment("note", draw(st.sampled_from(list(value))))
+        return mapping
+    if isinstance(value, list):
+        sequence = CommentedSeq(_styled(item, draw) for item in value)
+        if value and draw(st.booleans()):
+            sequence.fa.set_flow_style()
+        return sequence
+    return value
+
+
+@st.composite
+def written_deployments(draw: st.DrawFn) -> str:
+    """A Deployment with odd values around a GPU container, written by ruamel in any style."""
+    name, amount = draw(st.sampled_from([("nvidia.com/gpu", 1), ("nvidia.com/gpu", "2"), ("aliyun.com/gpu-mem", 8),
+                                         ("nvidia.com/mig-1g.10gb", 1), ("nvidia.com/gpu", "500m")]))
+    limits = {name: amount, **({"cpu": 2} if draw(st.booleans()) else {})}
+    resources = {"limits": limits, **({"requests": dict(limits)} if draw(st.booleans()) else {})}
+    container = {"name": "c", "resources": resources, "extra": draw(TREES)}
+    document = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "extra": draw(TREES)},
+                "spec": {"template": {"metadata": {"labels": {"app": "d"}},
+                                      "spec": {"containers": [container], "extra": draw(TREES)}}}}
+    writer = YAML()
+    mapping, sequence, offset = draw(st.sampled_from([(2, 2, 0), (2, 4, 2), (4, 4, 0), (3, 5, 2)]))
+    writer.indent(mapping=mapping, sequence=sequence, offset=offset)
+    out = io.StringIO()
+    writer.dump(_styled(document, draw), out)
+    return out.getvalue().replace("\n", "\r\n") if draw(st.booleans()) else out.getvalue()
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(written_deployments())
+def test_any_document_ruamel_writes_migrates_to_the_same_objects_either_way(text: str) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert objects(migrated(text)) == objects(migrated_by_round_trip(text, monkeypatch))

@@ -8,10 +8,14 @@ New entries are written as the codec's writer writes them (its indentation; ruam
 or quoted for each scalar), where ruamel would put them: at the end of their mapping or sequence,
 `metadata` before `spec`.
 
+A flow collection the patch changed is written again on one line, keeping the text of what it
+kept; a block collection emptied becomes `{}`/`[]` on its key's line, and a key that held nothing
+(`key:`, `{}`) gets its new value in block style.
+
 The edit is never trusted: the new text is read again and must read as the patched tree, or None
 is returned and the document goes through ruamel as before.  So is every shape this does not
-write (a change inside a flow collection, a key first on a `- ` line removed, a mapping emptied,
-a collection replaced, a string needing double quotes or a block scalar).
+write (a flow collection holding a comment, a key first on a `- ` line removed, a collection
+replaced by another or emptied at the top, a string needing double quotes or a block scalar).
 """
 
 from __future__ import annotations
@@ -87,7 +91,7 @@ class _Writer:
             raise _Unsupported  # a collection put in place of another
         if node.flow_style:
             if not same(value, node_value(node)):
-                raise _Unsupported
+                self._rewrite_flow(value, node)
         elif isinstance(node, MappingNode):
             self._mapping(value, node)
         else:
@@ -178,6 +182,61 @@ class _Writer:
             raise _Unsupported
         self.edits.append((start, end, len(self.edits), self._scalar(value)))
 
+    def _rewrite_flow(self, value: Any, node: Any) -> None:
+        """A flow collection the patch changed, written again on one line: what it kept as its own
+        text (quotes and all), what the patch brought in as ruamel writes it in flow context."""
+        start, end = node.start_mark.index, node.end_mark.index
+        if "#" in self._between_scalars(node):
+            raise _Unsupported  # it holds a comment, which one line cannot
+        self.edits.append((start, end, len(self.edits), self._flow(value, node)))
+
+    def _between_scalars(self, node: Any) -> str:
+        """The text of a collection with its scalars left out: its brackets, separators and comments."""
+        spans = sorted(_scalar_spans(node))
+        pieces, done = [], node.start_mark.index
+        for start, end in spans:
+            pieces.append(self.text[done:start])
+            done = max(done, end)
+        return "".join(pieces) + self.text[done:node.end_mark.index]
+
+    def _flow(self, value: Any, node: Any) -> str:
+        if node is None or isinstance(node, ScalarNode) and isinstance(value, (dict, list)):
+            return self._new_flow(value)
+        if isinstance(node, ScalarNode):
+            if same(value, scalar_value(node)):
+                return self.text[node.start_mark.index:node.end_mark.index]
+            return self._flow_scalar(value)
+        if self._node_of(value) is not node:
+            return self._new_flow(value)
+        if isinstance(node, MappingNode):
+            entries = {key.value: (key, item) for key, item in node.value}
+            if [k for k in value if k in entries] != [k for k in entries if k in value]:
+                raise _Unsupported  # reordered
+            parts = [(self.text[entries[k][0].start_mark.index:entries[k][0].end_mark.index] if k in entries
+                      else self._flow_scalar(k, key=True)) + ": " + self._flow(item, entries.get(k, (None, None))[1])
+                     for k, item in value.items()]
+            return "{" + ", ".join(parts) + "}"
+        parts, position = [], 0
+        for item in value:
+            index = self._match(item, node.value, position)
+            parts.append(self._flow(item, None if index is None else node.value[index]))
+            position = position if index is None else index + 1
+        return "[" + ", ".join(parts) + "]"
+
+    def _new_flow(self, value: Any) -> str:
+        if isinstance(value, dict):
+            entries = (f"{self._flow_scalar(key, key=True)}: {self._new_flow(item)}" for key, item in value.items())
+            return "{" + ", ".join(entries) + "}"
+        if isinstance(value, list):
+            return "[" + ", ".join(self._new_flow(item) for item in value) + "]"
+        return self._flow_scalar(value)
+
+    def _flow_scalar(self, value: Any, *, key: bool = False) -> str:
+        written = written_scalar(value, key=key, flow=True) if not key or isinstance(value, str) else None
+        if written is None:
+            raise _Unsupported
+        return written
+
     def _refill(self, key: Any, node: Any, value: Any, column: int) -> None:
         """A key holding nothing (`key:`, `null`, `{}`, `[]`) given a value: its line rewritten."""
         stop = key.end_mark.index if isinstance(node, ScalarNode) and not node.value else node.end_mark.index
@@ -266,6 +325,13 @@ class _Writer:
         if written is None:
             raise _Unsupported
         return written
+
+
+def _scalar_spans(node: Any) -> list[tuple[int, int]]:
+    if isinstance(node, ScalarNode):
+        return [(node.start_mark.index, node.end_mark.index)]
+    children = [part for pair in node.value for part in pair] if isinstance(node, MappingNode) else node.value
+    return [span for child in children for span in _scalar_spans(child)]
 
 
 def _block_collection(node: Any) -> bool:

@@ -222,11 +222,12 @@ class _ScalarAnalyser(RoundTripEmitter):
 _ANALYSER = _ScalarAnalyser(None, allow_unicode=True)
 
 
-def written_scalar(value: Any, *, key: bool = False) -> str | None:
+def written_scalar(value: Any, *, key: bool = False, flow: bool = False) -> str | None:
     """The text the codec's writer gives a plain value a patch brings in (a string, integer or
-    boolean, block context), or None where that would not be one line written plain or in single
-    quotes (double quotes, a block scalar, a float or null: left to the writer itself).  Follows
-    ruamel's Emitter.choose_scalar_style, and to_round_trip's quoting of YAML 1.1 words."""
+    boolean; in block context, or inside a flow collection), or None where that would not be one
+    line written plain or in single quotes (double quotes, a block scalar, a float or null: left to
+    the writer itself).  Follows ruamel's Emitter.choose_scalar_style, and to_round_trip's quoting
+    of YAML 1.1 words."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -235,7 +236,8 @@ def written_scalar(value: Any, *, key: bool = False) -> str | None:
         return None
     analysis = _ANALYSER.analyze_scalar(value)
     if not reads_otherwise_in_yaml11(value) and resolve_plain(value) == STR_TAG:
-        if analysis.allow_block_plain and not (key and (analysis.empty or analysis.multiline)):
+        plain = analysis.allow_flow_plain if flow else analysis.allow_block_plain
+        if plain and not (key and (analysis.empty or analysis.multiline)):
             return value
         if "'" in value or "\n" in value:
             return None  # ruamel writes it double-quoted
