@@ -185,3 +185,21 @@ def test_the_fleet_commands_wrap_their_steps_to_the_terminal_and_not_into_a_pipe
     end = next(i for i in range(1, len(shown)) if not shown[i].startswith(" " * 4))
     assert end > 1 and all(len(line) <= 80 for line in shown[:end]), shown
     assert " ".join(shown[:end]).split() == step.split()
+
+
+def test_plan_wraps_what_it_read_of_the_cluster_on_stderr_to_the_terminal(k8s_double):
+    """The cluster profile plan prints on stderr before its tables (a long sentence) is wrapped
+    like its other sentences."""
+    from tests import fleet_cluster as fc
+
+    k8s_double.seed(fc.node("legacy-1"), fc.node("dra-1", dra=True), fc.resource_slice("dra-1"), fc.device_class())
+    env = {**os.environ, "KUBECONFIG": k8s_double.kubeconfig_path(), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", "plan"], capture_output=True, text=True,
+                           env=env, timeout=120).stderr.splitlines()
+    profile = piped[0]
+    assert profile.startswith("cluster profile from cluster ") and len(profile) > 80
+    shown = [line.rstrip() for line in run_in_terminal(80, ["plan", ">/dev/null"], env).splitlines()]
+    end = next(i for i in range(1, len(shown)) if not shown[i].startswith(" " * 4))
+    assert end > 1 and all(len(line) <= 80 for line in shown[:end]), shown
+    assert " ".join(shown[:end]).split() == profile.split()

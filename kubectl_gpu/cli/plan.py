@@ -92,8 +92,10 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
                                                   target_driver,
                                                   driver_shares=int(driver.shares) if driver.shares.isdigit() else None)
     if options.output in ("table", "wide"):
+        from kubectl_gpu.cli.console import echo_wrapped
+
         for line in fitted:
-            click.echo(line, err=True)
+            echo_wrapped(line, err=True)
     for problem in snapshot.rejected:
         click.echo(f"warning: {problem}: left out of the plan", err=True)
     try:

@@ -23,18 +23,6 @@ def output_option(func: Callable[..., Any]) -> Callable[..., Any]:
                              "lines for people then go to stderr.")(func)
 
 
-def _terminal_width(err: bool) -> int | None:
-    stream = click.get_text_stream("stderr" if err else "stdout")
-    try:
-        if not stream.isatty():
-            return None
-    except (AttributeError, ValueError):
-        return None
-    import shutil  # only on a terminal
-
-    return shutil.get_terminal_size((80, 24)).columns
-
-
 @dataclass
 class StepReport:
     kind: str
@@ -46,12 +34,9 @@ class StepReport:
         """A line for people that is about no one object (what was read, what to do next); on a
         terminal wrapped to it, the lines after the first indented under it (kubectl_gpu/prose.py),
         as describe wraps its findings; piped, one line."""
-        from kubectl_gpu.prose import wrapped
+        from kubectl_gpu.cli.console import echo_wrapped
 
-        err = self.output is not None
-        indent = " " * (len(line) - len(line.lstrip(" ")) + 4)
-        for part in wrapped(line, _terminal_width(err), indent):
-            click.echo(part, err=err)
+        echo_wrapped(line, err=self.output is not None)
 
     def step(self, subject: str, result: str, indent: str = "") -> None:
         """`subject: result`, e.g. `Deployment/ml/train: applied`."""
