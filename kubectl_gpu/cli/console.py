@@ -56,7 +56,7 @@ def echo_wrapped(line: str, err: bool = False) -> None:
 
     from kubectl_gpu.prose import wrapped
 
-    stream = click.get_text_stream("stderr" if err else "stdout")
+    stream = sys.stderr if err else sys.stdout
     width = None
     if _interactive(stream):
         import shutil  # only on a terminal: it loads bz2, lzma and zlib
