@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from kubectl_gpu.manifests import loader, migrate_text
+from kubectl_gpu.manifests import fast_read, loader, migrate_text
 from kubectl_gpu.manifests.fast_read import read_fast
 from kubectl_gpu.manifests.nodes import to_plain, to_round_trip
 from kubectl_gpu.manifests.stream import split_stream
@@ -102,6 +102,13 @@ def test_what_migrate_adds_follows_the_indentation_of_the_mapping_it_joins() -> 
 
 def test_the_edit_reads_as_the_round_trip_would(monkeypatch: pytest.MonkeyPatch) -> None:
     assert objects(migrated(STYLED)) == objects(migrated_by_round_trip(STYLED, monkeypatch))
+
+
+def test_without_libyaml_every_document_goes_through_the_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyYAML built from source without libyaml has no C composer."""
+    expected = migrated_by_round_trip(STYLED, monkeypatch)
+    monkeypatch.setattr(fast_read, "COMPOSER", None)
+    assert migrated(STYLED) == expected
 
 
 def pod(containers: str, metadata: str = "") -> str:

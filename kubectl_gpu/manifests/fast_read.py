@@ -22,7 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from yaml import MappingNode, ScalarNode, SequenceNode, YAMLError
-from yaml._yaml import CParser
+
+try:
+    from yaml._yaml import CParser
+except ImportError:  # PyYAML built without libyaml: every document goes through ruamel, as before
+    CParser = None
 
 from .nodes import YAML11_FALSE, YAML11_TRUE
 from .yamlio import MAX_DEPTH, RESOLVER, STR_TAG, resolve_plain
@@ -53,18 +57,23 @@ class _Declined(Exception):
     """The document holds something this reader does not read exactly as ruamel + to_plain."""
 
 
-class _Composer(CParser):
-    """libyaml's composer, with tags left unresolved: an untagged node gets tag None, so an
-    explicit tag is still seen (and the document declined)."""
+if CParser is not None:
+    class _Composer(CParser):
+        """libyaml's composer, with tags left unresolved: an untagged node gets tag None, so an
+        explicit tag is still seen (and the document declined)."""
 
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> None:  # noqa: ARG002 - libyaml's hook
-        return None
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> None:  # noqa: ARG002 - libyaml's hook
+            return None
 
-    def descend_resolver(self, *_: Any) -> None:
-        return None
+        def descend_resolver(self, *_: Any) -> None:
+            return None
 
-    def ascend_resolver(self, *_: Any) -> None:
-        return None
+        def ascend_resolver(self, *_: Any) -> None:
+            return None
+
+    COMPOSER: type | None = _Composer
+else:
+    COMPOSER = None
 
 
 # A plain scalar starting with anything else is a string in YAML 1.2 (the resolver's own index).
@@ -78,7 +87,9 @@ _SIMPLE_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 
 def read_fast(text: str) -> FastRead | None:
     """The document in `text` (one document, no directives) read as described above, or None."""
-    composer = _Composer(text)
+    if COMPOSER is None:
+        return None
+    composer = COMPOSER(text)
     try:
         root = composer.get_single_node()
     except (YAMLError, RecursionError):
