@@ -412,7 +412,8 @@ def test_kubectl_completes_namespaces_nodes_and_workloads(plugin_path, k8s_doubl
     the namespace typed so far (Cobra's NoSpace directive after a KIND/, so the name follows)."""
     k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}},
                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
-                    b.node("gpu-1"), b.node("gpu-2"), b.dra_node("dra-a"),
+                    b.node("gpu-1", legacy={"nvidia.com/gpu": "4"}), b.node("gpu-2", legacy={"nvidia.com/gpu": "4"}),
+                    b.dra_node("dra-a"),
                     b.deployment("infer", "serving"), b.deployment("web", "serving"), b.deployment("train", "ml"))
     env = dict(plugin_path, KUBECONFIG=k8s_double.kubeconfig_path())
 
