@@ -204,7 +204,10 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
 
     api = connect(kubeconfig).api  # kubectl-gpu's client, as describe uses it
     # The floor's client: the kubernetes package's, with the same server and credentials.
-    floor_api = kubernetes_client.ApiClient(api.configuration)
+    floor_configuration = kubernetes_client.Configuration()
+    floor_configuration.host = api.configuration.server
+    floor_configuration.api_key = {"BearerToken": api.configuration.auth_headers()["Authorization"]}
+    floor_api = kubernetes_client.ApiClient(floor_configuration)
     dra = discover_dra(api)
     kinds = {"nodes": "/api/v1/nodes", "pods": "/api/v1/pods",
              "resourceclaims": dra.path("resourceclaims"), "resourceslices": dra.path("resourceslices")}
@@ -264,8 +267,9 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     process_times = [wall for wall, _ in describe_runs]
 
     def start_up() -> None:
-        subprocess.run([sys.executable, "-c", "import kubectl_gpu.cli.describe, kubectl_gpu.inspect.fetch, "
-                        "kubectl_gpu.inspect.tables"], cwd=ROOT, check=True, env=env)
+        subprocess.run([sys.executable, "-c", "import kubectl_gpu.cli.main, kubectl_gpu.cli.describe, "
+                        "kubectl_gpu.inspect.fetch, kubectl_gpu.inspect.tables, kubectl_gpu.inspect.cluster, "
+                        "kubectl_gpu.k8s.kubeconfig, kubectl_gpu.k8s.blocking_transport"], cwd=ROOT, check=True, env=env)
     describe_cpu = med([cpu for _, cpu in describe_runs])
 
 
@@ -351,7 +355,8 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     print(f"  {'explain POD live (lists + engine)':46s} {spread(live_times)}")
 
     totals = report.totals()
-    print(f"\nobjects: nodes={len(objects.nodes)} pods={len(objects.pods)} claims={len(objects.claims)} "
+    print(f"\nobjects: nodes={len(objects.nodes)} pods decoded={len(objects.pods)} (of {args.pods}: pages naming "
+          f"no legacy resource are skipped) claims={len(objects.claims)} "
           f"slices={len(objects.slices)}; describe printed {len(output.splitlines())} lines")
     print(f"summary: {totals['gpus']} GPUs, {totals['allocated']} allocated, {totals['free']} free; "
           f"explain verdict: {explanation.items[0].verdict[:100]}")

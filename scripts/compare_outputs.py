@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Show that a change left what users see byte for byte the same: explain's, migrate's and the
-webhook's answers in a git revision and in the working tree, on the same inputs.
+"""Show that a change left what users see byte for byte the same: explain's, migrate's, describe's
+and the webhook's answers in a git revision and in the working tree, on the same inputs.
 
     python3 scripts/compare_outputs.py REVISION        # e.g. main, 07cacc4
 
@@ -55,6 +55,50 @@ for i, (claims, slices) in enumerate(manifest["explain"]):
 for i, path in enumerate(manifest["migrate"]):
     cli(f"migrate-{i}.yaml", "migrate", path)
     cli(f"migrate-{i}-v1beta1.yaml", "migrate", path, "--api-version", "v1beta1")
+
+
+def describes():
+    """describe's outputs (summary, -o wide/json/yaml, --tree, -n, node, pod, claim) over one
+    cluster of every kind of node: DRA nodes, a MIG node, a shared GPU, device-plugin nodes, a
+    node counted twice, and pods holding GPUs each way."""
+    from tests import builders as b
+    from tests.k8sdouble import K8sDouble
+
+    with K8sDouble() as double:
+        double.seed(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}, *b.nvidia_device_classes(),
+            b.dra_node("dra-a"), b.dra_node("dra-b"), b.dra_node("dra-bad", legacy={"nvidia.com/gpu": "8"}),
+            b.dra_node("mig-a"), b.dra_node("share-a"),
+            b.node("legacy-1", legacy={"nvidia.com/gpu": "4"}), b.node("cpu-1"),
+            b.gpu_slice("dra-a"), b.gpu_slice("dra-b", 2), b.gpu_slice("dra-bad"),
+            b.gpu_slice("mig-a", devices=[b.gpu_device("mig-a", 0), *(b.mig_device("mig-a", 1, s) for s in range(3))]),
+            b.gpu_slice("share-a", 2, shareable=True),
+            b.template("one-gpu", "ml"),
+            b.pod("train-0", "ml", node_name="dra-a", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                  claim_statuses={"gpu": "train-0-gpu"}),
+            b.claim("train-0-gpu", "ml", allocated=[("gpu", "gpu-5")], node_name="dra-a", reserved_for=["train-0"],
+                    owner_pod="train-0"),
+            b.claim("mig-0", "ml", allocated=[("gpu", "gpu-1-mig-1g-10gb-1")], node_name="mig-a"),
+            b.claim("share-0", "default", allocated=[("gpu", "gpu-0")], node_name="share-a", consumed={"memory": "4Gi"},
+                    share_id="a"),
+            b.claim("share-1", "ml", allocated=[("gpu", "gpu-0")], node_name="share-a", consumed={"memory": "8Gi"},
+                    share_id="b"),
+            b.claim("pending", "ml"),
+            b.pod("old-job", "ml", node_name="legacy-1", limits={"nvidia.com/gpu": 2}),
+            b.pod("sneaky", "default", node_name="dra-bad", limits={"nvidia.com/gpu": 1}),
+            b.pod("done", "default", node_name="dra-b", phase="Succeeded", limits={"nvidia.com/gpu": 1}),
+            b.pod("waiting", "ml", phase="Pending", claims=[{"name": "gpu", "resourceClaimName": "pending"}]),
+        )
+        kubeconfig = double.kubeconfig_path()
+        for name, args in (("summary", []), ("wide", ["-o", "wide"]), ("json", ["-o", "json"]), ("yaml", ["-o", "yaml"]),
+                           ("tree", ["--tree"]), ("ns", ["-n", "ml"]), ("ns-json", ["-n", "ml", "-o", "json"]),
+                           ("nodes", ["node"]), ("node", ["node", "mig-a", "-o", "wide"]),
+                           ("node-json", ["node", "share-a", "-o", "json"]), ("pods", ["pod", "-A"]),
+                           ("pod", ["pod", "waiting", "-n", "ml"]), ("claim", ["claim", "share-1", "-n", "ml", "-o", "yaml"])):
+            cli(f"describe-{name}.txt", "describe", "--kubeconfig", kubeconfig, *args)
+
+
+describes()
 
 
 async def reviews():
@@ -179,9 +223,10 @@ def main() -> int:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old_tree)], check=True)
         outputs = sorted(p.name for p in (work / "after").iterdir())
         changed = differing(work / "before", work / "after")
-        kinds = {k: sum(name.startswith(k) for name in outputs) for k in ("explain", "migrate", "review")}
+        kinds = {k: sum(name.startswith(k) for name in outputs) for k in ("explain", "migrate", "describe", "review")}
         print(f"{len(outputs)} outputs compared ({kinds['explain']} explain, {kinds['migrate']} migrate, "
-              f"{kinds['review']} webhook reviews) between {args.revision} and the working tree")
+              f"{kinds['describe']} describe, {kinds['review']} webhook reviews) between {args.revision} and the "
+              "working tree")
         after = work / "after"
         succeeded = sum((after / n).read_text(encoding="utf-8").startswith("exit 0") for n in outputs
                         if not n.startswith("review"))

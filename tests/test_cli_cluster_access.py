@@ -245,7 +245,7 @@ sys.meta_path.insert(0, _CtrlC())
 @pytest.mark.parametrize(("held", "on_import", "after"), [
     ("nodes", None, 0.0), ("resourceslices", None, 0.05), ("resourceclaims", None, 0.1), ("pods", None, 0.2),
     ("nodes", "kubectl_gpu.inspect.tables", 0.0),  # describe's own modules
-    ("nodes", "kubernetes.client", 0.0),  # the client, loaded lazily by kubectl_gpu.k8s
+    ("nodes", "kubectl_gpu.k8s.blocking_transport", 0.0),  # the client's transport, loaded lazily
     ("nodes", "kubectl_gpu.cli.describe", 0.0),  # the command, loaded by the group
 ])
 def test_ctrl_c_exits_130_at_once(gpu_cluster, tmp_path, held, on_import, after):

@@ -291,3 +291,21 @@ def test_a_socks5_proxy_url_carries_every_request_and_resolves_the_name_remotely
         assert server_names == [SERVER_NAME]
     finally:
         connection.close()
+
+
+def test_the_ca_given_inline_checks_the_server_as_the_file_does(fronted, tmp_path):
+    """certificate-authority-data (base64 of the PEM) wins over certificate-authority (client-go's
+    kubeconfig types.go: "CertificateAuthorityData contains PEM-encoded certificate authority
+    certificates. Overrides CertificateAuthority")."""
+    import base64
+
+    write_kubeconfig, server_names, _tunnels, _tls_port = fronted
+    ca = Path(yaml.safe_load(Path(write_kubeconfig()).read_text())["clusters"][0]["cluster"]["certificate-authority"])
+    inline = base64.b64encode(ca.read_bytes()).decode()
+    connection = connect(write_kubeconfig(certificate_authority=str(tmp_path / "absent.pem"),
+                                          certificate_authority_data=inline, tls_server_name=SERVER_NAME))
+    try:
+        assert connection.api.get_json("/version")
+        assert server_names == [SERVER_NAME]
+    finally:
+        connection.close()

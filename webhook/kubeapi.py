@@ -4,20 +4,14 @@ the webhook's API calls (cache misses only) wait on the event loop, not on a thr
 
 from __future__ import annotations
 
-import kubernetes
-from kubernetes.client import Configuration
-
 from kubectl_gpu.k8s import AsyncClient, Client
+from kubectl_gpu.k8s.access import ClusterAccess
+from kubectl_gpu.k8s.kubeconfig import in_cluster_or_kubeconfig
 
 
-def load_configuration(kubeconfig: str | None = None) -> Configuration:
+def load_configuration(kubeconfig: str | None = None) -> ClusterAccess:
     """In-cluster credentials when running in a pod, the kubeconfig otherwise."""
-    configuration = Configuration()
-    try:
-        kubernetes.config.load_incluster_config(client_configuration=configuration)
-    except kubernetes.config.ConfigException:
-        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    return configuration
+    return in_cluster_or_kubeconfig(kubeconfig)
 
 
 def async_client(kubeconfig: str | None, timeout_seconds: float) -> AsyncClient:

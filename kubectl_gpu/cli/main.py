@@ -302,15 +302,15 @@ def _end_without_teardown(code: Any) -> None:
     """End the process with ``code`` as the interpreter would, minus freeing every object.
 
     What the interpreter's exit does besides freeing memory, done here in its order: wait for
-    other threads (here: do nothing unless this is the only one), run the atexit handlers (logging's
+    other threads (here: do nothing unless every other thread is a daemon), run the atexit handlers (logging's
     flush, weakref finalizers such as temporary directories' removal), flush stdout and stderr.
     Any doubt (a code that is not an int, since Python prints a string code; a flush that fails,
     which Python reports and turns into exit 120) returns, and the normal exit happens."""
     if not (code is None or code.__class__ is int):
         return
     threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
-        return
+    if threading is not None and any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        return  # the interpreter would wait for it; daemon threads it ends without waiting
     import atexit
 
     atexit._run_exitfuncs()

@@ -47,9 +47,10 @@ def gpu_memory_quantity(_ctx: click.Context, _param: click.Parameter, value: str
     return value
 
 
-def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], Any],
+def emit(options: ClusterOptions, payload: dict[str, Any] | Callable[[], dict[str, Any]], table: Callable[[], Any],
          names: Callable[[], list[str]] | None = None) -> None:
-    """Print `payload` as JSON/YAML for scripts, KIND/NAME lines for -o name, or tables for people."""
+    """Print `payload` as JSON/YAML for scripts, KIND/NAME lines for -o name, or tables for people.
+    A callable payload is built only for JSON/YAML (describe's 1,000 nodes need no JSON for a table)."""
     if options.output == "name":
         if names is None:
             raise click.UsageError("-o name needs objects to name: use it with describe node|pod|claim")
@@ -58,7 +59,7 @@ def emit(options: ClusterOptions, payload: dict[str, Any], table: Callable[[], A
     elif options.output in ("json", "yaml"):
         from kubectl_gpu.cli.reports import print_structured
 
-        print_structured(payload, options.output)
+        print_structured(payload() if callable(payload) else payload, options.output)
     else:
         from kubectl_gpu.cli.console import console
         console().print(table())

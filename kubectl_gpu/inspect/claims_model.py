@@ -5,9 +5,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterable, Mapping
+from typing import Any, Mapping, TypeVar
 
 from kubectl_gpu.inspect.devices import DeviceKey
+
+T = TypeVar("T")
+
+
+def frozen(cls: type[T], **fields: Any) -> T:
+    """An instance of the frozen dataclass `cls` with every field given, made with one dict update
+    instead of the generated __init__'s object.__setattr__ per field: describe reads 10,000
+    claims and 8,000 allocations (ClaimView: ~3 us -> ~1 us)."""
+    made = object.__new__(cls)
+    made.__dict__.update(fields)
+    return made
+
+
+_EMPTY: Mapping[str, Any] = {}  # read-only by convention: what an absent field reads as; the API's
+# own mappings are kept in the views, not copied (10,000 claims in a `describe` of 1,000 nodes)
 
 # v1beta1 keeps these directly on the request; v1 and v1beta2 nest them under `exactly`.
 _EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess",
@@ -89,29 +104,42 @@ def claim_requests(claim_spec: Mapping[str, Any] | None) -> tuple[Request, ...]:
 
 
 def read_claim(claim: Mapping[str, Any]) -> ClaimView:
-    metadata = claim.get("metadata") or {}
-    status = claim.get("status") or {}
-    allocation = status.get("allocation") or {}
-    results = ((allocation.get("devices") or {}).get("results")) or ()
-    return ClaimView(
+    metadata = claim.get("metadata") or _EMPTY
+    status = claim.get("status") or _EMPTY
+    allocation = status.get("allocation") or _EMPTY
+    owners = metadata.get("ownerReferences")
+    selector = allocation.get("nodeSelector")
+    return frozen(
+        ClaimView,
         namespace=str(metadata.get("namespace") or ""),
         name=str(metadata.get("name") or ""),
         uid=str(metadata.get("uid") or ""),
-        spec=claim.get("spec") or {},
-        allocated=tuple(_allocated(r) for r in results if isinstance(r, dict)),
-        allocation_node=_selected_node(allocation.get("nodeSelector")),
-        reserved_for=tuple(str(c.get("name")) for c in status.get("reservedFor") or ()
-                           if isinstance(c, dict) and c.get("resource", "pods") == "pods"),
-        labels=dict(metadata.get("labels") or {}),
-        annotations=dict(metadata.get("annotations") or {}),
-        owner_pod=next((str(o.get("name")) for o in metadata.get("ownerReferences") or ()
-                        if isinstance(o, dict) and o.get("kind") == "Pod"), None),
+        spec=claim.get("spec") or _EMPTY,
+        allocated=allocated_devices(allocation),
+        allocation_node=_selected_node(selector) if selector else None,
+        reserved_for=reserved_pods(status),
+        labels=metadata.get("labels") or _EMPTY,
+        annotations=metadata.get("annotations") or _EMPTY,
+        owner_pod=next((str(o.get("name")) for o in owners
+                        if isinstance(o, dict) and o.get("kind") == "Pod"), None) if owners else None,
         deleting=bool(metadata.get("deletionTimestamp")),
     )
 
 
-def read_claims(claims: Iterable[Mapping[str, Any]]) -> list[ClaimView]:
-    return [read_claim(c) for c in claims if isinstance(c, dict)]
+# The two parts of a claim's status that say who holds which device, read alone for the cluster
+# summary (holders.py: 10,000 claims, of which only these two fields are shown).
+
+def allocated_devices(allocation: Mapping[str, Any]) -> tuple[AllocatedDevice, ...]:
+    """The devices of a claim's `status.allocation`, in its order."""
+    results = (allocation.get("devices") or _EMPTY).get("results")
+    return tuple(_allocated(r) for r in results if isinstance(r, dict)) if results else ()
+
+
+def reserved_pods(status: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of the pods a claim is reserved for (the consumers the scheduler recorded)."""
+    reserved = status.get("reservedFor")
+    return tuple(str(c.get("name")) for c in reserved
+                 if isinstance(c, dict) and c.get("resource", "pods") == "pods") if reserved else ()
 
 
 def _request(raw: Mapping[str, Any]) -> Request:
@@ -142,11 +170,13 @@ def _exact(name: str, exact: Mapping[str, Any]) -> Request:
 
 
 def _allocated(raw: Mapping[str, Any]) -> AllocatedDevice:
-    return AllocatedDevice(
+    consumed = raw.get("consumedCapacity")
+    return frozen(
+        AllocatedDevice,
         request=str(raw.get("request") or ""),
         key=DeviceKey(str(raw.get("driver") or ""), str(raw.get("pool") or ""),
                       str(raw.get("device") or "")),
-        consumed_capacity={str(k): str(v) for k, v in (raw.get("consumedCapacity") or {}).items()},
+        consumed_capacity={str(k): str(v) for k, v in consumed.items()} if consumed else {},
         share_id=raw.get("shareID") or None,
         admin_access=bool(raw.get("adminAccess")),
     )

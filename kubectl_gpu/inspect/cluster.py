@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.dra.facts import REPORT_API_VERSION
-from kubectl_gpu.inspect.claims_model import read_claims
 from kubectl_gpu.collector import with_collector_paused
 from kubectl_gpu.inspect.devices import SliceDevice, current_devices
 from kubectl_gpu.inspect.dra_nodes import NodeLabel
@@ -76,7 +75,7 @@ def build_node_reports(nodes: Iterable[Mapping[str, Any]], devices: Iterable[Sli
                                                              dict[str, list[DeviceRow]]]:
     """Node reports for `nodes`, and rows of devices attached to no single node, by pool."""
     labels = tuple(dra_labels)
-    holders = holders_by_device(read_claims(claims))
+    holders = holders_by_device(claims)
     by_node: dict[str | None, list[SliceDevice]] = {}
     for device in devices:
         by_node.setdefault(device.node, []).append(device)

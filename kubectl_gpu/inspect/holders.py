@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.inspect.claims_model import ClaimView
+from kubectl_gpu.inspect.claims_model import allocated_devices, frozen, reserved_pods
 from kubectl_gpu.inspect.devices import DeviceKey
 
 
@@ -25,13 +25,28 @@ class Holder:
                 "adminAccess": self.admin_access}
 
 
-def holders_by_device(claims: Iterable[ClaimView]) -> dict[DeviceKey, list[Holder]]:
+def holders_by_device(claims: Iterable[Mapping[str, Any]]) -> dict[DeviceKey, list[Holder]]:
+    """Who holds each device, from the claims as listed: only an allocated claim's name, results
+    and consumers are read (a ClaimView per claim would read every field of 10,000)."""
     index: dict[DeviceKey, list[Holder]] = {}
     for claim in claims:
-        pods = tuple(f"{claim.namespace}/{p}" for p in claim.reserved_for)
-        for result in claim.allocated:
-            index.setdefault(result.key, []).append(Holder(
-                claim=claim.ref,
+        if not isinstance(claim, dict):
+            continue
+        status = claim.get("status")
+        allocation = status.get("allocation") if isinstance(status, dict) else None
+        if not allocation or not isinstance(allocation, dict):
+            continue
+        allocated = allocated_devices(allocation)
+        if not allocated:
+            continue
+        metadata = claim.get("metadata") or {}
+        namespace = str(metadata.get("namespace") or "")
+        ref = f"{namespace}/{str(metadata.get('name') or '')}"
+        pods = tuple(f"{namespace}/{p}" for p in reserved_pods(status))
+        for result in allocated:
+            index.setdefault(result.key, []).append(frozen(
+                Holder,
+                claim=ref,
                 request=result.request,
                 pods=pods,
                 consumed_capacity=result.consumed_capacity,

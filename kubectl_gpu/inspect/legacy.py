@@ -7,10 +7,13 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from kubectl_gpu.core import constants
-from kubectl_gpu.core import family_of, legacy_requests
+from kubectl_gpu.core import family_of, legacy_requests, legacy_texts
 from kubectl_gpu.dra.quantity import format_plain, parse_quantity, QuantityError
 
 TERMINATED_PHASES = ("Succeeded", "Failed")
+# A pod whose JSON (lower-cased) holds none of these texts names no legacy resource, so holds no
+# device-plugin GPU: a page of such pods need not be decoded (k8s/lists.py, unmentioned_page).
+LEGACY_TEXTS = tuple(sorted(text.encode() for text in legacy_texts()))
 # TPUs are accelerators too, but no NVIDIA DRA driver offers them, so they cannot be double counted
 # against the NVIDIA driver's GPUs.
 NON_GPU_FAMILIES = (constants.TPU,)
@@ -95,6 +98,8 @@ def is_active(pod: Mapping[str, Any]) -> bool:
 
 def legacy_pod(pod: Mapping[str, Any]) -> LegacyPod | None:
     """The pod's non-zero legacy GPU requests, or None when it makes none."""
+    if not _names_a_legacy_resource(pod):
+        return None  # most pods of a cluster: the core's reading (notes and all) is not needed
     requests = tuple(
         LegacyRequestRow(r.container.name, r.name, format_plain(r.amount), r.family)
         for r in legacy_requests(pod) if r.amount > 0
@@ -111,6 +116,40 @@ def legacy_pod(pod: Mapping[str, Any]) -> LegacyPod | None:
         requests=requests,
         served_by_dra=_served_by_extended_resource_claim(status, requests),
     )
+
+
+def _names_a_legacy_resource(pod: Mapping[str, Any]) -> bool:
+    """False only when no container's limits or requests name a resource `family_of` knows (the
+    only keys `legacy_requests` turns into requests).  Objects read from the API are plain dicts;
+    any other mapping is left to the core's full reading (an ABC check per container would cost
+    more than the rest of this)."""
+    spec = pod.get("spec")
+    if not isinstance(spec, dict):
+        return isinstance(spec, Mapping)
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if not containers or not isinstance(containers, list):
+            continue
+        for container in containers:
+            if not isinstance(container, dict):
+                if isinstance(container, Mapping):
+                    return True
+                continue
+            resources = container.get("resources")
+            if not resources:
+                continue
+            if not isinstance(resources, dict):
+                return isinstance(resources, Mapping)
+            for amounts in (resources.get("limits"), resources.get("requests")):
+                if not amounts:
+                    continue
+                if not isinstance(amounts, dict):
+                    if isinstance(amounts, Mapping):
+                        return True
+                    continue
+                if any(family_of(str(key)) is not None for key in amounts):
+                    return True
+    return False
 
 
 def _served_by_extended_resource_claim(status: Mapping[str, Any],

@@ -22,19 +22,15 @@ from kubectl_gpu.inspect.legacy import LegacyPod, LegacyResource, node_legacy_re
 FREE, ALLOCATED, SHARED = "free", "allocated", "shared"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class DeviceRow:
     device: SliceDevice
     holders: tuple[Holder, ...]
+    state: str  # FREE, ALLOCATED or SHARED: read for every count and table row, so decided once
 
-    @cached_property  # read for every count and table row; rows never change
-    def state(self) -> str:
-        taking = exclusive_holders(self.holders)
-        if not taking:
-            return FREE
-        if len(taking) > 1 or self.device.allow_multiple_allocations:
-            return SHARED
-        return ALLOCATED
+    def __init__(self, device: SliceDevice, holders: tuple[Holder, ...]) -> None:
+        # One dict update, not a frozen dataclass's object.__setattr__ per field (8,000 rows).
+        self.__dict__.update(device=device, holders=holders, state=_state(device, holders))
 
     @property
     def consumed(self) -> dict[str, str]:
@@ -61,6 +57,15 @@ class DeviceRow:
         out.update({"state": self.state, "holders": [h.to_dict() for h in self.holders],
                     "consumedCapacity": self.consumed})
         return out
+
+
+def _state(device: SliceDevice, holders: tuple[Holder, ...]) -> str:
+    taking = exclusive_holders(holders) if holders else ()
+    if not taking:
+        return FREE
+    if len(taking) > 1 or device.allow_multiple_allocations:
+        return SHARED
+    return ALLOCATED
 
 
 LEGACY_WHOLE_GPU = "nvidia.com/gpu"  # the device plugin's whole-GPU resource (0.5 arrives as 500m)
@@ -266,6 +271,9 @@ def _format(name: str, amount: Fraction) -> str:
     return format_bytes(amount) if name.rsplit("/", 1)[-1] == "memory" else format_plain(amount)
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
 def _natural(text: str) -> tuple:
     # gpu-2 before gpu-10, as people count.
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", text))
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(text))

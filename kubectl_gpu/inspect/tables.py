@@ -10,17 +10,18 @@ from typing import TYPE_CHECKING, Any, Iterable
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from kubectl_gpu.inspect.claims import ClaimReport
 from kubectl_gpu.inspect.cluster import ClusterReport
 from kubectl_gpu.inspect.findings import Finding, Severity
 from kubectl_gpu.inspect.dra_nodes import GPU_DRA_DRIVERS
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.prose import wrapped
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
-from kubectl_gpu.inspect.pods import AllocatedDeviceRow, PodReport
 
 if TYPE_CHECKING:
+    # Only their tables need them: the cluster summary's 1,000 nodes load neither (~0.04 s).
+    from kubectl_gpu.inspect.claims import ClaimReport
     from kubectl_gpu.inspect.doctor import DoctorReport  # loads every check: describe draws none
+    from kubectl_gpu.inspect.pods import AllocatedDeviceRow, PodReport
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _STATE_STYLE = {FREE: "green", ALLOCATED: "", SHARED: "magenta"}

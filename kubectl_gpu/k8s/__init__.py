@@ -2,7 +2,8 @@
 
 `AsyncClient` (client.py) speaks raw JSON over aiohttp; `Client` is its synchronous face for the
 CLI.  One error hierarchy (errors.py), one table of kinds and URL paths (paths.py), one paginator
-that restarts on HTTP 410 (lists.py), one list-then-watch copy of a collection (watch.py).  Kubeconfig loading is kubeconfig.py, API discovery
+that restarts on HTTP 410 (lists.py), one list-then-watch copy of a collection (watch.py).  Kubeconfig loading is kubeconfig.py (into access.py's ClusterAccess; exec plugins:
+exec_credential.py), API discovery
 discovery.py.
 
 Objects come back as plain dicts (the API's own JSON), never as the client's generated models:
@@ -13,13 +14,14 @@ kubectl users know from `-o yaml`.
 from kubectl_gpu.lazy_exports import homes_of, lazy_exports
 
 # Where each public name lives.  The package loads a module only when one of its names is first
-# used: the client pulls in aiohttp and the kubernetes package (~0.85 s), which offline commands
+# used: the client pulls in aiohttp (~0.25 s), which offline commands
 # (`explain -f --slices`, `migrate FILE`) never need.
 _HOMES = {
     "errors": ("ApiError", "Conflict", "Expired", "Forbidden", "KubeconfigError", "NotFound", "Unavailable",
                "Unreachable"),
     "client": ("AsyncClient", "Client", "run_sync"),
-    "kubeconfig": ("Connection", "connect"),
+    "kubeconfig": ("Connection", "connect", "load_access"),
+    "access": ("ClusterAccess",),
     "lists": ("DEFAULT_PAGE_SIZE", "list_objects"),
     "watch": ("Informer",),
     "rest": ("get_json", "get_object"),
@@ -33,6 +35,7 @@ __all__ = [
     "ApiError",
     "AsyncClient",
     "Client",
+    "ClusterAccess",
     "Conflict",
     "Connection",
     "DEFAULT_PAGE_SIZE",
@@ -56,6 +59,7 @@ __all__ = [
     "get_json",
     "get_object",
     "list_objects",
+    "load_access",
     "object_path",
     "preferred_dra_version",
     "run_sync",

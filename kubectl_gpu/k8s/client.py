@@ -1,14 +1,17 @@
-"""The one Kubernetes client: raw JSON over aiohttp, async first, with a synchronous face.
+"""The one Kubernetes client: raw JSON, async first, with a synchronous face.
 
-`AsyncClient` does every call the webhook and the CLI make.  Like kopf (`_cogs/clients/api.py`)
-it speaks HTTP with aiohttp directly, so the webhook's event loop never waits on a thread; like
-kr8s (`_api.py`, `_async_utils.py`) the synchronous `Client` the CLI uses is derived from it: each
-of its methods runs the async one on a private event-loop thread, so there is one implementation
-of requests, errors and pagination.
+`AsyncClient` does every call the webhook and the CLI make.  Like kr8s (`_api.py`,
+`_async_utils.py`) the synchronous `Client` the CLI uses is derived from it method by method, so
+there is one implementation of requests, errors and pagination.  What carries the bytes is a
+transport: aiohttp on an event loop (aiohttp_transport.py; as kopf speaks HTTP, so the webhook's
+loop never waits on a thread, and for watches and SOCKS proxies), or for the CLI the standard
+library's http.client (blocking_transport.py), which needs no event loop and no aiohttp (~0.25 s
+to import): a coroutine of the client that never suspends is run to its end in the calling
+thread (`_complete`).
 
-Connection settings (server, TLS, credentials, proxy) come from a `kubernetes.client.Configuration`,
-as the kubernetes package's kubeconfig and in-cluster loaders fill it in (exec plugins and token
-refresh included); only the HTTP is ours.
+Connection settings (server, TLS, credentials, proxy) come from a `ClusterAccess` (access.py), as
+kubeconfig.py reads it the way client-go does (exec plugins and token refresh included); a
+`kubernetes.client.Configuration` (the API double's clients in tests) is read into one.
 
 Objects come back as plain dicts (the API's own JSON), never as generated models: the webhook must
 speak whichever resource.k8s.io version it is configured for and compare objects field by field,
@@ -18,88 +21,75 @@ seconds.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
-import re
 import os
-import ssl
 import threading
 import weakref
-from typing import Any, AsyncIterator, Awaitable, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
-import aiohttp
-from kubernetes.client import Configuration
-
-from kubectl_gpu.k8s.errors import ApiError
+from kubectl_gpu.k8s.access import ClusterAccess, from_kubernetes_configuration
+from kubectl_gpu.k8s.errors import ApiError, TransportFailure, TransportTimeout
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
-from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages
+from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages, unmentioned_page
 from kubectl_gpu.k8s.paths import Resource
-from kubectl_gpu.k8s.proxy import effective_proxy
+from kubectl_gpu.k8s.route import Route
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
-
 
 
 class AsyncClient:
     """JSON requests to one API server; every failure is an `ApiError` (see errors.py).
 
-    The aiohttp session is opened by the first request, on the event loop that makes it, and
-    serves every later request of that loop (keep-alive connections).
+    `transport` carries the bytes (see the module's docstring); by default aiohttp, whose session
+    is opened by the first request on the event loop that makes it.
     """
 
-    def __init__(self, configuration: Configuration,
-                 timeout: float | None = REQUEST_TIMEOUT_SECONDS) -> None:
+    def __init__(self, configuration: ClusterAccess | Any,
+                 timeout: float | None = REQUEST_TIMEOUT_SECONDS, *, transport: Any = None) -> None:
         # `timeout` bounds each request (seconds; None: no limit, as kubectl's --request-timeout 0)
-        self.configuration = configuration
+        if not isinstance(configuration, ClusterAccess):
+            configuration = from_kubernetes_configuration(configuration)
+        self.configuration: ClusterAccess = configuration
         self.timeout = timeout
-        self._session: aiohttp.ClientSession | None = None
-        self._ssl = _ssl_context(configuration)
-        self._host = configuration.host.rstrip("/")
-        proxy = effective_proxy(configuration.proxy, configuration.host)  # HTTPS_PROXY/NO_PROXY as kubectl
-        # client-go also dials through a socks5:// proxy-url; aiohttp's own proxy speaks HTTP only.
-        self._socks = proxy if proxy and proxy.lower().startswith("socks") else None
-        # aiohttp-socks reports a proxy it cannot reach with its own exceptions (not OSError).
-        self._proxy_errors = _socks_errors() if self._socks else ()
-        self._route = _route(configuration, None if self._socks else proxy)
+        if transport is None:
+            from kubectl_gpu.k8s.aiohttp_transport import AiohttpTransport
+
+            transport = AiohttpTransport(Route.of(configuration))
+        self.transport = transport
+        self._host = transport.route.server
 
     # ------------------------------------------------------------------ raw requests
 
     async def request(self, method: str, path: str, *, body: Any = None,
                       query: Sequence[tuple[str, Any]] = (),
                       content_type: str = "application/json",
-                      timeout: float | None = None) -> dict[str, Any]:
-        """Send one request (`path` like /api/v1/nodes) and return its decoded JSON object."""
+                      timeout: float | None = None, mentioning: Sequence[bytes] = ()) -> dict[str, Any]:
+        """Send one request (`path` like /api/v1/nodes) and return its decoded JSON object.
+
+        `mentioning` (a list's page): when the answer's bytes hold none of these texts, its items
+        are not decoded, only the list's metadata (lists.py, `unmentioned_page`)."""
         headers = {"Accept": "application/json", **self._auth_headers()}
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body, separators=(",", ":")).encode()
-        params = [(k, str(v)) for k, v in query]
-        seconds = self.timeout if timeout is None else timeout
-        limit = aiohttp.ClientTimeout(total=seconds)
-        try:
-            async with self._open_session().request(
-                    method, self._host + path, params=params, data=data, headers=headers,
-                    timeout=limit, **self._route) as response:
-                status = response.status
-                raw = await response.read()
-        except asyncio.TimeoutError as exc:
-            raise ApiError.from_status(
-                0, path, f"the API server {self._host} did not answer {method} {path} within "
-                f"{seconds:g}s (--request-timeout); check that it is up and reachable, or raise "
-                "--request-timeout", method=method) from exc
-        except (aiohttp.ClientError, OSError, ValueError, *self._proxy_errors) as exc:
-            raise ApiError.from_status(
-                0, path, f"cannot reach the API server {self._host} ({method} {path}): "
-                f"{self._why(exc)}", method=method) from exc
+        status, raw = await self._send(method, path, query, data, headers, self.timeout if timeout is None else timeout)
         if not 200 <= status <= 299:
             raise ApiError.from_response(status, path, raw or b"", method)
         if not raw:
             return {}
+        if mentioning:
+            page = unmentioned_page(raw, mentioning)
+            if page is not None:
+                return page
         try:
             # The standard library's decoder: the plugin does not install orjson (the webhook's
-            # extra), and the webhook calls the API only on cache misses.
+            # extra), and json.loads of a page of 1,000 objects, with the cycle collector paused
+            # as describe does, is within 2x of it.
             doc = json.loads(raw)
         except ValueError as exc:
             raise ApiError(status, path, f"the response is not JSON: {exc}", method=method) from exc
@@ -107,24 +97,29 @@ class AsyncClient:
             raise ApiError(status, path, "the response is not a JSON object", method=method)
         return doc
 
-    async def get_json(self, path: str, query: Sequence[tuple[str, Any]] = ()) -> dict[str, Any]:
-        return await self.request("GET", path, query=query)
+    async def _send(self, method: str, path: str, query: Sequence[tuple[str, Any]], data: bytes | None,
+                    headers: dict[str, str], seconds: float | None) -> tuple[int, bytes]:
+        try:
+            return await self.transport.send(method, self._host + path, [(k, str(v)) for k, v in query], data,
+                                             headers, seconds)
+        except TransportTimeout as exc:
+            raise ApiError.from_status(
+                0, path, f"the API server {self._host} did not answer {method} {path} within "
+                f"{seconds:g}s (--request-timeout); check that it is up and reachable, or raise "
+                "--request-timeout", method=method) from exc
+        except TransportFailure as exc:
+            raise ApiError.from_status(
+                0, path, f"cannot reach the API server {self._host} ({method} {path}): {exc}",
+                method=method) from exc
+
+    async def get_json(self, path: str, query: Sequence[tuple[str, Any]] = (), *,
+                       mentioning: Sequence[bytes] = ()) -> dict[str, Any]:
+        return await self.request("GET", path, query=query, mentioning=mentioning)
 
     async def get_text(self, path: str) -> str:
         """GET a text resource, e.g. pods/NAME/log (what `kubectl logs` reads)."""
         headers = {"Accept": "text/plain, */*", **self._auth_headers()}
-        seconds = self.timeout
-        try:
-            async with self._open_session().get(self._host + path, headers=headers,
-                                                timeout=aiohttp.ClientTimeout(total=seconds),
-                                                **self._route) as response:
-                status, raw = response.status, await response.read()
-        except asyncio.TimeoutError as exc:
-            raise ApiError.from_status(0, path, f"the API server {self._host} did not answer GET {path} within "
-                                       f"{seconds:g}s (--request-timeout)", method="GET") from exc
-        except (aiohttp.ClientError, OSError, ValueError, *self._proxy_errors) as exc:
-            raise ApiError.from_status(0, path, f"cannot reach the API server {self._host} (GET {path}): "
-                                       f"{self._why(exc)}", method="GET") from exc
+        status, raw = await self._send("GET", path, (), None, headers, self.timeout)
         if not 200 <= status <= 299:
             raise ApiError.from_response(status, path, raw or b"", "GET")
         return raw.decode("utf-8", "replace")
@@ -140,9 +135,12 @@ class AsyncClient:
 
     async def list_objects(self, path: str, *, label_selector: str | None = None,
                            field_selector: str | None = None,
-                           page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
-        """Every item of the collection at `path`, page by page (see lists.py)."""
-        return await read_all_pages(self.get_json, path, label_selector=label_selector,
+                           page_size: int = DEFAULT_PAGE_SIZE,
+                           mentioning: Sequence[bytes] = ()) -> list[dict[str, Any]]:
+        """Every item of the collection at `path`, page by page (see lists.py); with `mentioning`,
+        only the items of pages whose JSON holds one of those texts."""
+        get_json = functools.partial(self.get_json, mentioning=mentioning) if mentioning else self.get_json
+        return await read_all_pages(get_json, path, label_selector=label_selector,
                                     field_selector=field_selector, page_size=page_size)
 
     async def reachable(self) -> bool:
@@ -206,100 +204,25 @@ class AsyncClient:
         headers = {"Accept": "application/json", **self._auth_headers()}
         # No total limit (the server ends the watch); a stream silent for longer than its own
         # timeout plus one request timeout is a dead connection.
-        limit = aiohttp.ClientTimeout(total=None, connect=self.timeout,
-                                      sock_read=timeout_seconds + (self.timeout or 30))
         try:
-            async with self._open_session().get(self._host + path, params=query, headers=headers,
-                                                timeout=limit, **self._route) as response:
-                if not 200 <= response.status <= 299:
-                    raise ApiError.from_response(response.status, path, await response.read(), "GET")
-                # One JSON event per line; a line (a big object) may span many chunks, so only
-                # the new chunk is searched for the end of a line.
-                pending = bytearray()
-                async for chunk in response.content.iter_any():
-                    end = chunk.rfind(b"\n")
-                    if end < 0:
-                        pending += chunk
-                        continue
-                    pending += chunk[:end]
-                    for line in bytes(pending).split(b"\n"):
-                        if line.strip():
-                            yield _watch_event(path, line)
-                    pending = bytearray(chunk[end + 1:])
-                if bytes(pending).strip():
-                    yield _watch_event(path, bytes(pending))
-        except asyncio.TimeoutError as exc:
+            async for line in self.transport.lines(self._host + path, query, headers, self.timeout,
+                                                   timeout_seconds + (self.timeout or 30)):
+                yield _watch_event(path, line)
+        except TransportTimeout as exc:
             raise ApiError.from_status(
                 0, path, f"the watch of {path} on {self._host} went silent", method="GET") from exc
-        except (aiohttp.ClientError, OSError, *self._proxy_errors) as exc:
+        except TransportFailure as exc:
             raise ApiError.from_status(
-                0, path, f"the watch of {path} on {self._host} broke: {self._why(exc)}",
-                method="GET") from exc
+                0, path, f"the watch of {path} on {self._host} broke: {exc}", method="GET") from exc
 
     # ------------------------------------------------------------------ lifecycle
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    def _open_session(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=self._connector(),
-                # The kubernetes package's loaders decide the proxy; the environment must not.
-                trust_env=False,
-                skip_auto_headers=("User-Agent",),
-                headers={"User-Agent": "kubectl-gpu"},
-            )
-        return self._session
-
-    def _connector(self) -> aiohttp.BaseConnector:
-        if self._socks:
-            from aiohttp_socks import ProxyConnector  # only a socks5:// proxy-url needs it
-
-            # rdns: the proxy resolves the server's name, as client-go's SOCKS5 dialer has it do.
-            return ProxyConnector.from_url(self._socks, ssl=self._ssl, rdns=True)
-        return aiohttp.TCPConnector(ssl=self._ssl)
-
-    def _why(self, exc: BaseException) -> str:
-        """The innermost reason, and which proxy failed when the request went through one."""
-        if isinstance(exc, (aiohttp.ClientProxyConnectionError, *self._proxy_errors)):
-            proxy = re.sub(r"//[^@/]*@", "//", str(self._socks or self._route.get("proxy")))  # no credentials
-            return f"cannot connect to the proxy {proxy} (proxy-url or HTTPS_PROXY): {_root_cause(exc)}"
-        return _root_cause(exc)
+        await self.transport.close()
 
     def _auth_headers(self) -> dict[str, str]:
-        # auth_settings() asks the configuration's refresh hook first, so an exec plugin's or the
-        # service account's rotated token is picked up.
-        headers = {}
-        for setting in self.configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[setting["key"]] = setting["value"]
-        return headers
-
-
-def _route(configuration: Configuration, proxy: str | None) -> dict[str, Any]:
-    """How every request reaches the server, as kubectl sends it: through the HTTP proxy (the
-    kubeconfig's `proxy-url`, else the environment's, see proxy.py), checking the TLS certificate
-    against `tls-server-name` (else the server's host)."""
-    route: dict[str, Any] = {}
-    if proxy:
-        route["proxy"] = proxy
-    if getattr(configuration, "tls_server_name", None):
-        route["server_hostname"] = configuration.tls_server_name
-    return route
-
-
-def _ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
-    if not configuration.host.startswith("https"):
-        return False
-    if not configuration.verify_ssl:
-        return False
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
-    return context
+        # Asked per request, so an exec plugin's expired token or a rotated token file is renewed.
+        return self.configuration.auth_headers()
 
 
 def _watch_event(path: str, line: bytes) -> dict[str, Any]:
@@ -317,33 +240,22 @@ def _watch_event(path: str, line: bytes) -> dict[str, Any]:
     return event
 
 
-def _socks_errors() -> tuple[type[Exception], ...]:
-    from aiohttp_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
-
-    return ProxyConnectionError, ProxyError, ProxyTimeoutError
-
-
-def _root_cause(exc: BaseException) -> str:
-    # aiohttp wraps "connection refused" in a connector error; people need the innermost reason.
-    seen: BaseException = exc
-    while seen.__cause__ is not None:
-        seen = seen.__cause__
-    return str(seen) or type(seen).__name__
-
-
 # ---------------------------------------------------------------------- the synchronous face
 
 
 class _Portal:
-    """One event loop on a daemon thread, shared by every synchronous client of the process."""
+    """One event loop on a daemon thread, shared by every synchronous client of the process whose
+    transport needs one (aiohttp: a socks5:// proxy)."""
 
     _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
+    _loop: "asyncio.AbstractEventLoop | None" = None
     _thread: threading.Thread | None = None
     _pid = 0
 
     @classmethod
-    def loop(cls) -> asyncio.AbstractEventLoop:
+    def loop(cls) -> "asyncio.AbstractEventLoop":
+        import asyncio
+
         with cls._lock:
             # A forked child (pytest-xdist, multiprocessing) inherits the loop but not its thread.
             if cls._loop is None or cls._pid != os.getpid():
@@ -358,8 +270,10 @@ class _Portal:
     def close_soon(cls, client: AsyncClient) -> None:
         """Close `client`'s connections on the portal; wait for it unless called from the portal
         itself (a garbage collection there), so a process never ends with unclosed sessions."""
+        import asyncio
+
         loop = cls._loop
-        if loop is None or cls._pid != os.getpid() or loop.is_closed() or client._session is None:
+        if loop is None or cls._pid != os.getpid() or loop.is_closed() or not client.transport.has_connections:
             return
         future = asyncio.run_coroutine_threadsafe(client.close(), loop)
         if threading.current_thread() is not cls._thread:
@@ -371,6 +285,8 @@ class _Portal:
 
 def run_sync(awaitable: Awaitable[T]) -> T:
     """Run a coroutine on the portal's loop and wait for its result (safe from any thread)."""
+    import asyncio
+
     future = asyncio.run_coroutine_threadsafe(_wrap(awaitable), _Portal.loop())
     try:
         return future.result()
@@ -383,24 +299,50 @@ async def _wrap(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-def _sync(method: Callable[..., Awaitable[T]]) -> Callable[..., T]:
+def _complete(coroutine: Coroutine[Any, Any, T]) -> T:
+    """The result of a coroutine that never suspends (the client's methods over the blocking
+    transport), run in this thread without an event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise RuntimeError("a request over the blocking transport waited for an event loop")
+
+
+def _sync(method: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:
     @functools.wraps(method)
     def call(self: "Client", *args: Any, **kwargs: Any) -> T:
-        return run_sync(method(self.aio, *args, **kwargs))
+        coroutine = method(self.aio, *args, **kwargs)
+        return _complete(coroutine) if self.blocking else run_sync(coroutine)
     return call
 
 
 class Client:
-    """The synchronous face of `AsyncClient`: the same methods, same arguments, same errors."""
+    """The synchronous face of `AsyncClient`: the same methods, same arguments, same errors; over
+    the standard library's blocking transport, or aiohttp on the portal's loop where only it can
+    go (a socks5:// proxy)."""
 
-    def __init__(self, configuration: Configuration,
+    def __init__(self, configuration: ClusterAccess | Any,
                  timeout: float | None = REQUEST_TIMEOUT_SECONDS) -> None:
-        self.aio = AsyncClient(configuration, timeout)
+        if not isinstance(configuration, ClusterAccess):
+            configuration = from_kubernetes_configuration(configuration)
+        route = Route.of(configuration)
+        transport: Any = None
+        if not route.socks:
+            from kubectl_gpu.k8s.blocking_transport import BlockingTransport
+
+            transport = BlockingTransport(route)
+        self.aio = AsyncClient(configuration, timeout, transport=transport)
+        self.blocking = transport is not None
         # A client dropped or alive at exit closes its connections (weakref.finalize runs at exit).
-        weakref.finalize(self, _Portal.close_soon, self.aio)
+        if self.blocking:
+            weakref.finalize(self, transport.close_all)
+        else:
+            weakref.finalize(self, _Portal.close_soon, self.aio)
 
     @property
-    def configuration(self) -> Configuration:
+    def configuration(self) -> ClusterAccess:
         return self.aio.configuration
 
     @property

@@ -137,3 +137,13 @@ def _class_for(status: int, reason: str) -> type[ApiError]:
     if status == 429 or status >= 500:
         return Unavailable
     return ApiError
+
+
+# What a transport (client.py's aiohttp or blocking one) raises; the client words them as ApiErrors
+# naming the request (status 0: the server could not be reached).
+class TransportTimeout(Exception):
+    """No answer within the request's time."""
+
+
+class TransportFailure(Exception):
+    """The server (or the proxy) could not be reached; the message is the innermost reason."""

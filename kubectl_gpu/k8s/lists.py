@@ -4,6 +4,7 @@ This is the one paginator: the CLI's lists and the webhook's clean-up both read 
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from kubectl_gpu.k8s.errors import ApiError
@@ -94,7 +95,39 @@ def _stamped(page: dict[str, Any]) -> list[dict[str, Any]]:
 def list_objects(api: "Client", path: str, *,
                  label_selector: str | None = None,
                  field_selector: str | None = None,
-                 page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
-    """All items of the collection at `path`, through the synchronous `Client` `api`."""
+                 page_size: int = DEFAULT_PAGE_SIZE,
+                 mentioning: Sequence[bytes] = ()) -> list[dict[str, Any]]:
+    """All items of the collection at `path`, through the synchronous `Client` `api`; with
+    `mentioning`, only those of pages whose JSON holds one of those texts (unmentioned_page)."""
     return api.list_objects(path, label_selector=label_selector, field_selector=field_selector,
-                            page_size=page_size)
+                            page_size=page_size, mentioning=mentioning)
+
+
+def unmentioned_page(raw: bytes, texts: Sequence[bytes]) -> dict[str, Any] | None:
+    """A list page read without its items, when its JSON holds none of `texts` (lower-case) and
+    so no item can be one the caller looks for; None when it must be decoded whole.
+
+    describe asks for the pods that hold device-plugin GPUs: a page of 1,000 pods whose JSON names
+    no legacy resource (core.legacy_texts()) holds none, and decoding it costs ~5 ms for nothing.
+    The text is searched as the API server writes it: Go's encoding/json writes resource names
+    as they are (it escapes only <, >, &, U+2028 and U+2029), so a page with any backslash-u or
+    backslash-slash escape, which could spell a name another way, is decoded whole.  The list's
+    metadata (its continue token and resourceVersion) comes before its items, in the order of
+    Go's list types, and is read alone; a page laid out otherwise is decoded whole."""
+    lowered = raw.lower()
+    if b"\\u" in lowered or b"\\/" in lowered or any(text in lowered for text in texts):
+        return None
+    end = raw.find(b'"items":')
+    if end < 0:
+        return None
+    head = raw[:end].rstrip()
+    if not head.endswith(b","):
+        return None
+    try:
+        page = json.loads(head[:-1] + b"}")
+    except ValueError:
+        return None
+    if not isinstance(page, dict) or not isinstance(page.get("metadata"), dict):
+        return None
+    page["items"] = []
+    return page

@@ -1,5 +1,5 @@
 """kubectl's connection and scope flags, for click commands that talk to a cluster:
---kubeconfig, --context, --request-timeout, -n/--namespace, -A/--all-namespaces, -l/--selector,
+--kubeconfig, --context, --cluster, --user, --request-timeout, -n/--namespace, -A/--all-namespaces, -l/--selector,
 -o/--output.
 
 They are accepted on a group and on its subcommands alike (`describe --context x node n` and
@@ -37,6 +37,8 @@ class ClusterOptions:
     selector: str | None = None
     output: str = "table"
     no_headers: bool = False
+    cluster: str | None = None  # the kubeconfig cluster to use instead of the context's (kubectl --cluster)
+    user: str | None = None  # the kubeconfig user to use instead of the context's (kubectl --user)
 
     def merged(self, override: "ClusterOptions") -> "ClusterOptions":
         changes = {k: v for k, v in override.__dict__.items() if v not in (None, False, "table")}
@@ -47,7 +49,7 @@ class ClusterOptions:
         from kubectl_gpu.k8s.kubeconfig import connect
 
         timeout = REQUEST_TIMEOUT_SECONDS if self.request_timeout is None else self.request_timeout
-        return connect(self.kubeconfig, self.context, timeout or None)
+        return connect(self.kubeconfig, self.context, timeout or None, cluster=self.cluster, user=self.user)
 
 
 def parse_request_timeout(value: str) -> float:
@@ -134,6 +136,8 @@ def cluster_options(func: Callable[..., Any] | None = None, *, outputs: tuple[st
         click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
                      help="Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)."),
         click.option("--context", default=None, help="The kubeconfig context to use."),
+        click.option("--cluster", default=None, help="The kubeconfig cluster to use (default: the context's)."),
+        click.option("--user", default=None, help="The kubeconfig user to use (default: the context's)."),
         request_timeout_option,
         click.option("-n", "--namespace", default=None, shell_complete=complete_namespaces,
                      help="Namespace (default: the context's namespace)."),
