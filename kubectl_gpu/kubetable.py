@@ -156,6 +156,18 @@ class PlainConsole:
     def __init__(self, file: TextIO) -> None:
         self.file = file
 
+    @property
+    def terminal_width(self) -> int | None:
+        """The terminal's width where the file is one (sentences wrap to it), else None."""
+        try:
+            if not self.file.isatty():
+                return None
+        except (AttributeError, ValueError):
+            return None
+        import shutil  # only on a terminal: it loads bz2, lzma and zlib
+
+        return shutil.get_terminal_size((80, 24)).columns
+
     @staticmethod
     def text(text: str, style: object = "") -> str:
         return text.translate(_STRIPPED_CONTROLS)

@@ -118,8 +118,31 @@ def test_describe_node_lists_every_device_with_its_holder(gpu_cluster):
                                 "consumedCapacity": {}, "shareID": None, "adminAccess": False}]
     assert node["findings"] == []
     table = run(gpu_cluster, "describe", "node", "dra-a").output
-    assert "ml/train-0-gpu-7x2kq" in table and b.gpu_uuid("dra-a", 5) not in table  # UUIDs are for -o wide
-    assert b.gpu_uuid("dra-a", 5) in run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
+    assert "ml/train-0" in table.split() and b.gpu_uuid("dra-a", 5) not in table  # UUIDs are for -o wide
+    wide = run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
+    assert b.gpu_uuid("dra-a", 5) in wide and "ml/train-0-gpu-7x2kq" in wide
+
+
+def test_describe_node_fits_80_columns_with_kubectls_usual_names(gpu_cluster):
+    """A Deployment's pod names (and the claim names generated from them, longer still) on a DRA
+    node and on a device-plugin node: the default tables fit 80 columns, saying which pod holds
+    each GPU; the claim's name and whether DRA serves a legacy request (KEP-5004) are -o wide's."""
+    pod = "inference-server-7d9f8c6b5d-xk2p9"
+    gpu_cluster.seed(
+        b.pod(pod, "serving", node_name="dra-b", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+              claim_statuses={"gpu": f"{pod}-gpu-abcde"}),
+        b.claim(f"{pod}-gpu-abcde", "serving", allocated=[("gpu", "gpu-0")], node_name="dra-b", reserved_for=[pod],
+                owner_pod=pod),
+        b.pod("embeddings-batch-5f7c9d8b6-q8w2z", "serving", node_name="legacy-1", limits={"nvidia.com/gpu": 1}))
+    for name in ("dra-b", "legacy-1"):
+        table = run(gpu_cluster, "describe", "node", name).output.splitlines()
+        assert max(len(line) for line in table) <= 80, table
+    dra = run(gpu_cluster, "describe", "node", "dra-b").output
+    assert f"serving/{pod}" in dra and "-gpu-abcde" not in dra
+    assert f"serving/{pod}-gpu-abcde" in run(gpu_cluster, "describe", "node", "dra-b", "-o", "wide").output
+    legacy = run(gpu_cluster, "describe", "node", "legacy-1", "-o", "wide").output
+    assert "SERVED BY DRA (KEP-5004)" in legacy and "SERVED BY DRA" not in run(gpu_cluster, "describe", "node",
+                                                                                "legacy-1").output
 
 
 def test_describe_node_with_a_custom_dra_label(gpu_cluster):
@@ -178,8 +201,8 @@ def test_describe_unallocated_claim_says_why_against_everyone_elses_allocations(
 def test_describe_lists_print_one_line_per_pod_or_claim_and_a_table_per_node(gpu_cluster):
     claims = run(gpu_cluster, "describe", "claim", "-n", "ml").output.splitlines()
     assert [line.split() for line in claims] == [
-        ["NAME", "STATE", "NODE", "DEVICES", "RESERVED", "FOR"],
-        ["train-0-gpu-7x2kq", "allocated", "dra-a", "gpu-5", "train-0"]]
+        ["NAME", "STATE", "NODE", "DEVICES"],
+        ["train-0-gpu-7x2kq", "allocated", "dra-a", "gpu-5"]]
     nodes = run(gpu_cluster, "describe", "node").output
     assert all(f"Node: {n}" in nodes for n in ("dra-a", "dra-b", "dra-bad", "legacy-1"))
     assert "cpu-1" not in nodes
@@ -345,12 +368,48 @@ def test_describe_node_and_pod_tables_fit_80_columns_and_wide_adds_the_details(g
     node = run(gpu_cluster, "describe", "node", "dra-a").output
     assert _tables(node) and max(len(line) for line in _tables(node)) <= 80, node
     assert "GPUs: 8 NVIDIA H100 80GB HBM3 (80Gi)" in node  # the product once, above the table
-    assert _tables(node)[0].split() == ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS"]
+    assert _tables(node)[0].split() == ["DEVICE", "TYPE", "STATE", "PODS"]
     wide = run(gpu_cluster, "describe", "node", "dra-a", "-o", "wide").output
-    assert _tables(wide)[0].split()[:9] == ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS", "PRODUCT", "MEMORY", "MIG",
+    assert _tables(wide)[0].split()[:9] == ["DEVICE", "TYPE", "STATE", "PODS", "CLAIM", "PRODUCT", "MEMORY", "MIG",
                                             "PROFILE"]
     pod = run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml").output
     assert _tables(pod) and max(len(line) for line in _tables(pod)) <= 80, pod
     assert _tables(pod)[0].split() == ["REQUEST", "DEVICE", "NODE", "CONSUMED"]
     wide = run(gpu_cluster, "describe", "pod", "train-0", "-n", "ml", "-o", "wide").output
     assert "NVIDIA H100 80GB HBM3" in wide and _tables(wide)[0].split()[4:6] == ["PRODUCT", "MEMORY"]
+
+
+def test_the_pod_list_fits_80_columns_and_shows_nodes_claims_and_devices_under_o_wide(gpu_cluster):
+    """`describe pods -A` has kubectl get pods' look: by default each pod's legacy GPU requests and
+    how many claims it has in which state; -o wide adds the node (as `kubectl get pods -o wide`),
+    the claims' names and the devices they hold.  Legacy requests and claims never share a column."""
+    for i in range(3):  # a Deployment's pods
+        pod = f"inference-7d9f8c6-x{i}k2"
+        gpu_cluster.seed(
+            b.pod(pod, "ml", node_name="dra-b", claims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                  claim_statuses={"gpu": f"{pod}-gpu-abcde"}),
+            b.claim(f"{pod}-gpu-abcde", "ml", allocated=[("gpu", f"gpu-{i}")], node_name="dra-b",
+                    reserved_for=[pod], owner_pod=pod))
+    table = run(gpu_cluster, "describe", "pods", "-A").output.splitlines()
+    assert max(len(line) for line in table) <= 80, table
+    rows = {line.split()[1]: line.split() for line in table}
+    assert " ".join(rows["NAME"]) == "NAMESPACE NAME PHASE LEGACY GPUS CLAIMS"
+    assert rows["train-0"][-3:] == ["-", "1", "allocated"] and rows["old-job"][-2:] == ["nvidia.com/gpu=2", "-"]
+    wide = run(gpu_cluster, "describe", "pods", "-A", "-o", "wide").output.splitlines()
+    assert " ".join(wide[0].split()) == "NAMESPACE NAME PHASE NODE LEGACY GPUS CLAIMS DEVICES"
+    train = next(line.split() for line in wide if " train-0 " in line)
+    assert train[3] == "dra-a" and train[-3:] == ["gpu", "(allocated)", "gpu-5"]
+
+
+def test_the_claim_list_fits_80_columns_and_shows_who_it_is_reserved_for_under_o_wide(gpu_cluster):
+    """`describe claims -A` (kubectl get resourceclaims' look): a generated claim's name is its
+    pod's and longer, so the pods it is reserved for are -o wide's."""
+    pod = "inference-7d9f8c6b5d-xk2p9"  # a Deployment's pod; its claim: POD-CLAIM-xxxxx (ResourceClaim's generateName)
+    gpu_cluster.seed(b.claim(f"{pod}-gpu-abcde", "ml", allocated=[("gpu", "gpu-0")], node_name="dra-b",
+                             reserved_for=[pod], owner_pod=pod))
+    table = run(gpu_cluster, "describe", "claims", "-A").output.splitlines()
+    assert max(len(line) for line in table) <= 80, table
+    assert table[0].split() == ["NAMESPACE", "NAME", "STATE", "NODE", "DEVICES"]
+    wide = run(gpu_cluster, "describe", "claims", "-A", "-o", "wide").output.splitlines()
+    assert wide[0].split() == ["NAMESPACE", "NAME", "STATE", "NODE", "DEVICES", "RESERVED", "FOR"]
+    assert next(line for line in wide if f"{pod}-gpu-abcde" in line).split()[-1] == pod

@@ -77,3 +77,36 @@ def test_a_toleration_without_a_key_tolerates_a_taint_of_that_value_as_kubernete
     pod = pending(message="0/1 nodes are available: ...")
     pod["spec"]["tolerations"] = [{"operator": "Equal", "value": "ml", "effect": "NoSchedule"}]
     assert "taint" not in legacy_pending_step(pod, [node], pods=[])
+
+
+def _failed_scheduling(pod: dict, message: str, when: str, name: str) -> dict:
+    """The event kube-scheduler records beside the condition (pkg/scheduler/schedule_one.go
+    handleSchedulingFailure: Eventf(pod, nil, Warning, "FailedScheduling", "Scheduling", msg))."""
+    meta = pod["metadata"]
+    return {"apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": meta.get("namespace", "default")},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": meta["name"],
+                               "namespace": meta.get("namespace", "default"), "uid": meta["uid"]},
+            "reason": "FailedScheduling", "type": "Warning", "message": message, "lastTimestamp": when,
+            "source": {"component": "default-scheduler"}}
+
+
+def test_describe_pod_quotes_the_schedulers_event_when_the_pod_carries_no_condition(k8s_double):
+    """The scheduler writes its reason twice, as an event and as the PodScheduled condition; where
+    the condition is missing (its update failed, or a scheduler that only records events), the
+    newest FailedScheduling event is the scheduler's word, as `kubectl describe pod` shows it."""
+    pod = b.pod("old", phase="Pending", limits={"nvidia.com/gpu": "1"})
+    pod["spec"]["nodeSelector"] = dict(H100)
+    stored, = [o for o in k8s_double.seed(b.node("gpu-1", labels=A100, legacy={"nvidia.com/gpu": "4"}), pod)
+               if o["kind"] == "Pod"]
+    k8s_double.seed(
+        _failed_scheduling(stored, "0/1 nodes are available: 1 Insufficient cpu.", "2026-01-01T10:00:00Z", "old.1"),
+        _failed_scheduling(stored, "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
+                           "2026-01-01T10:05:00Z", "old.2"))
+    result = CliRunner().invoke(main, ["describe", "pod", "old", "--kubeconfig", k8s_double.kubeconfig_path()])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "Scheduling: FailedScheduling: 0/1 nodes are available: 1 node(s) didn't match Pod's node " \
+           "affinity/selector." in text
+    assert "Insufficient cpu" not in text
+    assert "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3" in text

@@ -162,3 +162,19 @@ def test_doctor_wide_shows_every_summary_whole_and_no_headers_drops_the_header(k
         assert any(line.endswith(check["summary"]) for line in wide), check["summary"]
     bare = doctor(k8s_double, "--no-headers").output.splitlines()
     assert [line.split() for line in bare[:bare.index("")]] == [line.split() for line in checks[1:]]
+
+
+def test_doctor_names_each_check_whole_within_80_columns_and_says_what_it_checks_under_o_wide(k8s_double):
+    """A check's title is a sentence that 80 columns would cut ("GPUs offered by both the device
+    plugin and a DR…"): the default table names each check by its short name (the JSON's `name`),
+    -o wide adds the sentence."""
+    healthy_cluster(k8s_double)
+    data = report(k8s_double)[1]
+    narrow = doctor(k8s_double).output.splitlines()
+    table = narrow[:narrow.index("")]
+    assert max(len(line) for line in table) <= 80, table
+    assert [line.split()[0] for line in table[1:]] == [c["name"] for c in data["checks"]]
+    wide = doctor(k8s_double, "-o", "wide").output.splitlines()
+    assert wide[0].split()[:4] == ["CHECK", "STATUS", "WHAT", "IT"]
+    for check in data["checks"]:
+        assert any(line.startswith(check["name"] + " ") and check["title"] in line for line in wide), check

@@ -177,3 +177,96 @@ def test_reading_the_cluster_shows_the_consoles_progress(cluster, monkeypatch):
         shown.clear()
         cluster.kubectl_gpu(*args, expect=None)
         assert shown and shown[0].startswith("reading the cluster at "), args
+
+
+def test_a_rollback_whose_rollout_stalls_does_not_advise_rolling_back(cluster):
+    """migrate's stalled rollout can be undone by `kubectl gpu rollback`; rollback's own cannot:
+    it names what kubectl follows a rollout with instead."""
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+
+    cluster.kubectl_gpu("migrate", "--from-cluster", "-n", "serving", "--apply", "--timeout", "5s")
+    cluster.double.stall("deployments", "infer", "serving")
+    result = CliRunner().invoke(main, ["rollback", "deploy/infer", "-n", "serving", "--apply", "--timeout", "2s"],
+                                env=cluster.double.kubectl_env(), catch_exceptions=False)
+    assert result.exit_code == 3
+    assert "did not become ready within 2s" in result.stderr
+    assert "kubectl gpu rollback can restore it" not in result.stderr
+    assert "kubectl rollout status deployment/infer -n serving" in result.stderr
+
+
+def test_a_wave_the_api_will_not_undo_prints_the_commands_that_undo_it(cluster, monkeypatch):
+    """Evictions refused, then the write that puts the node back refused too: the exact kubectl
+    commands that undo the wave, on stderr (the node stays cordoned and recorded meanwhile)."""
+    import kubectl_gpu.fleet.execute as execute
+
+    node = _switchable_node(cluster)
+    cluster.double.fail("create", "pods/eviction", status=429, times=None, reason="TooManyRequests",
+                        message="Cannot evict pod as it would violate the pod's disruption budget.")
+
+    def refused(*_args, **_kwargs):
+        raise execute.StepFailed(f"node/{node}: the API server refused the write")
+
+    monkeypatch.setattr(execute, "undo_wave", refused)
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+
+    result = CliRunner().invoke(main, ["migrate", "nodes", node, "--apply", "--timeout", "1ms"],
+                                env=cluster.double.kubectl_env(), catch_exceptions=False)
+    assert result.exit_code == 3
+    assert f"node/{node}: could not be put back" in result.stderr
+    assert f"  kubectl uncordon {node}\n" in result.stderr
+    assert f"  kubectl annotate node {node} {NODE_WAVE_ANNOTATION}-\n" in result.stderr
+
+
+def test_an_interrupted_wave_puts_its_nodes_back(cluster, monkeypatch):
+    """Ctrl-C while refused evictions are retried (up to --timeout, 5m by default): the nodes the
+    wave cordoned are put back before the command ends as interrupted (130)."""
+    import kubectl_gpu.cli.migrate_nodes as migrate_nodes
+
+    node = _switchable_node(cluster)
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(migrate_nodes, "_evict_all", interrupted)
+    from click.testing import CliRunner
+
+    from kubectl_gpu.cli.main import main
+
+    result = CliRunner().invoke(main, ["migrate", "nodes", node, "--apply"], env=cluster.double.kubectl_env(),
+                                catch_exceptions=False)
+    assert result.exit_code == 130
+    after = cluster.double.get("nodes", node, namespace="")
+    assert not after["spec"].get("unschedulable")
+    assert NODE_WAVE_ANNOTATION not in after["metadata"].get("annotations", {})
+    assert f"node/{node}: uncordoned (the wave stopped: the node is as it was)" in result.output
+
+
+def test_ctrl_c_during_refused_evictions_puts_the_node_back_in_the_executable(cluster):
+    """The executable ends on Ctrl-C within a grace second (kubectl_gpu/cli/main.py run); putting a
+    wave's nodes back is waited for (exits.undoing_after_interrupt), then it exits 130."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    node = _switchable_node(cluster)
+    cluster.double.fail("create", "pods/eviction", status=429, times=None, reason="TooManyRequests",
+                        message="Cannot evict pod as it would violate the pod's disruption budget.")
+    process = subprocess.Popen([sys.executable, "-m", "kubectl_gpu.cli.main", "migrate", "nodes", node, "--apply",
+                                "--timeout", "5m"], env=cluster.double.kubectl_env(), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    for _ in range(600):  # waiting for the retries to begin, not timing them
+        if cluster.double.count("create", "pods/eviction") >= 1:
+            break
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    after = cluster.double.get("nodes", node, namespace="")
+    assert not after["spec"].get("unschedulable") and NODE_WAVE_ANNOTATION not in after["metadata"].get(
+        "annotations", {}), (out, err)
+    assert f"node/{node}: uncordoned (the wave stopped: the node is as it was)" in out

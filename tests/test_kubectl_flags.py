@@ -153,8 +153,14 @@ def test_global_flags_before_the_command_are_the_commands_flags(cluster):
     assert "/serving/" in cluster.kubectl_gpu("-n", "ml", "migrate", "--from-cluster", "-n", "serving")
     output = cluster.kubectl_gpu("--request-timeout", "forever", "describe", expect=2)
     assert "'forever' is not a duration" in output
-    output = cluster.kubectl_gpu("-n", "ml", "version", expect=2)
-    assert output.startswith("error: -n/--namespace is not a flag of kubectl gpu version\n")
+    # kubectl takes its global flags with every command, `kubectl --context prod version` too (an
+    # alias `k='kubectl --context prod'` types them): a command that never reaches a cluster
+    # (version, completion) takes them and has no use for them; one that reads a cluster without
+    # such a flag refuses it rather than ignore what it was told.
+    assert cluster.kubectl_gpu("-n", "ml", "--context", "prod", "version").startswith("kubectl-gpu ")
+    assert "complete" in cluster.kubectl_gpu("--request-timeout", "5s", "completion", "bash")
+    output = cluster.kubectl_gpu("--request-timeout", "5s", "migrate", "x.yaml", expect=2)
+    assert output.startswith("error: --request-timeout is not a flag of kubectl gpu migrate\n")
 
 
 @needs_kubectl
@@ -182,6 +188,14 @@ def test_kubectl_hands_flags_before_the_command_to_the_plugin(plugin_path, k8s_d
      "kubectl gpu describe node"),
     (["rollback", "--timeout", "90"], 'error: invalid argument "90" for "--timeout" flag: time: missing unit in '
      'duration "90" (write it as kubectl does, with a unit: 90s, 5m, 1h30m)', "kubectl gpu rollback"),
+    # A flag's missing value is the command's error, named with the command's help (cobra: `kubectl
+    # drain --timeout` says "flag needs an argument" and "See 'kubectl drain -h'").
+    (["migrate", "nodes", "legacy-4", "--timeout"], "error: option '--timeout' requires an argument",
+     "kubectl gpu migrate nodes"),
+    (["describe", "node", "-o"], "error: option '-o' requires an argument", "kubectl gpu describe node"),
+    (["-n", "ml", "describe", "pods", "-o"], "error: option '-o' requires an argument", "kubectl gpu describe pod"),
+    # One line, the choices on it: not click's list of them over four lines.
+    (["completion"], "error: missing argument '{bash|zsh|fish}' (one of bash, zsh, fish)", "kubectl gpu completion"),
 ])
 def test_usage_errors_are_kubectls_two_lines(plugin_path, args, first, command):  # noqa: F811
     """kubectl's form (`kubectl get --foo`): the error, then where the usage is; nothing on stdout."""
@@ -398,7 +412,8 @@ def test_kubectl_completes_namespaces_nodes_and_workloads(plugin_path, k8s_doubl
     the namespace typed so far (Cobra's NoSpace directive after a KIND/, so the name follows)."""
     k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}},
                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
-                    b.node("gpu-1"), b.node("gpu-2"), b.dra_node("dra-a"),
+                    b.node("gpu-1", legacy={"nvidia.com/gpu": "4"}), b.node("gpu-2", legacy={"nvidia.com/gpu": "4"}),
+                    b.dra_node("dra-a"),
                     b.deployment("infer", "serving"), b.deployment("web", "serving"), b.deployment("train", "ml"))
     env = dict(plugin_path, KUBECONFIG=k8s_double.kubeconfig_path())
 
@@ -471,3 +486,33 @@ def test_migrate_from_cluster_takes_kubectls_label_selectors(cluster):
     assert shown("!tier") == set()
     output = cluster.kubectl_gpu("migrate", "--from-cluster", "-A", "-l", "tier in (", expect=2)
     assert output.startswith("error: -l 'tier in (':")
+
+
+# ----------------------------------------------------------------- version
+
+@needs_kubectl
+def test_version_and_the_version_flag_say_the_same_through_kubectl(plugin_path):  # noqa: F811
+    """`kubectl gpu version` (as `kubectl version`) and `kubectl gpu --version` print the one version."""
+    from importlib.metadata import version
+
+    expected = f"kubectl-gpu {version('kubectl-gpu')}\n"
+    for args in (["version"], ["--version"]):
+        result = kubectl(plugin_path, "gpu", *args)
+        assert result.returncode == 0 and result.stdout == expected, (args, result.stdout, result.stderr)
+    typo = kubectl(plugin_path, "gpu", "versoin")
+    assert typo.returncode == 2 and "Did you mean this?\n\tversion" in typo.stderr
+
+
+# ----------------------------------------------------------------- -l says what it selects
+
+@pytest.mark.parametrize("command,selects", [
+    (["describe"], "nodes"), (["describe", "node"], "nodes"), (["doctor"], "nodes"), (["plan"], "nodes"),
+    (["describe", "pod"], "pods"), (["explain"], "pods"), (["describe", "claim"], "ResourceClaims"),
+])
+def test_each_selector_flag_says_which_objects_it_selects(command, selects):
+    """-l narrows nodes for the node views, doctor and plan, pods for describe pod and explain: its
+    help names them, with an example that selects them (plan -l app=web would select no node)."""
+    result = CliRunner().invoke(main, [*command, "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if "-l, --selector" in line)
+    assert f"Label selector of the {selects}" in line, line

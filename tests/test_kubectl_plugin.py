@@ -115,3 +115,16 @@ def test_completion_scripts_complete_the_kubectl_gpu_command(plugin_path):
         source = subprocess.run(["kubectl-gpu", "completion", shell], env=plugin_path, capture_output=True,
                                 text=True, timeout=60)
         assert source.returncode == 0 and marker in source.stdout, source.stderr
+
+
+def test_migrate_nodes_completes_the_nodes_a_wave_can_switch(plugin_path, k8s_double):
+    """`kubectl gpu migrate nodes <TAB>`: the GPU nodes still on the device plugin; not a node
+    without GPUs nor one already labelled as a DRA node (migrate nodes refuses both)."""
+    k8s_double.seed(b.node("legacy-a", legacy={"nvidia.com/gpu": "4"}), b.node("legacy-b", legacy={"nvidia.com/gpu": "8"}),
+                    b.dra_node("dra-a"), b.node("cpu-1"))
+    env = dict(plugin_path, KUBECONFIG=k8s_double.kubeconfig_path())
+    result = kubectl(env, "__complete", "gpu", "migrate", "nodes", "")
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stdout.splitlines() if not line.startswith(":")] == ["legacy-a", "legacy-b"]
+    result = kubectl(env, "__complete", "gpu", "migrate", "nodes", "legacy-a", "legacy-")
+    assert [line for line in result.stdout.splitlines() if not line.startswith(":")] == ["legacy-b"]

@@ -61,7 +61,7 @@ def _sections(lines: list[str]) -> tuple[list[str], list[str]]:
 
 
 @pytest.mark.parametrize("columns", [80, 160])
-@pytest.mark.parametrize("args", [["describe", "-o", "wide"], ["describe", "node", "dra-a"], ["doctor"]],
+@pytest.mark.parametrize("args", [["describe", "-o", "wide"], ["describe", "node", "dra-a"], ["doctor", "-o", "wide"]],
                          ids=" ".join)
 def test_the_terminal_shows_the_tables_a_pipe_gets_and_wraps_only_the_findings(wide_cluster, columns, args):
     """Tables are never wrapped (the terminal wraps a line too long for it, as for kubectl); the
@@ -112,3 +112,94 @@ def test_migrate_wraps_its_report_notes_to_the_terminal_and_not_into_a_pipe(tmp_
     lines = [shown[start]] + [line for line in shown[start + 1:start + 4] if line.startswith(" " * 15)]
     assert len(lines) > 1 and all(len(line) <= 80 for line in lines), shown
     assert " ".join(lines).split() == note.split()
+
+
+def test_plan_wraps_each_workloads_sentence_to_the_terminal_and_not_into_a_pipe(k8s_double):
+    """The lines under plan's workload table say why a workload cannot move (a sentence, often
+    longer than 80 columns): wrapped to the terminal like describe's findings, one line piped."""
+    from tests import fleet_cluster as fc
+
+    broken = fc.workload("Deployment", "broken", "default",
+                         fc.template("broken", fc.container("150", resource="nvidia.com/vcuda-core")))
+    k8s_double.seed(fc.node("legacy-1"), fc.node("dra-1", dra=True), fc.resource_slice("dra-1"), fc.device_class(),
+                    broken)
+    env = {**os.environ, "KUBECONFIG": k8s_double.kubeconfig_path(), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", "plan"], capture_output=True, text=True,
+                           env=env, timeout=120).stdout.splitlines()
+    (reason,) = [line for line in piped if line.startswith("  default/deployment/broken: ")]
+    assert len(reason) > 80  # one line on the pipe
+    shown = [line.rstrip() for line in run_in_terminal(80, ["plan", "2>/dev/null"], env).splitlines()]
+    start = next(i for i, line in enumerate(shown) if line.startswith("  default/deployment/broken: "))
+    lines = [shown[start]] + [line for line in shown[start + 1:start + 4] if line.startswith(" " * 4)]
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), shown
+    assert " ".join(lines).split() == reason.split()
+
+
+def test_explain_wraps_its_verdicts_and_notes_to_the_terminal_and_not_into_a_pipe(tmp_path):
+    """explain's sentences (a claim's verdict, notes, each request's reason) are wrapped to the
+    terminal like describe's findings, the lines after the first indented under it; piped, one line."""
+    from tests.corpus import claim_fixture
+
+    args = ["explain", "-f", str(claim_fixture("gpu-test6-a100-index")), "--slices",
+            str(REPO / "tests" / "data" / "slices" / "nvidia-a100-mig-v1beta1.yaml")]
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "none"), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", *args], capture_output=True, text=True,
+                           env=env, timeout=120).stdout.splitlines()
+    sentences = [line for line in piped if line.startswith(("  cannot be allocated", "  note: "))]
+    assert len(sentences) == 2 and all(len(line) > 80 for line in sentences)
+    shown = [line.rstrip() for line in run_in_terminal(80, args, env).splitlines()]
+    for sentence in sentences:
+        start = next(i for i, line in enumerate(shown) if line and sentence.startswith(line))
+        end = next(i for i in range(start + 1, len(shown)) if not shown[i].startswith(" " * 4))
+        lines = shown[start:end]
+        assert len(lines) > 1, shown
+        assert all(len(line) <= 80 for line in lines if len(line.split()) > 1), shown
+        assert " ".join(lines).split() == sentence.split()
+    tables = [line for line in shown if line.startswith(("REQUEST ", "gpu "))]
+    assert tables == [line for line in piped if line.startswith(("REQUEST ", "gpu "))]  # tables are never wrapped
+
+
+def test_the_fleet_commands_wrap_their_steps_to_the_terminal_and_not_into_a_pipe(k8s_double):
+    """migrate --from-cluster, migrate nodes and rollback say what each step did in a sentence
+    (what the operator must do next): wrapped to the terminal, one line piped."""
+    import json
+
+    from kubectl_gpu.dra.facts import NODE_WAVE_ANNOTATION
+    from tests import fleet_cluster as fc
+
+    switched = fc.node("legacy-1", dra=True)
+    switched["metadata"]["annotations"] = {NODE_WAVE_ANNOTATION: json.dumps(
+        {"labels": {"ack.node.gpu.schedule": None}, "unschedulable": False})}
+    switched["spec"] = {"unschedulable": True}
+    k8s_double.seed(switched)
+    env = {**os.environ, "KUBECONFIG": k8s_double.kubeconfig_path(), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    args = ["rollback", "node/legacy-1"]
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", *args], capture_output=True, text=True,
+                           env=env, timeout=120).stdout.splitlines()
+    step = piped[0]
+    assert step.startswith("node/legacy-1: would be uncordoned") and len(step) > 80
+    shown = [line.rstrip() for line in run_in_terminal(80, args, env).splitlines()]
+    end = next(i for i in range(1, len(shown)) if not shown[i].startswith(" " * 4))
+    assert end > 1 and all(len(line) <= 80 for line in shown[:end]), shown
+    assert " ".join(shown[:end]).split() == step.split()
+
+
+def test_plan_wraps_what_it_read_of_the_cluster_on_stderr_to_the_terminal(k8s_double):
+    """The cluster profile plan prints on stderr before its tables (a long sentence) is wrapped
+    like its other sentences."""
+    from tests import fleet_cluster as fc
+
+    k8s_double.seed(fc.node("legacy-1"), fc.node("dra-1", dra=True), fc.resource_slice("dra-1"), fc.device_class())
+    env = {**os.environ, "KUBECONFIG": k8s_double.kubeconfig_path(), "PYTHONPATH": str(REPO)}
+    env.pop("NO_COLOR", None)
+    piped = subprocess.run([sys.executable, "-m", "kubectl_gpu.cli.main", "plan"], capture_output=True, text=True,
+                           env=env, timeout=120).stderr.splitlines()
+    profile = piped[0]
+    assert profile.startswith("cluster profile from cluster ") and len(profile) > 80
+    shown = [line.rstrip() for line in run_in_terminal(80, ["plan", ">/dev/null"], env).splitlines()]
+    end = next(i for i in range(1, len(shown)) if not shown[i].startswith(" " * 4))
+    assert end > 1 and all(len(line) <= 80 for line in shown[:end]), shown
+    assert " ".join(shown[:end]).split() == profile.split()

@@ -126,3 +126,32 @@ def complete_kind_and_name(ctx: click.Context, param: click.Parameter, incomplet
         return resource.path(namespace)
 
     return completing(path, prefix=f"{kind}/")(ctx, param, incomplete)
+
+
+def complete_device_plugin_nodes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """`migrate nodes <TAB>`: the nodes a wave can switch, those offering device-plugin GPUs and
+    not labelled as DRA nodes (--dra-node-label typed so far, else the default); the nodes already
+    typed are left out."""
+    from click.shell_completion import CompletionItem
+
+    from kubectl_gpu.cli.options import parse_dra_labels
+    from kubectl_gpu.inspect.dra_nodes import is_dra_node
+    from kubectl_gpu.inspect.legacy import node_legacy_resources
+    from kubectl_gpu.k8s.lists import list_objects
+    from kubectl_gpu.k8s.name_completion import nodes_path, options_so_far
+
+    typed = set(ctx.params.get(param.name or "") or ())
+    try:
+        labels = parse_dra_labels(tuple(ctx.params.get("dra_node_labels") or ()))
+        connection = options_so_far(ctx).connect()
+        nodes = list_objects(connection.api, nodes_path(connection, ""))
+    except Exception:  # noqa: BLE001 - no cluster, no names: completion stays quiet
+        return []
+    names = []
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if (name.startswith(incomplete) and name not in typed and not is_dra_node(meta.get("labels") or {}, labels)
+                and any(r.is_gpu and r.offered for r in node_legacy_resources(node))):
+            names.append(name)
+    return [CompletionItem(name) for name in sorted(names)]

@@ -4,8 +4,10 @@
   (https://no-color.org) or TERM=dumb: not even bold, so the output is exactly the text.
 - Progress of long runs goes to stderr, only when stderr is a terminal, and is erased when done:
   stdout stays exactly the report, piped or not.
-- Nothing is wrapped or cropped to the terminal's width, piped or not: tables lay themselves out
-  (kubectl_gpu/kubetable.py) and a terminal narrower than a line wraps it, as for kubectl.
+- Tables are never wrapped or cropped to the terminal's width, piped or not: they lay themselves
+  out (kubectl_gpu/kubetable.py) and a terminal narrower than a line wraps it, as for kubectl.
+  Sentences (findings, notes, what a step did) are wrapped to a terminal's width, words whole
+  (echo_wrapped, kubectl_gpu/prose.py); piped, each stays one line.
 """
 
 from __future__ import annotations
@@ -45,6 +47,23 @@ def text_console(stream: TextIO | None = None) -> Console | PlainConsole:
     is allowed; otherwise a PlainConsole, which prints the same characters without loading rich."""
     stream = stream or sys.stdout
     return console(stream) if colour_allowed(stream) else PlainConsole(stream)
+
+
+def echo_wrapped(line: str, err: bool = False) -> None:
+    """A sentence for people on stdout (or stderr), wrapped to the terminal's width where it is
+    one, the lines after the first indented under it (kubectl_gpu/prose.py); piped, one line."""
+    import click
+
+    from kubectl_gpu.prose import wrapped
+
+    stream = sys.stderr if err else sys.stdout
+    width = None
+    if _interactive(stream):
+        import shutil  # only on a terminal: it loads bz2, lzma and zlib
+
+        width = shutil.get_terminal_size((80, 24)).columns
+    for part in wrapped(line, width, " " * (len(line) - len(line.lstrip(" ")) + 4)):
+        click.echo(part, err=err)
 
 
 def progress(message: str, stream: TextIO | None = None) -> ContextManager[object]:

@@ -196,7 +196,7 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
     "kubectl gpu describe pod train-0 -n ml    # legacy requests, claims, why it waits",
     "kubectl gpu describe pods -A -l app=infer"))
 @click.argument("name", required=False, shell_complete=names_from_cluster("pods"))
-@cluster_options
+@cluster_options(selects="pods")
 @click.pass_context
 def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     """A pod's legacy GPU requests, DRA claims (generated ones too), allocated devices with their
@@ -233,6 +233,14 @@ def pod_command(ctx: click.Context, name: str | None, **values: Any) -> None:
                 except (NotFound, NothingToExplain):
                     explanation = None  # the claim rows already say what is missing
                 report = pod_report(pod, dra_objects.claims, devices, explanation)
+            if report.pending and report.scheduling is None:
+                import dataclasses
+
+                from kubectl_gpu.inspect.fetch import scheduling_events
+                from kubectl_gpu.inspect.pods import scheduling_from_events
+
+                report = dataclasses.replace(
+                    report, scheduling=scheduling_from_events(scheduling_events(connection.api, pod)))
             if report.needs_legacy_step():
                 report = _with_legacy_step(report, pod, dra_objects.nodes, list_pods(connection.api, None, None))
             emit(options, report.to_dict(), lambda: tables.pod(report, wide), lambda: [f"pod/{name}"])
@@ -260,7 +268,7 @@ def _with_legacy_step(report: Any, pod: Any, nodes: Any, pods: Any) -> Any:
 @command.command("claim", epilog=_examples(
     "kubectl gpu describe claim train-gpus -n ml", "kubectl gpu describe claims -A -o name"))
 @click.argument("name", required=False, shell_complete=names_from_cluster("resourceclaims"))
-@cluster_options
+@cluster_options(selects="ResourceClaims")
 @click.pass_context
 def claim_command(ctx: click.Context, name: str | None, **values: Any) -> None:
     """A ResourceClaim: its requests, allocated devices with attributes and consumed capacity, the

@@ -9,7 +9,8 @@ is no, like `kubectl diff` with differences) and give usage, reachability and RB
 from __future__ import annotations
 
 import sys
-from typing import Callable, NoReturn
+from contextlib import contextmanager
+from typing import Callable, Iterator, NoReturn
 
 import click
 
@@ -42,6 +43,22 @@ def skip_teardown() -> None:
     CliRunner, the tests) never see a difference."""
     global teardown_needless
     teardown_needless = True
+
+# Set while a command puts back what it changed on a cluster after Ctrl-C (migrate nodes uncordons
+# the wave's nodes): the executable's grace after an interrupt (kubectl_gpu/cli/main.py) waits for
+# it instead of ending the process with the nodes half-switched; a second Ctrl-C still ends it.
+undoing = False
+
+
+@contextmanager
+def undoing_after_interrupt() -> Iterator[None]:
+    global undoing
+    undoing = True
+    try:
+        yield
+    finally:
+        undoing = False
+
 
 TABLE = f"""\b
 Exit codes (the same for every kubectl gpu command):
@@ -126,6 +143,10 @@ class UsageErrorLine(click.UsageError):
                 text += f" (did you mean {' or '.join(sorted(error.possibilities))}?)"
             return text
         text = error.format_message().removesuffix(".")
+        # click lists a choice's values one a line ("Choose from:\n\tbash,\n\tzsh"): kubectl's one line.
+        head, sep, choices = text.partition(". Choose from:")
+        if sep:
+            text = f"{head} (one of {' '.join(choices.split()).rstrip('.,')})"
         # click's sentences start with a capital ("Missing argument ..."); kubectl's errors do not.
         return text[:1].lower() + text[1:] if text[1:2].islower() else text
 

@@ -71,7 +71,7 @@ Examples:
 @click.command(name="explain", epilog=EPILOG, help="")
 @click.argument("pod", required=False, metavar="[POD | pod/NAME | claim/NAME]",
                 shell_complete=names_from_cluster("pods"))
-@cluster_options(outputs=("table", "wide", "json", "yaml"))  # explanations, not objects to name
+@cluster_options(outputs=("table", "wide", "json", "yaml"), selects="pods")  # explanations, not objects to name
 @click.option("-f", "--filename", "files", multiple=True, metavar="FILE",
               help="ResourceClaim/ResourceClaimTemplate manifests (may also hold slices and classes; - for stdin).")
 @click.option("--slices", "slice_files", multiple=True, metavar="FILE",

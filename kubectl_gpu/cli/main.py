@@ -111,6 +111,8 @@ class LazyGroup(click.Group):
                 exits.internal_error(error)
             ctx.exit(code)
         except click.UsageError as error:
+            if error.ctx is None:  # click's parser names no context for a flag missing its value
+                error.ctx = _context_of(ctx, *ctx.meta.get(_RESOLVED, (None, None, [])))
             raise exits.UsageErrorLine.of(error) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
@@ -118,6 +120,11 @@ class LazyGroup(click.Group):
             exits.internal_error(error)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
+        resolved = self._resolve(ctx, args)
+        ctx.meta[_RESOLVED] = resolved
+        return resolved
+
+    def _resolve(self, ctx: click.Context, args: list[str]):
         if args and not args[0].startswith("-") and args[0] not in SUBCOMMANDS:
             import difflib
 
@@ -142,10 +149,30 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, SUBCOMMANDS[name]) for name in sorted(SUBCOMMANDS)])
 
 
+_RESOLVED = "kubectl_gpu.resolved"  # ctx.meta: the command the words named (name, command, its args)
+
+
+def _context_of(parent: click.Context, name: str | None, command: click.Command | None,
+                args: list[str]) -> click.Context:
+    """The context of the command the words name (`describe node` within `describe`), for the
+    `See '... --help'` line of an error click raised before that context existed."""
+    if command is None:
+        return parent
+    context = click.Context(command, info_name=name, parent=parent)
+    if isinstance(command, click.Group):
+        for index, word in enumerate(args):
+            sub = None if word.startswith("-") else command.get_command(context, word)
+            if sub is not None:
+                return _context_of(context, sub.name, sub, args[index + 1:])
+    return context
+
+
 # kubectl's global flags, which kubectl hands to a plugin where the user typed them: `kubectl gpu
 # -n serving describe` runs `kubectl-gpu -n serving describe`.  Given before the command, each is
 # handed to the command as if typed after it (a value typed after it wins, as in kubectl), so it
-# is checked and used in one place: the command's own option.
+# is checked and used in one place: the command's own option.  A command that reads no cluster
+# (version, completion: none of these is its flag) takes them and has no use for them, as
+# `kubectl --context prod version` does; one that reads a cluster refuses a flag it does not take.
 GLOBAL_FLAGS = {"kubeconfig": "--kubeconfig", "context": "--context", "namespace": "-n/--namespace",
                 "request_timeout": "--request-timeout"}
 
@@ -153,14 +180,17 @@ GLOBAL_FLAGS = {"kubeconfig": "--kubeconfig", "context": "--context", "namespace
 def _with_global_flags(ctx: click.Context, name: str | None, command: click.Command | None,
                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
     given = {key: value for key, value in ctx.params.items() if key in GLOBAL_FLAGS and value is not None}
-    if given and command is not None:
-        taken = {p.name for p in command.params}
+    taken = {p.name for p in command.params} if command is not None else set()
+    if given and command is not None and taken & GLOBAL_FLAGS.keys():
         for key in given:
             if key not in taken:
                 raise click.UsageError(f"{GLOBAL_FLAGS[key]} is not a flag of {PLUGIN_NAME} {command.name}", ctx)
         ctx.default_map = {**(ctx.default_map or {}), name: given}
     return name, command, args
 
+
+DISTRIBUTION = "kubectl-gpu"  # the package's name (pyproject.toml), whose version both print
+VERSION_LINE = "kubectl-gpu %(version)s"  # `kubectl gpu version` and `kubectl gpu --version`
 
 _EXAMPLES = """\b
 Examples:
@@ -172,7 +202,7 @@ Examples:
 
 
 @click.group(cls=LazyGroup, epilog=exits.epilog(_EXAMPLES), context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="kubectl-gpu")
+@click.version_option(package_name=DISTRIBUTION, message=VERSION_LINE)
 @click.option("--kubeconfig", default=None, metavar="PATH", help="Path to the kubeconfig file, for the command.")
 @click.option("--context", default=None, metavar="NAME", help="The kubeconfig context, for the command.")
 @click.option("-n", "--namespace", default=None, metavar="NAMESPACE", shell_complete=complete_namespaces,
@@ -194,7 +224,7 @@ def _version_command() -> None:
     """Print the version of kubectl-gpu (as `kubectl gpu --version`)."""
     from importlib.metadata import version
 
-    click.echo(f"kubectl-gpu {version('kubectl-gpu')}")
+    click.echo(VERSION_LINE % {"version": version(DISTRIBUTION)})
 
 
 def run() -> None:
@@ -263,6 +293,8 @@ def _on_interrupt(signum: int, frame: Any) -> None:
 
 def _exit_after_grace() -> None:
     time.sleep(_GRACE_SECONDS)
+    while exits.undoing:  # a node wave being put back (exits.undoing_after_interrupt): let it finish
+        time.sleep(0.05)
     os._exit(exits.INTERRUPTED)  # no flush: the main thread may hold the streams' locks
 
 

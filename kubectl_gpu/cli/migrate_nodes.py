@@ -10,7 +10,7 @@ import click
 
 from kubectl_gpu.cli.options import dra_node_label_option, parse_dra_labels
 from kubectl_gpu.cli import exits
-from kubectl_gpu.k8s.name_completion import complete_nodes
+from kubectl_gpu.cli.completion import complete_device_plugin_nodes
 from kubectl_gpu.k8s.options import ClusterOptions, request_timeout_option, timeout_option
 from kubectl_gpu.cli.step_report import StepReport, output_option
 from kubectl_gpu.cli.fleet_common import (EXIT_REFUSED, EXIT_STOPPED, FIELD_MANAGER, dry_run_api, dry_run_mode,
@@ -44,7 +44,7 @@ Examples:
 
 
 @click.command("migrate nodes", epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=complete_nodes)
+@click.argument("nodes", nargs=-1, metavar="[NODE]...", shell_complete=complete_device_plugin_nodes)
 @click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None, help="Path to the kubeconfig file.")
 @click.option("--context", default=None, help="The kubeconfig context to use.")
 @request_timeout_option
@@ -119,6 +119,13 @@ def command(nodes: tuple[str, ...], kubeconfig: str | None, context: str | None,
         if isinstance(exc, ApiError):
             exits.fail(exc)
         fail(str(exc), EXIT_STOPPED)
+    except KeyboardInterrupt:  # Ctrl-C while refused evictions are retried: never leave the nodes half-switched
+        if not simulate:
+            click.echo("", err=True)
+            with exits.undoing_after_interrupt():
+                _undo(connection.api, started, report)
+        report.finish("interrupted")
+        raise
     if simulate:
         report.say(f"{mode.value} dry run: nothing was written; run with --apply to switch these nodes")
     else:

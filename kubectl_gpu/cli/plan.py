@@ -92,8 +92,10 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
                                                   target_driver,
                                                   driver_shares=int(driver.shares) if driver.shares.isdigit() else None)
     if options.output in ("table", "wide"):
+        from kubectl_gpu.cli.console import echo_wrapped
+
         for line in fitted:
-            click.echo(line, err=True)
+            echo_wrapped(line, err=True)
     for problem in snapshot.rejected:
         click.echo(f"warning: {problem}: left out of the plan", err=True)
     try:
@@ -105,10 +107,19 @@ def command(files: tuple[str, ...], wave_size: int | None, allow_uncapped: bool,
     volcano = plan_queue_writes(snapshot.volcano_queues, translate, kueue=False)
     document = {**plan.to_dict(), "cluster": fitted, **({"kueue": kueue.to_dict()} if kueue.notes else {}),
                 **({"volcanoQueues": volcano_document(volcano)} if volcano else {})}
-    emit(options, document, lambda: _text(render_plan(plan, wide=options.output == "wide", headers=not options.no_headers)
+    emit(options, document, lambda: _text(render_plan(plan, wide=options.output == "wide", headers=not options.no_headers,
+                                                      width=_terminal_width())
                                           + render_kueue(kueue) + render_volcano(volcano)),
          names=lambda: [object_name(w.kind, w.api_version, w.name) for w in plan.workloads])
     sys.exit(EXIT_REFUSED if plan.refused or plan.unplaced else 0)
+
+
+def _terminal_width() -> int | None:
+    """stdout's width when it is a terminal (the sentences under the table wrap to it), else None."""
+    from kubectl_gpu.cli.console import console
+
+    out = console()
+    return out.width if out.is_terminal else None
 
 
 def _text(text: str) -> Any:

@@ -157,7 +157,7 @@ def _roll_back_named(connection: Any, writer: Any, named: list[Named], namespace
             continue
         report.step(target.ref, rollback_workload(writer, target, FIELD_MANAGER, simulate))
         if not simulate:
-            report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say))
+            report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say, undo=_follow(target)))
     return missing
 
 
@@ -196,7 +196,7 @@ def _roll_back_all(connection: Any, writer: Any, namespace: str | None, simulate
     for target in targets:
         report.step(target.ref, rollback_workload(writer, target, FIELD_MANAGER, simulate))
         if not simulate:
-            report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say))
+            report.step(target.ref, wait_ready(connection.api, target, timeout, progress=_say, undo=_follow(target)))
     # The quota last: the DRA entries it loses would have counted the claims the workloads held.
     for quota in quotas:
         line = rollback_quota(writer, quota, FIELD_MANAGER, simulate)
@@ -238,6 +238,12 @@ def _recorded(obj: Any, annotation: str) -> bool:
 
     return any(annotation in ((resolve(obj, s.pointer).get("metadata") or {}).get("annotations") or {})
                for s in find_pod_sites(obj))
+
+
+def _follow(target: Any) -> str:
+    """What to run when a rolled-back workload is not ready in time: rollback cannot undo itself."""
+    where = f" -n {target.namespace}" if target.namespace else ""
+    return f"the rollback was written; follow it with kubectl rollout status {target.kind.lower()}/{target.name}{where}"
 
 
 def _say(line: str) -> None:

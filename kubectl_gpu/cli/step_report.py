@@ -31,8 +31,12 @@ class StepReport:
     steps: list[dict[str, Any]] = field(default_factory=list)
 
     def say(self, line: str) -> None:
-        """A line for people that is about no one object (what was read, what to do next)."""
-        click.echo(line, err=self.output is not None)
+        """A line for people that is about no one object (what was read, what to do next); on a
+        terminal wrapped to it, the lines after the first indented under it (kubectl_gpu/prose.py),
+        as describe wraps its findings; piped, one line."""
+        from kubectl_gpu.cli.console import echo_wrapped
+
+        echo_wrapped(line, err=self.output is not None)
 
     def step(self, subject: str, result: str, indent: str = "") -> None:
         """`subject: result`, e.g. `Deployment/ml/train: applied`."""

@@ -91,7 +91,7 @@ def render_table(explanation: Explanation, console: Console | PlainConsole, wide
         console.print()
         if isinstance(item, ClaimError):
             console.print(text(f"{item.kind} {_ref(item.namespace, item.name)}: INVALID", style="bold red"))
-            console.print(text(f"  {item.error}"))
+            _sentence(console, text, f"  {item.error}")
             continue
         _render_claim(item, console, wide, text, headers)
 
@@ -109,18 +109,35 @@ def _text_type(console: Console | PlainConsole) -> Any:
     return Text
 
 
+def _terminal_width(console: Console | PlainConsole) -> int | None:
+    from kubectl_gpu.kubetable import PlainConsole
+
+    if isinstance(console, PlainConsole):
+        return console.terminal_width
+    return console.width if console.is_terminal else None
+
+
+def _sentence(console: Console | PlainConsole, text: Any, line: str, style: str = "") -> None:
+    """A line of prose (a verdict, a note, a reason) wrapped to the terminal as describe wraps its
+    findings, the lines after the first indented under its text (kubectl_gpu/prose.py); piped, one line."""
+    from kubectl_gpu.prose import wrapped
+
+    for part in wrapped(line, _terminal_width(console), " " * 4):
+        console.print(text(part, style=style))
+
+
 def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: bool, text: Any,
                   headers: bool = True) -> None:
     from kubectl_gpu.kubetable import KubeTable
 
     style = "bold green" if claim.allocatable else "bold red"
     console.print(text(f"{claim.kind} {_ref(claim.namespace, claim.name)} ({claim.api_version})", style="bold"))
-    console.print(text(f"  {claim.verdict}", style=style))
+    _sentence(console, text, f"  {claim.verdict}", style)
     if claim.allocation:
         chosen = ", ".join(f"{d.request}: {d.pool}/{d.device}" for d in claim.allocation)
-        console.print(text(f"  devices the scheduler would allocate: {chosen}"))
+        _sentence(console, text, f"  devices the scheduler would allocate: {chosen}")
     for note in claim.notes:
-        console.print(text(f"  note: {note}"))
+        _sentence(console, text, f"  note: {note}")
     # Within 80 columns by default (kubectl's tables); where the class came from, how many devices
     # are in it and the best node are -o wide's.
     columns = ["REQUEST", "CLASS", "NEEDS", "MATCH", "FREE", "RESULT"]
@@ -146,7 +163,7 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
             if alternative.verdict in claim.verdict:
                 continue  # the claim's verdict above already gives this reason: print it once
             style = "green" if alternative.allocatable else "red"
-            console.print(text(f"  {alternative.name}: {alternative.verdict}", style=style))
+            _sentence(console, text, f"  {alternative.name}: {alternative.verdict}", style)
     # Which CEL engine evaluated a selector is an implementation detail: JSON keeps it, people don't need it.
     # The expression itself (long CEL) is -o wide's; the selector's name says which one it is.
     selectors = KubeTable("REQUEST", "SELECTOR", *(["EXPRESSION"] if wide else []), "MATCHED", "REJECTED", "ERRORS",
@@ -171,7 +188,7 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
         for alternative in request.alternatives:
             failing = [d for d in alternative.device_results if d.result == ERROR]
             for device in failing[: None if wide else 3]:
-                console.print(text(f"  {alternative.name}: {device.device}: {device.error}", style="red"))
+                _sentence(console, text, f"  {alternative.name}: {device.device}: {device.error}", "red")
             if len(failing) > 3 and not wide:
                 console.print(text(f"  ... {len(failing) - 3} more devices fail the same way (-o wide lists them)"))
             if wide:

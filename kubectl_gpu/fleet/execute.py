@@ -192,9 +192,10 @@ def rollout_ready(obj: Mapping[str, Any]) -> tuple[bool, str]:
 
 def wait_ready(api: Client, target: Target, timeout: float,
                clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-               progress: Callable[[str], None] | None = None) -> str:
+               progress: Callable[[str], None] | None = None, undo: str = "kubectl gpu rollback can restore it") -> str:
     """Poll until the rollout is ready; ``progress`` hears each new state in `kubectl rollout
-    status`'s words (`Waiting for deployment "web" rollout to finish: 1 of 3 updated replicas...`)."""
+    status`'s words (`Waiting for deployment "web" rollout to finish: 1 of 3 updated replicas...`).
+    ``undo`` says what to do when it is not ready in time."""
     deadline = clock() + timeout
     said = None
     while True:
@@ -211,7 +212,7 @@ def wait_ready(api: Client, target: Target, timeout: float,
             said = message
         if clock() >= deadline:
             raise StepFailed(f"{target.ref} did not become ready within {timeout:g}s: {message}; stopped here "
-                             f"(kubectl gpu rollback can restore it)")
+                             f"({undo})")
         sleep(1.0)
 
 

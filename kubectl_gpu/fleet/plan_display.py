@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kubectl_gpu.prose import wrapped
+
 from .capacity import _text
 from .kueue import KueuePlan
 from .queues import QueueWrite
@@ -24,9 +26,11 @@ def _bar(used: int, total: int) -> str:
     return "[" + "#" * filled + "." * (BAR_WIDTH - filled) + "]"
 
 
-def render_plan(plan: MigrationPlan, wide: bool = False, headers: bool = True) -> str:
+def render_plan(plan: MigrationPlan, wide: bool = False, headers: bool = True, width: int | None = None) -> str:
     """The default workload table fits kubectl's 80 columns: what each workload becomes, or why
-    it cannot (a sentence), is a line under the table; -o wide makes it the last column."""
+    it cannot (a sentence), is a line under the table; -o wide makes it the last column.  On a
+    terminal (`width`) those sentences and a wave's refusals are wrapped to it, as describe's
+    findings are (kubectl_gpu/prose.py); piped, each stays one line."""
     lines: list[str] = []
     counts = {s: sum(1 for w in plan.workloads if w.status == s) for s in STATUSES}
     lines.append("WORKLOADS (" + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + ")")
@@ -39,7 +43,7 @@ def render_plan(plan: MigrationPlan, wide: bool = False, headers: bool = True) -
             detail = "; ".join(w.reasons) if w.reasons else ", ".join(c["metadata"]["name"] for c in w.claims) or "-"
             workload = f"{w.kind.lower()}/{w.name}"
             rows.append([w.namespace or "-", workload, w.status, str(w.pods), legacy] + ([detail] if wide else []))
-            details.append(f"  {w.namespace or '-'}/{workload}: {detail}")
+            details.extend(wrapped(f"  {w.namespace or '-'}/{workload}: {detail}", width, " " * 4))
         lines.extend(_table(rows)[0 if headers else 1:])
         if not wide:
             lines.append("")
@@ -63,7 +67,7 @@ def render_plan(plan: MigrationPlan, wide: bool = False, headers: bool = True) -
             lines.append(f"  SLOTS: {w.ref}: {w.slots.describe()}" + (f"; {warning}" if warning else ""))
     for wave in plan.waves:
         lines.append("")
-        lines.extend(_wave(wave))
+        lines.extend(_wave(wave, width))
     if plan.unplaced:
         lines.append("")
         lines.append(f"NOT PLACED: {len(plan.unplaced)} workload(s) fit on no DRA node even after the last wave: "
@@ -71,12 +75,12 @@ def render_plan(plan: MigrationPlan, wide: bool = False, headers: bool = True) -
     return "\n".join(lines) + "\n"
 
 
-def _wave(wave: Wave) -> list[str]:
+def _wave(wave: Wave, width: int | None) -> list[str]:
     title = f"WAVE {wave.index}: " + (f"switch {len(wave.nodes)} node(s): {', '.join(wave.nodes)}" if wave.nodes
                                       else "no node switch (DRA nodes have room already)")
     lines = [title + ("  -- REFUSED" if wave.refused else "")]
     for reason in wave.refused:
-        lines.append(f"  refused: {reason}")
+        lines.extend(wrapped(f"  refused: {reason}", width, " " * 11))
     if wave.nodes and not wave.refused:
         free_before = ", ".join(f"{k}={_text(v)}" for k, v in sorted(wave.legacy_free_before.items())) or "nothing"
         lines.append(f"  drain:   {len(wave.moved_pods)} legacy pod(s) move to the {wave.legacy_nodes_left} legacy "

@@ -221,6 +221,23 @@ def fetch_pod(api: Client, namespace: str, name: str) -> dict[str, Any]:
     return pod
 
 
+def scheduling_events(api: Client, pod: Mapping[str, Any]) -> Objects:
+    """The pod's FailedScheduling events, selected as `kubectl describe pod` selects a pod's events
+    (involvedObject kind, name, namespace and uid); none where RBAC refuses reading events."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    fields = {"involvedObject.kind": "Pod", "involvedObject.name": meta.get("name"),
+              "involvedObject.namespace": namespace, "involvedObject.uid": meta.get("uid"),
+              "reason": "FailedScheduling"}
+    try:
+        return list_objects(api, collection_path("", "v1", "events", namespace),
+                            field_selector=",".join(f"{k}={v}" for k, v in fields.items() if v))
+    except ApiError as exc:
+        if exc.forbidden:
+            return []
+        raise
+
+
 def list_pods(api: Client, namespace: str | None, label_selector: str | None) -> Objects:
     return list_objects(api, collection_path("", "v1", "pods", namespace), label_selector=label_selector)
 

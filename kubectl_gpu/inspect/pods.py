@@ -242,6 +242,21 @@ def _container_usage(spec: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in usage.items()}
 
 
+def scheduling_from_events(events: Iterable[Mapping[str, Any]]) -> str | None:
+    """The newest FailedScheduling event's reason and message, for a pod without the PodScheduled
+    condition: kube-scheduler records the same message as an event and as the condition
+    (pkg/scheduler/schedule_one.go, handleSchedulingFailure), and the condition's update can fail."""
+    def when(event: Mapping[str, Any]) -> str:
+        series = event.get("series") or {}
+        return str(series.get("lastObservedTime") or event.get("lastTimestamp") or event.get("eventTime")
+                   or (event.get("metadata") or {}).get("creationTimestamp") or "")
+
+    newest = max(events, key=when, default=None)
+    if newest is None or not newest.get("message"):
+        return None
+    return f"{newest.get('reason') or 'FailedScheduling'}: {newest['message']}"
+
+
 def _scheduling_message(status: Mapping[str, Any]) -> str | None:
     for condition in status.get("conditions") or ():
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":

@@ -4,6 +4,7 @@ out; the CLI prints them."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable
 
 from rich.console import Group, RenderableType
@@ -179,19 +180,19 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
     label = (f"yes ({report.dra_label})" if report.dra_label
              else f"yes (publishes {', '.join(publishing)} ResourceSlices)" if publishing else "no")
     parts: list[RenderableType] = [Text.assemble(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]
-    # The default columns fit 80: what each device is (product, memory, MIG profile) is said once
-    # per kind above the table; those, UUIDs (40 characters) and the driver's pools are -o wide's.
-    columns = ["DEVICE", "TYPE", "STATE", "CLAIM", "PODS"]
+    # The default columns fit 80: which pods hold each device; what the device is (product,
+    # memory, MIG profile) is said once per kind above the table.  The claims (named after their
+    # pod, and longer), UUIDs (40 characters) and the driver's pools are -o wide's.
+    columns = ["DEVICE", "TYPE", "STATE", "PODS"]
     if wide:
-        columns += ["PRODUCT", "MEMORY", "MIG PROFILE", "CONSUMED", "UUID", "DRIVER", "POOL", "SHARE ID"]
+        columns += ["CLAIM", "PRODUCT", "MEMORY", "MIG PROFILE", "CONSUMED", "UUID", "DRIVER", "POOL", "SHARE ID"]
     table = _table(*columns, title="DRA devices (ResourceSlices)", wide=wide)
     for row in report.devices:
         d = row.device
-        claims = ", ".join(dict.fromkeys(f"{h.claim}" + (f" [{h.request}]" if wide else "") for h in row.holders))
-        values = [d.name, _dash(d.type), Text(row.state, style=_STATE_STYLE[row.state]), _dash(claims),
-                  _dash(", ".join(row.pods))]
+        values = [d.name, _dash(d.type), Text(row.state, style=_STATE_STYLE[row.state]), _dash(", ".join(row.pods))]
         if wide:
-            values += [_dash(d.product), _dash(d.memory), _dash(d.mig_profile),
+            claims = ", ".join(dict.fromkeys(f"{h.claim} [{h.request}]" for h in row.holders))
+            values += [_dash(claims), _dash(d.product), _dash(d.memory), _dash(d.mig_profile),
                        _dash(", ".join(f"{k} {v}" for k, v in row.consumed.items())), _dash(d.uuid), d.driver, d.pool,
                        _dash(", ".join(h.share_id for h in row.holders if h.share_id))]
         table.add_row(*values)
@@ -207,10 +208,12 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
     else:
         parts += [Text(""), Text("Device-plugin resources: none")]
     if report.legacy_pods:
-        pods = _table("POD", "PHASE", "REQUESTS", "SERVED BY DRA (KEP-5004)", title="Pods holding legacy GPUs")
+        # Whether DRA serves a pod's extended resource (KEP-5004) is -o wide's: the default fits 80.
+        pods = _table("POD", "PHASE", "REQUESTS", *(["SERVED BY DRA (KEP-5004)"] if wide else []),
+                      title="Pods holding legacy GPUs", wide=wide)
         for p in report.legacy_pods:
             pods.add_row(p.ref, p.phase, ", ".join(f"{r.container}: {r.resource}={r.amount}" for r in p.requests),
-                         "yes" if p.served_by_dra else "no")
+                         *(["yes" if p.served_by_dra else "no"] if wide else []))
         parts += [Text(""), pods]
     parts += [Text(""), findings(report.findings)]
     return Group(*parts)
@@ -284,26 +287,34 @@ def pod(report: PodReport, wide: bool = False) -> RenderableType:
 
 def pod_list(reports: Iterable[PodReport], wide: bool = False, headers: bool = True,
              namespaces: bool = False) -> KubeTable:
-    """`describe pod` without a name: one line per pod, as kubectl get."""
-    columns = ["NAME", "PHASE", "NODE", "LEGACY GPU REQUESTS", "CLAIMS", "DEVICES"]
+    """`describe pod` without a name: one line per pod, as kubectl get pods.  The default columns
+    fit kubectl's 80 (how many claims in which state); -o wide adds the node, as kubectl does, and
+    names the claims and the devices they hold."""
+    columns = (["NAME", "PHASE", "NODE", "LEGACY GPUS", "CLAIMS", "DEVICES"] if wide
+               else ["NAME", "PHASE", "LEGACY GPUS", "CLAIMS"])
     table = KubeTable(*(["NAMESPACE"] if namespaces else []), *columns, wide=wide, show_header=headers)
     for r in reports:
-        legacy = ", ".join(f"{q.resource}={q.amount}" for q in r.legacy_requests)
-        claims = ", ".join(f"{c.name} ({c.state})" for c in r.claims)
-        devices = ", ".join(dict.fromkeys(d.device for c in r.claims for d in c.devices))
-        row = [r.name, r.phase, _dash(r.node), _dash(legacy), _dash(claims), _dash(devices)]
+        legacy = _dash(", ".join(f"{q.resource}={q.amount}" for q in r.legacy_requests))
+        if wide:
+            claims = ", ".join(f"{c.name} ({c.state})" for c in r.claims)
+            devices = ", ".join(dict.fromkeys(d.device for c in r.claims for d in c.devices))
+            row = [r.name, r.phase, _dash(r.node), legacy, _dash(claims), _dash(devices)]
+        else:
+            states = Counter(c.state for c in r.claims)
+            row = [r.name, r.phase, legacy, _dash(", ".join(f"{n} {state}" for state, n in states.items()))]
         table.add_row(*([r.namespace] if namespaces else []), *row)
     return table
 
 
 def claim_list(reports: Iterable[ClaimReport], wide: bool = False, headers: bool = True,
                namespaces: bool = False) -> KubeTable:
-    """`describe claim` without a name: one line per ResourceClaim, as kubectl get."""
-    columns = ["NAME", "STATE", "NODE", "DEVICES", "RESERVED FOR"]
+    """`describe claim` without a name: one line per ResourceClaim, as kubectl get.  A generated
+    claim is named after its pod, and longer: the pods it is reserved for are -o wide's (80 columns)."""
+    columns = ["NAME", "STATE", "NODE", "DEVICES", *(["RESERVED FOR"] if wide else [])]
     table = KubeTable(*(["NAMESPACE"] if namespaces else []), *columns, wide=wide, show_header=headers)
     for r in reports:
         devices = ", ".join(dict.fromkeys(d.device for d in r.devices))
-        row = [r.name, r.state, _dash(r.node), _dash(devices), _dash(", ".join(r.reserved_for))]
+        row = [r.name, r.state, _dash(r.node), _dash(devices), *([_dash(", ".join(r.reserved_for))] if wide else [])]
         table.add_row(*([r.namespace] if namespaces else []), *row)
     return table
 
@@ -353,10 +364,14 @@ def explanation(result: Any) -> RenderableType:
 
 
 def doctor(report: DoctorReport, wide: bool = False, headers: bool = True) -> RenderableType:
-    table = KubeTable("CHECK", "STATUS", "LOOKED AT", wide=wide, show_header=headers)
+    # Each check by its short name (the JSON's `name`), whole within 80 columns; what it checks is a
+    # sentence, -o wide's.
+    table = KubeTable("CHECK", "STATUS", *(["WHAT IT CHECKS"] if wide else []), "LOOKED AT", wide=wide,
+                      show_header=headers)
     for check in report.checks:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[check.status]
-        table.add_row(check.title, Text(check.status.upper(), style=style), check.summary)
+        table.add_row(check.name, Text(check.status.upper(), style=style), *([check.title] if wide else []),
+                      check.summary)
     verdict = (Text("No problems found.", style="bold green") if report.healthy else
                Text(f"{sum(1 for f in report.findings if f.fails)} problem(s) found.", style="bold red"))
     return Group(table, Text(""), findings(report.findings), Text(""), verdict)

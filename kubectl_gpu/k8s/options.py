@@ -119,10 +119,18 @@ def request_timeout_option(func: Callable[..., Any]) -> Callable[..., Any]:
                              f"Nothing is retried.  [default: {REQUEST_TIMEOUT_SECONDS:g}s]")(func)
 
 
-def cluster_options(func: Callable[..., Any] | None = None, *, outputs: tuple[str, ...] = OUTPUT_FORMATS) -> Any:
-    """The flags above; `outputs`: the -o forms the command prints (-o name only where it lists objects)."""
+# What -l narrows, per kind of object a command selects: its help names them, with an example.
+SELECTOR_HELP = {"nodes": "e.g. -l pool=h100 or -l 'pool in (a100,h100)'",
+                 "pods": "e.g. -l app=web or -l 'app in (web,train)'",
+                 "ResourceClaims": "e.g. -l app=web"}
+
+
+def cluster_options(func: Callable[..., Any] | None = None, *, outputs: tuple[str, ...] = OUTPUT_FORMATS,
+                    selects: str = "nodes") -> Any:
+    """The flags above; `outputs`: the -o forms the command prints (-o name only where it lists
+    objects); `selects`: what -l narrows (a key of SELECTOR_HELP)."""
     if func is None:
-        return lambda f: cluster_options(f, outputs=outputs)
+        return lambda f: cluster_options(f, outputs=outputs, selects=selects)
     names = " name: KIND/NAME per object, as kubectl -o name." if "name" in outputs else ""
     decorators = [
         click.option("--kubeconfig", type=click.Path(dir_okay=False), default=None,
@@ -136,7 +144,7 @@ def cluster_options(func: Callable[..., Any] | None = None, *, outputs: tuple[st
         click.option("-A", "--all-namespaces", is_flag=True, default=False,
                      help="Look in all namespaces."),
         click.option("-l", "--selector", default=None,
-                     help="Label selector, e.g. -l app=web or -l 'pool in (a100,h100)'."),
+                     help=f"Label selector of the {selects} to look at, {SELECTOR_HELP[selects]}."),
         click.option("-o", "--output", type=click.Choice(outputs), default="table",
                      show_default=True, help="table/wide for people; json/yaml (stable keys) for scripts;" + names),
         click.option("--no-headers", is_flag=True, default=False,
