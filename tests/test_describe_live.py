@@ -71,21 +71,21 @@ def test_cluster_summary_counts_gpus_holders_and_flags_double_counting(gpu_clust
 
 def test_cluster_summary_table_for_people(gpu_cluster):
     """kubectl's default table fits 80 columns; the rest is -o wide's.  A DRA GPU count and a
-    device-plugin count are never one column: DRA GPUS counts DRA devices, LEGACY (ALLOCATABLE)
-    names the device plugin's resources."""
+    device-plugin count are never one column: DRA GPUS and DRA USE count DRA devices, LEGACY USE
+    the device plugin's GPUs its pods hold, LEGACY (ALLOCATABLE) names its resources."""
     result = run(gpu_cluster, "describe")
     assert result.exit_code == 0, result.output
     table = result.output.split("\n\n")[0].splitlines()
     assert max(len(line) for line in table) <= 80, table
     lines = {line.split()[0]: line.split() for line in table}
-    assert " ".join(lines["NODE"]) == "NODE DRA DRA GPUS GPU USE LEGACY PODS FINDINGS"
-    assert lines["dra-a"][:3] == ["dra-a", "yes", "8"] and lines["dra-a"][-3] == "1/8"
-    assert lines["legacy-1"][:3] == ["legacy-1", "no", "0"] and lines["legacy-1"][-3] == "2/4"
+    assert " ".join(lines["NODE"]) == "NODE DRA DRA GPUS DRA USE LEGACY USE FINDINGS"
+    assert lines["dra-a"][:3] == ["dra-a", "yes", "8"] and lines["dra-a"][4:] == ["1/8", "-", "-"]
+    assert lines["legacy-1"][:4] == ["legacy-1", "no", "0", "-"] and lines["legacy-1"][-2:] == ["2/4", "-"]
     assert lines["dra-bad"][-1] == "double-counting"
     wide = run(gpu_cluster, "describe", "-o", "wide").output
     header = wide.splitlines()[0].split()
-    assert " ".join(header) == ("NODE DRA DRA GPUS ALLOCATED SHARED FREE MIG (IN USE) GPU USE LEGACY (ALLOCATABLE) "
-                                "LEGACY PODS PRODUCT MEMORY FINDINGS")
+    assert " ".join(header) == ("NODE DRA DRA GPUS ALLOCATED SHARED FREE MIG (IN USE) DRA USE LEGACY USE "
+                                "LEGACY (ALLOCATABLE) LEGACY PODS PRODUCT MEMORY FINDINGS")
     assert "NVIDIA H100 80GB HBM3" in wide and "80Gi" in wide and "nvidia.com/gpu=4" in wide
 
 

@@ -35,13 +35,15 @@ def describe(double, *args: str) -> str:
 
 
 def test_each_node_has_a_bar_of_gpus_in_use(fleet):
-    rows = {line.split()[0]: line for line in describe(fleet).splitlines() if line.strip()}
+    """DRA USE pictures the DRA devices, LEGACY USE the device plugin's GPUs: never one column."""
+    rows = {line.split()[0]: line.split() for line in describe(fleet).splitlines() if line.strip()}
+    assert rows["NODE"][4:8] == ["DRA", "USE", "LEGACY", "USE"]
     # 2 GPUs: one whole and free, one split into 7 MIG devices of which 1 is in use.
-    assert "░[■□□□□□□] 1/2" in rows["a100"]
-    # Both GPUs are offered by DRA and the device plugin: marked.
-    assert "░░ 0/2 !" in rows["dra-bad"]
+    assert rows["a100"][3:6] == ["░[■□□□□□□]", "1/2", "-"]
+    # Both GPUs are offered by DRA and the device plugin: each side pictured, both marked.
+    assert rows["dra-bad"][3:9] == ["░░", "0/2", "!", "░░", "0/2", "!"]
     # A device-plugin node shows what its pods hold (2 whole GPUs and half of one), not 0/0.
-    assert "██▓░ 3/4" in rows["legacy-1"]
+    assert rows["legacy-1"][3:6] == ["-", "██▓░", "3/4"]
 
 
 def test_tree_shows_node_gpu_pod_with_mig_devices_under_their_gpu(fleet):

@@ -92,20 +92,30 @@ class NodeSummary:
     gpu_count: int  # physical GPUs: whole ones, and MIG-partitioned ones once
     states: Counter[str]  # whole GPUs by state
     mig_used: int  # MIG devices in use
-    slots: tuple[GpuSlot, ...]  # the allocation picture, one slot per GPU
+    slots: tuple[GpuSlot, ...]  # the allocation picture of the DRA GPUs, one slot per GPU
+    legacy_slots: tuple[GpuSlot, ...]  # the device plugin's nvidia.com/gpu GPUs, as many used as its pods hold
     products: Mapping[str, Counter[str]]  # product -> gpus, states, mig, migUsed (ClusterReport.by_product)
     double_counted: bool  # a double-counting finding: its GPUs are counted by device plugin and DRA
 
     @cached_property
     def bar(self) -> str:
-        """`██░░░░░░ 2/8`; `█[■■□□□□□] 2/2` for a GPU split into 7 MIG devices (2 in use); `!` when
-        double counted; "-" without GPUs.  Drawn once, however often it is printed."""
-        if not self.slots:
-            return "-"
-        marks = "".join(f"[{''.join(MIG_MARKS[m] for m in slot.mig)}]" if slot.mig else BAR_MARKS[slot.state]
-                        for slot in self.slots)
-        used = sum(1 for slot in self.slots if slot.used)
-        return f"{marks} {used}/{len(self.slots)}" + (f" {DOUBLE_COUNTED}" if self.double_counted else "")
+        """The DRA GPUs: `██░░░░░░ 2/8`; `█[■■□□□□□] 2/2` for a GPU split into 7 MIG devices (2 in
+        use); `!` when double counted; "-" without any.  Drawn once, however often it is printed."""
+        return _draw(self.slots, self.double_counted)
+
+    @cached_property
+    def legacy_bar(self) -> str:
+        """The device plugin's GPUs, as the pods hold them: `██▓░ 3/4` (two whole, half of one)."""
+        return _draw(self.legacy_slots, self.double_counted)
+
+
+def _draw(slots: tuple[GpuSlot, ...], double_counted: bool) -> str:
+    if not slots:
+        return "-"
+    marks = "".join(f"[{''.join(MIG_MARKS[m] for m in slot.mig)}]" if slot.mig else BAR_MARKS[slot.state]
+                    for slot in slots)
+    used = sum(1 for slot in slots if slot.used)
+    return f"{marks} {used}/{len(slots)}" + (f" {DOUBLE_COUNTED}" if double_counted else "")
 
 
 # The allocation picture: one mark per GPU, MIG devices inside their GPU's brackets.
@@ -177,13 +187,12 @@ class NodeReport:
             counts["migUsed"] += state != FREE
         for mig_states in by_parent.values():
             slots.append(GpuSlot(SHARED if any(st != FREE for st in mig_states) else FREE, tuple(mig_states)))
-        if not slots:
-            slots = list(self._legacy_slots())
         return NodeSummary(
             gpu_count=len(self.gpu_rows) + len(set(by_parent) - gpu_uuids),
             states=states,
             mig_used=mig_used,
             slots=tuple(slots),
+            legacy_slots=tuple(self._legacy_slots()),
             products=products,
             double_counted=any(f.code == "double-counting" for f in self.findings),
         )
@@ -204,10 +213,10 @@ class NodeReport:
 
     @property
     def slots(self) -> tuple[GpuSlot, ...]:
-        """The node's GPUs as the allocation picture shows them: DRA GPUs with their state, MIG
-        devices grouped inside their GPU, and on a device-plugin node its nvidia.com/gpu GPUs,
-        as many used as its pods hold (whole GPUs allocated, a fraction shared)."""
-        return self.summary.slots
+        """The node's DRA GPUs as the allocation picture shows them, MIG devices grouped inside their
+        GPU; else, on a device-plugin node, its nvidia.com/gpu GPUs, as many used as its pods hold
+        (whole GPUs allocated, a fraction shared)."""
+        return self.summary.slots or self.summary.legacy_slots
 
     def _legacy_slots(self) -> Iterable[GpuSlot]:
         offered = next((r for r in self.legacy_resources if r.name == LEGACY_WHOLE_GPU), None)

@@ -66,15 +66,15 @@ class _Finding:
 
 def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> RenderableType:
     """One row per GPU node.  The default columns fit kubectl's 80; -o wide adds how the DRA
-    GPUs are used, the device plugin's resources, products and memory.  DRA GPUS counts DRA
-    devices only: a device plugin's GPUs are its resources (LEGACY (ALLOCATABLE)) and the GPU USE
-    bar, never one number under the same name."""
+    GPUs are used, the device plugin's resources and pods, products and memory.  DRA GPUS and the
+    DRA USE bar count DRA devices only; a device plugin's GPUs are the LEGACY USE bar (what its pods
+    hold) and its resources (LEGACY (ALLOCATABLE)): never one number under the same name."""
     if wide:
-        columns = ["NODE", "DRA", "DRA GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "GPU USE",
-                   "LEGACY (ALLOCATABLE)", "LEGACY PODS", "PRODUCT", "MEMORY", "FINDINGS"]
+        columns = ["NODE", "DRA", "DRA GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", "DRA USE",
+                   "LEGACY USE", "LEGACY (ALLOCATABLE)", "LEGACY PODS", "PRODUCT", "MEMORY", "FINDINGS"]
     else:
-        # No FREE: the GPU USE bar says how many of the node's GPUs are in use (used/total).
-        columns = ["NODE", "DRA", "DRA GPUS", "GPU USE", "LEGACY PODS", "FINDINGS"]
+        # No FREE: the bars say how many of the node's GPUs are in use (used/total).
+        columns = ["NODE", "DRA", "DRA GPUS", "DRA USE", "LEGACY USE", "FINDINGS"]
     table = KubeTable(*columns, wide=wide, show_header=headers)
     for node in report.nodes:
         gpus = node.gpu_rows
@@ -82,13 +82,13 @@ def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> 
         if wide:
             mig = f"{len(node.mig_rows)} ({node.mig_used})" if node.mig_rows else "-"
             row += [str(node.count(ALLOCATED)), str(node.count(SHARED)), str(node.count(FREE)), mig, bar(node),
-                    _dash(", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)),
+                    legacy_bar(node), _dash(", ".join(f"{r.name}={r.allocatable}" for r in node.legacy_resources)),
                     str(len(node.legacy_pods))]
             products = {r.device.product for r in (*gpus, *node.mig_rows) if r.device.product}
             row += [_dash(", ".join(sorted(products))),
                     _dash(", ".join(sorted({r.device.memory for r in gpus if r.device.memory})))]
         else:
-            row += [bar(node), str(len(node.legacy_pods))]
+            row += [bar(node), legacy_bar(node)]
         row.append(Text(", ".join(f.code for f in node.findings), style="bold red") if node.findings else Text("-"))
         table.add_row(*row)
     parts: list[RenderableType] = [table if report.nodes else Text("No GPU nodes found.")]
@@ -115,11 +115,22 @@ def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> 
 
 
 def bar(report: NodeReport) -> Text:
-    """GPUs used/free at a glance: `██░░░░░░ 2/8`; `█[■■□□□□□] 2/2` for a GPU split into 7 MIG
-    devices (2 in use); a device-plugin node shows the GPUs its pods hold; `!` marks a node whose
-    GPUs are counted twice (device plugin and DRA driver).  Drawn once per node (NodeSummary.bar)."""
+    """DRA GPUs used/free at a glance: `██░░░░░░ 2/8`; `█[■■□□□□□] 2/2` for a GPU split into 7 MIG
+    devices (2 in use); `!` marks a node whose GPUs are counted twice (device plugin and DRA
+    driver).  Drawn once per node (NodeSummary.bar)."""
     summary = report.summary
     return Text(summary.bar, style="bold red" if summary.double_counted and summary.slots else "")
+
+
+def legacy_bar(report: NodeReport) -> Text:
+    """The device plugin's GPUs, as many used as its pods hold (NodeSummary.legacy_bar)."""
+    summary = report.summary
+    return Text(summary.legacy_bar, style="bold red" if summary.double_counted and summary.legacy_slots else "")
+
+
+def picture(report: NodeReport) -> Text:
+    """The one bar a node's line in --tree carries beside its kind (DRA or device plugin)."""
+    return bar(report) if report.summary.slots else legacy_bar(report)
 
 
 Branch = tuple[str, list["Branch"]]  # a line and the lines under it
@@ -130,7 +141,7 @@ def tree(reports: Iterable[NodeReport]) -> RenderableType:
     lines: list[RenderableType] = []
     for report in reports:
         kind = f"DRA ({report.dra_label})" if report.dra_label else "device plugin"
-        lines.append(Text.assemble((report.name, "bold"), f"  {kind}  ", bar(report)))
+        lines.append(Text.assemble((report.name, "bold"), f"  {kind}  ", picture(report)))
         branches: list[Branch] = [(_device_line(row), _holders(row)) for row in report.gpu_rows]
         migs: dict[str, list[Any]] = {}
         for row in report.mig_rows:
