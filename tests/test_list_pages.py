@@ -44,6 +44,12 @@ def test_anything_else_is_decoded_whole(raw):
     assert unmentioned_page(raw, LEGACY_TEXTS) is None
 
 
+@pytest.mark.parametrize("text", LEGACY_TEXTS)
+def test_a_page_naming_any_legacy_text_is_decoded_whole(text):
+    named = b.pod("x", "ml", node_name="n", limits={text.decode(): 1})
+    assert unmentioned_page(page(CLAIM_POD, named), LEGACY_TEXTS) is None
+
+
 def test_describe_finds_a_legacy_pod_behind_pages_it_skips(k8s_double):
     """1,200 pods in pages of 1,000: the first page names no legacy resource and is skipped, the
     legacy pod on the second is found and counted."""
