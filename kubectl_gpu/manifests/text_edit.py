@@ -71,6 +71,9 @@ def same(a: Any, b: Any) -> bool:
 
 
 class _Writer:
+    """The edits of `text` (cuts, insertions, replacements at character offsets) that make it read
+    as a patched tree, found by walking that tree beside the nodes the text was read into."""
+
     def __init__(self, text: str, nodes: dict[int, tuple[Any, Any]], indentation: Indentation, newline: str) -> None:
         self.text = text
         self.nodes = nodes
