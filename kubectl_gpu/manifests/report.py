@@ -71,12 +71,14 @@ def print_report(result: MigrationResult, console: Console, written: bool = True
     would change.  A warning whose words recur (the same --sharing consequence in 600 files) is
     printed once, where it first occurs, with its count ("(x600)").  ``quiet`` (-q): only the
     errors, each under its file and object, and no totals."""
-    repeats = Counter(text for file in result.files for _, lines in _file_lines(file)
+    # Each file's notes are gathered once: counting the repeats needs them all before the first is printed.
+    groups = [list(_file_lines(file)) for file in result.files]
+    repeats = Counter(text for file_groups in groups for _, lines in file_groups
                       for _, severity, text in lines if severity is Severity.WARNING)
     shown: set[str] = set()
     width = console.width if console.is_terminal else None
-    for file in result.files:
-        lines = _kept(_file_lines(file), repeats, shown, quiet, width)
+    for file, file_groups in zip(result.files, groups):
+        lines = _kept(file_groups, repeats, shown, quiet, width)
         if lines:
             console.print(f"[bold]{escape(file.rendered.source.display)}[/bold]{_file_status(file, written)}")
             for line in lines:
