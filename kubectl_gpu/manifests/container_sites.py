@@ -137,6 +137,7 @@ def _argo_sites(spec: Mapping[str, Any], kind: str) -> list[ContainerSite]:
                                           f"Argo template {template.get('name') or index} podSpecPatch"))
     defaults = spec.get("templateDefaults")
     if isinstance(defaults, Mapping):
+        referenced = _argo_template_refs(t for _, t in templates)  # the same for every field of the defaults
         for field, site in _argo_template_sites(defaults, [*path, "templateDefaults"], "Argo templateDefaults"):
             own = [str(t.get("name") or i) for i, t in templates if field in t and t.get("podSpecPatch")]
             # Only the other types' fields are dropped from the defaults before the merge: the default's
@@ -144,7 +145,6 @@ def _argo_sites(spec: Mapping[str, Any], kind: str) -> list[ContainerSite]:
             others = [str(t.get("name") or i) for i, t in templates
                       if _argo_template_type(t) in _ARGO_POD_TYPES and _argo_template_type(t) != field
                       and not t.get("podSpecPatch")]
-            referenced = _argo_template_refs(t for _, t in templates)
             if own:
                 site = replace(site, refused=(
                     f"templates of this type write their own podSpecPatch ({', '.join(own)}), which replaces the "
