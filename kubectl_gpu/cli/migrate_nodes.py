@@ -187,9 +187,10 @@ def _undo(api, started: dict, report: StepReport) -> None:
         try:
             changed = undo_wave(api, node, before, FIELD_MANAGER, False)
         except (StepFailed, ApiError) as exc:
+            commands = undo_commands(node, before)
             click.echo(f"node/{node}: could not be put back ({exc}); run:", err=True)
-            report.record(f"node/{node}", f"could not be put back ({exc}); run: " + "; ".join(undo_commands(node, before)))
-            for command in undo_commands(node, before):
+            report.record(f"node/{node}", f"could not be put back ({exc}); run: " + "; ".join(commands))
+            for command in commands:
                 click.echo(f"  {command}", err=True)
             continue
         report.step(f"node/{node}", f"{', '.join(changed) or 'unchanged'} (the wave stopped: the node is as it was)")
