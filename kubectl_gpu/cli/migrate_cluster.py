@@ -217,9 +217,10 @@ def _selected_refs(api: Any, selector: str, snapshot: Any, scope: str | None) ->
     """KIND/NAMESPACE/NAME of every workload and bare pod with these labels (the plan's refs), one
     list per kind the snapshot holds, as kubectl get -l lists them."""
     from kubectl_gpu.fleet.execute import BUILTIN_PLURALS
+    from kubectl_gpu.fleet.snapshot import ref as plan_ref
     from kubectl_gpu.k8s import ApiError, collection_path
 
-    refs = set()
+    refs: set[str] = set()
     for (api_version, kind), plural in {**BUILTIN_PLURALS, **snapshot.plurals}.items():
         group, _, version = api_version.rpartition("/")
         try:
@@ -228,10 +229,9 @@ def _selected_refs(api: Any, selector: str, snapshot: Any, scope: str | None) ->
             if exc.not_found:  # a kind this cluster does not serve
                 continue
             raise
-        for obj in listed:
-            meta = obj.get("metadata") or {}
-            namespace = meta.get("namespace")
-            refs.add(f"{kind}/{namespace + '/' if namespace else ''}{meta.get('name')}")
+        # Named by the plan's own rule, so a selected workload is found among the plan's; the kind is
+        # the one listed (a list's items may lack theirs).
+        refs.update(plan_ref({"kind": kind, "metadata": obj.get("metadata")}) for obj in listed)
     return refs
 
 
