@@ -354,18 +354,26 @@ def command(
     sys.exit(_exit_code(result, check or show_diff))
 
 
+def _served_versions(profile: ClusterProfile | None) -> tuple[int, tuple[str, ...]] | None:
+    """The profile's Kubernetes minor and the resource.k8s.io versions its release serves (a minor
+    past the newest known is read as the newest); None without a known, supported release."""
+    minor = profile.kubernetes_minor if profile is not None else None
+    if minor is None or minor < SUPPORTED_KUBERNETES_MINORS[0]:
+        return None
+    return minor, tuple(served_dra_versions(min(minor, SUPPORTED_KUBERNETES_MINORS[-1])))
+
+
 def _check_api_version_served(api_version: str | None, profile: ClusterProfile | None) -> None:
     """--api-version naming a version the profile's Kubernetes release no longer serves (v1beta1 on
     1.38) is a usage error: every claim written in it would be refused."""
-    minor = profile.kubernetes_minor if profile is not None else None
-    if api_version is None or minor is None or minor < SUPPORTED_KUBERNETES_MINORS[0]:
+    release = _served_versions(profile)
+    if api_version is None or release is None:
         return
-    known = min(minor, SUPPORTED_KUBERNETES_MINORS[-1])
-    served = served_dra_versions(known)
+    minor, served = release
     if api_version in served:
         return
     last = next((v.until_minor for v in DRA_API_VERSIONS if v.name == api_version), None)
-    if last is None or known <= last:
+    if last is None or min(minor, SUPPORTED_KUBERNETES_MINORS[-1]) <= last:
         return  # not yet served there: the profile's note says so (a release DRA's beta was switched on for)
     raise click.UsageError(
         f"--api-version {api_version}: Kubernetes 1.{minor} no longer serves {DRA_GROUP}/{api_version} (served "
@@ -378,13 +386,11 @@ def _dra_target(profile: ClusterProfile | None, api_version: str | None) -> DraT
     files knows only the versions its objects were written in), to which the input's own DRA objects
     are rewritten when it no longer serves theirs: the ``--api-version`` asked for (it is served:
     checked before), else the newest."""
-    minor = profile.kubernetes_minor if profile is not None else None
-    if profile is None or minor is None or minor < SUPPORTED_KUBERNETES_MINORS[0]:
+    release = _served_versions(profile)
+    if release is None or not release[1]:
         return None
-    served = served_dra_versions(min(minor, SUPPORTED_KUBERNETES_MINORS[-1]))
-    if not served:
-        return None
-    return DraTarget(api_version if api_version in served else served[0], tuple(served), minor)
+    minor, served = release
+    return DraTarget(api_version if api_version in served else served[0], served, minor)
 
 
 def _shared_pool_warnings(profile: ClusterProfile | None, whole_gpu_templates: int) -> list[str]:
