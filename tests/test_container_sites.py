@@ -174,6 +174,16 @@ def test_argo_template_defaults_gpu_is_left_where_a_template_writes_its_own_pod_
     assert out["spec"]["templateDefaults"]["script"]["resources"]["limits"] == {"nvidia.com/gpu": 1}
 
 
+def _cpu_template_with_gpu_defaults_beside(other: dict) -> dict:
+    """A Workflow whose container template asks for CPUs only, `other` beside it, and a GPU in the
+    container defaults of templateDefaults."""
+    obj = argo()
+    obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
+    obj["spec"]["templates"].append(other)
+    obj["spec"]["templateDefaults"] = {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
+    return obj
+
+
 def test_argo_template_defaults_gpu_is_left_where_its_pod_spec_patch_would_reach_other_templates_pods():
     """mergedTemplateDefaultsInto (operator.go @ f016ad89) zeroes only the other template *types'* fields
     of templateDefaults before the merge: its podSpecPatch (and metadata) reach every template.  A script
@@ -181,11 +191,7 @@ def test_argo_template_defaults_gpu_is_left_where_its_pod_spec_patch_would_reach
     CPU-only script step a GPU; a containerSet's pod would get a `main` container with no image."""
     for other in ({"name": "report", "script": {"image": "python:3.12", "source": "print('done')"}},
                   {"name": "fanout", "containerSet": {"containers": [{"name": "a", "image": "busybox"}]}}):
-        obj = argo()
-        obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
-        obj["spec"]["templates"].append(other)
-        obj["spec"]["templateDefaults"] = {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
-        result = run(obj)
+        result = run(_cpu_template_with_gpu_defaults_beside(other))
         assert result.exit_code == exits.NOT_MIGRATED, result.output
         assert f"({other['name']})" in result.stderr and "podSpecPatch" in result.stderr
         (out,) = [d for d in yaml.safe_load_all(result.stdout) if d]
@@ -194,19 +200,12 @@ def test_argo_template_defaults_gpu_is_left_where_its_pod_spec_patch_would_reach
     # merged in too (executeTemplate merges them into the resolved template), whatever its type.
     for caller in ({"name": "main", "steps": [[{"name": "t", "templateRef": {"name": "lib", "template": "eval"}}]]},
                    {"name": "main", "dag": {"tasks": [{"name": "t", "templateRef": {"name": "lib", "template": "eval"}}]}}):
-        obj = argo()
-        obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
-        obj["spec"]["templates"].append(caller)
-        obj["spec"]["templateDefaults"] = {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
-        result = run(obj)
+        result = run(_cpu_template_with_gpu_defaults_beside(caller))
         assert result.exit_code == exits.NOT_MIGRATED, result.output
         assert "templateRef" in result.stderr and "lib/eval" in result.stderr
     # Templates that make no pod (steps, dag, suspend) are not reached: the rewrite stands.
-    obj = argo()
-    obj["spec"]["templates"][0]["container"]["resources"] = {"limits": {"cpu": "8"}}
-    obj["spec"]["templates"].append({"name": "main", "steps": [[{"name": "t", "template": "train"}]]})
-    obj["spec"]["templateDefaults"] = {"container": {"resources": {"limits": {"nvidia.com/gpu": 1}}}}
-    out, _, _ = migrated(obj)
+    out, _, _ = migrated(_cpu_template_with_gpu_defaults_beside(
+        {"name": "main", "steps": [[{"name": "t", "template": "train"}]]}))
     assert "podSpecPatch" in out["spec"]["templateDefaults"]
 
 

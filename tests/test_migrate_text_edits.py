@@ -95,8 +95,8 @@ def test_what_migrate_adds_follows_the_indentation_of_the_mapping_it_joins() -> 
     assert "            claims:\n" in output
     assert output.index("            claims:\n") > output.index("                memory: 16Gi\n")
     # The pod's new `resourceClaims` joins the pod spec, after its last entry.
-    assert output.rstrip().endswith("resourceClaimTemplateName: " + output.split(
-        "resourceClaimTemplateName: ")[-1].strip())
+    assert output.splitlines()[-2:] == ["      - name: trainer-gpu", output.splitlines()[-1]]
+    assert output.splitlines()[-1].startswith("        resourceClaimTemplateName: kgpu-")
     assert output.index("      resourceClaims:\n") > output.index("      restartPolicy: Never\n")
 
 

@@ -87,15 +87,7 @@ _SIMPLE_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+\Z")
 
 def read_fast(text: str) -> FastRead | None:
     """The document in `text` (one document, no directives) read as described above, or None."""
-    if COMPOSER is None:
-        return None
-    composer = COMPOSER(text)
-    try:
-        root = composer.get_single_node()
-    except (YAMLError, RecursionError):
-        return None  # ruamel reads it again and says what is wrong
-    finally:
-        composer.dispose()
+    root = compose(text)
     if root is None:
         return None
     nodes: dict[int, tuple[Any, Any]] = {}
@@ -104,6 +96,20 @@ def read_fast(text: str) -> FastRead | None:
     except _Declined:
         return None
     return FastRead(tree, root, nodes)
+
+
+def compose(text: str) -> Any:
+    """libyaml's node tree of the one document in `text` (tags left unresolved); None where there is
+    no libyaml, no document, or libyaml refuses it (ruamel then reads it and says what is wrong)."""
+    if COMPOSER is None:
+        return None
+    composer = COMPOSER(text)
+    try:
+        return composer.get_single_node()
+    except (YAMLError, RecursionError):
+        return None
+    finally:
+        composer.dispose()
 
 
 def scalar_value(node: Any) -> Any:

@@ -4,7 +4,7 @@ A GitOps repository is mostly Services, ConfigMaps and Deployments that ask for 
 each with ruamel's round-trip reader only to write its text back unchanged is most of what
 migrating such a repository costs (issue 29: 10,000 documents, 30% with GPUs).  A document
 whose text names nothing migrate reacts to is therefore written back as the bytes it was,
-counted as one object, and only checked by libyaml's C composer (PyYAML's CSafeLoader, about a
+counted as one object, and only checked by libyaml's C composer (fast_read.compose, about a
 hundredth of ruamel's time) for what migrate reports of any document: a syntax error, a
 duplicate key, nesting too deep, a value its tag cannot hold.  Anything that composer refuses
 or that this module cannot vouch for goes to ruamel as before, which words the report: the
@@ -33,6 +33,7 @@ from typing import Any
 from kubectl_gpu.core import legacy_texts
 from kubectl_gpu.dra.conversion import CONVERTED_KINDS
 
+from .fast_read import compose
 from .locate import COUNT_FIELD_KINDS
 from .stream import Chunk
 from .yamlio import MAX_DEPTH
@@ -49,16 +50,8 @@ _SHORT_NUMBER = re.compile(r"[-+]?[0-9]{1,30}(?:\.[0-9]{1,30})?(?:[eE][-+]?[0-9]
 class PassThrough:
     """The test of one migrate run: `run(chunk)` is True when `chunk` can be written back without
     ruamel, as its text names nothing migrate rewrites or reports and libyaml reads it as one
-    plain mapping (or it holds nothing).
-
-    Loading PyYAML costs about what ruamel takes to read `worth_loading` characters (4 KiB), so
-    a run reads its first plain documents with ruamel (the answer is the same either way) and
-    loads libyaml only once that much plain text has gone by: one small file never loads it.
-    """
-
-    def __init__(self, worth_loading: int = 4096) -> None:
-        self._plain_read = 0
-        self._worth_loading = worth_loading
+    plain mapping (or it holds nothing).  libyaml's composer is migrate's own reader of the
+    documents it rewrites as text (fast_read.py), so it is loaded anyway."""
 
     def __call__(self, chunk: Chunk) -> bool:
         body = chunk.body
@@ -69,9 +62,6 @@ class PassThrough:
             return False
         if _CONTENT_LINE.search(body) is None:
             return True  # blank or comments only: ruamel reads nothing either
-        if not _COMPOSER and self._plain_read < self._worth_loading:
-            self._plain_read += len(body)
-            return False
         return _reads_plainly(body)
 
 
@@ -81,13 +71,7 @@ def objects_in(chunk: Chunk) -> int:
 
 
 def _reads_plainly(body: str) -> bool:
-    composer = _c_composer()
-    if composer is None:
-        return False
-    try:
-        root = composer(body)
-    except Exception:  # noqa: BLE001 - any refusal is ruamel's to word
-        return False
+    root = compose(body)  # None: no libyaml, or it refuses the text (ruamel's to word)
     if type(root).__name__ != "MappingNode":
         return False
     seen: set[int] = set()
@@ -118,18 +102,3 @@ def _is_text_key(key: Any) -> bool:
     if key.style in ("'", '"'):
         return True
     return not key.style and bool(_WORD_KEY.fullmatch(key.value)) and key.value.lower() not in _NOT_TEXT_WORDS
-
-
-_COMPOSER: list[Any] = []
-
-
-def _c_composer() -> Any:
-    """libyaml's composer (PyYAML's CSafeLoader), or None where PyYAML was built without it (then
-    every document is read by ruamel).  Imported on first use: a stream of GPU documents never
-    needs it."""
-    if not _COMPOSER:
-        import yaml
-
-        loader = getattr(yaml, "CSafeLoader", None)
-        _COMPOSER.append(None if loader is None else lambda text: yaml.compose(text, Loader=loader))
-    return _COMPOSER[0]
