@@ -23,9 +23,6 @@ from kubectl_gpu.inventory.driver_names import NamingError
 from kubectl_gpu.inventory.published_devices import published_versions
 from kubectl_gpu.inventory.readings import DeviceFailure, GpuReading, NodeReadings
 
-# The attributes of GetDevice whose value a node may lack; any other missing one is a defect.
-_PCIE_ROOT = hami.hami_attribute("pcieRoot")
-
 
 def plan_hami_inventory(readings: NodeReadings) -> InventoryPlan:
     """What HAMi's driver publishes for ``readings``: one device per GPU, all in one slice."""
@@ -70,7 +67,7 @@ def hami_device(gpu: GpuReading, readings: NodeReadings) -> PublishedDevice:
         "driverVersion": driver_names.semver(readings.driver_version),
         "cudaDriverVersion": driver_names.cuda_driver_version(readings.cuda_driver_version),
         "pcieBusID": gpu.pci_bus_id,
-        _PCIE_ROOT.name: gpu.pcie_root,
+        "pcieRoot": gpu.pcie_root,
     }
     attributes: dict[str, AttributeValue] = {}
     for attribute in hami.ATTRIBUTES:
