@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, ClassVar, Iterable, Mapping, Union
+from typing import Any, ClassVar, Collection, Iterable, Mapping, Union
 
 from .facts import DRA_GROUP
 
@@ -163,13 +163,13 @@ def current_slices(resource_slices: Iterable[Mapping[str, Any]]) -> list[Mapping
     return [s for s, pool, generation in pooled if generation == newest[pool]]
 
 
-def nodes_of_driver(resource_slices: Iterable[Mapping[str, Any]], driver: str) -> frozenset[str]:
-    """The nodes a current ResourceSlice of ``driver`` names (spec.nodeName): where its kubelet plugin
-    runs, label or no label (GPU Operator installs of the NVIDIA driver set none)."""
+def nodes_of_drivers(resource_slices: Iterable[Mapping[str, Any]], drivers: Collection[str]) -> frozenset[str]:
+    """The nodes a current ResourceSlice of one of ``drivers`` names (spec.nodeName): where its kubelet
+    plugin runs, label or no label (GPU Operator installs of the NVIDIA driver set none)."""
     names = set()
     for resource_slice in current_slices(list(resource_slices)):
         spec = resource_slice.get("spec")
-        if _is_mapping(spec) and spec.get("driver") == driver and isinstance(spec.get("nodeName"), str):
+        if _is_mapping(spec) and spec.get("driver") in drivers and isinstance(spec.get("nodeName"), str):
             names.add(spec["nodeName"])
     return frozenset(names)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .devices import nodes_of_driver
+from .devices import nodes_of_drivers
 from .facts import NVIDIA_DRIVER
 from .hami import HAMI_DRIVER
 
@@ -19,5 +19,4 @@ GPU_DRA_DRIVERS = (NVIDIA_DRIVER, HAMI_DRIVER)
 
 def publishing_nodes(resource_slices: Iterable[Mapping[str, Any]]) -> frozenset[str]:
     """The nodes a current ResourceSlice of a GPU DRA driver names: its kubelet plugin runs there."""
-    slices = list(resource_slices)
-    return frozenset().union(*(nodes_of_driver(slices, driver) for driver in GPU_DRA_DRIVERS))
+    return nodes_of_drivers(resource_slices, GPU_DRA_DRIVERS)
