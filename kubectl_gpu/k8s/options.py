@@ -57,13 +57,9 @@ def parse_request_timeout(value: str) -> float:
     (strconv.ParseInt, so no `1.5`, `1e3`, `nan` or `inf`), or a duration such as 30s, 1m, 1m30s;
     0 waits forever."""
     text = value.strip()
-    try:
-        if not _WHOLE_SECONDS.fullmatch(text):
-            raise ValueError(text)
+    if _WHOLE_SECONDS.fullmatch(text) and float(int(text)) < _MAX_SECONDS:  # ParseInt's int64, then a Duration
         seconds = float(int(text))
-        if seconds >= _MAX_SECONDS:  # ParseInt's int64, and then a Duration of nanoseconds
-            raise ValueError(text)
-    except ValueError:
+    else:
         try:
             seconds = parse_duration(text)
         except ValueError:
