@@ -137,13 +137,19 @@ def slot_pools(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) 
     """The shared pools a pod of ``template`` can land in, when every GPU node its nodeSelector and
     required node affinity admit shares its GPUs (and there is one): its nvidia.com/gpu can only have
     been a slot of one of them.  Empty when some admitted GPU node does not share, or none is admitted."""
-    admitted = [node for node in nodes if admits(template, _labels(node), _name(node))]
+    admitted = _admitted(template, nodes)
     return tuple(shared_pools(admitted)) if every_gpu_node_shares(admitted) else ()
 
 
 def lands_only_on_shared_gpus(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
-    """A pod of ``template`` asked nvidia.com/gpu for slots (migrate and the webhook read it so)."""
-    return bool(slot_pools(template, nodes))
+    """A pod of ``template`` asked nvidia.com/gpu for slots (migrate and the webhook read it so).
+    The webhook asks per request: only the yes or no, never the pools (slot_pools is non-empty
+    exactly when every admitted GPU node shares)."""
+    return every_gpu_node_shares(_admitted(template, nodes))
+
+
+def _admitted(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [node for node in nodes if admits(template, _labels(node), _name(node))]
 
 
 def admits(template: Mapping[str, Any], labels: Mapping[str, Any], name: str) -> bool:
