@@ -105,9 +105,7 @@ def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
 def is_gpu_node(node: Mapping[str, Any]) -> bool:
     """GFD labels it, or its device plugin advertises nvidia.com/gpu."""
     labels = _labels(node)
-    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
-    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
-    return GFD_PRODUCT_LABEL in labels or GFD_COUNT_LABEL in labels or _DEVICE_PLUGIN_GPU in allocatable
+    return GFD_PRODUCT_LABEL in labels or GFD_COUNT_LABEL in labels or _DEVICE_PLUGIN_GPU in _allocatable(node)
 
 
 def node_as_read(node: dict[str, Any]) -> dict[str, Any]:
@@ -119,8 +117,7 @@ def node_as_read(node: dict[str, Any]) -> dict[str, Any]:
     if not is_gpu_node(node):
         return {"metadata": kept}
     kept["labels"] = {sys.intern(str(k)): sys.intern(str(v)) for k, v in _labels(node).items()}
-    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
-    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
+    allocatable = _allocatable(node)
     read = {"metadata": kept}
     if _DEVICE_PLUGIN_GPU in allocatable:
         read["status"] = {"allocatable": {_DEVICE_PLUGIN_GPU: str(allocatable[_DEVICE_PLUGIN_GPU])}}
@@ -223,6 +220,11 @@ class SlotReading:
 def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
     return metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+
+
+def _allocatable(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+    return status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
 
 
 def _name(node: Mapping[str, Any]) -> str:
