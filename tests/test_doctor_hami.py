@@ -142,3 +142,11 @@ def test_describe_node_says_a_node_publishing_hamis_slices_is_a_dra_node():
     console.print(tables.node(report))
     first = console.export_text().splitlines()[0]
     assert first.split() == ["Node:", "driver-only", "DRA", "node:", "yes", "(publishes", hami.HAMI_DRIVER, "ResourceSlices)"]
+
+
+def test_describe_node_says_an_unlabelled_node_is_a_dra_node_by_the_driver_it_publishes(k8s_double):
+    """HAMi's chart labels nothing: the node is a DRA node because its slices are HAMi's driver's."""
+    k8s_double.seed(b.node("hami-1", labels={}), hami_slice("hami-1"))
+    result = CliRunner().invoke(main, ["describe", "node", "hami-1", "--kubeconfig", k8s_double.kubeconfig_path()],
+                                catch_exceptions=False)
+    assert f"DRA node: yes (publishes {hami.HAMI_DRIVER} ResourceSlices)" in " ".join(result.output.split())

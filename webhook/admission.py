@@ -266,9 +266,11 @@ class Admission:
             return mutation
         if not self.config.needs_cluster_profile:
             # Nothing else is fitted: the configuration as written, with the driver's nodes and the
-            # time-sliced pool the pod is kept in.
-            config = _reading_slots(self._config_for(profile)[0], site, profile)
-            return self.caches.plans.get_or_plan(site, config, skip, request.strict_json, profile.revision)
+            # time-sliced pool the pod is kept in.  Once per body and revision, as _fit: the slot
+            # reading walks the shared pools' nodes, which a controller's pods need not repeat.
+            return answers.fitted_for(skip, profile.revision, lambda: self.caches.plans.get_or_plan(
+                site, _reading_slots(self._config_for(profile)[0], site, profile), skip, request.strict_json,
+                profile.revision))
         fitted = answers.fitted_for(skip, profile.revision, lambda: self._fit(request, site, skip, profile))
         return fitted if isinstance(fitted, MutationPlan) else mutation
 

@@ -105,9 +105,7 @@ def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
 def is_gpu_node(node: Mapping[str, Any]) -> bool:
     """GFD labels it, or its device plugin advertises nvidia.com/gpu."""
     labels = _labels(node)
-    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
-    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
-    return GFD_PRODUCT_LABEL in labels or GFD_COUNT_LABEL in labels or _DEVICE_PLUGIN_GPU in allocatable
+    return GFD_PRODUCT_LABEL in labels or GFD_COUNT_LABEL in labels or _DEVICE_PLUGIN_GPU in _allocatable(node)
 
 
 def node_as_read(node: dict[str, Any]) -> dict[str, Any]:
@@ -119,8 +117,7 @@ def node_as_read(node: dict[str, Any]) -> dict[str, Any]:
     if not is_gpu_node(node):
         return {"metadata": kept}
     kept["labels"] = {sys.intern(str(k)): sys.intern(str(v)) for k, v in _labels(node).items()}
-    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
-    allocatable = status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
+    allocatable = _allocatable(node)
     read = {"metadata": kept}
     if _DEVICE_PLUGIN_GPU in allocatable:
         read["status"] = {"allocatable": {_DEVICE_PLUGIN_GPU: str(allocatable[_DEVICE_PLUGIN_GPU])}}
@@ -137,13 +134,19 @@ def slot_pools(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) 
     """The shared pools a pod of ``template`` can land in, when every GPU node its nodeSelector and
     required node affinity admit shares its GPUs (and there is one): its nvidia.com/gpu can only have
     been a slot of one of them.  Empty when some admitted GPU node does not share, or none is admitted."""
-    admitted = [node for node in nodes if admits(template, _labels(node), _name(node))]
+    admitted = _admitted(template, nodes)
     return tuple(shared_pools(admitted)) if every_gpu_node_shares(admitted) else ()
 
 
 def lands_only_on_shared_gpus(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> bool:
-    """A pod of ``template`` asked nvidia.com/gpu for slots (migrate and the webhook read it so)."""
-    return bool(slot_pools(template, nodes))
+    """A pod of ``template`` asked nvidia.com/gpu for slots (migrate and the webhook read it so).
+    The webhook asks per request: only the yes or no, never the pools (slot_pools is non-empty
+    exactly when every admitted GPU node shares)."""
+    return every_gpu_node_shares(_admitted(template, nodes))
+
+
+def _admitted(template: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return [node for node in nodes if admits(template, _labels(node), _name(node))]
 
 
 def admits(template: Mapping[str, Any], labels: Mapping[str, Any], name: str) -> bool:
@@ -217,6 +220,11 @@ class SlotReading:
 def _labels(node: Mapping[str, Any]) -> Mapping[str, Any]:
     metadata = node.get("metadata") if isinstance(node.get("metadata"), Mapping) else {}
     return metadata.get("labels") if isinstance(metadata.get("labels"), Mapping) else {}
+
+
+def _allocatable(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = node.get("status") if isinstance(node.get("status"), Mapping) else {}
+    return status.get("allocatable") if isinstance(status.get("allocatable"), Mapping) else {}
 
 
 def _name(node: Mapping[str, Any]) -> str:

@@ -9,7 +9,7 @@ from .capacity import _text
 from .kueue import KueuePlan
 from .queues import QueueWrite
 from .migration_plan import MigrationPlan, Wave
-from .workloads import STATUSES
+from .workloads import STATUSES, density_warning
 
 BAR_WIDTH = 30
 
@@ -62,8 +62,7 @@ def render_plan(plan: MigrationPlan, wide: bool = False, headers: bool = True, w
         lines.append(f"  SHARED GPUS: {pool.describe(plan.every_gpu_node_shares)}")
     for w in plan.workloads:
         if w.slots is not None:
-            shared = any(c.get("kind") == "ResourceClaim" for c in w.claims)
-            warning = w.slots.density(w.pods, shared) if w.claims else None
+            warning = density_warning(w.slots, w.pods, w.claims)
             lines.append(f"  SLOTS: {w.ref}: {w.slots.describe()}" + (f"; {warning}" if warning else ""))
     for wave in plan.waves:
         lines.append("")

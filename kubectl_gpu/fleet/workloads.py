@@ -423,8 +423,14 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
 
 
 def _density(slots: SlotReading, pods: int, claims: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    warning = slots.density(pods, any(c.get("kind") == "ResourceClaim" for c in claims.values())) if claims else None
+    warning = density_warning(slots, pods, tuple(claims.values()))
     return [f"info: {slots.describe()}"] + ([f"warning: {warning}"] if warning else [])
+
+
+def density_warning(slots: SlotReading, pods: int, claims: Sequence[Mapping[str, Any]]) -> str | None:
+    """SlotReading.density for a workload migrated to ``claims`` (a ResourceClaim among them: its pods
+    share it); None without claims.  The plan's notes and its table say the same."""
+    return slots.density(pods, any(c.get("kind") == "ResourceClaim" for c in claims)) if claims else None
 
 
 RECREATES_ANNOTATION = "kubectl-gpu.io/recreates"  # on a migrated bare pod's manifest: the pod it replaces

@@ -138,7 +138,12 @@ class NodeReport:
     def is_dra_node(self) -> bool:
         """Labelled as a DRA node, or publishing a GPU DRA driver's devices, NVIDIA's or HAMi's (a GPU
         Operator install of the DRA driver sets no label, nor does HAMi's chart)."""
-        return self.dra_label is not None or any(r.device.driver in GPU_DRA_DRIVERS for r in self.devices)
+        return self.dra_label is not None or bool(self.publishing_drivers)
+
+    @cached_property
+    def publishing_drivers(self) -> tuple[str, ...]:
+        """The GPU DRA drivers whose devices this node publishes, sorted (`describe node` names them)."""
+        return tuple(sorted({r.device.driver for r in self.devices if r.device.driver in GPU_DRA_DRIVERS}))
 
     # Cached: the summary table, its JSON and the totals each read them for 1,000 nodes.
     @cached_property

@@ -12,7 +12,6 @@ from rich.text import Text
 
 from kubectl_gpu.inspect.cluster import ClusterReport
 from kubectl_gpu.inspect.findings import Finding, Severity
-from kubectl_gpu.inspect.dra_nodes import GPU_DRA_DRIVERS
 from kubectl_gpu.kubetable import KubeTable
 from kubectl_gpu.prose import wrapped
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
@@ -187,7 +186,7 @@ def _holders(row: Any) -> list[Branch]:
 
 
 def node(report: NodeReport, wide: bool = False) -> RenderableType:
-    publishing = sorted({r.device.driver for r in report.devices if r.device.driver in GPU_DRA_DRIVERS})
+    publishing = report.publishing_drivers
     label = (f"yes ({report.dra_label})" if report.dra_label
              else f"yes (publishes {', '.join(publishing)} ResourceSlices)" if publishing else "no")
     parts: list[RenderableType] = [Text.assemble(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]

@@ -68,11 +68,9 @@ def check_selectors(inputs: DoctorInputs, devices: Iterable[SliceDevice]) -> Che
     published = _published_by_driver(devices)
     classes = {str((c.get("metadata") or {}).get("name")): c for c in inputs.device_classes}
     subjects = list(_claim_specs(inputs))
-    judged = _judge(inputs, [obj for _, obj in subjects], classes)
+    judged = _judge(inputs, [obj for _, obj, _ in subjects], classes)
     findings: list[Finding] = []
-    for (subject, obj), result in zip(subjects, judged.claims):
-        requests = read_claim(obj).requests if obj.get("kind") == "ResourceClaim" else \
-            claim_requests((obj.get("spec") or {}).get("spec"))
+    for (subject, _, requests), result in zip(subjects, judged.claims):
         for request in requests:
             for alternative in request.alternatives or (request,):
                 findings.extend(_class_missing(subject, alternative, classes))
@@ -168,15 +166,17 @@ def _selector_errors(subject: str, where: str, selectors: Iterable[Any], origin:
     return findings
 
 
-def _claim_specs(inputs: DoctorInputs) -> Iterable[tuple[str, Mapping[str, Any]]]:
+def _claim_specs(inputs: DoctorInputs) -> Iterable[tuple[str, Mapping[str, Any], tuple[Request, ...]]]:
+    """Each template and unallocated claim to judge: its subject, the object, and its requests."""
     for template in inputs.resource_claim_templates:
         metadata = template.get("metadata") or {}
-        yield f"resourceclaimtemplate/{metadata.get('namespace')}/{metadata.get('name')}", template
+        yield (f"resourceclaimtemplate/{metadata.get('namespace')}/{metadata.get('name')}", template,
+               claim_requests((template.get("spec") or {}).get("spec")))
     for claim in inputs.resource_claims:
         view = read_claim(claim)
         # Generated claims repeat their template, and allocated ones were evidently satisfiable.
         if view.owner_pod is None and not view.is_allocated:
-            yield f"resourceclaim/{view.namespace}/{view.name}", claim
+            yield f"resourceclaim/{view.namespace}/{view.name}", claim, view.requests
 
 
 def _fix(ref: AttributeReference, counts: Mapping[str, int]) -> str:
