@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import os
 import ssl
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -148,6 +147,8 @@ def _load_client_pair(context: ssl.SSLContext, certificate: Pem, key: Pem | None
     if certificate.data is None and (key is None or key.data is None):
         context.load_cert_chain(str(certificate.path), key.path if key else None)
         return
+    import tempfile  # only for inline data (tempfile loads shutil, random, bz2 and lzma: ~5 ms of start-up)
+
     with tempfile.TemporaryDirectory(prefix="kubectl-gpu-tls-") as folder:
         paths = []
         for name, pem in (("cert.pem", certificate), ("key.pem", key)):
