@@ -25,8 +25,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "split_pointer": ("json_patch", "split"),
     "unescape_pointer": ("json_patch", "unescape"),
     **{name: ("model", name) for name in (
-        "ApiVersion", "ClaimObject", "IntegerGpuMode", "Note", "PodTranslation", "Severity", "Sharing",
-        "TargetDriver", "TranslateOptions")},
+        "ApiVersion", "ClaimObject", "IntegerGpuMode", "PodTranslation", "Sharing", "TargetDriver", "TranslateOptions")},
+    **{name: ("notes", name) for name in ("Note", "Severity")},
     "for_target": ("hami_target", "for_target"),
     **{name: ("kueue", name) for name in (
         "KUEUE_GROUP", "QueueChange", "is_cluster_queue", "kueue_configuration", "kueue_notes", "merged_mappings",

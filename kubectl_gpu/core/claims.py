@@ -20,7 +20,8 @@ from kubectl_gpu.dra.facts import CAP, attr, guarded_attr, literal
 from kubectl_gpu.dra.driver_config import MPS, TIME_SLICING, gpu_sharing_config
 from . import hami_target
 from .demand import Demand
-from .model import ApiVersion, ClaimObject, Note, Severity, Sharing, TranslateOptions
+from .model import ApiVersion, ClaimObject, Sharing, TranslateOptions
+from .notes import Note, Severity
 from .node_constraints import MEMORY_TOLERANCE_PERCENT
 from kubectl_gpu.dra.quantity import QuantityError, format_bytes, parse_quantity
 

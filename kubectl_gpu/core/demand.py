@@ -12,7 +12,8 @@ from fractions import Fraction
 
 from . import constants as c
 from .families import TIME_SLICED_GPU, ContainerRef, LegacyRequest, mig_profile_of
-from .model import Note, Severity, TranslateOptions
+from .model import TranslateOptions
+from .notes import Note, Severity
 from kubectl_gpu.dra.quantity import format_bytes, format_plain
 
 MIB = 2**20

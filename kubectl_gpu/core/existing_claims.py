@@ -20,7 +20,8 @@ from typing import Any
 from kubectl_gpu.dra import facts
 from .constants import TPU
 from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_containers, read_container
-from .model import IntegerGpuMode, Note, Severity, TranslateOptions
+from .model import IntegerGpuMode, TranslateOptions
+from .notes import Note, Severity
 
 TEMPLATE, CLAIM = "ResourceClaimTemplate", "ResourceClaim"
 

@@ -17,7 +17,7 @@ from . import constants as c
 from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import driver_mig_profile
 from .hints import ANNOTATION_ONLY_KEYS
-from .model import Note, Severity
+from .notes import Note, Severity
 from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
 
 TIME_SLICED_GPU = "nvidia.com/gpu.shared"

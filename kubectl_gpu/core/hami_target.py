@@ -16,7 +16,8 @@ from kubectl_gpu.dra.quantity import QuantityError, format_bytes, parse_quantity
 
 from .constants import GPU_DEVICE_CLASS
 from .demand import Share
-from .model import Note, Severity, TargetDriver, TranslateOptions
+from .model import TargetDriver, TranslateOptions
+from .notes import Note, Severity
 
 _NVIDIA_DOMAIN = f"[{facts.literal(facts.NVIDIA_ATTRIBUTE_DOMAIN)}]"
 _HAMI_DOMAIN = f"[{facts.literal(hami.HAMI_ATTRIBUTE_DOMAIN)}]"

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from kubectl_gpu.dra import hami
 from kubectl_gpu.dra.facts import attr, guarded_attr, literal
-from .model import Note, Severity
+from .notes import Note, Severity
 
 # Scheduler-specific annotations that ask for a GPU with no resource request at all.
 ANNOTATION_ONLY_KEYS = ("gpu-fraction", "gpu-memory", "gpu-fraction-num-devices", "runai-gpu-fraction")

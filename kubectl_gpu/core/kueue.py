@@ -27,7 +27,8 @@ from fractions import Fraction
 from typing import Any
 
 from .families import family_of, mig_profile_of
-from .model import Note, Severity, TranslateOptions
+from .model import TranslateOptions
+from .notes import Note, Severity
 from kubectl_gpu.dra.quantity import QuantityError, format_plain, parse_quantity
 
 KUEUE_GROUP = "kueue.x-k8s.io"

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .constants import DRA_GROUP, GPU_DEVICE_CLASS, MIG_DEVICE_CLASS, TPU_DEVICE_CLASS
+from .notes import Note, Severity
 
 if TYPE_CHECKING:
     from .existing_claims import KnownClaim
@@ -78,26 +79,6 @@ class IntegerGpuMode(str, Enum):
     REWRITE = "rewrite"  # always emit an explicit ResourceClaimTemplate
     # Leave it to the scheduler: a DeviceClass with extendedResourceName (KEP-5004) serves it.
     EXTENDED_RESOURCE = "extended-resource"
-
-
-class Severity(str, Enum):
-    INFO = "info"  # a change that was made
-    WARNING = "warning"  # made, but the person should know something
-    ERROR = "error"  # this pod template was NOT changed; the message says what to fix
-
-
-@dataclass(frozen=True)
-class Note:
-    """One line of the change report, about one place in the pod template."""
-
-    severity: Severity
-    message: str
-    container: str | None = None  # container name, when the note is about one
-    resource: str | None = None  # legacy resource name, when the note is about one
-
-    def render(self) -> str:
-        where = f"container {self.container!r}: " if self.container else ""
-        return f"{where}{self.message}"
 
 
 @dataclass(frozen=True)

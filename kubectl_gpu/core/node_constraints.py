@@ -21,7 +21,7 @@ from typing import Any
 from kubectl_gpu.dra.facts import GFD_FAMILY_LABEL, GFD_MEMORY_LABEL, GFD_PRODUCT_LABEL
 from kubectl_gpu.dra.facts import architecture_of_gfd_family, attr, cap, driver_mig_profile, guarded_attr
 from kubectl_gpu.dra.facts import guarded_cap, literal
-from .model import Note, Severity
+from .notes import Note, Severity
 from .json_patch import escape
 
 PRODUCT, MEMORY, FAMILY = GFD_PRODUCT_LABEL, GFD_MEMORY_LABEL, GFD_FAMILY_LABEL

@@ -36,7 +36,8 @@ from typing import Any
 from . import constants as c
 from .families import MIG_PREFIX, family_of, mig_profile_of
 from .json_patch import escape
-from .model import IntegerGpuMode, Note, Severity, Sharing, TranslateOptions
+from .model import IntegerGpuMode, Sharing, TranslateOptions
+from .notes import Note, Severity
 from kubectl_gpu.dra.quantity import QuantityError, format_plain, parse_quantity
 
 REQUESTS_PREFIX = "requests."  # corev1.DefaultResourceRequestsPrefix

@@ -27,7 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .model import Note, Severity, Sharing, TranslateOptions
+from .model import Sharing, TranslateOptions
+from .notes import Note, Severity
 
 
 @dataclass(frozen=True)

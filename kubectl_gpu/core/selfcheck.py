@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .model import ClaimObject, Note, Severity
+from .model import ClaimObject
+from .notes import Note, Severity
 
 
 def _device_requests(spec: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

@@ -21,7 +21,8 @@ from .demand import ContainerDemands, Demand, container_demands, pod_level_deman
 from .families import ContainerRef, LegacyRequest, is_plain_integer_gpu, iter_containers, read_container
 from .hami_target import for_target, is_hami, retarget_selector
 from .hints import annotation_only_notes, hami_selectors
-from .model import IntegerGpuMode, Note, PodTranslation, Severity, TranslateOptions
+from .model import IntegerGpuMode, PodTranslation, TranslateOptions
+from .notes import Note, Severity
 from .node_constraints import NodeConstraints, translate_node_constraints
 from .json_patch import escape
 from .schedulers import fit_to_scheduler

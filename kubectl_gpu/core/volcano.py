@@ -26,7 +26,8 @@ from typing import Any
 
 from .families import MIG_PREFIX, family_of, mig_profile_of
 from .json_patch import escape
-from .model import Note, Severity, TranslateOptions
+from .model import TranslateOptions
+from .notes import Note, Severity
 from .quota import SHARE_RESOURCES, read_cap, target_class
 from kubectl_gpu.dra.quantity import format_plain
 
