@@ -27,7 +27,8 @@ import yaml
 from kubectl_gpu.k8s import KubeconfigError, connect, load_access
 from kubectl_gpu.k8s import access as access_module
 from kubectl_gpu.k8s import kubeconfig as kubeconfig_module
-from kubectl_gpu.k8s.exec_credential import CredentialPluginError, ExecPlugin
+from kubectl_gpu.k8s.errors import CredentialPluginError
+from kubectl_gpu.k8s.exec_credential import ExecPlugin
 from tests.k8sdouble import K8sDouble
 
 REPO = Path(__file__).resolve().parent.parent

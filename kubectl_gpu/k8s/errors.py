@@ -15,6 +15,11 @@ class KubeconfigError(Exception):
     """The kubeconfig could not be loaded, or names no usable context."""
 
 
+class CredentialPluginError(Exception):
+    """A kubeconfig user's exec credential plugin (exec_credential.py) could not be run or gave no
+    usable credential."""
+
+
 class ApiError(Exception):
     """The API server refused or failed a request.
 

@@ -30,14 +30,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from kubectl_gpu.k8s.access import Credentials
+from kubectl_gpu.k8s.errors import CredentialPluginError
 
 GROUP = "client.authentication.k8s.io"
 VERSIONS = (f"{GROUP}/v1", f"{GROUP}/v1beta1")
 INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
-
-
-class CredentialPluginError(Exception):
-    """The plugin could not be run or gave no usable credential."""
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,7 @@ from typing import Any
 from kubectl_gpu.k8s.access import (BasicAuth, BearerToken, ClusterAccess, Credentials, Pem, TokenFile,
                                     from_kubernetes_configuration)
 from kubectl_gpu.k8s.client import REQUEST_TIMEOUT_SECONDS, Client
-from kubectl_gpu.k8s.errors import KubeconfigError
-from kubectl_gpu.k8s.exec_credential import CredentialPluginError, ExecPlugin
+from kubectl_gpu.k8s.errors import CredentialPluginError, KubeconfigError
 from kubectl_gpu.k8s.kubeconfig_files import kubeconfig_paths, no_kubeconfig_message, read_kubeconfig
 
 _SERVICE_ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -170,6 +169,8 @@ def _credentials(user: dict[str, Any], user_folder: str, cluster: dict[str, Any]
     if user.get("tokenFile"):
         return TokenFile(_resolve(str(user["tokenFile"]), user_folder)), None, None
     if isinstance(user.get("exec"), dict):
+        from kubectl_gpu.k8s.exec_credential import ExecPlugin  # and subprocess: only a user with a plugin runs one
+
         config = dict(user["exec"])
         command = str(config.get("command") or "")
         if os.sep in command:  # loader.go: a command with a path is relative to its kubeconfig
