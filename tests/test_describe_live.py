@@ -314,6 +314,14 @@ def test_forbidden_lists_are_reported_with_the_rbac_hint(gpu_cluster):
             in result.stderr and "a ClusterRole granting list on resourceslices.resource.k8s.io" in result.stderr)
 
 
+def test_a_list_the_server_fails_is_describes_error_whatever_the_other_lists_do(gpu_cluster):
+    """The four lists are read at once; the one that fails ends describe with the server's answer
+    (exit 4, as for a server that cannot answer), never a partial report or a traceback."""
+    gpu_cluster.fail("list", "nodes", status=500, times=None, message="etcd is down")
+    result = run(gpu_cluster, "describe")
+    assert (result.exit_code, result.output) == (4, "error: GET /api/v1/nodes failed with HTTP 500: etcd is down\n")
+
+
 def test_explain_pod_live_reports_the_selector_error_as_the_scheduler_would(k8s_double):
     k8s_double.seed(*b.nvidia_device_classes(), b.dra_node("dra-a"), b.gpu_slice("dra-a", 2),
                     b.template("pinned", requests=[b.exact_request(

@@ -235,8 +235,8 @@ def run() -> None:
     (parsing, closing its context) into "Aborted!" and exit 1; an `except` clause that imports to
     name its exceptions, or a half-finished lazy import, can replace it with an ImportError; one
     raised in a finalizer is printed and dropped.  Any exit other than ours then runs the normal
-    interpreter shutdown, which joins the ThreadPoolExecutor workers still waiting on a request
-    (up to --request-timeout).  So the handler below remembers the interrupt, whatever it becomes,
+    interpreter shutdown, which joins the threads still waiting on a request (inspect/fetch.py's
+    lists; up to --request-timeout).  So the handler below remembers the interrupt, whatever it becomes,
     and the process ends with os._exit(130), skipping those joins."""
     signal.signal(signal.SIGINT, _on_interrupt)
     _escape_what_stdout_cannot_encode()
