@@ -209,10 +209,10 @@ def allocates_gpus(device_class: str) -> bool:
 # attribute or capacity of that domain, can only be true for the driver's GPUs (a missing attribute
 # aborts the evaluation, it never matches).  Admins make such classes under their own names, e.g.
 # `gpu-targeted.nvidia.com` selecting one GPU by uuid.
+# A pattern, compiled by re (and kept in its cache) on first use: describe reads no DeviceClass.
 _DRIVER_LITERAL = rf"""(?:'{re.escape(NVIDIA_DRIVER)}'|"{re.escape(NVIDIA_DRIVER)}")"""
-_SELECTS_NVIDIA_DEVICES = re.compile(
-    rf"device\.driver\s*==\s*{_DRIVER_LITERAL}|{_DRIVER_LITERAL}\s*==\s*device\.driver"
-    rf"|device\.(?:attributes|capacity)\s*\[\s*{_DRIVER_LITERAL}\s*\]")
+_SELECTS_NVIDIA_DEVICES = (rf"device\.driver\s*==\s*{_DRIVER_LITERAL}|{_DRIVER_LITERAL}\s*==\s*device\.driver"
+                           rf"|device\.(?:attributes|capacity)\s*\[\s*{_DRIVER_LITERAL}\s*\]")
 
 
 def selects_nvidia_gpus(device_class: object) -> bool:
@@ -223,7 +223,7 @@ def selects_nvidia_gpus(device_class: object) -> bool:
     for selector in selectors if isinstance(selectors, list) else []:
         cel = selector.get("cel") if isinstance(selector, Mapping) else None
         expression = cel.get("expression") if isinstance(cel, Mapping) else None
-        if isinstance(expression, str) and _SELECTS_NVIDIA_DEVICES.search(expression):
+        if isinstance(expression, str) and re.search(_SELECTS_NVIDIA_DEVICES, expression):
             return True
     return False
 
@@ -440,7 +440,8 @@ GPU_INSTANCE_PROFILES: dict[int, tuple[int, str]] = {
     0x7: (1, "+me"), 0x8: (2, "+me"), 0x9: (1, ""), 0xA: (1, "+gfx"), 0xB: (2, "+gfx"), 0xC: (4, "+gfx"),
     0xD: (1, "-me"), 0xE: (2, "-me"), 0xF: (1, "+me.all"), 0x10: (2, "+me.all"),
 }
-_MIG_BASE = re.compile(r"^(?P<base>(?:[1-9]\d*c\.)?[1-9]\d*g\.[1-9]\d*gb)(?P<ext>.*)$")
+# A MIG profile's base (`1g.10gb`, `1c.2g.20gb`) and what follows it; compiled by re on first use.
+_MIG_BASE = r"^(?P<base>(?:[1-9]\d*c\.)?[1-9]\d*g\.[1-9]\d*gb)(?P<ext>.*)$"
 # The extension after the base, as each tool spells it -> the driver's suffix.  The device plugin
 # turns "+" into "." (nvidia.com/mig-1g.10gb.me); GFD's product label drops "+" (...-MIG-1g.10gbme).
 _MIG_EXTENSIONS = {"": "", "me": "+me", "me.all": "+me.all", "gfx": "+gfx", "-me": "-me"}
@@ -449,7 +450,7 @@ _MIG_EXTENSIONS = {"": "", "me": "+me", "me.all": "+me.all", "gfx": "+gfx", "-me
 def driver_mig_profile(spelling: str) -> str | None:
     """The driver's `profile` attribute for a MIG profile as the device plugin, GFD or the driver
     spells it (`1g.10gb.me`, `1g.10gbme`, `1g.10gb+me` -> `1g.10gb+me`); None when it is not one."""
-    match = _MIG_BASE.match(spelling.strip())
+    match = re.match(_MIG_BASE, spelling.strip())
     if match is None:
         return None
     ext = match["ext"]
