@@ -14,6 +14,7 @@ import pytest
 
 from kubectl_gpu.cli import exits
 from kubectl_gpu.cli.main import SUBCOMMANDS
+from tests import builders as b
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "nvidia-gpu-deployment.yaml"
@@ -64,6 +65,27 @@ def test_migrating_without_a_cluster_profile_loads_no_profile_allocator_or_cel()
     file migrated within 0.3 s of CPU, scripts/bench_migrate.py)."""
     packages = ("kubectl_gpu.cluster.profile", "kubectl_gpu.dra.devices", "kubectl_gpu.allocator", "kubectl_gpu.cel")
     assert loaded_client_modules("migrate", str(EXAMPLE), packages=packages) == []
+
+
+# What `describe` has no use for, although modules it loads once pulled each in (issue 29: describe
+# of 1,000 nodes within 0.25x `kubectl get pods -A -o json`, scripts/bench_describe.py): the
+# translation's data model (reading legacy requests needs only its notes), the runner of an exec
+# credential plugin (and subprocess) for a user that has none, the temporary files of inline client
+# certificates, and concurrent.futures (which loads logging) for four list threads.
+NOT_FOR_DESCRIBE = ("kubectl_gpu.core.model", "kubectl_gpu.k8s.exec_credential", "subprocess", "tempfile",
+                    "concurrent.futures", "logging")
+
+
+def test_describing_a_cluster_loads_only_what_describe_uses(k8s_double):
+    k8s_double.seed(*b.nvidia_device_classes(), b.dra_node("dra-a"), b.gpu_slice("dra-a", 2),
+                    b.node("plugin-a", legacy={"nvidia.com/gpu": "4"}),
+                    b.pod("legacy", node_name="plugin-a", limits={"nvidia.com/gpu": 1}))
+    env = {**os.environ, "NO_COLOR": "1"}
+    result = subprocess.run([sys.executable, "-c", PROBE, ",".join(NOT_FOR_DESCRIBE), "describe", "--kubeconfig",
+                             k8s_double.kubeconfig_path()], capture_output=True, text=True, env=env, timeout=120)
+    *table, loaded = result.stdout.splitlines()
+    assert result.returncode == 0 and any(line.startswith("plugin-a") for line in table), result.stdout + result.stderr
+    assert loaded == "LOADED"
 
 
 # The executable's own start: `--help` from the user's cache (kubectl_gpu/cli/launch.py).
