@@ -12,13 +12,17 @@ into errors at their line (kubectl_gpu/manifests/yamlio.py); `load_all` and `loa
 the error is a ConstructorError (a YAMLError with the node's line), which each reader already
 reports.
 
-A leaf: PyYAML is imported on the first call, so a reader that never needs it never loads it
-(explain reads most files without it, kubectl_gpu/explain/loading.py).
+A leaf: PyYAML is imported on the first call, so a reader that never needs it never loads it.
+Most hand-written files never need it: `read_as_yaml_1_1_reads_it` (below) reads them with yaml-rs
+where PyYAML would read the same objects (explain's inputs, kubectl_gpu/explain/loading.py;
+kubeconfigs, kubectl_gpu/k8s/kubeconfig_files.py).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import re
 import sys
 from typing import Any, Iterator
@@ -146,3 +150,116 @@ def _does_not_fit(node: Any) -> str:
 
 def _clipped(value: str, most: int = 60) -> str:
     return value if len(value) <= most else f"{value[:most]}..."
+
+
+# -- hand-written YAML through yaml-rs, where YAML 1.1 reads the same ---------------------------------
+#
+# A claim, a DeviceClass or a kubeconfig is small, but reading it with PyYAML costs PyYAML's import
+# (~90 M instructions: a fifth of explain's start-up, ~12 ms of describe's; most of it one regex
+# compiled in yaml.reader).  yaml-rs
+# reads YAML 1.2; PyYAML, like kubectl's go-yaml, YAML 1.1.  The two differ only in how they type
+# plain scalars, so yaml-rs's reading is taken when nothing in the text or in what it read can be
+# typed differently, and PyYAML reads everything else (and words every error).
+# tests/test_explain_loading.py holds the two to the same objects over generated files.
+
+# What this quick reading leaves to PyYAML, found in the text: characters other than printable ASCII
+# and newlines (tabs, CRs, BOMs); document markers and directives; tags, anchors, aliases and reserved
+# indicators where a node can start, and block-scalar indicators inside flow collections (PyYAML
+# refuses what YAML 1.2 reads there as plain text); merge keys; numerals YAML 1.1 and 1.2 (or Rust's number parsing) read as different
+# numbers: 010 and 08 (octal or a string in 1.1), 0o17, 0X1F and 0B1 (strings in 1.1), 1e3 and
+# 1.5e3 (floats in 1.2, strings in 1.1), +.5 and -.5 (strings in 1.1), integers beyond 64 bits, and numerals with
+# underscores (yaml-rs reads _0 as 0 and 1_0 as 10).  It may find them inside quoted text too:
+# that only costs the quick reading.
+_LEFT_TO_PYYAML = r"""
+      [^\n\x20-\x7e]
+    | ^(?:---|\.\.\.|%)
+    | (?:^[ ]*|[:?-][ ]+|[\[{,][ ]*)[!&*@`]
+    | [\[{,][ ]*[|>%]
+    | <<
+    | (?<![\w.+-])[-+]?0(?:[0-9_]|[oOXB])
+    | (?<![\w.+-])[-+]?(?:[0-9][0-9_]*\.?[0-9_]*|\.[0-9]+)[eE]
+    | (?<![\w.])[-+]\.[0-9]
+    | [0-9]{19}
+    | (?<![A-Za-z0-9_.:+-])[-+.0-9:_]*_[-+.0-9:_]*(?![A-Za-z0-9_.:+-])
+"""
+
+# The implicit types YAML 1.1 gives a plain scalar (PyYAML's resolver: bool, float, int, merge, null,
+# timestamp, value).  A string yaml-rs read that matches one of them may have been plain, and PyYAML
+# would have read something else.
+_YAML_1_1_TYPED = r"""^(?:
+      yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF
+    | [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+    | \.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+    | [-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    | [-+]?\.(?:inf|Inf|INF)
+    | \.(?:nan|NaN|NAN)
+    | [-+]?0b[0-1_]+
+    | [-+]?0[0-7_]+
+    | [-+]?(?:0|[1-9][0-9_]*)
+    | [-+]?0x[0-9a-fA-F_]+
+    | [-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+
+    | <<
+    | ~|null|Null|NULL|
+    | [0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+    | [0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?
+      (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?
+    | =
+)$"""
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The two patterns above, compiled when text is first read, not by every command loading this leaf."""
+    return re.compile(_LEFT_TO_PYYAML, re.X | re.M), re.compile(_YAML_1_1_TYPED, re.X)
+
+
+UNREAD: Any = object()  # yaml-rs did not read the text (missing, failing, or not trusted to)
+
+
+def read_with_yaml_rs(text: str) -> Any:
+    """The one document yaml-rs reads in ``text``, or UNREAD: PyYAML then reads it again and words
+    the error.  Timestamps stay text: yaml-rs would make datetimes of them, quoted ones included."""
+    try:
+        import yaml_rs
+    except ImportError:  # pragma: no cover - an optional accelerator; PyYAML reads everything too
+        return UNREAD
+    try:
+        return yaml_rs.loads(text, parse_datetime=False)
+    except Exception:  # noqa: BLE001 - yaml-rs errors are PyYAML's to word
+        return UNREAD
+
+
+def read_as_yaml_1_1_reads_it(text: str) -> Any:
+    """The one document of hand-written YAML as yaml-rs reads it, when PyYAML would read the same
+    objects; UNREAD when PyYAML must read it."""
+    if _patterns()[0].search(text):
+        return UNREAD
+    document = read_with_yaml_rs(text)
+    if document is UNREAD or not _types_agree(document):
+        return UNREAD
+    return document
+
+
+def _types_agree(value: Any) -> bool:
+    """Only string keys, no string YAML 1.1 would have typed, and no infinity or NaN (Rust reads
+    "inf" and "nan" as numbers), anywhere in ``value``."""
+    typed = _patterns()[1]
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if item.__class__ is str:
+            if typed.match(item):
+                return False
+        elif item.__class__ is dict:
+            if not all(key.__class__ is str for key in item):
+                return False  # a null or number key: YAML 1.2 allows an empty key, PyYAML refuses it
+            stack.extend(item)
+            stack.extend(item.values())
+        elif item.__class__ is list:
+            stack.extend(item)
+        elif item.__class__ is float:
+            if not math.isfinite(item):
+                return False
+        elif item is not None and item.__class__ not in (int, bool):
+            return False  # anything else (a date, bytes) is PyYAML's to read
+    return True

@@ -71,9 +71,10 @@ def test_migrating_without_a_cluster_profile_loads_no_profile_allocator_or_cel()
 # of 1,000 nodes within 0.25x `kubectl get pods -A -o json`, scripts/bench_describe.py): the
 # translation's data model (reading legacy requests needs only its notes), the runner of an exec
 # credential plugin (and subprocess) for a user that has none, the temporary files of inline client
-# certificates, and concurrent.futures (which loads logging) for four list threads.
+# certificates, concurrent.futures (which loads logging) for four list threads, and PyYAML for a
+# kubeconfig that yaml-rs reads as PyYAML would (kubectl_gpu/input_text.py).
 NOT_FOR_DESCRIBE = ("kubectl_gpu.core.model", "kubectl_gpu.k8s.exec_credential", "subprocess", "tempfile",
-                    "concurrent.futures", "logging")
+                    "concurrent.futures", "logging", "yaml")
 
 
 def test_describing_a_cluster_loads_only_what_describe_uses(k8s_double):

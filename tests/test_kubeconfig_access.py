@@ -16,6 +16,7 @@ import base64
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -29,6 +30,7 @@ from kubectl_gpu.k8s import access as access_module
 from kubectl_gpu.k8s import kubeconfig as kubeconfig_module
 from kubectl_gpu.k8s.errors import CredentialPluginError
 from kubectl_gpu.k8s.exec_credential import ExecPlugin
+from kubectl_gpu.k8s.kubeconfig_files import read_kubeconfig
 from tests.k8sdouble import K8sDouble
 
 REPO = Path(__file__).resolve().parent.parent
@@ -75,6 +77,60 @@ def test_describe_loads_neither_the_kubernetes_package_nor_aiohttp(k8s_double):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().endswith("[]")
+
+
+# client-go reads a kubeconfig as YAML 1.1 (sigs.k8s.io/yaml over go-yaml), as PyYAML does: `yes` is
+# true and `010` is eight.  yaml-rs (YAML 1.2) reads the file where it reads the same objects, which
+# spares the command PyYAML's import; everything else is PyYAML's, and so is every error.
+KUBECONFIG_TEXT = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://10.0.0.1:6443
+    insecure-skip-tls-verify: {insecure}
+users:
+- name: u
+  user:
+    token: {token}
+contexts:
+- name: x
+  context: {{cluster: c, user: u, namespace: {namespace}}}
+current-context: x
+"""
+
+
+@pytest.mark.parametrize("insecure, token, namespace", [
+    ("true", "abc", "ml"),  # yaml-rs reads it
+    ("yes", "abc", "ml"), ("On", "abc", "ml"),  # YAML 1.1 booleans: PyYAML reads them
+    ("false", "'0x1F'", "ml"), ("false", "abc", "'010'"), ("false", "1e3", "ml"), ("false", "a # b", "ml"),
+])
+def test_a_kubeconfig_reads_as_yaml_1_1_reads_it(tmp_path, insecure, token, namespace):
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG_TEXT.format(insecure=insecure, token=token, namespace=namespace))
+    assert read_kubeconfig(str(path)) == yaml.safe_load(path.read_text())
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("namespace", "010", "contexts[0].context.namespace must be a string"),  # 8 in YAML 1.1
+    ("token", "0x1F", "users[0].user.token must be a string"),  # 31 in YAML 1.1, a string in 1.2's core schema
+])
+def test_a_value_yaml_1_1_types_is_refused_as_kubectl_refuses_it(tmp_path, field, value, says):
+    path = tmp_path / "config"
+    values = {"insecure": "false", "token": "abc", "namespace": "ml", field: value}
+    path.write_text(KUBECONFIG_TEXT.format(**values))
+    with pytest.raises(KubeconfigError, match=re.escape(f"kubeconfig {path}: {says}")):
+        read_kubeconfig(str(path))
+
+
+def test_an_ordinary_kubeconfig_is_read_without_loading_pyyaml(tmp_path):
+    path = tmp_path / "config"
+    path.write_text(KUBECONFIG_TEXT.format(insecure="false", token="abc", namespace="ml"))
+    code = ("import sys\nfrom kubectl_gpu.k8s.kubeconfig_files import read_kubeconfig\n"
+            "config = read_kubeconfig(sys.argv[1])\nprint(config['users'][0]['user']['token'], 'yaml' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["abc", "False"], done.stderr
 
 
 def test_a_token_file_is_relative_to_its_kubeconfig_and_read_again_after_a_minute(tmp_path, monkeypatch):

@@ -12,9 +12,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import yaml
-
-from kubectl_gpu.input_text import load
+from kubectl_gpu.input_text import UNREAD, load, read_as_yaml_1_1_reads_it
 from kubectl_gpu.k8s.errors import KubeconfigError
 
 DEFAULT_KUBECONFIG = os.path.join("~", ".kube", "config")
@@ -44,18 +42,19 @@ def no_kubeconfig_message(origin: str) -> str:
 
 
 def read_kubeconfig(path: str) -> dict[str, Any]:
-    """One kubeconfig file, checked enough that the library's loader cannot trip over its shape."""
+    """One kubeconfig file, checked enough that the library's loader cannot trip over its shape.
+
+    Read as PyYAML reads it (YAML 1.1, as client-go's sigs.k8s.io/yaml): by yaml-rs where that reads
+    the same objects (an ordinary kubeconfig: names, URLs, base64 data), so PyYAML, ~12 ms of a
+    command's start-up, is imported only for the others and to word an error."""
     try:
         with open(path, encoding="utf-8") as handle:
-            doc = load(handle)
+            text = handle.read()
     except OSError as exc:
         raise KubeconfigError(f"cannot read kubeconfig {path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise KubeconfigError(f"kubeconfig {path} is not valid YAML{where}: {problem}; "
-                              "fix the file or point KUBECONFIG/--kubeconfig elsewhere") from None
+    doc = read_as_yaml_1_1_reads_it(text)
+    if doc is UNREAD:
+        doc = _read_with_pyyaml(path, text)
     if doc is None:
         raise KubeconfigError(f"kubeconfig {path} is empty; write a kubeconfig there "
                               "(kubectl config view --flatten > FILE) or remove it from KUBECONFIG")
@@ -80,6 +79,19 @@ def read_kubeconfig(path: str) -> dict[str, Any]:
     if doc.get("current-context") is not None and not isinstance(doc["current-context"], str):
         raise KubeconfigError(f"kubeconfig {path}: current-context must be a string (a context's name)")
     return doc
+
+
+def _read_with_pyyaml(path: str, text: str) -> Any:
+    import yaml
+
+    try:
+        return load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise KubeconfigError(f"kubeconfig {path} is not valid YAML{where}: {problem}; "
+                              "fix the file or point KUBECONFIG/--kubeconfig elsewhere") from None
 
 
 # The typed fields of client-go's kubeconfig structs (tools/clientcmd/api/v1/types.go: Cluster,
