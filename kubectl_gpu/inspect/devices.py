@@ -82,7 +82,8 @@ class SliceDevice:
 
     @property
     def key(self) -> DeviceKey:
-        return DeviceKey(self.driver, self.pool, self.name)
+        device = self.device
+        return DeviceKey(device.driver, device.pool, device.name)
 
     def attribute(self, name: str) -> Any:
         """An attribute by bare name (driver's domain) or qualified name; None when absent."""
@@ -137,7 +138,9 @@ def current_devices(resource_slices: Iterable[Mapping[str, Any]]) -> list[SliceD
 
 
 def _text(value: Any) -> str | None:
-    return None if value is None else str(_plain(value))
+    if value is None or value.__class__ is str:  # most attributes are strings: no conversion
+        return value
+    return str(_plain(value))
 
 
 def _plain(value: Any) -> Any:
