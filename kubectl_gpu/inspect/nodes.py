@@ -60,7 +60,9 @@ class DeviceRow:
 
 
 def _state(device: SliceDevice, holders: tuple[Holder, ...]) -> str:
-    taking = exclusive_holders(holders) if holders else ()
+    if not holders:
+        return FREE
+    taking = exclusive_holders(holders)
     if not taking:
         return FREE
     if len(taking) > 1 or device.allow_multiple_allocations:
