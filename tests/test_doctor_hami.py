@@ -136,7 +136,7 @@ def test_describe_node_says_a_node_publishing_hamis_slices_is_a_dra_node():
     from kubectl_gpu.inspect.devices import current_devices
     from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS
 
-    [report], _ = build_node_reports([b.node("driver-only")], current_devices([hami_slice("driver-only")]), [], [],
+    [report], _ = build_node_reports([b.node("driver-only")], current_devices([hami_slice("driver-only")]), {}, [],
                                      DEFAULT_DRA_NODE_LABELS)
     console = Console(width=200, record=True)
     console.print(tables.node(report))
