@@ -192,8 +192,8 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     from kubectl_gpu.inspect.fetch import (discover_dra, explain_pod_live, explain_pod_objects, fetch_cluster,
                                           fetch_dra, fetch_pod, pod_claim_objects)
     from kubectl_gpu.k8s import DEFAULT_PAGE_SIZE, connect
+    from kubectl_gpu.cli.console import print_lines
     from kubectl_gpu.kubetable import KubeTable
-    from rich.console import Console
 
     page_size = args.page_size or DEFAULT_PAGE_SIZE
     where = "in this process" if args.in_process else "in a child process"
@@ -302,9 +302,7 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     payload_times, _ = timed(report.to_dict, args.repeat)
 
     def table() -> int:
-        buffer = io.StringIO()
-        Console(file=buffer, width=240, soft_wrap=False, highlight=False).print(tables.cluster(report))
-        return len(buffer.getvalue())
+        return table_of(report)
 
     def first_drawing() -> float:
         """The table as the CLI draws it: once, from a new report whose JSON payload was built."""
@@ -315,13 +313,14 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
         return time.perf_counter() - start
 
     def table_of(report: Any) -> int:
+        """Printed as the CLI prints it into a pipe (no colour: a PlainConsole, rich not loaded)."""
         buffer = io.StringIO()
-        Console(file=buffer, width=240, soft_wrap=False, highlight=False).print(tables.cluster(report))
+        print_lines(tables.cluster(report), buffer)
         return len(buffer.getvalue())
 
     # Floor of table rendering: the same cells (plain text, as the tables hold them) laid out with
     # widths and padding and written once: what any kubectl-style printer of this table does.
-    cells = [[text for text, _ in row] for part in tables.cluster(report).renderables
+    cells = [[text for text, _ in row] for part in tables.cluster(report)
              if isinstance(part, KubeTable) for row in part.rows]
 
     def layout_floor() -> int:
