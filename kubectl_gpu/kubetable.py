@@ -53,16 +53,19 @@ class KubeTable:
     def add_row(self, *cells: Cell) -> None:
         if len(cells) != len(self.headers):
             raise ValueError(f"a row of {len(self.headers)} columns got {len(cells)} cells")
-        self.rows.append(tuple(self._cell(c) for c in cells))
+        self.rows.append(tuple([self._cell(c) for c in cells]))
 
     def _cell(self, cell: Cell) -> _Plain:
-        rich_text = sys.modules.get("rich.text")  # no rich Text exists before rich is loaded
-        if isinstance(cell, Line):
-            text, style = cell.plain, cell.style or None
-        elif rich_text is not None and isinstance(cell, rich_text.Text):
+        if cell.__class__ is str:  # most cells: names and numbers
+            text, style = cell, None
+        elif isinstance(cell, Line):
             text, style = cell.plain, cell.style or None
         else:
-            text, style = str(cell), None
+            rich_text = sys.modules.get("rich.text")  # no rich Text exists before rich is loaded
+            if rich_text is not None and isinstance(cell, rich_text.Text):
+                text, style = cell.plain, cell.style or None
+            else:
+                text, style = str(cell), None
         # One line per cell: newlines and tabs would break the columns.
         if not text.isprintable():
             text = " ".join(text.split())
@@ -70,24 +73,29 @@ class KubeTable:
             text = _set_cell_size(text, self.max_width - 1) + ELLIPSIS
         return text, style
 
-    def _layout(self) -> list[list[tuple[str, "str | Style | None"]]]:
-        """Each line as (text, style) pieces: cells and the spaces between them; no line ends in
-        a space."""
+    def _measured(self) -> tuple[list[Sequence[_Plain]], list[list[int]], list[int]]:
+        """The rows (the header first), each cell's width, and each column's width with its padding."""
         rows: list[Sequence[_Plain]] = list(self.rows)
         if self.show_header:
             rows.insert(0, [(h, "bold") for h in self.headers])
+        widths = [[len(text) if text.isascii() else _width(text) for text, _ in row] for row in rows]
+        pads = [max(max(column) + PADDING, MIN_CELL) for column in zip(*widths)]
+        return rows, widths, pads
+
+    def _layout(self) -> list[list[tuple[str, "str | Style | None"]]]:
+        """Each line as (text, style) pieces: cells and the spaces between them; no line ends in
+        a space."""
+        rows, widths, pads = self._measured()
         if not rows:
             return []
-        widths = [max(_width(r[i][0]) for r in rows) for i in range(len(self.headers))]
-        pads = [max(w + PADDING, MIN_CELL) for w in widths]
         out = [[(self.title, "bold")]] if self.title else []
         last = len(self.headers) - 1
-        for row in rows:
+        for row, row_widths in zip(rows, widths):
             pieces: list[tuple[str, "str | Style | None"]] = []
             for i, (text, style) in enumerate(row):
                 pieces.append((text, style))
                 if i < last:
-                    pieces.append((" " * (pads[i] - _width(text)), None))
+                    pieces.append((" " * (pads[i] - row_widths[i]), None))
             while pieces and not pieces[-1][0].strip():
                 pieces.pop()
             if pieces:
@@ -97,7 +105,16 @@ class KubeTable:
         return out
 
     def plain_lines(self) -> list[str]:
-        return ["".join(text for text, _ in pieces) for pieces in self._layout()]
+        """_layout's lines without their styles, laid out directly: each cell padded to its
+        column's width, then the line's trailing spaces cut (those of its last cells among them)."""
+        rows, widths, pads = self._measured()
+        if not rows:
+            return []
+        out = [self.title] if self.title else []
+        for row, row_widths in zip(rows, widths):
+            out.append("".join([text + " " * (pad - width)
+                                for (text, _), pad, width in zip(row, pads, row_widths)]).rstrip())
+        return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         from rich.segment import Segment
@@ -184,7 +201,7 @@ class Line:
         """The characters rich's Text holds: the control codes it drops (BEL, BS, VT, FF, CR) dropped."""
         pieces = self.pieces
         text = pieces[0] if len(pieces) == 1 and isinstance(pieces[0], str) else "".join(map(_piece_text, pieces))
-        return text.translate(_STRIPPED_CONTROLS)
+        return text if text.isprintable() else text.translate(_STRIPPED_CONTROLS)
 
     def __rich__(self) -> Text:
         from rich.text import Text

@@ -6,7 +6,9 @@ or on a terminal, colour only on a terminal and never with NO_COLOR."""
 from __future__ import annotations
 
 import io
+import os
 import re
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,7 +53,9 @@ def test_one_line_per_row_no_trailing_spaces_same_text_piped_or_on_a_narrow_term
     for row in rows:
         table.add_row(*row)
     piped = printed(table, io.StringIO(), width=80)
-    on_terminal = printed(table, Terminal(), width=20)
+    with mock.patch.dict(os.environ, {"TERM": "xterm-256color", "NO_COLOR": ""}):  # colour: styled pieces
+        on_terminal = printed(table, Terminal(), width=20)
+    assert "\x1b[1mA\x1b[0m" in on_terminal  # drawn in colour, bold headers
     assert ANSI.sub("", on_terminal) == piped
     lines = piped.split("\n")
     assert lines[-1] == "" and len(lines) == len(rows) + 2  # header, rows, final newline
@@ -134,9 +138,6 @@ def test_a_sentence_is_wrapped_to_the_terminal_and_prints_alike_on_either_consol
     """A Line in styled pieces is what rich's Text.assemble holds; a Sentence of it is wrapped to the
     terminal's width (COLUMNS here) on a terminal, one line piped, and either console prints the
     same characters."""
-    import os
-    from unittest import mock
-
     from kubectl_gpu.kubetable import Line, PlainConsole, Sentence
 
     line = Line(*pieces, style=style)

@@ -74,7 +74,7 @@ def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> 
                     _dash(", ".join(sorted({r.device.memory for r in gpus if r.device.memory})))]
         else:
             row += [bar(node), legacy_bar(node)]
-        row.append(Line(", ".join(f.code for f in node.findings), style="bold red") if node.findings else Line("-"))
+        row.append(Line(", ".join(f.code for f in node.findings), style="bold red") if node.findings else "-")
         table.add_row(*row)
     parts: list[Printable] = [table if report.nodes else Line("No GPU nodes found.")]
     if report.shared_pools:
