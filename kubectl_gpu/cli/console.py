@@ -1,7 +1,9 @@
 """The consoles every command prints through: one colour and width policy.
 
 - Colour only when the stream is a terminal, and never with NO_COLOR set to anything non-empty
-  (https://no-color.org) or TERM=dumb: not even bold, so the output is exactly the text.
+  (https://no-color.org) or TERM=dumb: not even bold, so the output is exactly the text.  Without
+  colour, what describe, doctor and explain print is written by kubectl_gpu/kubetable.py's
+  PlainConsole (the same characters rich's console prints), and rich is not loaded.
 - Progress of long runs goes to stderr, only when stderr is a terminal, and is erased when done:
   stdout stays exactly the report, piped or not.
 - Tables are never wrapped or cropped to the terminal's width, piped or not: they lay themselves
