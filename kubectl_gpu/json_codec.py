@@ -34,6 +34,22 @@ def decode_json(body: bytes) -> tuple[Any, bool]:
         return json.loads(body), False
 
 
+def decode_api_json(body: bytes) -> Any:
+    """An API server's answer, as ``json.loads`` reads it, without decode_json's search for long
+    integers (15 ms over the 10,000 claims of a 1,000-node `describe`).
+
+    The search is not needed here: an API server never writes an integer beyond 64 bits.  Typed
+    fields are Go's int32/int64, and unstructured objects (custom resources) are read with
+    sigs.k8s.io/json, where "JSON integers are unmarshaled into interface{} fields as an int64
+    instead of a float64 when possible, falling back to float64 on any parse or overflow error"
+    (kubernetes/kubernetes vendor/sigs.k8s.io/json/README.md), and written back as such.  orjson
+    reads every 64-bit integer exactly; what it refuses (NaN, UTF-16) goes to the standard library."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return json.loads(body)
+
+
 def encode_json(value: Any, strict: bool = True) -> bytes:
     """Compact JSON.  What orjson cannot encode (integers beyond 64 bits, non-string keys) the
     standard library does; so does everything derived from a lenient body (``strict=False``),

@@ -131,8 +131,24 @@ def read_claim(claim: Mapping[str, Any]) -> ClaimView:
 
 def allocated_devices(allocation: Mapping[str, Any]) -> tuple[AllocatedDevice, ...]:
     """The devices of a claim's `status.allocation`, in its order."""
+    return tuple(_allocated(r) for r in allocation_results(allocation))
+
+
+def allocation_results(allocation: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The results of a claim's `status.allocation` as listed (maps only), in its order."""
     results = (allocation.get("devices") or _EMPTY).get("results")
-    return tuple(_allocated(r) for r in results if isinstance(r, dict)) if results else ()
+    return [r for r in results if r.__class__ is dict or isinstance(r, dict)] if results else []
+
+
+def allocation_result(raw: Mapping[str, Any]) -> tuple[DeviceKey, dict[str, Any]]:
+    """One allocation result: the device's key, and the other fields of AllocatedDevice by name
+    (holders.py makes its Holder from them without an AllocatedDevice in between)."""
+    consumed = raw.get("consumedCapacity")
+    return (DeviceKey(str(raw.get("driver") or ""), str(raw.get("pool") or ""), str(raw.get("device") or "")),
+            {"request": str(raw.get("request") or ""),
+             "consumed_capacity": {str(k): str(v) for k, v in consumed.items()} if consumed else {},
+             "share_id": raw.get("shareID") or None,
+             "admin_access": bool(raw.get("adminAccess"))})
 
 
 def reserved_pods(status: Mapping[str, Any]) -> tuple[str, ...]:
@@ -170,16 +186,8 @@ def _exact(name: str, exact: Mapping[str, Any]) -> Request:
 
 
 def _allocated(raw: Mapping[str, Any]) -> AllocatedDevice:
-    consumed = raw.get("consumedCapacity")
-    return frozen(
-        AllocatedDevice,
-        request=str(raw.get("request") or ""),
-        key=DeviceKey(str(raw.get("driver") or ""), str(raw.get("pool") or ""),
-                      str(raw.get("device") or "")),
-        consumed_capacity={str(k): str(v) for k, v in consumed.items()} if consumed else {},
-        share_id=raw.get("shareID") or None,
-        admin_access=bool(raw.get("adminAccess")),
-    )
+    key, fields = allocation_result(raw)
+    return frozen(AllocatedDevice, key=key, **fields)
 
 
 def _selected_node(node_selector: Any) -> str | None:

@@ -49,21 +49,23 @@ class SliceDevice:
     parent_uuid: str | None  # a MIG device's GPU (the NVIDIA driver's parentUUID attribute)
     is_mig: bool
     is_gpu: bool  # a GPU or a slice of one (MIG, vGPU); not an IMEX channel or a NIC
+    # How an allocation result names it (DeviceKey), read for every row and sort: copied, not
+    # reached through the device.
+    driver: str
+    pool: str
+    name: str
 
     def __init__(self, device: Device) -> None:
         own = device.attributes.get(device.driver) or {}
         kind = _text(own.get(ATTR.type))
         # One dict update instead of a frozen dataclass's object.__setattr__ per field (8,000 views).
         self.__dict__.update(
-            device=device, type=kind,
+            device=device, type=kind, driver=device.driver, pool=device.pool, name=device.name,
             product=_text(own.get(ATTR.productName)) or _text(own.get("model")),  # "model": the example driver
             uuid=_text(own.get(ATTR.uuid)), parent_uuid=_text(own.get(ATTR.parentUUID)),
             is_mig=kind == MIG_TYPE,
             is_gpu=kind in GPU_TYPES if kind is not None else device.driver.startswith("gpu."))
 
-    driver = _of_device("driver")
-    pool = _of_device("pool")
-    name = _of_device("name")
     node = _of_device("node_name", "The device's node; None when it is reachable from several (nodeSelector/allNodes).")
     slice_name = _of_device("slice_name")
     allow_multiple_allocations = _of_device("allow_multiple_allocations", "KEP-5075: consumable capacity, shared by claims.")
@@ -137,7 +139,9 @@ def current_devices(resource_slices: Iterable[Mapping[str, Any]]) -> list[SliceD
 
 
 def _text(value: Any) -> str | None:
-    return None if value is None else str(_plain(value))
+    if value is None or value.__class__ is str:  # most attributes are strings: no conversion
+        return value
+    return str(_plain(value))
 
 
 def _plain(value: Any) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.inspect.claims_model import allocated_devices, frozen, reserved_pods
+from kubectl_gpu.inspect.claims_model import allocation_result, allocation_results, reserved_pods
 from kubectl_gpu.inspect.devices import DeviceKey
 
 
@@ -29,6 +29,7 @@ def holders_by_device(claims: Iterable[Mapping[str, Any]]) -> dict[DeviceKey, li
     """Who holds each device, from the claims as listed: only an allocated claim's name, results
     and consumers are read (a ClaimView per claim would read every field of 10,000)."""
     index: dict[DeviceKey, list[Holder]] = {}
+    new = object.__new__
     for claim in claims:
         if not isinstance(claim, dict):
             continue
@@ -36,23 +37,25 @@ def holders_by_device(claims: Iterable[Mapping[str, Any]]) -> dict[DeviceKey, li
         allocation = status.get("allocation") if isinstance(status, dict) else None
         if not allocation or not isinstance(allocation, dict):
             continue
-        allocated = allocated_devices(allocation)
-        if not allocated:
+        results = allocation_results(allocation)
+        if not results:
             continue
         metadata = claim.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "")
         ref = f"{namespace}/{str(metadata.get('name') or '')}"
         pods = tuple(f"{namespace}/{p}" for p in reserved_pods(status))
-        for result in allocated:
-            index.setdefault(result.key, []).append(frozen(
-                Holder,
-                claim=ref,
-                request=result.request,
-                pods=pods,
-                consumed_capacity=result.consumed_capacity,
-                share_id=result.share_id,
-                admin_access=result.admin_access,
-            ))
+        for result in results:
+            key, fields = allocation_result(result)
+            # A frozen Holder made as claims_model.frozen makes one, from the result's own fields.
+            holder = new(Holder)
+            made = holder.__dict__
+            made.update(fields)
+            made["claim"], made["pods"] = ref, pods
+            held = index.get(key)
+            if held is None:
+                index[key] = [holder]
+            else:
+                held.append(holder)
     return index
 
 

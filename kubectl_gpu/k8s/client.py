@@ -28,7 +28,7 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
-from kubectl_gpu.json_codec import decode_json
+from kubectl_gpu.json_codec import decode_api_json
 from kubectl_gpu.k8s.access import ClusterAccess, from_kubernetes_configuration
 from kubectl_gpu.k8s.errors import ApiError, TransportFailure, TransportTimeout
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
@@ -88,7 +88,7 @@ class AsyncClient:
             if page is not None:
                 return page
         try:
-            doc, _strict = decode_json(raw)
+            doc = decode_api_json(raw)
         except ValueError as exc:
             raise ApiError(status, path, f"the response is not JSON: {exc}", method=method) from exc
         if not isinstance(doc, dict):
