@@ -1,9 +1,9 @@
-"""describe's output for people, piped and on a terminal.  Where there is no colour (piped, NO_COLOR,
-TERM=dumb) it is printed by kubectl_gpu/kubetable.py's PlainConsole, byte for byte what rich's
-console prints, without loading rich (0.03 s of a describe's start-up, issue 29's budget for a
-1,000-node summary); in colour rich's console draws it, with kubectl's bold headers and the
-findings' severities in colour.  On a terminal the findings are wrapped to its width, colour or not
-(kubectl_gpu/prose.py)."""
+"""describe's output for people (and doctor's), piped and on a terminal.  Where there is no colour
+(piped, NO_COLOR, TERM=dumb) it is printed by kubectl_gpu/kubetable.py's PlainConsole, byte for
+byte what rich's console prints, without loading rich (0.03 s of a describe's start-up, issue 29's
+budget for a 1,000-node summary); in colour rich's console draws it, with kubectl's bold headers
+and the findings' severities in colour.  On a terminal the findings are wrapped to its width,
+colour or not (kubectl_gpu/prose.py)."""
 
 from __future__ import annotations
 
@@ -87,8 +87,8 @@ def test_piped_describe_prints_what_richs_console_prints(every_kind, args, monke
 def on_terminal(double, args: list[str], **env: str) -> str:
     """describe's stdout on a terminal 80 columns wide (a pseudo-terminal), as bytes decoded."""
     main_fd, terminal = pty.openpty()
-    environment = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "80", "TERM": "xterm-256color", **env}
-    environment.pop("NO_COLOR", None) if "NO_COLOR" not in env else None
+    environment = {**{k: v for k, v in os.environ.items() if k != "NO_COLOR"}, "PYTHONPATH": str(REPO),
+                   "COLUMNS": "80", "TERM": "xterm-256color", **env}
     process = subprocess.Popen([sys.executable, "-m", "kubectl_gpu.cli.main", "describe", *args, "--kubeconfig",
                                 double.kubeconfig_path()], stdout=terminal, stderr=subprocess.PIPE, env=environment)
     os.close(terminal)
@@ -125,3 +125,19 @@ def test_in_colour_headers_are_bold_and_findings_show_their_severity(every_kind)
     assert "\x1b[1;31mdouble-counting\x1b[0m" in coloured  # a node's findings, bold red
     assert "\n  \x1b[1;31mERROR\x1b[0m node/dra-bad (double-counting): " in coloured  # a finding's severity
     assert "\x1b[1mFindings:\x1b[0m" in coloured
+
+
+@pytest.mark.parametrize("args", [[], ["-o", "wide"]], ids=" ".join)
+def test_doctor_prints_its_report_alike_without_rich_when_piped(every_kind, args, monkeypatch):
+    """doctor's checks and findings are the same Lines and tables: piped, printed without rich."""
+    def doctor() -> str:
+        result = CliRunner().invoke(main, ["doctor", *args, "--kubeconfig", every_kind.kubeconfig_path()],
+                                    catch_exceptions=False)
+        assert result.exit_code == 1, result.output  # the node counted twice is a finding
+        return result.output
+
+    assert loaded_client_modules("doctor", *args, "--kubeconfig", every_kind.kubeconfig_path(),
+                                 packages=("rich",)) == []
+    plain = doctor()
+    monkeypatch.setattr(console_module, "text_console", lambda stream=None: console_module.console(stream))
+    assert doctor() == plain and "double-counting" in plain
