@@ -291,6 +291,26 @@ def test_every_list_is_paginated_and_an_expired_continue_token_restarts_the_list
     assert sum(1 for r in pod_pages if r.query.get("continue")) == 2
 
 
+def test_claims_read_page_by_page_are_counted_once_when_their_list_restarts(k8s_double):
+    """describe reads who holds each device from each page of claims as it comes (while the
+    server prepares the next); a continue token that expires on a later page restarts the list,
+    and what the first reading saw is not counted twice."""
+    nodes = 3
+    k8s_double.seed({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}})
+    for n in range(nodes):
+        k8s_double.seed(b.dra_node(f"gpu-{n}"), b.gpu_slice(f"gpu-{n}", 8))
+    claims = 2 * DEFAULT_PAGE_SIZE + 10  # three pages, spread over 3 x 8 GPUs (shared where several)
+    k8s_double.seed(*(b.claim(f"c{i}", "ml", allocated=[("gpu", f"gpu-{i % 8}")], node_name=f"gpu-{i % nodes}")
+                      for i in range(claims)))
+    k8s_double.fail("list", "resourceclaims", status=410, reason="Expired", message="continue token expired",
+                    continuing=True, times=1)
+    node = as_json(run(k8s_double, "describe", "node", "gpu-0", "-o", "json"))
+    holders = [h["claim"] for d in node["devices"] for h in d["holders"]]
+    assert sorted(holders) == sorted(f"ml/c{i}" for i in range(claims) if i % nodes == 0)  # each once
+    claim_pages = [r for r in k8s_double.requests if r.verb == "list" and r.resource == "resourceclaims"]
+    assert [bool(r.query.get("continue")) for r in claim_pages] == [False, True, False, True, True]
+
+
 def test_errors_say_what_to_change(k8s_double, tmp_path):
     missing = run(k8s_double, "describe", kubeconfig=str(tmp_path / "nope.yaml"))
     assert missing.exit_code != 0 and "nope.yaml" in missing.output

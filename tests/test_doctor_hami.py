@@ -134,7 +134,7 @@ def test_describe_node_says_a_node_publishing_hamis_slices_is_a_dra_node():
     from kubectl_gpu.inspect.devices import current_devices
     from kubectl_gpu.inspect.dra_nodes import DEFAULT_DRA_NODE_LABELS
 
-    [report], _ = build_node_reports([b.node("driver-only")], current_devices([hami_slice("driver-only")]), [], [],
+    [report], _ = build_node_reports([b.node("driver-only")], current_devices([hami_slice("driver-only")]), {}, [],
                                      DEFAULT_DRA_NODE_LABELS)
     first = tables.node(report)[0].plain
     assert first.split() == ["Node:", "driver-only", "DRA", "node:", "yes", "(publishes", hami.HAMI_DRIVER, "ResourceSlices)"]

@@ -32,7 +32,7 @@ def test_describe_counts_an_unlabelled_node_publishing_gpu_slices_as_a_dra_node(
 def test_doctor_flags_device_plugin_pods_on_an_unlabelled_driver_node():
     node = b.node("operator-1")
     pod = b.pod("old", node_name="operator-1", limits={"nvidia.com/gpu": "1"})
-    reports, _ = build_node_reports([node], current_devices([b.gpu_slice("operator-1")]), [], [pod],
+    reports, _ = build_node_reports([node], current_devices([b.gpu_slice("operator-1")]), {}, [pod],
                                     DEFAULT_DRA_NODE_LABELS)
 
     [finding] = reports[0].findings

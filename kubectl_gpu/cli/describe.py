@@ -136,7 +136,8 @@ def _describe_cluster(settings: _Settings) -> tuple[Any, Any]:
         objects = lists()
     options = settings.options
     report = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, settings.dra_labels,
-                            namespace=options.namespace if not options.all_namespaces else None)
+                            namespace=options.namespace if not options.all_namespaces else None,
+                            devices=objects.devices, holders=objects.holders)
     warn_unreadable(objects.unreadable)
     people = (lambda: tables.tree(report.nodes)) if settings.tree else (
         lambda: tables.cluster(report, settings.options.output == "wide", headers=not settings.options.no_headers))
@@ -161,7 +162,6 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
     def run() -> None:
         from kubectl_gpu.inspect import tables
         from kubectl_gpu.inspect.cluster import build_node_reports
-        from kubectl_gpu.inspect.devices import current_devices
         from kubectl_gpu.inspect.fetch import discover_dra, fetch_cluster
 
         connection = _connect(settings.options)
@@ -174,7 +174,7 @@ def node_command(ctx: click.Context, name: str | None, dra_node_labels: tuple[st
             raise ApiError(403, "/api/v1/nodes", f'forbidden to get node "{name}"; a ClusterRole granting '
                            "get/list on nodes would show it", "Forbidden")
         warn_unreadable(objects.unreadable)
-        reports, _ = build_node_reports(objects.nodes, current_devices(objects.slices), objects.claims,
+        reports, _ = build_node_reports(objects.nodes, objects.devices, objects.holders,
                                         objects.pods, settings.dra_labels, only_gpu_nodes=name is None)
         wide = settings.options.output == "wide"
         if settings.tree:

@@ -8,10 +8,10 @@ from typing import Any, Iterable, Mapping
 
 from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from kubectl_gpu.collector import with_collector_paused
-from kubectl_gpu.inspect.devices import SliceDevice, current_devices
+from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice, current_devices
 from kubectl_gpu.inspect.dra_nodes import NodeLabel
 from kubectl_gpu.inspect.findings import Finding, sort_findings
-from kubectl_gpu.inspect.holders import holders_by_device
+from kubectl_gpu.inspect.holders import Holder, holders_by_device
 from kubectl_gpu.inspect.legacy import LegacyPod, is_active, legacy_pod
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, DeviceRow, NodeReport, node_report
 
@@ -69,13 +69,13 @@ class ClusterReport:
 
 @with_collector_paused
 def build_node_reports(nodes: Iterable[Mapping[str, Any]], devices: Iterable[SliceDevice],
-                       claims: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
+                       holders: Mapping[DeviceKey, list[Holder]], pods: Iterable[Mapping[str, Any]],
                        dra_labels: Iterable[NodeLabel], *,
                        only_gpu_nodes: bool = True) -> tuple[tuple[NodeReport, ...],
                                                              dict[str, list[DeviceRow]]]:
-    """Node reports for `nodes`, and rows of devices attached to no single node, by pool."""
+    """Node reports for `nodes`, and rows of devices attached to no single node, by pool;
+    `holders` as holders_by_device reads them from the claims."""
     labels = tuple(dra_labels)
-    holders = holders_by_device(claims)
     by_node: dict[str | None, list[SliceDevice]] = {}
     for device in devices:
         by_node.setdefault(device.node, []).append(device)
@@ -103,14 +103,19 @@ def build_node_reports(nodes: Iterable[Mapping[str, Any]], devices: Iterable[Sli
 @with_collector_paused
 def cluster_report(nodes: Iterable[Mapping[str, Any]], slices: Iterable[Mapping[str, Any]],
                    claims: Iterable[Mapping[str, Any]], pods: Iterable[Mapping[str, Any]],
-                   dra_labels: Iterable[NodeLabel], namespace: str | None = None) -> ClusterReport:
+                   dra_labels: Iterable[NodeLabel], namespace: str | None = None, *,
+                   devices: Iterable[SliceDevice] | None = None,
+                   holders: Mapping[DeviceKey, list[Holder]] | None = None) -> ClusterReport:
     """The cluster's GPUs; with `namespace`, the part its pods use: the nodes and pools where its
     claims hold devices or its pods hold device-plugin GPUs.  Every claim still decides whether a
     device is taken (a device another namespace holds is not free), but the legacy pods counted
-    and judged are the namespace's own."""
+    and judged are the namespace's own.  `devices` and `holders`, when given, are those already
+    read from `slices` and `claims` (fetch_cluster reads them while its other lists go on)."""
     if namespace is not None:
         pods = [p for p in pods if (p.get("metadata") or {}).get("namespace") == namespace]
-    reports, pools = build_node_reports(nodes, current_devices(slices), claims, pods, dra_labels)
+    reports, pools = build_node_reports(nodes, current_devices(slices) if devices is None else devices,
+                                        holders_by_device(claims) if holders is None else holders, pods,
+                                        dra_labels)
     if namespace is not None:
         reports = tuple(r for r in reports if r.legacy_pods or _held_by(r.devices, namespace))
         pools = {pool: rows for pool, rows in pools.items() if _held_by(rows, namespace)}

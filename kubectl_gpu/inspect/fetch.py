@@ -18,7 +18,10 @@ from kubectl_gpu.k8s import (PLURALS, ApiError, Client, DRA_GROUP, NotFound, col
                              object_path, preferred_dra_version, served_versions)
 
 if TYPE_CHECKING:
+    from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
     from kubectl_gpu.inspect.doctor import DoctorInputs  # loads every check: only doctor needs it
+    from kubectl_gpu.inspect.holders import Holder
+    from kubectl_gpu.k8s.lists import EachPage
 
 
 Objects = list[dict[str, Any]]
@@ -158,7 +161,11 @@ class ClusterObjects:
     slices: Objects
     claims: Objects
     pods: Objects  # the running pods that may hold device-plugin GPUs (the others' pages are skipped)
-    unreadable: tuple[Unreadable, ...] = ()
+    unreadable: tuple[Unreadable, ...]
+    # Read from the slices and claims while the other lists went on (the claims page by page, each
+    # while the server prepared the next): describe's model needs no second pass over them.
+    devices: list[SliceDevice]  # the current devices of `slices` (inspect/devices.py)
+    holders: dict[DeviceKey, list[Holder]]  # who holds each device, from `claims` (inspect/holders.py)
 
 
 def fetch_cluster(api: Client, dra: DraApi, *, node_selector: str | None = None,
@@ -185,16 +192,32 @@ def start_fetch_cluster(api: Client, dra: DraApi, *, node_selector: str | None =
         return lambda: list_objects(api, collection_path("", "v1", "pods", where), field_selector=pod_fields,
                                     mentioning=LEGACY_TEXTS)
 
+    from kubectl_gpu.inspect.devices import current_devices
+    from kubectl_gpu.inspect.holders import holders_by_device
+
+    holders: dict[DeviceKey, list[Holder]] = {}
+
+    def each_claims_page(claims: Objects, first: bool) -> None:
+        if first:  # the list (or its narrower fallback) began again
+            holders.clear()
+        holders_by_device(claims, holders)
+
+    def slices_and_devices() -> tuple[Objects, list[SliceDevice]]:
+        slices = _readable("resourceslices", lambda: _dra_list(api, dra, "resourceslices",
+                                                               field_selector=slice_fields), unreadable)()
+        return slices, current_devices(slices)
+
     calls: dict[str, Callable[[], Any]] = {
         "nodes": _readable("nodes", lambda: list_objects(api, "/api/v1/nodes", label_selector=node_selector,
                                                          field_selector=node_fields), unreadable),
         "pods": _readable("pods", pods(None), unreadable, fallback=pods(namespace) if namespace else None,
                           fallback_namespace=namespace),
-        "claims": _readable("resourceclaims", lambda: _dra_list(api, dra, "resourceclaims"), unreadable,
-                            fallback=(lambda: _dra_list(api, dra, "resourceclaims", namespace)) if namespace
+        "claims": _readable("resourceclaims", lambda: _dra_list(api, dra, "resourceclaims",
+                                                                each_page=each_claims_page), unreadable,
+                            fallback=(lambda: _dra_list(api, dra, "resourceclaims", namespace,
+                                                        each_page=each_claims_page)) if namespace
                             else None, fallback_namespace=namespace),
-        "slices": _readable("resourceslices",
-                            lambda: _dra_list(api, dra, "resourceslices", field_selector=slice_fields), unreadable),
+        "slices": slices_and_devices,
     }
     lists = _Lists(calls)
 
@@ -202,15 +225,19 @@ def start_fetch_cluster(api: Client, dra: DraApi, *, node_selector: str | None =
         got = lists.result()
         if node_name and not got["nodes"] and not any(u.resource == "nodes" for u in unreadable):
             raise NotFound.named("/api/v1/nodes", f'node "{node_name}" not found')
-        return ClusterObjects(got["nodes"], got["slices"], got["claims"], got["pods"], tuple(unreadable))
+        slices, devices = got["slices"]
+        if not got["claims"]:
+            holders.clear()  # refused, or no DRA: what a refused first reading left counts for nothing
+        return ClusterObjects(got["nodes"], slices, got["claims"], got["pods"], tuple(unreadable), devices,
+                              holders)
     return finish
 
 
 def _dra_list(api: Client, dra: DraApi, plural: str, namespace: str | None = None,
-              field_selector: str | None = None) -> Objects:
+              field_selector: str | None = None, each_page: EachPage | None = None) -> Objects:
     if dra.version is None:
         return []  # no DRA on this cluster: nothing published, nothing claimed
-    return list_objects(api, dra.path(plural, namespace), field_selector=field_selector)
+    return list_objects(api, dra.path(plural, namespace), field_selector=field_selector, each_page=each_page)
 
 
 def fetch_pod(api: Client, namespace: str, name: str) -> dict[str, Any]:

@@ -25,10 +25,12 @@ class Holder:
                 "adminAccess": self.admin_access}
 
 
-def holders_by_device(claims: Iterable[Mapping[str, Any]]) -> dict[DeviceKey, list[Holder]]:
+def holders_by_device(claims: Iterable[Mapping[str, Any]],
+                      index: dict[DeviceKey, list[Holder]] | None = None) -> dict[DeviceKey, list[Holder]]:
     """Who holds each device, from the claims as listed: only an allocated claim's name, results
-    and consumers are read (a ClaimView per claim would read every field of 10,000)."""
-    index: dict[DeviceKey, list[Holder]] = {}
+    and consumers are read (a ClaimView per claim would read every field of 10,000).  Added to
+    `index` when given: a list's pages one after another (fetch.py reads each as it comes)."""
+    index = {} if index is None else index
     new = object.__new__
     for claim in claims:
         if not isinstance(claim, dict):

@@ -3,9 +3,11 @@ connection per thread, no event loop.
 
 The CLI waits for every answer anyway, and aiohttp with asyncio costs ~0.25 s to import, a
 fifth of a `describe` of 1,000 nodes.  A request here blocks its thread (describe's lists run on
-four), but its `send` is a coroutine like the aiohttp transport's, so the one client's methods
-(client.py) run unchanged on it: a coroutine that never suspends is run to its end without a
-loop (`client._complete`).
+four, and each asks for its next page on another while it reads one), but its `send` is a
+coroutine like the aiohttp transport's, so the one client's methods (client.py) run unchanged on
+it: a coroutine that never suspends is run to its end without a loop (`client._complete`).
+Kept-alive connections wait in an idle pool for the next request, whichever thread sends it, as
+Go's http.Transport keeps them.
 
 What kubectl does on the way, done here too: the kubeconfig's proxy-url (else HTTPS_PROXY/
 HTTP_PROXY and NO_PROXY, proxy.py) with CONNECT for https servers and the proxy's own user:password
@@ -54,9 +56,9 @@ class BlockingTransport:
         if proxy is not None and proxy.username is not None:
             pair = f"{unquote(proxy.username)}:{unquote(proxy.password or '')}"
             self._proxy_headers["Proxy-Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        self._local = threading.local()
         self._lock = threading.Lock()
-        self._connections: list[http.client.HTTPConnection] = []
+        self._connections: list[http.client.HTTPConnection] = []  # every open one, to close at the end
+        self._idle: list[http.client.HTTPConnection] = []  # kept alive, waiting for a request
 
     async def send(self, method: str, url: str, params: Sequence[tuple[str, str]], data: bytes | None,
                    headers: dict[str, str], timeout: float | None) -> tuple[int, bytes]:
@@ -65,7 +67,7 @@ class BlockingTransport:
         for attempt in (1, 2):
             connection, reused = self._connection(deadline)
             try:
-                return self._exchange(connection, method, target, data, headers, deadline)
+                answer = self._exchange(connection, method, target, data, headers, deadline)
             except socket.timeout as exc:
                 self._drop(connection)
                 raise TransportTimeout() from exc
@@ -77,6 +79,10 @@ class BlockingTransport:
             except (OSError, http.client.HTTPException, ValueError) as exc:
                 self._drop(connection)
                 raise TransportFailure(self._why(exc)) from exc
+            if connection.sock is not None:  # not closed by the server's `Connection: close`
+                with self._lock:
+                    self._idle.append(connection)
+            return answer
         raise AssertionError("unreachable")
 
     async def close(self) -> None:
@@ -84,7 +90,7 @@ class BlockingTransport:
 
     def close_all(self) -> None:
         with self._lock:
-            connections, self._connections = self._connections, []
+            connections, self._connections, self._idle = self._connections, [], []
         for connection in connections:
             connection.close()
 
@@ -140,13 +146,11 @@ class BlockingTransport:
     # ------------------------------------------------------------------ connections
 
     def _connection(self, deadline: float | None) -> tuple[http.client.HTTPConnection, bool]:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None and connection.sock is not None:
-            return connection, True
-        if connection is not None:
-            self._drop(connection)
+        """An idle kept-alive connection (True), else a new one (False)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop(), True
         connection = self._new_connection(_remaining(deadline))
-        self._local.connection = connection
         with self._lock:
             self._connections.append(connection)
         return connection, False
@@ -166,8 +170,6 @@ class BlockingTransport:
 
     def _drop(self, connection: http.client.HTTPConnection) -> None:
         connection.close()
-        if getattr(self._local, "connection", None) is connection:
-            self._local.connection = None
         with self._lock:
             if connection in self._connections:
                 self._connections.remove(connection)

@@ -26,13 +26,13 @@ import json
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Coroutine, Generator, Sequence, TypeVar
 
 from kubectl_gpu.json_codec import decode_api_json
 from kubectl_gpu.k8s.access import ClusterAccess, from_kubernetes_configuration
 from kubectl_gpu.k8s.errors import ApiError, TransportFailure, TransportTimeout
 from kubectl_gpu.k8s.timeouts import REQUEST_TIMEOUT_SECONDS
-from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, read_all_pages, unmentioned_page
+from kubectl_gpu.k8s.lists import DEFAULT_PAGE_SIZE, EachPage, read_all_pages, unmentioned_page
 from kubectl_gpu.k8s.paths import Resource
 from kubectl_gpu.k8s.route import Route
 
@@ -134,12 +134,23 @@ class AsyncClient:
     async def list_objects(self, path: str, *, label_selector: str | None = None,
                            field_selector: str | None = None,
                            page_size: int = DEFAULT_PAGE_SIZE,
-                           mentioning: Sequence[bytes] = ()) -> list[dict[str, Any]]:
-        """Every item of the collection at `path`, page by page (see lists.py); with `mentioning`,
-        only the items of pages whose JSON holds one of those texts."""
+                           mentioning: Sequence[bytes] = (),
+                           each_page: EachPage | None = None) -> list[dict[str, Any]]:
+        """Every item of the collection at `path`, page by page (see lists.py), each page asked
+        for while the one before it is read; with `mentioning`, only the items of pages whose JSON
+        holds one of those texts; `each_page` is handed each page's items as they come."""
         get_json = functools.partial(self.get_json, mentioning=mentioning) if mentioning else self.get_json
-        return await read_all_pages(get_json, path, label_selector=label_selector,
-                                    field_selector=field_selector, page_size=page_size)
+        return await read_all_pages(get_json, path, label_selector=label_selector, field_selector=field_selector,
+                                    page_size=page_size, begin=self._begin, each_page=each_page)
+
+    def _begin(self, request: Coroutine[Any, Any, T]) -> Awaitable[T]:
+        """`request` begun now, to be awaited later: on a thread of its own over the blocking
+        transport (whose requests never suspend), else as a task on the running loop."""
+        if getattr(self.transport, "blocking", False):
+            return _OnItsOwnThread(request)
+        import asyncio
+
+        return asyncio.ensure_future(request)
 
     async def reachable(self) -> bool:
         """True when the API server answers (any answer short of a server error)."""
@@ -306,6 +317,36 @@ def _complete(coroutine: Coroutine[Any, Any, T]) -> T:
         return done.value
     coroutine.close()
     raise RuntimeError("a request over the blocking transport waited for an event loop")
+
+
+class _OnItsOwnThread:
+    """A coroutine that never suspends (a request over the blocking transport), run to its end on
+    a thread of its own from the moment it is made; awaiting it waits for that thread, without an
+    event loop (so `_complete` can run the coroutine that awaits it)."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        self._done = threading.Event()
+        self._value: Any = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._run, args=(coroutine,), name="kubectl-gpu-page", daemon=True).start()
+
+    def _run(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        try:
+            self._value = _complete(coroutine)
+        except BaseException as exc:  # noqa: BLE001 - raised where it is awaited
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def abandon(self) -> None:
+        """Nobody will await it (an error or Ctrl-C before its page was read): it ends on its own."""
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+        yield  # a generator that never suspends: awaiting it only waits for the thread
 
 
 def _sync(method: Callable[..., Coroutine[Any, Any, T]]) -> Callable[..., T]:

@@ -27,28 +27,38 @@ MAX_RESTARTS = 3
 MAX_PAGES = 10_000
 
 GetPage = Callable[[str, Sequence[tuple[str, Any]]], Awaitable[dict[str, Any]]]
+# Begins a page's request now and gives what to await for it later (AsyncClient._begin): the
+# server prepares the next page while this one is read.  Without one, a request begins when awaited.
+Begin = Callable[[Awaitable[dict[str, Any]]], Awaitable[dict[str, Any]]]
+# Handed each page's items as they come (with True for the first page of a reading: a list that
+# restarts after its continue token expired begins again), so the caller's work on a page overlaps
+# the server's on the next.
+EachPage = Callable[[list[dict[str, Any]], bool], None]
 
 
 async def read_all_pages(get_json: GetPage, path: str, *,
                          label_selector: str | None = None,
                          field_selector: str | None = None,
-                         page_size: int = DEFAULT_PAGE_SIZE) -> list[dict[str, Any]]:
+                         page_size: int = DEFAULT_PAGE_SIZE, begin: Begin | None = None,
+                         each_page: EachPage | None = None) -> list[dict[str, Any]]:
     """All items of the collection at `path`, read page by page with `get_json(path, query)`."""
-    return (await read_snapshot(get_json, path, label_selector=label_selector,
-                                field_selector=field_selector, page_size=page_size))[0]
+    return (await read_snapshot(get_json, path, label_selector=label_selector, field_selector=field_selector,
+                                page_size=page_size, begin=begin, each_page=each_page))[0]
 
 
 async def read_snapshot(get_json: GetPage, path: str, *,
                         label_selector: str | None = None,
                         field_selector: str | None = None,
-                        page_size: int = DEFAULT_PAGE_SIZE) -> tuple[list[dict[str, Any]], str]:
+                        page_size: int = DEFAULT_PAGE_SIZE, begin: Begin | None = None,
+                        each_page: EachPage | None = None) -> tuple[list[dict[str, Any]], str]:
     """All items of the collection at `path` and the list's resourceVersion (every page of one
-    list is read at the first page's version), from which a watch continues (k8s/watch.py)."""
+    list is read at the first page's version), from which a watch continues (k8s/watch.py).
+    With `begin`, the next page is asked for as soon as a page's continue token is read."""
     if page_size < 1:
         raise ValueError(f"page size must be at least 1, not {page_size}")
     for _ in range(MAX_RESTARTS + 1):
         try:
-            return await _read_pages(get_json, path, label_selector, field_selector, page_size)
+            return await _read_pages(get_json, path, label_selector, field_selector, page_size, begin, each_page)
         except ApiError as exc:
             if not exc.expired:
                 raise
@@ -57,27 +67,56 @@ async def read_snapshot(get_json: GetPage, path: str, *,
         "or use a smaller cluster scope (-n NAMESPACE, -l SELECTOR)", "Expired")
 
 
-async def _read_pages(get_json: GetPage, path: str, label_selector: str | None,
-                      field_selector: str | None, page_size: int) -> tuple[list[dict[str, Any]], str]:
-    items: list[dict[str, Any]] = []
-    token = ""
-    version = ""
-    for _ in range(MAX_PAGES):
-        query: list[tuple[str, Any]] = [("limit", page_size)]
+async def _read_pages(get_json: GetPage, path: str, label_selector: str | None, field_selector: str | None,
+                      page_size: int, begin: Begin | None,
+                      each_page: EachPage | None) -> tuple[list[dict[str, Any]], str]:
+    def query(token: str) -> list[tuple[str, Any]]:
+        asked: list[tuple[str, Any]] = [("limit", page_size)]
         if label_selector:
-            query.append(("labelSelector", label_selector))
+            asked.append(("labelSelector", label_selector))
         if field_selector:
-            query.append(("fieldSelector", field_selector))
+            asked.append(("fieldSelector", field_selector))
         if token:
-            query.append(("continue", token))
-        page = await get_json(path, query)
-        items.extend(_stamped(page))
-        metadata = page.get("metadata") or {}
-        version = version or str(metadata.get("resourceVersion") or "")
-        token = metadata.get("continue") or ""
-        if not token:
-            return items, version
+            asked.append(("continue", token))
+        return asked
+
+    ask = begin or _when_awaited
+    items: list[dict[str, Any]] = []
+    version = ""
+    pending: Awaitable[dict[str, Any]] | None = ask(get_json(path, query("")))
+    try:
+        for number in range(MAX_PAGES):
+            assert pending is not None
+            page = await pending
+            pending = None
+            metadata = page.get("metadata") or {}
+            version = version or str(metadata.get("resourceVersion") or "")
+            token = metadata.get("continue") or ""
+            if token:
+                pending = ask(get_json(path, query(token)))
+            found = _stamped(page)
+            items.extend(found)
+            if each_page is not None:
+                each_page(found, number == 0)
+            if not token:
+                return items, version
+    finally:
+        if pending is not None:  # an error or Ctrl-C before the next page was read
+            _abandon(pending)
     raise ApiError(200, path, f"the server kept returning continue tokens after {MAX_PAGES} pages")
+
+
+def _when_awaited(request: Awaitable[dict[str, Any]]) -> Awaitable[dict[str, Any]]:
+    return request
+
+
+def _abandon(pending: Awaitable[Any]) -> None:
+    # A coroutine never awaited is closed (no warning); a started request is cancelled where it
+    # can be (an asyncio task), else left to end on its own thread.
+    for stop in ("close", "cancel", "abandon"):
+        if hasattr(pending, stop):
+            getattr(pending, stop)()
+            return
 
 
 def _stamped(page: dict[str, Any]) -> list[dict[str, Any]]:
@@ -98,11 +137,13 @@ def list_objects(api: "Client", path: str, *,
                  label_selector: str | None = None,
                  field_selector: str | None = None,
                  page_size: int = DEFAULT_PAGE_SIZE,
-                 mentioning: Sequence[bytes] = ()) -> list[dict[str, Any]]:
+                 mentioning: Sequence[bytes] = (),
+                 each_page: EachPage | None = None) -> list[dict[str, Any]]:
     """All items of the collection at `path`, through the synchronous `Client` `api`; with
-    `mentioning`, only those of pages whose JSON holds one of those texts (unmentioned_page)."""
+    `mentioning`, only those of pages whose JSON holds one of those texts (unmentioned_page);
+    `each_page` is handed each page's items as they come."""
     return api.list_objects(path, label_selector=label_selector, field_selector=field_selector,
-                            page_size=page_size, mentioning=mentioning)
+                            page_size=page_size, mentioning=mentioning, each_page=each_page)
 
 
 @functools.lru_cache(maxsize=8)

@@ -299,14 +299,17 @@ class K8sDouble:
 
     def fail(self, verb: str | None = None, resource: str | None = None, *, status: int | str = 500,
              times: int | None = 1, seconds: float | None = None, message: str | None = None,
-             reason: str | None = None, namespace: str | None = None, name: str | None = None) -> Fault:
+             reason: str | None = None, namespace: str | None = None, name: str | None = None,
+             continuing: bool | None = None) -> Fault:
         """Make matching requests fail: ``status`` is an HTTP error code answered as a Status, or
         ``"timeout"`` (hold the request ``seconds``, default 10, then drop the connection unanswered).
-        ``times=None`` fails every matching request. Returns the fault; its ``hits`` counts uses."""
+        ``times=None`` fails every matching request; ``continuing=True`` only a list's later pages
+        (requests with a continue token). Returns the fault; its ``hits`` counts uses."""
         if seconds is None:
             seconds = 10.0 if status == TIMEOUT else 0.0
         self._check_resource(resource)
-        return self._plan.add(Fault(verb, resource, namespace, name, status, seconds, times, message, reason))
+        return self._plan.add(Fault(verb, resource, namespace, name, status, seconds, times, message, reason,
+                                    continuing))
 
     def delay(self, seconds: float, verb: str | None = None, resource: str | None = None, *,
               times: int | None = None, namespace: str | None = None, name: str | None = None) -> Fault:

@@ -47,6 +47,9 @@ class Fault:
     times: int | None = 1
     message: str | None = None
     reason: str | None = None
+    # Only a list's later pages (True: a request with a continue token, as an expired token is
+    # answered 410), or only first requests (False); None: either.
+    continuing: bool | None = None
     hits: int = 0
 
     @property
@@ -81,6 +84,8 @@ class FaultPlan:
             self._requests.append(request)
             for fault in self._faults:
                 if fault.exhausted or not request.matches(fault.verb, fault.resource, fault.namespace, fault.name):
+                    continue
+                if fault.continuing is not None and bool(request.query.get("continue")) != fault.continuing:
                     continue
                 if fault.status is not None and any(f.status is not None for f in triggered):
                     continue

@@ -7,13 +7,14 @@ from kubectl_gpu.inspect.devices import SliceDevice
 from kubectl_gpu.inspect.dra_nodes import GPU_DRA_DRIVERS
 from kubectl_gpu.inspect.doctor.inputs import DoctorInputs
 from kubectl_gpu.inspect.doctor.report import CheckResult
+from kubectl_gpu.inspect.holders import holders_by_device
 
 NAME = "double-counting"
 TITLE = "GPUs offered by both the device plugin and a DRA driver"
 
 
 def check_double_counting(inputs: DoctorInputs, devices: list[SliceDevice]) -> CheckResult:
-    reports, _ = build_node_reports(inputs.nodes, devices, inputs.resource_claims, inputs.pods,
+    reports, _ = build_node_reports(inputs.nodes, devices, holders_by_device(inputs.resource_claims), inputs.pods,
                                     inputs.dra_node_labels)
     dra_nodes = sum(1 for r in reports if r.is_dra_node)
     labels = ", ".join(str(label) for label in inputs.dra_node_labels)
