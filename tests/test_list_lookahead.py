@@ -6,6 +6,7 @@ hands them again from the first page."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 import warnings
 
@@ -104,3 +105,27 @@ def test_an_expired_continue_token_starts_the_list_and_its_pages_again(look_ahea
     assert handed == [(["p0", "p1"], True),  # the first reading, whose next token expired
                       (["p0", "p1"], True), (["p2", "p3"], False), (["p4"], False)]
     assert server.asked == ["", "2", "", "2", "4"]
+
+
+@pytest.mark.parametrize("look_ahead", [False, True], ids=["awaited", "begun early"])
+def test_a_page_nobody_will_read_is_let_go_quietly(look_ahead):
+    """The caller fails on the first page: the second, asked for already, is cancelled (or was
+    never begun), and nothing is reported as a lost task or an unawaited request."""
+    server = Pages([f"p{i}" for i in range(5)], 2)
+    server.expired_once = True  # no expiry here
+
+    def each_page(items, first):
+        raise ValueError("the caller could not use this page")
+
+    async def read():
+        begin = asyncio.ensure_future if look_ahead else None
+        with pytest.raises(ValueError, match="could not use"):
+            await read_all_pages(server.get_json, PODS, page_size=2, begin=begin, each_page=each_page)
+        await asyncio.sleep(0)  # a cancelled task ends here
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(read())
+        gc.collect()
+    assert [str(w.message) for w in caught] == []
+    assert server.asked[0] == "" and "4" not in server.asked  # the list stopped at the failing page

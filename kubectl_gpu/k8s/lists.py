@@ -110,13 +110,17 @@ def _when_awaited(request: Awaitable[dict[str, Any]]) -> Awaitable[dict[str, Any
     return request
 
 
-def _abandon(pending: Awaitable[Any]) -> None:
-    # A coroutine never awaited is closed (no warning); a started request is cancelled where it
-    # can be (an asyncio task), else left to end on its own thread.
-    for stop in ("close", "cancel", "abandon"):
-        if hasattr(pending, stop):
-            getattr(pending, stop)()
-            return
+def _abandon(pending: Any) -> None:
+    """A next page nobody will read (an error or Ctrl-C before it): a request not begun is closed,
+    a task on the loop cancelled (or, done already, its error taken so it is not reported lost),
+    and a request on a thread of its own left to end there."""
+    if hasattr(pending, "close"):
+        pending.close()
+    elif hasattr(pending, "cancel"):
+        if not pending.cancel() and not pending.cancelled():
+            pending.exception()
+    else:
+        pending.abandon()
 
 
 def _stamped(page: dict[str, Any]) -> list[dict[str, Any]]:
