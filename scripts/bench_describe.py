@@ -18,7 +18,8 @@ Printed, all measured in the same run (median of --repeat runs each):
   kubectl    `kubectl get pods -A -o json` in a new process: wall and CPU seconds (issue 29's floor)
   describe   `kubectl gpu describe` as people run it (a new process: start-up, imports, output
              through a pipe; the target), the same click command in this process, and its phases:
-             lists, model, JSON payload (the CLI builds it for every output), table rendering
+             lists (with the devices and holders read from slices and claims as they come), the
+             rest of the model, JSON payload (-o json builds it), table rendering
   explain    one pending pod's claim over 8,000 devices: the engine from already-listed objects
              (the target; it builds the 8,000 devices and reads 10,000 claims' allocations), and
              the live `explain POD` path including its lists
@@ -192,8 +193,8 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     from kubectl_gpu.inspect.fetch import (discover_dra, explain_pod_live, explain_pod_objects, fetch_cluster,
                                           fetch_dra, fetch_pod, pod_claim_objects)
     from kubectl_gpu.k8s import DEFAULT_PAGE_SIZE, connect
+    from kubectl_gpu.cli.console import print_lines
     from kubectl_gpu.kubetable import KubeTable
-    from rich.console import Console
 
     page_size = args.page_size or DEFAULT_PAGE_SIZE
     where = "in this process" if args.in_process else "in a child process"
@@ -297,31 +298,33 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     print(f"  {'  overhead over the floor':46s} {med(describe_times) - floor:7.3f} s")
 
     fetch_times, objects = timed(lambda: fetch_cluster(api, dra), args.repeat)
-    model_times, report = timed(lambda: cluster_report(objects.nodes, objects.slices, objects.claims,
-                                                       objects.pods, DEFAULT_DRA_NODE_LABELS), args.repeat)
+    def model() -> Any:  # as describe makes it: devices and holders were read with the lists
+        return cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, DEFAULT_DRA_NODE_LABELS,
+                              devices=objects.devices, holders=objects.holders)
+
+    model_times, report = timed(model, args.repeat)
     payload_times, _ = timed(report.to_dict, args.repeat)
 
     def table() -> int:
-        buffer = io.StringIO()
-        Console(file=buffer, width=240, soft_wrap=False, highlight=False).print(tables.cluster(report))
-        return len(buffer.getvalue())
+        return table_of(report)
 
     def first_drawing() -> float:
         """The table as the CLI draws it: once, from a new report whose JSON payload was built."""
-        fresh = cluster_report(objects.nodes, objects.slices, objects.claims, objects.pods, DEFAULT_DRA_NODE_LABELS)
+        fresh = model()
         fresh.to_dict()
         start = time.perf_counter()
         table_of(fresh)
         return time.perf_counter() - start
 
     def table_of(report: Any) -> int:
+        """Printed as the CLI prints it into a pipe (no colour: a PlainConsole, rich not loaded)."""
         buffer = io.StringIO()
-        Console(file=buffer, width=240, soft_wrap=False, highlight=False).print(tables.cluster(report))
+        print_lines(tables.cluster(report), buffer)
         return len(buffer.getvalue())
 
     # Floor of table rendering: the same cells (plain text, as the tables hold them) laid out with
     # widths and padding and written once: what any kubectl-style printer of this table does.
-    cells = [[text for text, _ in row] for part in tables.cluster(report).renderables
+    cells = [[text for text, _ in row] for part in tables.cluster(report)
              if isinstance(part, KubeTable) for row in part.rows]
 
     def layout_floor() -> int:
@@ -334,8 +337,8 @@ def run(args: argparse.Namespace, kubeconfig: str, seed_s: float) -> None:
     render_times, _ = timed(table, args.repeat)
     first_times = [first_drawing() for _ in range(args.repeat)]
     floor_render_times, _ = timed(layout_floor, args.repeat)
-    print(f"  {'phase: lists (4 concurrent, decoded)':46s} {spread(fetch_times)}")
-    print(f"  {'phase: model (cluster_report)':46s} {spread(model_times)}")
+    print(f"  {'phase: lists (+ devices, holders as they come)':46s} {spread(fetch_times)}")
+    print(f"  {'phase: model (cluster_report, the rest)':46s} {spread(model_times)}")
     print(f"  {'phase: JSON payload (report.to_dict)':46s} {spread(payload_times)}")
     print(f"  {'phase: table rendering, first drawing':46s} {spread(first_times)}   "
           f"{med(first_times) / med(floor_render_times):.1f}x floor")

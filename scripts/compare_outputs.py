@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Show that a change left what users see byte for byte the same: explain's, migrate's, describe's
-and the webhook's answers in a git revision and in the working tree, on the same inputs.
+"""Show that a change left what users see byte for byte the same: explain's, migrate's, describe's,
+doctor's and the webhook's answers in a git revision and in the working tree, on the same inputs
+(explain, describe and doctor piped and in colour).
 
     python3 scripts/compare_outputs.py REVISION        # e.g. main, 07cacc4
 
@@ -48,9 +49,26 @@ def cli(name, *args):
     (out / name).write_text(f"exit {result.exit_code}{error}\n{result.output}", encoding="utf-8")
 
 
+def coloured(name, *args):
+    """The command on a colour terminal (COLUMNS wide): both trees decide colour in
+    kubectl_gpu/cli/console.py's colour_allowed, and the output, escape codes and all, is compared."""
+    from kubectl_gpu.cli import console
+
+    allowed, no_color, term = console.colour_allowed, os.environ.pop("NO_COLOR", None), os.environ.get("TERM")
+    console.colour_allowed = lambda stream: True
+    os.environ["TERM"] = "xterm-256color"
+    try:
+        cli(name, *args)
+    finally:
+        console.colour_allowed = allowed
+        os.environ.update({"NO_COLOR": no_color} if no_color is not None else {})
+        os.environ.pop("TERM") if term is None else os.environ.update(TERM=term)
+
+
 manifest = json.loads((inputs / "manifest.json").read_text())
 for i, (claims, slices) in enumerate(manifest["explain"]):
     cli(f"explain-{i}.txt", "explain", "-f", claims, "--slices", slices)
+    coloured(f"explain-{i}-colour.txt", "explain", "-f", claims, "--slices", slices)
     cli(f"explain-{i}.json", "explain", "-f", claims, "--slices", slices, "-o", "json")
 for i, path in enumerate(manifest["migrate"]):
     cli(f"migrate-{i}.yaml", "migrate", path)
@@ -94,8 +112,16 @@ def describes():
                            ("tree", ["--tree"]), ("ns", ["-n", "ml"]), ("ns-json", ["-n", "ml", "-o", "json"]),
                            ("nodes", ["node"]), ("node", ["node", "mig-a", "-o", "wide"]),
                            ("node-json", ["node", "share-a", "-o", "json"]), ("pods", ["pod", "-A"]),
-                           ("pod", ["pod", "waiting", "-n", "ml"]), ("claim", ["claim", "share-1", "-n", "ml", "-o", "yaml"])):
+                           ("pod", ["pod", "waiting", "-n", "ml"]), ("claim", ["claim", "share-1", "-n", "ml", "-o", "yaml"]),
+                           ("no-headers", ["--no-headers"]), ("node-bad", ["node", "dra-bad"]),
+                           ("pods-wide", ["pod", "-A", "-o", "wide"]), ("claims", ["claim", "-A"]),
+                           ("claim-pending", ["claim", "pending", "-n", "ml"]), ("pod-running", ["pod", "train-0", "-n", "ml"])):
             cli(f"describe-{name}.txt", "describe", "--kubeconfig", kubeconfig, *args)
+            if "json" not in name and "yaml" not in name and name != "claim":
+                coloured(f"describe-{name}-colour.txt", "describe", "--kubeconfig", kubeconfig, *args)
+        for name, args in (("doctor", []), ("doctor-wide", ["-o", "wide"])):
+            cli(f"{name}.txt", "doctor", "--kubeconfig", kubeconfig, *args)
+            coloured(f"{name}-colour.txt", "doctor", "--kubeconfig", kubeconfig, *args)
 
 
 describes()
@@ -223,10 +249,12 @@ def main() -> int:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old_tree)], check=True)
         outputs = sorted(p.name for p in (work / "after").iterdir())
         changed = differing(work / "before", work / "after")
-        kinds = {k: sum(name.startswith(k) for name in outputs) for k in ("explain", "migrate", "describe", "review")}
+        kinds = {k: sum(name.startswith(k) for name in outputs)
+                 for k in ("explain", "migrate", "describe", "doctor", "review")}
         print(f"{len(outputs)} outputs compared ({kinds['explain']} explain, {kinds['migrate']} migrate, "
-              f"{kinds['describe']} describe, {kinds['review']} webhook reviews) between {args.revision} and the "
-              "working tree")
+              f"{kinds['describe']} describe, {kinds['doctor']} doctor, {kinds['review']} webhook reviews; "
+              f"{sum(name.endswith('-colour.txt') for name in outputs)} of them in colour) between {args.revision} "
+              "and the working tree")
         after = work / "after"
         succeeded = sum((after / n).read_text(encoding="utf-8").startswith("exit 0") for n in outputs
                         if not n.startswith("review"))

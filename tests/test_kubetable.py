@@ -6,7 +6,9 @@ or on a terminal, colour only on a terminal and never with NO_COLOR."""
 from __future__ import annotations
 
 import io
+import os
 import re
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,7 +53,9 @@ def test_one_line_per_row_no_trailing_spaces_same_text_piped_or_on_a_narrow_term
     for row in rows:
         table.add_row(*row)
     piped = printed(table, io.StringIO(), width=80)
-    on_terminal = printed(table, Terminal(), width=20)
+    with mock.patch.dict(os.environ, {"TERM": "xterm-256color", "NO_COLOR": ""}):  # colour: styled pieces
+        on_terminal = printed(table, Terminal(), width=20)
+    assert "\x1b[1mA\x1b[0m" in on_terminal  # drawn in colour, bold headers
     assert ANSI.sub("", on_terminal) == piped
     lines = piped.split("\n")
     assert lines[-1] == "" and len(lines) == len(rows) + 2  # header, rows, final newline
@@ -108,9 +112,10 @@ texts = st.lists(st.sampled_from(list("ab- \t\n\r\x07\x08\x0b\x0c\x00\x1b…éü
 @given(lines=st.lists(st.tuples(texts, st.sampled_from(["", "bold", "red"])), max_size=4),
        rows=st.lists(st.tuples(texts, texts, st.integers(0, 9000)), max_size=4), wide=st.booleans())
 def test_without_colour_the_plain_console_prints_what_rich_prints(lines, rows, wide):
-    """kubectl_gpu.kubetable.PlainConsole (explain's console when there is no colour, so rich is not
-    loaded) prints text lines, empty lines and tables character for character as rich's Console."""
-    from kubectl_gpu.kubetable import PlainConsole
+    """kubectl_gpu.kubetable.PlainConsole (the console of explain, describe and doctor when there is
+    no colour, so rich is not loaded) prints Lines, empty lines and tables character for character
+    as rich's Console prints the same rich Texts."""
+    from kubectl_gpu.kubetable import Line, PlainConsole
 
     def draw(out, text) -> str:
         for line, style in lines:
@@ -123,7 +128,44 @@ def test_without_colour_the_plain_console_prints_what_rich_prints(lines, rows, w
         return out.file.getvalue()
 
     plain = PlainConsole(io.StringIO())
-    assert draw(plain, plain.text) == draw(console(io.StringIO()), Text)
+    assert draw(plain, Line) == draw(console(io.StringIO()), Text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(st.one_of(texts, st.tuples(texts, st.sampled_from(["", "bold red", "green"]))), max_size=4),
+       style=st.sampled_from(["", "bold", "red"]), width=st.sampled_from([None, 8, 20, 80]))
+def test_a_sentence_is_wrapped_to_the_terminal_and_prints_alike_on_either_console(pieces, style, width):
+    """A Line in styled pieces is what rich's Text.assemble holds; a Sentence of it is wrapped to the
+    terminal's width (COLUMNS here) on a terminal, one line piped, and either console prints the
+    same characters."""
+    from kubectl_gpu.kubetable import Line, PlainConsole, Sentence
+
+    line = Line(*pieces, style=style)
+    rich_line = Text.assemble(*pieces, style=style)
+    assert line.plain == rich_line.plain
+    for stream in (io.StringIO, Terminal):
+        with mock.patch.dict(os.environ, {"COLUMNS": str(width or 80), "NO_COLOR": "1"}):
+            plain, coloured = PlainConsole(stream()), console(stream())
+            for out in (plain, coloured):
+                out.print(Sentence(line, "    "))
+                out.print(line)
+        assert plain.file.getvalue() == coloured.file.getvalue()
+    if width and len(line.plain) > width and " " in line.plain.strip():
+        assert len(Sentence(line, "    ").lines(width)) > 1
+
+
+def test_text_measured_without_rich_is_as_wide_as_rich_measures_it():
+    """Cells of printable ASCII, describe's bars (block elements, geometric shapes) and --tree's box
+    drawing are measured by len(): rich's cell_len gives each of their characters one cell."""
+    from rich.cells import cell_len
+
+    from kubectl_gpu.kubetable import ONE_CELL
+
+    assert [c for c in ONE_CELL if cell_len(c) != 1] == []
+    table = KubeTable("NODE", "DRA USE")
+    table.add_row("gpu-0", "█[■■□□□□□] 2/2")
+    table.add_row("gpu-1", "██▓░ 3/4 !")
+    assert printed(table, io.StringIO()).splitlines()[1:] == ["gpu-0   █[■■□□□□□] 2/2", "gpu-1   ██▓░ 3/4 !"]
 
 
 def test_explain_prints_its_table_without_loading_rich_when_there_is_no_colour(tmp_path):

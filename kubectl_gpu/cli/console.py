@@ -1,7 +1,9 @@
 """The consoles every command prints through: one colour and width policy.
 
 - Colour only when the stream is a terminal, and never with NO_COLOR set to anything non-empty
-  (https://no-color.org) or TERM=dumb: not even bold, so the output is exactly the text.
+  (https://no-color.org) or TERM=dumb: not even bold, so the output is exactly the text.  Without
+  colour, what describe, doctor and explain print is written by kubectl_gpu/kubetable.py's
+  PlainConsole (the same characters rich's console prints), and rich is not loaded.
 - Progress of long runs goes to stderr, only when stderr is a terminal, and is erased when done:
   stdout stays exactly the report, piped or not.
 - Tables are never wrapped or cropped to the terminal's width, piped or not: they lay themselves
@@ -16,9 +18,9 @@ import os
 import sys
 import time
 from contextlib import contextmanager, nullcontext
-from typing import TYPE_CHECKING, ContextManager, Iterator, TextIO
+from typing import TYPE_CHECKING, ContextManager, Iterable, Iterator, TextIO
 
-from kubectl_gpu.kubetable import PlainConsole
+from kubectl_gpu.kubetable import PlainConsole, Printable
 
 if TYPE_CHECKING:  # rich is loaded by the consoles that draw in colour
     from rich.console import Console
@@ -43,10 +45,24 @@ def console(stream: TextIO | None = None) -> Console:
 
 
 def text_console(stream: TextIO | None = None) -> Console | PlainConsole:
-    """For commands that print only text lines and KubeTables (explain): rich's console where colour
-    is allowed; otherwise a PlainConsole, which prints the same characters without loading rich."""
+    """For commands that print only text lines and KubeTables (explain, describe, doctor): rich's
+    console where colour is allowed; otherwise a PlainConsole, which prints the same characters
+    without loading rich."""
     stream = stream or sys.stdout
     return console(stream) if colour_allowed(stream) else PlainConsole(stream)
+
+
+def print_lines(items: Iterable[Printable], stream: TextIO | None = None) -> None:
+    """Tables, lines and sentences for people (kubectl_gpu/kubetable.py), one after another, on
+    text_console(): rich's console draws them in colour, a PlainConsole writes the same characters."""
+    out = text_console(stream)
+    if isinstance(out, PlainConsole):
+        for item in items:
+            out.print(item)
+        return
+    from rich.console import Group
+
+    out.print(Group(*items))
 
 
 def echo_wrapped(line: str, err: bool = False) -> None:

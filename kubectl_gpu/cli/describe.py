@@ -25,17 +25,15 @@ def emit_reports(options: ClusterOptions, reports: list[Any], render_one: Callab
                  empty: str, kind: str, one_line: Callable[..., Any] | None = None) -> None:
     """Several reports: a `kind: List` for scripts, KIND/NAME for -o name, and for people one line
     per object (`one_line`, as kubectl get) or each report followed by a blank line."""
-    def tables() -> Any:
-        from rich.console import Group
-        from rich.text import Text
+    def tables() -> list[Any]:
+        from kubectl_gpu.kubetable import Line
 
         if not reports:
-            return Text(empty)
+            return [Line(empty)]
         wide = options.output == "wide"
         if one_line is not None:
-            return one_line(reports, wide=wide, headers=not options.no_headers,
-                            namespaces=options.all_namespaces)
-        return Group(*[part for r in reports for part in (render_one(r, wide), Text(""))])
+            return [one_line(reports, wide=wide, headers=not options.no_headers, namespaces=options.all_namespaces)]
+        return [part for r in reports for part in (*render_one(r, wide), Line(""))]
 
     emit(options, object_list([r.to_dict() for r in reports]), tables,
          lambda: [f"{kind}/{r.name}" for r in reports])

@@ -49,8 +49,10 @@ def gpu_memory_quantity(_ctx: click.Context, _param: click.Parameter, value: str
 
 def emit(options: ClusterOptions, payload: dict[str, Any] | Callable[[], dict[str, Any]], table: Callable[[], Any],
          names: Callable[[], list[str]] | None = None) -> None:
-    """Print `payload` as JSON/YAML for scripts, KIND/NAME lines for -o name, or tables for people.
-    A callable payload is built only for JSON/YAML (describe's 1,000 nodes need no JSON for a table)."""
+    """Print `payload` as JSON/YAML for scripts, KIND/NAME lines for -o name, or tables for people:
+    `table()`'s list of kubectl_gpu/kubetable.py Printables (printed without loading rich where there
+    is no colour), or a rich renderable.  A callable payload is built only for JSON/YAML (describe's
+    1,000 nodes need no JSON for a table)."""
     if options.output == "name":
         if names is None:
             raise click.UsageError("-o name needs objects to name: use it with describe node|pod|claim")
@@ -61,8 +63,13 @@ def emit(options: ClusterOptions, payload: dict[str, Any] | Callable[[], dict[st
 
         print_structured(payload() if callable(payload) else payload, options.output)
     else:
-        from kubectl_gpu.cli.console import console
-        console().print(table())
+        from kubectl_gpu.cli.console import console, print_lines
+
+        people = table()
+        if isinstance(people, list):
+            print_lines(people)
+        else:
+            console().print(people)
 
 
 def target_driver_option(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -11,11 +11,10 @@ from kubectl_gpu.dra.facts import REPORT_API_VERSION
 from .inputs import Explanation
 from .model import ERROR, ClaimError, ClaimResult
 
-from kubectl_gpu.kubetable import PlainConsole
+from kubectl_gpu.kubetable import KubeTable, Line, PlainConsole, Sentence
 
 if TYPE_CHECKING:  # rich is loaded by the table printer in colour only: -o json/yaml never import it
     from rich.console import Console
-    from rich.text import Text
 
 def to_dict(explanation: Explanation, devices: bool = True) -> dict[str, Any]:
     """Stable structure: field order is the dataclasses' order; ``devices=False`` drops the
@@ -80,9 +79,8 @@ def render_table(explanation: Explanation, console: Console | PlainConsole, wide
                  headers: bool = True) -> None:
     """Tables and verdicts for people, on a rich Console, or on a PlainConsole where there is no
     colour (kubectl_gpu/cli/console.py text_console): the same characters, without loading rich."""
-    text = _text_type(console)
     console.print(
-        text(
+        Line(
             f"{explanation.devices} devices in {explanation.slices} ResourceSlices; "
             f"DeviceClasses given: {', '.join(explanation.classes) or 'none'}"
         )
@@ -90,54 +88,31 @@ def render_table(explanation: Explanation, console: Console | PlainConsole, wide
     for item in explanation.items:
         console.print()
         if isinstance(item, ClaimError):
-            console.print(text(f"{item.kind} {_ref(item.namespace, item.name)}: INVALID", style="bold red"))
-            _sentence(console, text, f"  {item.error}")
+            console.print(Line(f"{item.kind} {_ref(item.namespace, item.name)}: INVALID", style="bold red"))
+            _sentence(console, f"  {item.error}")
             continue
-        _render_claim(item, console, wide, text, headers)
+        _render_claim(item, console, wide, headers)
 
 
 def _ref(namespace: str | None, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
 
 
-def _text_type(console: Console | PlainConsole) -> Any:
-    """``text(characters, style=...)`` for this console: rich's Text, or the plain text it would hold."""
-    if isinstance(console, PlainConsole):
-        return console.text
-    from rich.text import Text
-
-    return Text
-
-
-def _terminal_width(console: Console | PlainConsole) -> int | None:
-    from kubectl_gpu.kubetable import PlainConsole
-
-    if isinstance(console, PlainConsole):
-        return console.terminal_width
-    return console.width if console.is_terminal else None
-
-
-def _sentence(console: Console | PlainConsole, text: Any, line: str, style: str = "") -> None:
+def _sentence(console: Console | PlainConsole, line: str, style: str = "") -> None:
     """A line of prose (a verdict, a note, a reason) wrapped to the terminal as describe wraps its
     findings, the lines after the first indented under its text (kubectl_gpu/prose.py); piped, one line."""
-    from kubectl_gpu.prose import wrapped
-
-    for part in wrapped(line, _terminal_width(console), " " * 4):
-        console.print(text(part, style=style))
+    console.print(Sentence(Line(line, style=style), " " * 4))
 
 
-def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: bool, text: Any,
-                  headers: bool = True) -> None:
-    from kubectl_gpu.kubetable import KubeTable
-
+def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: bool, headers: bool = True) -> None:
     style = "bold green" if claim.allocatable else "bold red"
-    console.print(text(f"{claim.kind} {_ref(claim.namespace, claim.name)} ({claim.api_version})", style="bold"))
-    _sentence(console, text, f"  {claim.verdict}", style)
+    console.print(Line(f"{claim.kind} {_ref(claim.namespace, claim.name)} ({claim.api_version})", style="bold"))
+    _sentence(console, f"  {claim.verdict}", style)
     if claim.allocation:
         chosen = ", ".join(f"{d.request}: {d.pool}/{d.device}" for d in claim.allocation)
-        _sentence(console, text, f"  devices the scheduler would allocate: {chosen}")
+        _sentence(console, f"  devices the scheduler would allocate: {chosen}")
     for note in claim.notes:
-        _sentence(console, text, f"  note: {note}")
+        _sentence(console, f"  note: {note}")
     # Within 80 columns by default (kubectl's tables); where the class came from, how many devices
     # are in it and the best node are -o wide's.
     columns = ["REQUEST", "CLASS", "NEEDS", "MATCH", "FREE", "RESULT"]
@@ -150,9 +125,9 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
             if alternative.capacity_requests:
                 needs += " (" + ", ".join(f"{k}={v}" for k, v in alternative.capacity_requests.items()) + ")"
             source = "" if alternative.class_source == "given" or not wide else f" ({alternative.class_source})"
-            cells = [text(alternative.name + marker), text(alternative.device_class + source), text(needs),
+            cells = [Line(alternative.name + marker), Line(alternative.device_class + source), Line(needs),
                      str(alternative.matched), str(alternative.free),
-                     _result(alternative.allocatable, alternative.fatal_error, text)]
+                     _result(alternative.allocatable, alternative.fatal_error)]
             if wide:
                 cells[3:3] = [str(alternative.in_class)]
                 cells[6:6] = [f"{alternative.best_node or '-'} ({alternative.best_node_free})"]
@@ -163,7 +138,7 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
             if alternative.verdict in claim.verdict:
                 continue  # the claim's verdict above already gives this reason: print it once
             style = "green" if alternative.allocatable else "red"
-            _sentence(console, text, f"  {alternative.name}: {alternative.verdict}", style)
+            _sentence(console, f"  {alternative.name}: {alternative.verdict}", style)
     # Which CEL engine evaluated a selector is an implementation detail: JSON keeps it, people don't need it.
     # The expression itself (long CEL) is -o wide's; the selector's name says which one it is.
     selectors = KubeTable("REQUEST", "SELECTOR", *(["EXPRESSION"] if wide else []), "MATCHED", "REJECTED", "ERRORS",
@@ -174,12 +149,12 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
             for selector in alternative.selectors:
                 rows += 1
                 selectors.add_row(
-                    text(alternative.name),
-                    text(selector.selector),
-                    *([text(" ".join(selector.expression.split()))] if wide else []),
+                    Line(alternative.name),
+                    Line(selector.selector),
+                    *([Line(" ".join(selector.expression.split()))] if wide else []),
                     str(selector.matched),
                     str(selector.rejected),
-                    text(str(selector.errors) if not selector.compile_error else "does not compile",
+                    Line(str(selector.errors) if not selector.compile_error else "does not compile",
                          style="red" if selector.errors or selector.compile_error else ""),
                 )
     if rows:
@@ -188,9 +163,9 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
         for alternative in request.alternatives:
             failing = [d for d in alternative.device_results if d.result == ERROR]
             for device in failing[: None if wide else 3]:
-                _sentence(console, text, f"  {alternative.name}: {device.device}: {device.error}", "red")
+                _sentence(console, f"  {alternative.name}: {device.device}: {device.error}", "red")
             if len(failing) > 3 and not wide:
-                console.print(text(f"  ... {len(failing) - 3} more devices fail the same way (-o wide lists them)"))
+                console.print(Line(f"  ... {len(failing) - 3} more devices fail the same way (-o wide lists them)"))
             if wide:
                 for device in alternative.device_results:
                     if device.result == ERROR:
@@ -202,10 +177,10 @@ def _render_claim(claim: ClaimResult, console: Console | PlainConsole, wide: boo
                         state += f", held by {', '.join(device.taken_by)}"
                     if device.capacity:
                         state += f", {device.capacity}"
-                    console.print(text(f"  {alternative.name}: {device.device} [{device.node}]: {state}"))
+                    console.print(Line(f"  {alternative.name}: {device.device} [{device.node}]: {state}"))
 
 
-def _result(allocatable: bool, fatal: str | None, text: Any) -> Any:
+def _result(allocatable: bool, fatal: str | None) -> Line:
     if fatal:
-        return text("ERROR", style="bold red")
-    return text("fits", style="green") if allocatable else text("does not fit", style="red")
+        return Line("ERROR", style="bold red")
+    return Line("fits", style="green") if allocatable else Line("does not fit", style="red")

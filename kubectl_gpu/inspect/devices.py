@@ -49,11 +49,12 @@ class SliceDevice:
     parent_uuid: str | None  # a MIG device's GPU (the NVIDIA driver's parentUUID attribute)
     is_mig: bool
     is_gpu: bool  # a GPU or a slice of one (MIG, vGPU); not an IMEX channel or a NIC
-    # How an allocation result names it (DeviceKey), read for every row and sort: copied, not
-    # reached through the device.
+    # How an allocation result names it, read for every row and sort: copied, not reached through
+    # the device, and made when the slices are read (on their list's thread, fetch.py).
     driver: str
     pool: str
     name: str
+    key: DeviceKey
 
     def __init__(self, device: Device) -> None:
         own = device.attributes.get(device.driver) or {}
@@ -61,6 +62,7 @@ class SliceDevice:
         # One dict update instead of a frozen dataclass's object.__setattr__ per field (8,000 views).
         self.__dict__.update(
             device=device, type=kind, driver=device.driver, pool=device.pool, name=device.name,
+            key=DeviceKey(device.driver, device.pool, device.name),
             product=_text(own.get(ATTR.productName)) or _text(own.get("model")),  # "model": the example driver
             uuid=_text(own.get(ATTR.uuid)), parent_uuid=_text(own.get(ATTR.parentUUID)),
             is_mig=kind == MIG_TYPE,
@@ -81,10 +83,6 @@ class SliceDevice:
         """Qualified name -> quantity text, as published."""
         return {f"{domain}/{name}": quantity.text
                 for domain, values in self.device.capacity.items() for name, quantity in values.items()}
-
-    @property
-    def key(self) -> DeviceKey:
-        return DeviceKey(self.driver, self.pool, self.name)
 
     def attribute(self, name: str) -> Any:
         """An attribute by bare name (driver's domain) or qualified name; None when absent."""

@@ -1,5 +1,7 @@
-"""Tables for people (kubectl's look, kubectl_gpu/kubetable.py).  Pure: reports in, renderables
-out; the CLI prints them."""
+"""Tables for people (kubectl's look, kubectl_gpu/kubetable.py).  Pure: reports in, lists of
+Printables (tables, Lines, Sentences) out; the CLI prints them, on rich's console in colour and
+on a PlainConsole without (kubectl_gpu/cli/console.py print_lines), so that a piped describe
+never loads rich."""
 
 from __future__ import annotations
 
@@ -7,13 +9,9 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable
 
-from rich.console import Group, RenderableType
-from rich.text import Text
-
 from kubectl_gpu.inspect.cluster import ClusterReport
 from kubectl_gpu.inspect.findings import Finding, Severity
-from kubectl_gpu.kubetable import KubeTable
-from kubectl_gpu.prose import wrapped
+from kubectl_gpu.kubetable import KubeTable, Line, Printable, Sentence
 from kubectl_gpu.inspect.nodes import ALLOCATED, FREE, SHARED, NodeReport
 
 if TYPE_CHECKING:
@@ -34,36 +32,24 @@ def _dash(value: Any) -> str:
     return "-" if value in (None, "", [], ()) else str(value)
 
 
-def findings(items: Iterable[Finding], title: str = "Findings") -> RenderableType:
+def findings(items: Iterable[Finding], title: str = "Findings") -> list[Printable]:
     """Each finding once, as lines: a message and a fix are sentences, and a suggested command must
-    be printed whole so it can be copied (a table cell would elide or wrap it)."""
+    be printed whole so it can be copied (a table cell would elide or wrap it).  Each line,
+    `  SEVERITY subject (code): message` and `    fix: ...`, is wrapped to the terminal's width on a
+    terminal, one line piped (kubectl_gpu/prose.py)."""
     items = list(dict.fromkeys(items))
     if not items:
-        return Text(f"{title}: none", style="green")
-    return Group(Text(f"{title}:", style="bold"), *(_Finding(f) for f in items))
-
-
-class _Finding:
-    """One finding: `  SEVERITY subject (code): message` and `    fix: ...`, each wrapped to the
-    terminal's width (COLUMNS, else the terminal's) on a terminal, one line piped
-    (kubectl_gpu/prose.py)."""
-
-    def __init__(self, finding: Finding) -> None:
-        self.finding = finding
-
-    def __rich_console__(self, console: Any, options: Any) -> Any:
-        f = self.finding
+        return [Line(f"{title}: none", style="green")]
+    parts: list[Printable] = [Line(f"{title}:", style="bold")]
+    for f in items:
         severity = f.severity.value.upper()
-        width = options.max_width if console.is_terminal else None
-        for number, line in enumerate(wrapped(f"  {severity} {f.subject} ({f.code}): {f.message}", width,
-                                               " " * (3 + len(severity)))):
-            yield Text.assemble("  ", (severity, _STYLE[f.severity]), line[2 + len(severity):]) if number == 0 \
-                else Text(line)
-        for line in wrapped(f"    fix: {f.fix}", width, " " * 9):
-            yield Text(line)
+        parts += [Sentence(Line("  ", (severity, _STYLE[f.severity]), f" {f.subject} ({f.code}): {f.message}"),
+                           " " * (3 + len(severity))),
+                  Sentence(Line(f"    fix: {f.fix}"), " " * 9)]
+    return parts
 
 
-def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> RenderableType:
+def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> list[Printable]:
     """One row per GPU node.  The default columns fit kubectl's 80; -o wide adds how the DRA
     GPUs are used, the device plugin's resources and pods, products and memory.  DRA GPUS and the
     DRA USE bar count DRA devices only; a device plugin's GPUs are the LEGACY USE bar (what its pods
@@ -88,46 +74,46 @@ def cluster(report: ClusterReport, wide: bool = False, headers: bool = True) -> 
                     _dash(", ".join(sorted({r.device.memory for r in gpus if r.device.memory})))]
         else:
             row += [bar(node), legacy_bar(node)]
-        row.append(Text(", ".join(f.code for f in node.findings), style="bold red") if node.findings else Text("-"))
+        row.append(Line(", ".join(f.code for f in node.findings), style="bold red") if node.findings else "-")
         table.add_row(*row)
-    parts: list[RenderableType] = [table if report.nodes else Text("No GPU nodes found.")]
+    parts: list[Printable] = [table if report.nodes else Line("No GPU nodes found.")]
     if report.shared_pools:
         pools = _table("POOL (NOT NODE-LOCAL)", "DEVICES", "ALLOCATED")
         for pool, rows in report.shared_pools:
             pools.add_row(pool, str(len(rows)), str(sum(1 for r in rows if r.state != FREE)))
-        parts += [Text(""), pools]
+        parts += [Line(""), pools]
     products = report.by_product()
     if products:
         by_product = _table("PRODUCT", "GPUS", "ALLOCATED", "SHARED", "FREE", "MIG (IN USE)", wide=wide)
         for p in products:
             mig = f"{p['migDevices']} ({p['migDevicesInUse']})" if p["migDevices"] else "-"
             by_product.add_row(p["product"], str(p["gpus"]), str(p["allocated"]), str(p["shared"]), str(p["free"]), mig)
-        parts += [Text(""), by_product]
+        parts += [Line(""), by_product]
     t = report.totals()
     mig = f", {t['migDevices']} MIG device(s) ({t['migDevicesInUse']} in use)" if t["migDevices"] else ""
-    parts += [Text(""), Text(f"{t['nodes']} GPU node(s) ({t['draNodes']} DRA), {t['gpus']} DRA GPU(s): "
+    parts += [Line(""), Line(f"{t['nodes']} GPU node(s) ({t['draNodes']} DRA), {t['gpus']} DRA GPU(s): "
                              f"{t['allocated']} allocated, {t['shared']} shared, {t['free']} free{mig}; "
                              f"{t['legacyGpuPods']} pod(s) holding legacy GPUs")]
     if report.findings:
-        parts += [Text(""), findings(report.findings)]
-    return Group(*parts)
+        parts += [Line(""), *findings(report.findings)]
+    return parts
 
 
-def bar(report: NodeReport) -> Text:
+def bar(report: NodeReport) -> Line:
     """DRA GPUs used/free at a glance: `██░░░░░░ 2/8`; `█[■■□□□□□] 2/2` for a GPU split into 7 MIG
     devices (2 in use); `!` marks a node whose GPUs are counted twice (device plugin and DRA
     driver).  Drawn once per node (NodeSummary.bar)."""
     summary = report.summary
-    return Text(summary.bar, style="bold red" if summary.double_counted and summary.slots else "")
+    return Line(summary.bar, style="bold red" if summary.double_counted and summary.slots else "")
 
 
-def legacy_bar(report: NodeReport) -> Text:
+def legacy_bar(report: NodeReport) -> Line:
     """The device plugin's GPUs, as many used as its pods hold (NodeSummary.legacy_bar)."""
     summary = report.summary
-    return Text(summary.legacy_bar, style="bold red" if summary.double_counted and summary.legacy_slots else "")
+    return Line(summary.legacy_bar, style="bold red" if summary.double_counted and summary.legacy_slots else "")
 
 
-def picture(report: NodeReport) -> Text:
+def picture(report: NodeReport) -> Line:
     """The one bar a node's line in --tree carries beside its kind (DRA or device plugin)."""
     return bar(report) if report.summary.slots else legacy_bar(report)
 
@@ -135,12 +121,12 @@ def picture(report: NodeReport) -> Text:
 Branch = tuple[str, list["Branch"]]  # a line and the lines under it
 
 
-def tree(reports: Iterable[NodeReport]) -> RenderableType:
+def tree(reports: Iterable[NodeReport]) -> list[Printable]:
     """node -> GPU -> pod, MIG devices under their GPU: who holds what, one line each (--tree)."""
-    lines: list[RenderableType] = []
+    lines: list[Printable] = []
     for report in reports:
         kind = f"DRA ({report.dra_label})" if report.dra_label else "device plugin"
-        lines.append(Text.assemble((report.name, "bold"), f"  {kind}  ", picture(report)))
+        lines.append(Line((report.name, "bold"), f"  {kind}  ", picture(report)))
         branches: list[Branch] = [(_device_line(row), _holders(row)) for row in report.gpu_rows]
         migs: dict[str, list[Any]] = {}
         for row in report.mig_rows:
@@ -155,11 +141,11 @@ def tree(reports: Iterable[NodeReport]) -> RenderableType:
         for pod in report.legacy_pods:
             requests = ", ".join(f"{r.resource}={r.amount}" for r in pod.requests)
             branches.append((f"pod {pod.ref}  {requests} (device plugin)", []))
-        lines += [Text(line) for line in _tree_lines(branches, "")]
-        lines.append(Text(""))
+        lines += [Line(line) for line in _tree_lines(branches, "")]
+        lines.append(Line(""))
     if not lines:
-        return Text("No GPU nodes found.")
-    return Group(*lines)
+        return [Line("No GPU nodes found.")]
+    return lines
 
 
 def _tree_lines(branches: list[Branch], prefix: str) -> list[str]:
@@ -185,11 +171,11 @@ def _holders(row: Any) -> list[Branch]:
     return out
 
 
-def node(report: NodeReport, wide: bool = False) -> RenderableType:
+def node(report: NodeReport, wide: bool = False) -> list[Printable]:
     publishing = report.publishing_drivers
     label = (f"yes ({report.dra_label})" if report.dra_label
              else f"yes (publishes {', '.join(publishing)} ResourceSlices)" if publishing else "no")
-    parts: list[RenderableType] = [Text.assemble(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]
+    parts: list[Printable] = [Line(("Node: ", "bold"), report.name, ("   DRA node: ", "bold"), label)]
     # The default columns fit 80: which pods hold each device; what the device is (product,
     # memory, MIG profile) is said once per kind above the table.  The claims (named after their
     # pod, and longer), UUIDs (40 characters) and the driver's pools are -o wide's.
@@ -199,7 +185,7 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
     table = _table(*columns, title="DRA devices (ResourceSlices)", wide=wide)
     for row in report.devices:
         d = row.device
-        values = [d.name, _dash(d.type), Text(row.state, style=_STATE_STYLE[row.state]), _dash(", ".join(row.pods))]
+        values = [d.name, _dash(d.type), Line(row.state, style=_STATE_STYLE[row.state]), _dash(", ".join(row.pods))]
         if wide:
             claims = ", ".join(dict.fromkeys(f"{h.claim} [{h.request}]" for h in row.holders))
             values += [_dash(claims), _dash(d.product), _dash(d.memory), _dash(d.mig_profile),
@@ -208,15 +194,15 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
         table.add_row(*values)
     kinds = _device_kinds(report)
     if kinds:
-        parts.append(Text(kinds))
-    parts += [Text(""), table if report.devices else Text("DRA devices: none published for this node")]
+        parts.append(Line(kinds))
+    parts += [Line(""), table if report.devices else Line("DRA devices: none published for this node")]
     if report.legacy_resources:
         legacy = _table("RESOURCE", "FAMILY", "CAPACITY", "ALLOCATABLE", title="Device-plugin resources")
         for r in report.legacy_resources:
             legacy.add_row(r.name, r.family, r.capacity, r.allocatable)
-        parts += [Text(""), legacy]
+        parts += [Line(""), legacy]
     else:
-        parts += [Text(""), Text("Device-plugin resources: none")]
+        parts += [Line(""), Line("Device-plugin resources: none")]
     if report.legacy_pods:
         # Whether DRA serves a pod's extended resource (KEP-5004) is -o wide's: the default fits 80.
         pods = _table("POD", "PHASE", "REQUESTS", *(["SERVED BY DRA (KEP-5004)"] if wide else []),
@@ -224,9 +210,9 @@ def node(report: NodeReport, wide: bool = False) -> RenderableType:
         for p in report.legacy_pods:
             pods.add_row(p.ref, p.phase, ", ".join(f"{r.container}: {r.resource}={r.amount}" for r in p.requests),
                          *(["yes" if p.served_by_dra else "no"] if wide else []))
-        parts += [Text(""), pods]
-    parts += [Text(""), findings(report.findings)]
-    return Group(*parts)
+        parts += [Line(""), pods]
+    parts += [Line(""), *findings(report.findings)]
+    return parts
 
 
 def _device_kinds(report: NodeReport) -> str | None:
@@ -259,40 +245,40 @@ def _device_rows(rows: Iterable[AllocatedDeviceRow], wide: bool) -> KubeTable:
     return table
 
 
-def pod(report: PodReport, wide: bool = False) -> RenderableType:
-    parts: list[RenderableType] = [Text.assemble(
+def pod(report: PodReport, wide: bool = False) -> list[Printable]:
+    parts: list[Printable] = [Line(
         ("Pod: ", "bold"), report.ref, ("   Phase: ", "bold"), report.phase, ("   Node: ", "bold"), _dash(report.node))]
     if report.scheduling:
-        parts.append(Text.assemble(("Scheduling: ", "bold"), report.scheduling))
+        parts.append(Line(("Scheduling: ", "bold"), report.scheduling))
     if report.legacy_requests:
         legacy = _table("CONTAINER", "RESOURCE", "AMOUNT", "FAMILY", title="Legacy GPU requests")
         for r in report.legacy_requests:
             legacy.add_row(r.container, r.resource, r.amount, r.family)
-        parts += [Text(""), legacy]
+        parts += [Line(""), legacy]
         if report.served_by_dra:
-            parts.append(Text("served through DRA by an extended-resource DeviceClass (KEP-5004)"))
+            parts.append(Line("served through DRA by an extended-resource DeviceClass (KEP-5004)"))
     else:
-        parts += [Text(""), Text("Legacy GPU requests: none")]
+        parts += [Line(""), Line("Legacy GPU requests: none")]
     if report.claims:
         for c in report.claims:
             title = f"Claim {c.name}: {c.source}"
             if c.claim_name:
                 title += f" -> ResourceClaim {c.claim_name}" + (" (generated)" if c.generated and c.template else "")
-            parts += [Text(""), Text(title, style="bold"),
-                      Text(f"  state: {c.state}; used by: {_dash(', '.join(c.containers))}")]
+            parts += [Line(""), Line(title, style="bold"),
+                      Line(f"  state: {c.state}; used by: {_dash(', '.join(c.containers))}")]
             for request in c.requests:
-                parts.append(Text(f"  request {request.name}: {request.describe()}"))
+                parts.append(Line(f"  request {request.name}: {request.describe()}"))
             if c.devices:
                 parts.append(_device_rows(c.devices, wide))
     else:
-        parts += [Text(""), Text("DRA claims: none")]
+        parts += [Line(""), Line("DRA claims: none")]
     if report.original_resources is not None:
-        parts += [Text(""), Text.assemble(("Converted by kubectl-gpu from: ", "bold"), _json(report.original_resources))]
+        parts += [Line(""), Line(("Converted by kubectl-gpu from: ", "bold"), _json(report.original_resources))]
     if report.explanation is not None:
-        parts += [Text(""), explanation(report.explanation)]
+        parts += [Line(""), *explanation(report.explanation)]
     if report.next_step:
-        parts += [Text(""), Text.assemble(("Next step: ", "bold"), report.next_step)]
-    return Group(*parts)
+        parts += [Line(""), Line(("Next step: ", "bold"), report.next_step)]
+    return parts
 
 
 def pod_list(reports: Iterable[PodReport], wide: bool = False, headers: bool = True,
@@ -329,38 +315,38 @@ def claim_list(reports: Iterable[ClaimReport], wide: bool = False, headers: bool
     return table
 
 
-def claim(report: ClaimReport, wide: bool = False) -> RenderableType:
-    parts: list[RenderableType] = [Text.assemble(
+def claim(report: ClaimReport, wide: bool = False) -> list[Printable]:
+    parts: list[Printable] = [Line(
         ("ResourceClaim: ", "bold"), report.ref, ("   State: ", "bold"), report.state,
         ("   Node: ", "bold"), _dash(report.node))]
-    parts.append(Text.assemble(("Reserved for: ", "bold"), _dash(", ".join(report.reserved_for)),
+    parts.append(Line(("Reserved for: ", "bold"), _dash(", ".join(report.reserved_for)),
                                ("   Owner pod: ", "bold"), _dash(report.owner_pod),
                                ("   Created by kubectl-gpu: ", "bold"), "yes" if report.managed else "no"))
     for request in report.requests:
-        parts.append(Text(f"request {request.name}: {request.describe()}"))
+        parts.append(Line(f"request {request.name}: {request.describe()}"))
     if report.devices:
-        parts += [Text(""), _device_rows(report.devices, wide)]
+        parts += [Line(""), _device_rows(report.devices, wide)]
     if report.explanation is not None:
-        parts += [Text(""), explanation(report.explanation)]
-    return Group(*parts)
+        parts += [Line(""), *explanation(report.explanation)]
+    return parts
 
 
-def explanation(result: Any) -> RenderableType:
+def explanation(result: Any) -> list[Printable]:
     """The explain engine's verdicts, short: per claim, per request, the selector that rejects most."""
-    parts: list[RenderableType] = [Text("Why (explain):", style="bold")]
+    parts: list[Printable] = [Line("Why (explain):", style="bold")]
     for item in getattr(result, "items", ()):
         if hasattr(item, "error"):
-            parts.append(Text(f"  {item.kind} {item.name}: invalid: {item.error}", style="red"))
+            parts.append(Line(f"  {item.kind} {item.name}: invalid: {item.error}", style="red"))
             continue
         style = "green" if item.allocatable else "red"
-        parts.append(Text(f"  {item.kind} {item.name}: {item.verdict}", style=style))
+        parts.append(Line(f"  {item.kind} {item.name}: {item.verdict}", style=style))
         for note in item.notes:
-            parts.append(Text(f"    note: {note}"))
+            parts.append(Line(f"    note: {note}"))
         for request in item.requests:
             if request.verdict not in item.verdict:  # a reason is printed once
-                parts.append(Text(f"    request {request.name}: {request.verdict}"))
+                parts.append(Line(f"    request {request.name}: {request.verdict}"))
             for alternative in request.alternatives:
-                parts.append(Text(f"      {alternative.name}: {alternative.in_class} in class "
+                parts.append(Line(f"      {alternative.name}: {alternative.in_class} in class "
                                   f"{alternative.device_class}, {alternative.matched} matched, "
                                   f"{alternative.free} free"))
                 for s in alternative.selectors:
@@ -369,22 +355,22 @@ def explanation(result: Any) -> RenderableType:
                         detail = f"does not compile: {s.compile_error}"
                     elif s.first_error:
                         detail += f" (e.g. {s.first_error})"
-                    parts.append(Text(f"        {s.selector} `{s.expression}`: {detail}"))
-    return Group(*parts)
+                    parts.append(Line(f"        {s.selector} `{s.expression}`: {detail}"))
+    return parts
 
 
-def doctor(report: DoctorReport, wide: bool = False, headers: bool = True) -> RenderableType:
+def doctor(report: DoctorReport, wide: bool = False, headers: bool = True) -> list[Printable]:
     # Each check by its short name (the JSON's `name`), whole within 80 columns; what it checks is a
     # sentence, -o wide's.
     table = KubeTable("CHECK", "STATUS", *(["WHAT IT CHECKS"] if wide else []), "LOOKED AT", wide=wide,
                       show_header=headers)
     for check in report.checks:
         style = {"ok": "green", "failed": "bold red", "skipped": "yellow"}[check.status]
-        table.add_row(check.name, Text(check.status.upper(), style=style), *([check.title] if wide else []),
+        table.add_row(check.name, Line(check.status.upper(), style=style), *([check.title] if wide else []),
                       check.summary)
-    verdict = (Text("No problems found.", style="bold green") if report.healthy else
-               Text(f"{sum(1 for f in report.findings if f.fails)} problem(s) found.", style="bold red"))
-    return Group(table, Text(""), findings(report.findings), Text(""), verdict)
+    verdict = (Line("No problems found.", style="bold green") if report.healthy else
+               Line(f"{sum(1 for f in report.findings if f.fails)} problem(s) found.", style="bold red"))
+    return [table, Line(""), *findings(report.findings), Line(""), verdict]
 
 
 def _json(value: Any) -> str:
