@@ -226,12 +226,12 @@ def start_fetch_cluster(api: Client, dra: DraApi, *, node_selector: str | None =
         return lambda: list_objects(api, collection_path("", "v1", "pods", where), field_selector=pod_fields,
                                     mentioning=LEGACY_TEXTS)
 
-    from kubectl_gpu.inspect.devices import current_devices
-    from kubectl_gpu.inspect.holders import holders_by_device
-
     holders: dict[DeviceKey, list[Holder]] = {}
 
+    # The modules that read devices and holders load on the lists' threads, after the requests left.
     def each_claims_page(claims: Objects, first: bool) -> None:
+        from kubectl_gpu.inspect.holders import holders_by_device
+
         if first:  # the list (or its narrower fallback) began again
             holders.clear()
         holders_by_device(claims, holders)
@@ -239,6 +239,8 @@ def start_fetch_cluster(api: Client, dra: DraApi, *, node_selector: str | None =
     def slices_and_devices() -> tuple[Objects, list[SliceDevice]]:
         slices = _readable("resourceslices", lambda: _dra_list(api, dra, "resourceslices",
                                                                field_selector=slice_fields), unreadable)()
+        from kubectl_gpu.inspect.devices import current_devices
+
         return slices, current_devices(slices)
 
     calls: dict[str, Callable[[], Any]] = {
