@@ -17,6 +17,7 @@ from kubectl_gpu.core import TranslateOptions, translate_pod_template
 from tests.conftest import admission_review, captured_logs, eventually, patch_of
 from tests.corpus import SHARED_CORPUS, corpus_files
 from webhook import logs
+from kubectl_gpu.json_codec import decode_api_json
 from kubectl_gpu.k8s import ApiError, AsyncClient, Resource
 from webhook.caches import ReviewParser
 from webhook.labelcache import LabelCache
@@ -288,10 +289,12 @@ def test_json_is_read_as_the_standard_library_reads_it(text):
     assert json.dumps(value) == json.dumps(json.loads(text))
 
 
-@pytest.mark.parametrize("text", [b"", b"{", b'{"a":1,}', b"\xff\xfe\x00", b'{"a":"\x01"}'])
-def test_bad_json_fails_with_the_standard_librarys_message(text):
+@pytest.mark.parametrize("decode", [decode_json, decode_api_json], ids=["review", "API answer"])
+@pytest.mark.parametrize("text", [b"", b"{", b'{"a":1,}', b"\xff\xfe\x00", b'{"a":"\x01"}',
+                                  b"<html>502 Bad Gateway</html>"])
+def test_bad_json_fails_with_the_standard_librarys_message(text, decode):
     with pytest.raises(ValueError) as ours:
-        decode_json(text)
+        decode(text)
     with pytest.raises(ValueError) as theirs:
         json.loads(text)
     assert str(ours.value) == str(theirs.value)
