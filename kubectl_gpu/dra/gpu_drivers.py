@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .devices import nodes_of_drivers
 from .facts import NVIDIA_DRIVER
 from .hami import HAMI_DRIVER
 
@@ -19,4 +18,8 @@ GPU_DRA_DRIVERS = (NVIDIA_DRIVER, HAMI_DRIVER)
 
 def publishing_nodes(resource_slices: Iterable[Mapping[str, Any]]) -> frozenset[str]:
     """The nodes a current ResourceSlice of a GPU DRA driver names: its kubelet plugin runs there."""
+    # The ResourceSlice reader loads with the first slices read, not with the driver names: describe
+    # asks for its lists before it (~25 ms of imports) and reads the slices on their own thread.
+    from .devices import nodes_of_drivers
+
     return nodes_of_drivers(resource_slices, GPU_DRA_DRIVERS)
