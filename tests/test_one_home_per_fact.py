@@ -63,3 +63,11 @@ def test_no_other_module_quotes_a_beta_version_even_in_its_prose():
     found = [str(p.relative_to(ROOT)) for package in ("kubectl_gpu", "webhook") for p in (ROOT / package).rglob("*.py")
              if p != HOME and quoted.search(p.read_text(encoding="utf-8"))]
     assert found == []
+
+
+def test_the_device_plugins_gpu_resource_is_spelled_only_in_the_facts():
+    """`nvidia.com/gpu` (NVIDIA's device plugin: a whole GPU; HAMi's plugin advertises its vGPUs
+    under the same name) and Kubernetes' older `alpha.kubernetes.io/nvidia-gpu` are read, counted
+    and kept in a dozen places: each imports the one spelling."""
+    assert (facts.DEVICE_PLUGIN_GPU, facts.ALPHA_NVIDIA_GPU) == ("nvidia.com/gpu", "alpha.kubernetes.io/nvidia-gpu")
+    assert _spelled_outside_home({facts.DEVICE_PLUGIN_GPU, facts.ALPHA_NVIDIA_GPU}) == {}

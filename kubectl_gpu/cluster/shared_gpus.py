@@ -12,10 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_gpu.dra.facts import (GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
+from kubectl_gpu.dra.facts import (DEVICE_PLUGIN_GPU, GFD_COUNT_LABEL, GFD_PRODUCT_LABEL, GFD_REPLICAS_LABEL, GFD_SHARED_PRODUCT_SUFFIX,
                                     GFD_SHARING_STRATEGY_LABEL)
 
-_DEVICE_PLUGIN_GPU = "nvidia.com/gpu"
 SHARED = "shared"  # only the product label says so: an older GFD, strategy and replicas unknown
 
 
@@ -105,7 +104,7 @@ def every_gpu_node_shares(nodes: Iterable[Mapping[str, Any]]) -> bool:
 def is_gpu_node(node: Mapping[str, Any]) -> bool:
     """GFD labels it, or its device plugin advertises nvidia.com/gpu."""
     labels = _labels(node)
-    return GFD_PRODUCT_LABEL in labels or GFD_COUNT_LABEL in labels or _DEVICE_PLUGIN_GPU in _allocatable(node)
+    return GFD_PRODUCT_LABEL in labels or GFD_COUNT_LABEL in labels or DEVICE_PLUGIN_GPU in _allocatable(node)
 
 
 def node_as_read(node: dict[str, Any]) -> dict[str, Any]:
@@ -119,8 +118,8 @@ def node_as_read(node: dict[str, Any]) -> dict[str, Any]:
     kept["labels"] = {sys.intern(str(k)): sys.intern(str(v)) for k, v in _labels(node).items()}
     allocatable = _allocatable(node)
     read = {"metadata": kept}
-    if _DEVICE_PLUGIN_GPU in allocatable:
-        read["status"] = {"allocatable": {_DEVICE_PLUGIN_GPU: str(allocatable[_DEVICE_PLUGIN_GPU])}}
+    if DEVICE_PLUGIN_GPU in allocatable:
+        read["status"] = {"allocatable": {DEVICE_PLUGIN_GPU: str(allocatable[DEVICE_PLUGIN_GPU])}}
     return read
 
 

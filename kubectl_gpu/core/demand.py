@@ -11,6 +11,8 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from . import constants as c
+from kubectl_gpu.dra.facts import ALPHA_NVIDIA_GPU, DEVICE_PLUGIN_GPU
+
 from .families import TIME_SLICED_GPU, ContainerRef, LegacyRequest, mig_profile_of
 from .model import TranslateOptions
 from .notes import Note, Severity
@@ -136,7 +138,7 @@ def _nvidia_gpu(ref: ContainerRef, found: dict[str, LegacyRequest], annotations:
             return None
         # A replica is an unsized slot on a shared GPU: a share whose size nobody stated.
         return Demand("gpu", int(shared.amount), c.NVIDIA_GPU, requests, share=Share())
-    r = found.get("nvidia.com/gpu") or found["alpha.kubernetes.io/nvidia-gpu"]
+    r = found.get(DEVICE_PLUGIN_GPU) or found[ALPHA_NVIDIA_GPU]
     if options.gpu_slots and r.amount.denominator == 1:
         notes.append(Note(Severity.INFO, f"{r.name}: {r.text} read as {r.text} slot(s) of shared GPUs: every GPU node "
                                          "this pod can run on shares each GPU among the device plugin's replicas",
@@ -355,7 +357,7 @@ def _koordinator(ref: ContainerRef, found: dict[str, LegacyRequest], annotations
 _BUILDERS = {
     c.NVIDIA_GPU: _nvidia_gpu,
     c.VCUDA: _vcuda,
-    c.HAMI: _vgpu_style(c.HAMI, "nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores",
+    c.HAMI: _vgpu_style(c.HAMI, DEVICE_PLUGIN_GPU, "nvidia.com/gpumem", "nvidia.com/gpucores",
                         "nvidia.com/gpumem-percentage"),
     c.VGPU_MANAGER: _vgpu_style(c.VGPU_MANAGER, "nvidia.com/vgpu-number", "nvidia.com/vgpu-memory",
                                 "nvidia.com/vgpu-cores", None),

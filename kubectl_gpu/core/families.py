@@ -15,7 +15,7 @@ from typing import Any
 
 from . import constants as c
 from kubectl_gpu.dra import hami
-from kubectl_gpu.dra.facts import driver_mig_profile
+from kubectl_gpu.dra.facts import ALPHA_NVIDIA_GPU, DEVICE_PLUGIN_GPU, driver_mig_profile
 from .hints import ANNOTATION_ONLY_KEYS
 from .notes import Note, Severity
 from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
@@ -23,8 +23,8 @@ from kubectl_gpu.dra.quantity import QuantityError, parse_quantity
 TIME_SLICED_GPU = "nvidia.com/gpu.shared"
 # Every legacy resource name with a fixed spelling (MIG names are a prefix, MIG_PREFIX), by family.
 LEGACY_RESOURCE_NAMES: dict[str, str] = {
-    "nvidia.com/gpu": c.NVIDIA_GPU,
-    "alpha.kubernetes.io/nvidia-gpu": c.NVIDIA_GPU,
+    DEVICE_PLUGIN_GPU: c.NVIDIA_GPU,
+    ALPHA_NVIDIA_GPU: c.NVIDIA_GPU,
     "nvidia.com/vcuda-core": c.VCUDA,
     "nvidia.com/vcuda-memory": c.VCUDA,
     "tencent.com/vcuda-core": c.VCUDA,
@@ -57,7 +57,7 @@ LEGACY_RESOURCE_NAMES: dict[str, str] = {
     "google.com/tpu": c.TPU,
 }
 MIG_PREFIX = "nvidia.com/mig-"
-OBSOLETE = {"alpha.kubernetes.io/nvidia-gpu": "nvidia.com/gpu"}
+OBSOLETE = {ALPHA_NVIDIA_GPU: DEVICE_PLUGIN_GPU}
 # Accelerator resources kubectl-gpu does not translate: reported by name, never rewritten, never
 # silently passed.  (prefix, what to tell the person)
 UNTRANSLATED_ACCELERATORS: tuple[tuple[str, str], ...] = (
@@ -276,7 +276,7 @@ def legacy_requests(pod_template: Mapping[str, Any]) -> list[LegacyRequest]:
 def is_plain_integer_gpu(request: LegacyRequest) -> bool:
     """A whole-GPU `nvidia.com/gpu` request: the one shape a DeviceClass's extendedResourceName
     (KEP-5004) can serve from DRA devices without rewriting the pod."""
-    return (request.family == c.NVIDIA_GPU and request.name == "nvidia.com/gpu"
+    return (request.family == c.NVIDIA_GPU and request.name == DEVICE_PLUGIN_GPU
             and request.amount > 0 and request.amount.denominator == 1)
 
 

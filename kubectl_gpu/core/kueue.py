@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from kubectl_gpu.dra.facts import DEVICE_PLUGIN_GPU
+
 from .families import family_of, mig_profile_of
 from .model import TranslateOptions
 from .notes import Note, Severity
@@ -35,7 +37,6 @@ KUEUE_GROUP = "kueue.x-k8s.io"
 CONFIGURATION_API_VERSION = "config.kueue.x-k8s.io/v1beta2"
 # Kueue releases: deviceClassMappings exists from (alpha, gate off) and is on by default from.
 DRA_ALPHA_RELEASE, DRA_DEFAULT_RELEASE = "v0.14", "v0.18"
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def is_cluster_queue(obj: Mapping[str, Any]) -> bool:
@@ -76,7 +77,7 @@ def queue_change(queue: Mapping[str, Any], options: TranslateOptions = Translate
     mig_resource = mig_quota_resource(options)
     for index, group in enumerate((queue.get("spec") or {}).get("resourceGroups") or ()):
         covered = [str(r) for r in group.get("coveredResources") or ()]
-        covers_gpu = covers_gpu or GPU_RESOURCE in covered
+        covers_gpu = covers_gpu or DEVICE_PLUGIN_GPU in covered
         migs = [r for r in covered if family_of(r) == "mig" and mig_profile_of(r)]
         if not migs:
             continue
@@ -97,9 +98,9 @@ def queue_change(queue: Mapping[str, Any], options: TranslateOptions = Translate
                               "can hold one profile alone any more"))
     mappings = []
     if covers_gpu:
-        mappings.append({"name": GPU_RESOURCE, "deviceClassNames": [options.gpu_device_class]})
+        mappings.append({"name": DEVICE_PLUGIN_GPU, "deviceClassNames": [options.gpu_device_class]})
         notes.append(Note(Severity.INFO,
-                          f"ClusterQueue {_name(queue)}: {GPU_RESOURCE} counts claims of DeviceClass "
+                          f"ClusterQueue {_name(queue)}: {DEVICE_PLUGIN_GPU} counts claims of DeviceClass "
                           f"{options.gpu_device_class} too once Kueue's Configuration maps it there (no change to "
                           "the queue: one pool for device-plugin pods and claims)"))
     if covers_mig:

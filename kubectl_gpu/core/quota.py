@@ -34,6 +34,8 @@ from fractions import Fraction
 from typing import Any
 
 from . import constants as c
+from kubectl_gpu.dra.facts import DEVICE_PLUGIN_GPU
+
 from .families import MIG_PREFIX, family_of, mig_profile_of
 from .json_patch import escape
 from .model import IntegerGpuMode, Sharing, TranslateOptions
@@ -118,8 +120,8 @@ def stays_legacy(resource: str, options: TranslateOptions) -> str | None:
     if resource in options.dra_extended_resources:
         return (f"pods keep {resource}: a DeviceClass's extendedResourceName serves it from DRA devices "
                 "(KEP-5004), and the pod still requests it")
-    if resource == "nvidia.com/gpu" and options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE:
-        return "pods keep nvidia.com/gpu (--integer-gpus extended-resource): the entry keeps counting them"
+    if resource == DEVICE_PLUGIN_GPU and options.integer_gpus is IntegerGpuMode.EXTENDED_RESOURCE:
+        return f"pods keep {DEVICE_PLUGIN_GPU} (--integer-gpus extended-resource): the entry keeps counting them"
     return None
 
 

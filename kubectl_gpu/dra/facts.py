@@ -398,6 +398,10 @@ ARCHITECTURES: dict[int, str] = {
     8: "Ada Lovelace", 9: "Hopper", 10: "Blackwell", 13: "Rubin", 0xFFFFFFFF: "Unknown",
 }
 HOPPER_ARCHITECTURE = 9  # NVML_DEVICE_ARCH_HOPPER: MIG mode toggles without a GPU reset from here on
+# NVIDIA's device plugin's resource: a whole GPU (0.5 arrives as 500m), or a replica of one on a
+# time-sliced pool; and Kubernetes' own GPU resource from before device plugins (gone in 1.11).
+DEVICE_PLUGIN_GPU = "nvidia.com/gpu"
+ALPHA_NVIDIA_GPU = "alpha.kubernetes.io/nvidia-gpu"
 # GPU Feature Discovery's node labels (k8s-device-plugin internal/lm/resource.go) that describe a
 # node's GPUs: what device-plugin pods chose GPUs by, and what predicts a node's devices.
 GFD_PRODUCT_LABEL = "nvidia.com/gpu.product"

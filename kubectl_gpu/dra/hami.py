@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .facts import GPU_CONFIG, NVIDIA_CONFIG_API_VERSION, Attribute, literal
+from .facts import DEVICE_PLUGIN_GPU, GPU_CONFIG, NVIDIA_CONFIG_API_VERSION, Attribute, literal
 from .quantity import format_bytes
 
 MIB = 2**20
@@ -51,7 +51,7 @@ HAMI_DEVICE_NAME_PREFIX = HAMI_GPU_TYPE + "-"
 HAMI_DEVICE_CLASS = HAMI_DRIVER
 HAMI_DEVICE_CLASS_SELECTOR = (f"device.driver == '{HAMI_DRIVER}' && "
                               f"device.attributes['{HAMI_ATTRIBUTE_DOMAIN}'].type == '{HAMI_GPU_TYPE}'")
-HAMI_EXTENDED_RESOURCE_NAME = "nvidia.com/gpu"
+HAMI_EXTENDED_RESOURCE_NAME = DEVICE_PLUGIN_GPU  # HAMi's device plugin advertises its vGPUs under NVIDIA's name
 # featuregates.go: HAMiCoreSupport (on by default) makes the plugin publish hami-gpu devices; the
 # plugin refuses to start with it beside any of these.
 HAMI_CORE_SUPPORT_GATE = "HAMiCoreSupport"

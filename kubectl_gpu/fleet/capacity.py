@@ -32,7 +32,7 @@ from kubectl_gpu.dra.facts import GFD_COUNT_LABEL as GFD_COUNT
 from kubectl_gpu.dra.facts import GFD_FAMILY_LABEL as GFD_FAMILY
 from kubectl_gpu.dra.facts import GFD_MEMORY_LABEL as GFD_MEMORY
 from kubectl_gpu.dra.facts import GFD_PRODUCT_LABEL as GFD_PRODUCT
-from kubectl_gpu.dra.facts import NEWEST_DRA_API_VERSION, NVIDIA_DRIVER, architecture_of_gfd_family
+from kubectl_gpu.dra.facts import DEVICE_PLUGIN_GPU, NEWEST_DRA_API_VERSION, NVIDIA_DRIVER, architecture_of_gfd_family
 from kubectl_gpu.explain.engine import explain_claim
 from kubectl_gpu.explain.judge import allocated_state, allocator_claim, allocator_classes, facts_from_devices
 from kubectl_gpu.explain.specs import BUILTIN_CLASS_SELECTORS, DeviceClassSpec, InvalidClaim, parse_claim
@@ -127,7 +127,7 @@ def predict_devices(node: str, labels: Mapping[str, str], legacy: Mapping[str, F
     shares, shareable whole GPUs.  GFD labels do not say which MIG profiles a GPU has, so DynamicMIG's
     partitions are not predicted: its full GPUs are.  With ``target`` HAMi, the same GPUs as HAMi's
     driver publishes them (kubectl_gpu/dra/hami.py): one hami-gpu each, its cores and memory shareable."""
-    count = int(_quantity(labels.get(GFD_COUNT, 0))) or int(legacy.get("nvidia.com/gpu", 0))
+    count = int(_quantity(labels.get(GFD_COUNT, 0))) or int(legacy.get(DEVICE_PLUGIN_GPU, 0))
     if count <= 0:
         return ()
     if target is TargetDriver.HAMI:

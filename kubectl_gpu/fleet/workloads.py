@@ -23,6 +23,7 @@ from kubectl_gpu.cluster.shared_gpus import SharedPool, SlotReading, shared_pool
 from kubectl_gpu.core import (KnownClaim, Severity, Sharing, TranslateOptions, known_claims, legacy_requests,
                                translate_pod_template)
 from kubectl_gpu.core.constants import ORIGINAL_RESOURCES_ANNOTATION
+from kubectl_gpu.dra.facts import DEVICE_PLUGIN_GPU
 from kubectl_gpu.core import prefix_patch
 from kubectl_gpu.k8s.paths import WORKLOADS
 from kubectl_gpu.manifests.locate import PodSite, find_pod_sites, is_pod_spec
@@ -37,7 +38,6 @@ BLOCKED = "blocked"  # cannot move yet: the reasons say why and what to do
 OWNED = "owned"  # a controller owns it: its owner moves instead
 RECREATE = "recreate"  # immutable pod template (bare pod, Job): recreate from a migrated manifest
 STATUSES = (MIGRATE, MIGRATED, BLOCKED, OWNED, RECREATE)
-_GPU = "nvidia.com/gpu"  # the device plugin's resource: a slot, not a GPU, on a time-sliced pool
 
 
 @dataclass(frozen=True)
@@ -378,11 +378,12 @@ def plan_workload(obj: Obj, options: TranslateOptions = TranslateOptions(),
         site_pods = _pod_count(obj, site.pointer, pods_by_owner or {})
         pods += site_pods
         site_options = options
-        pools = translate.slot_pools(projection, nodes) if nodes and _GPU in demand else ()
+        pools = translate.slot_pools(projection, nodes) if nodes and DEVICE_PLUGIN_GPU in demand else ()
         if pools:
             # As migrate reads it (cli/migrate.py): the pool its node selection keeps it in counted slots.
             site_options = options if options.gpu_slots else replace(options, gpu_slots=True)
-            slot_sites.append((pools, site_pods * int(demand[_GPU])))
+            # nvidia.com/gpu on a time-sliced pool counts slots, not GPUs.
+            slot_sites.append((pools, site_pods * int(demand[DEVICE_PLUGIN_GPU])))
         outcome = translate.site(identity, projection, site_options, group, site.pointer, namespace or None,
                                  known.get(namespace, ()) if known is not None else None)
         notes.extend(outcome.notes)

@@ -9,7 +9,7 @@ from fractions import Fraction
 from functools import cached_property, lru_cache
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.dra.facts import REPORT_API_VERSION
+from kubectl_gpu.dra.facts import DEVICE_PLUGIN_GPU, REPORT_API_VERSION
 from kubectl_gpu.dra.quantity import format_bytes, format_plain, parse_quantity, QuantityError
 from kubectl_gpu.inspect.devices import DeviceKey, SliceDevice
 from kubectl_gpu.inspect.double_counting import double_counting_finding
@@ -68,9 +68,6 @@ def _state(device: SliceDevice, holders: tuple[Holder, ...]) -> str:
     if len(taking) > 1 or device.allow_multiple_allocations:
         return SHARED
     return ALLOCATED
-
-
-LEGACY_WHOLE_GPU = "nvidia.com/gpu"  # the device plugin's whole-GPU resource (0.5 arrives as 500m)
 
 
 @dataclass(frozen=True)
@@ -231,13 +228,13 @@ class NodeReport:
         return self.summary.slots or self.summary.legacy_slots
 
     def _legacy_slots(self) -> Iterable[GpuSlot]:
-        offered = next((r for r in self.legacy_resources if r.name == LEGACY_WHOLE_GPU), None)
+        offered = next((r for r in self.legacy_resources if r.name == DEVICE_PLUGIN_GPU), None)
         held = Fraction(0)
         for pod in self.legacy_pods:
             if not pod.holds_device_plugin_gpus:
                 continue
             for request in pod.requests:
-                if request.resource == LEGACY_WHOLE_GPU:
+                if request.resource == DEVICE_PLUGIN_GPU:
                     try:
                         held += parse_quantity(request.amount)
                     except QuantityError:
