@@ -110,20 +110,20 @@ def _add(document: Any, path: str, value: Any) -> None:
         if before is not None and before in parent and token not in parent and hasattr(parent, "insert"):
             parent.insert(list(parent).index(before), token, value)
         elif token not in parent:
-            _append_keeping_comments(parent, lambda: parent.__setitem__(token, value), value)
+            _append_keeping_comments(parent, lambda: parent.__setitem__(token, value))
         else:
             parent[token] = value
     elif isinstance(parent, MutableSequence):
         index = _index(token, len(parent), path, allow_end=True)
         if index == len(parent):
-            _append_keeping_comments(parent, lambda: parent.append(value), value)
+            _append_keeping_comments(parent, lambda: parent.append(value))
         else:
             parent.insert(index, value)
     else:
         raise PatchError(f"{path}: cannot add into a {type(parent).__name__}")
 
 
-def _append_keeping_comments(parent: Any, append: Callable[[], None], value: Any) -> None:
+def _append_keeping_comments(parent: Any, append: Callable[[], None]) -> None:
     lines = detach_trailing_lines(parent) if hasattr(parent, "ca") else None
     append()
     if lines is not None:
