@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-from kubectl_gpu.inspect.claims_model import allocation_result, allocation_results, reserved_pods
+from kubectl_gpu.inspect.claims_model import allocation_result, allocation_results, frozen, reserved_pods
 from kubectl_gpu.inspect.devices import DeviceKey
 
 
@@ -31,7 +31,6 @@ def holders_by_device(claims: Iterable[Mapping[str, Any]],
     and consumers are read (a ClaimView per claim would read every field of 10,000).  Added to
     `index` when given: a list's pages one after another (fetch.py reads each as it comes)."""
     index = {} if index is None else index
-    new = object.__new__
     for claim in claims:
         if not isinstance(claim, dict):
             continue
@@ -48,11 +47,7 @@ def holders_by_device(claims: Iterable[Mapping[str, Any]],
         pods = tuple(f"{namespace}/{p}" for p in reserved_pods(status))
         for result in results:
             key, fields = allocation_result(result)
-            # A frozen Holder made as claims_model.frozen makes one, from the result's own fields.
-            holder = new(Holder)
-            made = holder.__dict__
-            made.update(fields)
-            made["claim"], made["pods"] = ref, pods
+            holder = frozen(Holder, fields, claim=ref, pods=pods)
             held = index.get(key)
             if held is None:
                 index[key] = [holder]
