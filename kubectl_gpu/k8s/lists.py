@@ -83,12 +83,10 @@ async def _read_pages(get_json: GetPage, path: str, label_selector: str | None, 
     ask = begin or _when_awaited
     items: list[dict[str, Any]] = []
     version = ""
-    pending: Awaitable[dict[str, Any]] | None = ask(get_json(path, query("")))
+    pending = ask(get_json(path, query("")))
     try:
         for number in range(MAX_PAGES):
-            assert pending is not None
             page = await pending
-            pending = None
             metadata = page.get("metadata") or {}
             version = version or str(metadata.get("resourceVersion") or "")
             token = metadata.get("continue") or ""
@@ -100,9 +98,8 @@ async def _read_pages(get_json: GetPage, path: str, label_selector: str | None, 
                 each_page(found, number == 0)
             if not token:
                 return items, version
-    finally:
-        if pending is not None:  # an error or Ctrl-C before the next page was read
-            _abandon(pending)
+    finally:  # an error or Ctrl-C before the next page was read; a page read already is let be
+        _abandon(pending)
     raise ApiError(200, path, f"the server kept returning continue tokens after {MAX_PAGES} pages")
 
 
@@ -113,7 +110,7 @@ def _when_awaited(request: Awaitable[dict[str, Any]]) -> Awaitable[dict[str, Any
 def _abandon(pending: Any) -> None:
     """A next page nobody will read (an error or Ctrl-C before it): a request not begun is closed,
     a task on the loop cancelled (or, done already, its error taken so it is not reported lost),
-    and a request on a thread of its own left to end there."""
+    and a request on a thread of its own left to end there.  Each is harmless on a page read."""
     if hasattr(pending, "close"):
         pending.close()
     elif hasattr(pending, "cancel"):
