@@ -69,10 +69,11 @@ def test_a_failing_reader_of_a_page_stops_the_list(k8s_double):
 
 
 class Pages:
-    """An API server's pages of `names`, `size` at a time, whose first continue token expires once."""
+    """An API server's pages of `names`, `size` at a time; with `expiring`, the first continue
+    token it is handed has expired."""
 
-    def __init__(self, names: list[str], size: int) -> None:
-        self.names, self.size, self.expired_once, self.asked = names, size, False, []
+    def __init__(self, names: list[str], size: int, expiring: bool = True) -> None:
+        self.names, self.size, self.expired_once, self.asked = names, size, not expiring, []
 
     async def get_json(self, path, query):
         asked = dict(query)
@@ -111,8 +112,7 @@ def test_an_expired_continue_token_starts_the_list_and_its_pages_again(look_ahea
 def test_a_page_nobody_will_read_is_let_go_quietly(look_ahead):
     """The caller fails on the first page: the second, asked for already, is cancelled (or was
     never begun), and nothing is reported as a lost task or an unawaited request."""
-    server = Pages([f"p{i}" for i in range(5)], 2)
-    server.expired_once = True  # no expiry here
+    server = Pages([f"p{i}" for i in range(5)], 2, expiring=False)
 
     def each_page(items, first):
         raise ValueError("the caller could not use this page")
