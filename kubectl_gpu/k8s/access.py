@@ -117,10 +117,6 @@ class ClusterAccess:
     proxy: str | None = None  # the kubeconfig's proxy-url
     credentials: Credentials | None = None
 
-    @property
-    def host(self) -> str:
-        return self.server
-
     def auth_headers(self) -> dict[str, str]:
         return self.credentials.headers() if self.credentials is not None else {}
 
