@@ -48,13 +48,17 @@ class _Server:
         self.server.server_close()
 
 
-def _json(handler: http.server.BaseHTTPRequestHandler, body: bytes, **headers: str) -> None:
-    handler.send_response(200)
-    handler.send_header("Content-Type", "application/json")
-    handler.send_header("Content-Length", str(len(body)))
+def _head(handler: http.server.BaseHTTPRequestHandler, status: int, length: int, **headers: str) -> None:
+    """An answer's status line and headers, saying `length` bytes of body follow."""
+    handler.send_response(status)
+    handler.send_header("Content-Length", str(length))
     for name, value in headers.items():
         handler.send_header(name.replace("_", "-"), value)
     handler.end_headers()
+
+
+def _json(handler: http.server.BaseHTTPRequestHandler, body: bytes, **headers: str) -> None:
+    _head(handler, 200, len(body), Content_Type="application/json", **headers)
     handler.wfile.write(body)
 
 
@@ -77,9 +81,7 @@ def test_a_gzip_answer_is_decoded_and_gzip_is_asked_for():
 
 def test_an_answer_that_trickles_past_the_request_timeout_is_a_timeout():
     def respond(handler: http.server.BaseHTTPRequestHandler) -> None:
-        handler.send_response(200)
-        handler.send_header("Content-Length", "100")
-        handler.end_headers()
+        _head(handler, 200, 100)
         for _ in range(20):  # a byte every 0.1 s: never silent for a whole second, done after 2 s
             handler.wfile.write(b" ")
             handler.wfile.flush()
@@ -116,9 +118,7 @@ def test_a_kept_alive_connection_the_server_closed_is_replaced_once():
 
 def test_a_proxy_url_with_credentials_sends_them_on_connect():
     def refuse(handler: http.server.BaseHTTPRequestHandler) -> None:
-        handler.send_response(407)
-        handler.send_header("Content-Length", "0")
-        handler.end_headers()
+        _head(handler, 407, 0)
 
     proxy = _Server(refuse)
     try:

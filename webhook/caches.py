@@ -41,10 +41,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, TypeVar
 
 from kubectl_gpu.cluster import ClusterProfile
+from kubectl_gpu.json_codec import encode_json
 
 from .config import WebhookConfig
 from .mutation import MutationPlan, TemplateSite, plan
-from .review import AdmissionRequest, encode_json, parse_review
+from .review import AdmissionRequest, parse_review
 
 # Larger templates are planned every time: the plan cache's memory stays bounded (1024 x 64 KiB).
 MAX_CACHED_TEMPLATE_BYTES = 64 * 1024

@@ -5,20 +5,14 @@ the webhook's API calls (cache misses only) wait on the event loop, not on a thr
 from __future__ import annotations
 
 from kubectl_gpu.k8s import AsyncClient, Client
-from kubectl_gpu.k8s.access import ClusterAccess
 from kubectl_gpu.k8s.kubeconfig import in_cluster_or_kubeconfig
-
-
-def load_configuration(kubeconfig: str | None = None) -> ClusterAccess:
-    """In-cluster credentials when running in a pod, the kubeconfig otherwise."""
-    return in_cluster_or_kubeconfig(kubeconfig)
 
 
 def async_client(kubeconfig: str | None, timeout_seconds: float) -> AsyncClient:
     """The webhook server's client."""
-    return AsyncClient(load_configuration(kubeconfig), timeout_seconds)
+    return AsyncClient(in_cluster_or_kubeconfig(kubeconfig), timeout_seconds)
 
 
 def sync_client(kubeconfig: str | None, timeout_seconds: float) -> Client:
     """The client of one-shot commands (cleanup)."""
-    return Client(load_configuration(kubeconfig), timeout_seconds)
+    return Client(in_cluster_or_kubeconfig(kubeconfig), timeout_seconds)

@@ -51,12 +51,11 @@ class TokenFile(Credentials):
     """A bearer token kept in a file (`tokenFile`, the service account's projected token), read
     again a minute after it was last read: the kubelet rotates projected tokens in place."""
 
-    def __init__(self, path: str, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, path: str) -> None:
         self.path = path
-        self._clock = clock or _monotonic
         self._lock = threading.Lock()
         self._token = self._read()
-        self._read_at = self._clock()
+        self._read_at = _monotonic()
 
     def _read(self) -> str:
         with open(self.path, encoding="utf-8") as handle:
@@ -67,12 +66,12 @@ class TokenFile(Credentials):
 
     def headers(self) -> dict[str, str]:
         with self._lock:
-            if self._clock() - self._read_at >= TOKEN_FILE_REFRESH_SECONDS:
+            if _monotonic() - self._read_at >= TOKEN_FILE_REFRESH_SECONDS:
                 try:
                     self._token = self._read()
                 except (OSError, ValueError):
                     pass  # client-go keeps the token it has when a re-read fails
-                self._read_at = self._clock()
+                self._read_at = _monotonic()
             return {"Authorization": f"Bearer {self._token}"}
 
 
@@ -117,10 +116,6 @@ class ClusterAccess:
     tls_server_name: str | None = None  # the name the server's certificate must carry
     proxy: str | None = None  # the kubeconfig's proxy-url
     credentials: Credentials | None = None
-
-    @property
-    def host(self) -> str:
-        return self.server
 
     def auth_headers(self) -> dict[str, str]:
         return self.credentials.headers() if self.credentials is not None else {}

@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator, Sequence
 
 import aiohttp
 
-from kubectl_gpu.k8s.errors import ApiError, TransportFailure, TransportTimeout
+from kubectl_gpu.k8s.errors import ApiError, TransportFailure, TransportTimeout, root_cause
 from kubectl_gpu.k8s.route import Route
 
 
@@ -112,11 +112,3 @@ def _socks_errors() -> tuple[type[Exception], ...]:
     from aiohttp_socks import ProxyConnectionError, ProxyError, ProxyTimeoutError
 
     return ProxyConnectionError, ProxyError, ProxyTimeoutError
-
-
-def root_cause(exc: BaseException) -> str:
-    # aiohttp wraps "connection refused" in a connector error; people need the innermost reason.
-    seen: BaseException = exc
-    while seen.__cause__ is not None:
-        seen = seen.__cause__
-    return str(seen) or type(seen).__name__

@@ -24,10 +24,10 @@ import ssl
 import threading
 import time
 import zlib
-from typing import Any, Sequence
+from typing import Sequence
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
-from kubectl_gpu.k8s.errors import TransportFailure, TransportTimeout
+from kubectl_gpu.k8s.errors import TransportFailure, TransportTimeout, root_cause
 from kubectl_gpu.k8s.route import Route
 
 _CHUNK = 1 << 18
@@ -184,7 +184,7 @@ class BlockingTransport:
         return context
 
     def _why(self, exc: BaseException) -> str:
-        reason = _reason(exc)
+        reason = root_cause(exc)
         if self._proxy is not None and _at_the_proxy(exc):
             proxy = f"{self._proxy.scheme}://{self._proxy.hostname}:{self._proxy.port or ''}".rstrip(":")
             return f"cannot connect to the proxy {proxy} (proxy-url or HTTPS_PROXY): {reason}"
@@ -213,13 +213,6 @@ def _remaining(deadline: float | None) -> float | None:
     if left <= 0:
         raise socket.timeout("the request's time ran out")
     return left
-
-
-def _reason(exc: BaseException) -> str:
-    seen: Any = exc
-    while seen.__cause__ is not None:
-        seen = seen.__cause__
-    return str(seen) or type(seen).__name__
 
 
 def _at_the_proxy(exc: BaseException) -> bool:

@@ -152,3 +152,12 @@ class TransportTimeout(Exception):
 
 class TransportFailure(Exception):
     """The server (or the proxy) could not be reached; the message is the innermost reason."""
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost reason of a transport's failure: aiohttp and http.client wrap "connection
+    refused" in their own errors; people need the reason."""
+    seen: BaseException = exc
+    while seen.__cause__ is not None:
+        seen = seen.__cause__
+    return str(seen) or type(seen).__name__

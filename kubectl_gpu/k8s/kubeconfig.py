@@ -68,7 +68,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None,
             f"cannot use context {chosen!r}: its TLS certificates cannot be loaded ({_one_line(exc)}); check "
             "the cluster's certificate-authority(-data) and the user's client-certificate(-data) and "
             "client-key(-data)") from None
-    return Connection(api, namespace, chosen, configuration.host)
+    return Connection(api, namespace, chosen, configuration.server)
 
 
 def load_access(kubeconfig: str | None = None, context: str | None = None, *, cluster: str | None = None,
