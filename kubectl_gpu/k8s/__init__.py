@@ -1,7 +1,8 @@
 """The one Kubernetes client of kubectl-gpu (the CLI and the webhook both use it).
 
-`AsyncClient` (client.py) speaks raw JSON over aiohttp; `Client` is its synchronous face for the
-CLI.  One error hierarchy (errors.py), one table of kinds and URL paths (paths.py), one paginator
+`AsyncClient` (client.py) speaks raw JSON over a transport: aiohttp for the webhook and watches,
+the standard library's http.client for the CLI (blocking_transport.py); `Client` is its
+synchronous face for the CLI.  One error hierarchy (errors.py), one table of kinds and URL paths (paths.py), one paginator
 that restarts on HTTP 410 (lists.py), one list-then-watch copy of a collection (watch.py).  Kubeconfig loading is kubeconfig.py (into access.py's ClusterAccess; exec plugins:
 exec_credential.py), API discovery
 discovery.py.
